@@ -1,0 +1,138 @@
+// llmc-compile: diagram files in, IR (and later pseudocode, performance
+// models and CUDA) out.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <stdexcept>
+
+#include "json_export.h"
+#include "pipeline.h"
+#include "print.h"
+
+namespace {
+
+const char* kUsage = R"(usage: llmc-compile FILE.dg [options]
+
+Compiles the last diagram of FILE.dg (or the one named with --entry) and prints
+the result.
+
+options:
+  --emit KIND         what to print: ir (the inlined primitive graph, as a
+                      diagram; the default) or json (the same graph as JSON)
+  --set NAME=N        bind the size NAME to N; repeat it, or give several at
+                      once: --set B=4,T=64
+  --entry NAME        the diagram to compile (default: the last one in FILE)
+  --dump-after PASS   also print the IR after PASS to stderr; passes with IR:
+                      elaborate, canonicalize
+  --time-passes       print each pass's time to stderr
+  --no-comments       leave the per-line comments (woven axes, composite path)
+                      out of --emit ir
+  -o FILE             write the output to FILE instead of standard output
+  -h, --help          show this help
+
+exit status: 0 on success, 1 for an error in the diagrams, 2 for a bad command line.
+)";
+
+[[noreturn]] void usageError(const std::string& message) {
+  std::fprintf(stderr, "llmc-compile: %s\n(see llmc-compile --help)\n", message.c_str());
+  std::exit(2);
+}
+
+void parseSet(const std::string& text, llmc::SizeBindings& sizes) {
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0) usageError(fmt::format("--set expects NAME=N, got '{}'", item));
+    std::string name = item.substr(0, eq), value = item.substr(eq + 1);
+    size_t used = 0;
+    long long n = 0;
+    try {
+      n = std::stoll(value, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != value.size() || n <= 0)
+      usageError(fmt::format("--set {}: '{}' is not a positive whole number", name, value));
+    sizes[name] = n;
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  llmc::PipelineOptions options;
+  std::string emit = "ir", outPath;
+  bool comments = true;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&](const char* flag) -> std::string {
+      if (i + 1 >= argc) usageError(fmt::format("{} needs a value", flag));
+      return argv[++i];
+    };
+    if (arg == "-h" || arg == "--help") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else if (arg == "--emit") {
+      emit = value("--emit");
+      if (emit != "ir" && emit != "json") usageError(fmt::format("unknown --emit '{}' (known: ir, json)", emit));
+    } else if (arg == "--set") {
+      parseSet(value("--set"), options.sizes);
+    } else if (arg == "--entry") {
+      options.entry = value("--entry");
+    } else if (arg == "--dump-after") {
+      options.dumpAfter = value("--dump-after");
+      if (options.dumpAfter != "elaborate" && options.dumpAfter != "canonicalize")
+        usageError(fmt::format("--dump-after: no IR after pass '{}' (passes with IR: elaborate, canonicalize)",
+                               options.dumpAfter));
+    } else if (arg == "--time-passes") {
+      options.timePasses = true;
+    } else if (arg == "--no-comments") {
+      comments = false;
+    } else if (arg == "-o") {
+      outPath = value("-o");
+    } else if (!arg.empty() && arg[0] == '-') {
+      usageError(fmt::format("unknown option '{}'", arg));
+    } else if (options.path.empty()) {
+      options.path = arg;
+    } else {
+      usageError(fmt::format("more than one input file ('{}' and '{}')", options.path, arg));
+    }
+  }
+  if (options.path.empty()) usageError("no input file");
+  options.dump = [](const std::string& text) { std::fputs(text.c_str(), stderr); };
+
+  std::string output;
+  try {
+    llmc::Graph graph = llmc::compileToIR(options);
+    output = emit == "json" ? llmc::graphToJson(graph).dump(2) + "\n"
+                            : llmc::printGraph(graph, llmc::PrintOptions{comments});
+  } catch (const llmc::CompileError& e) {
+    std::fputs(e.what(), stderr);
+    return 1;
+  }
+  if (outPath.empty()) {
+    std::fputs(output.c_str(), stdout);
+    return 0;
+  }
+  // Write next to the target and rename, so a failed write never leaves half a file.
+  std::string tmp = outPath + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    out << output;
+    if (!out.flush()) {
+      std::fprintf(stderr, "llmc-compile: cannot write '%s'\n", tmp.c_str());
+      return 1;
+    }
+  }
+  if (std::rename(tmp.c_str(), outPath.c_str()) != 0) {
+    std::fprintf(stderr, "llmc-compile: cannot write '%s'\n", outPath.c_str());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,51 @@
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <set>
+
+#include "parser.h"
+#include "program.h"
+
+namespace llmc {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+void load(Program& program, std::set<std::string>& seen, const std::string& path,
+          const SourceLoc& from) {
+  std::error_code ec;
+  fs::path canonical = fs::weakly_canonical(fs::path(path), ec);
+  std::string key = ec ? path : canonical.string();
+  if (!seen.insert(key).second) return;  // imported twice, or an import cycle: load once
+
+  auto file = loadSourceFile(path, from);
+  program.modules.push_back(std::make_unique<Module>(parseModule(file)));
+  const Module& module = *program.modules.back();
+
+  for (const auto& d : module.diagrams) {
+    auto [it, inserted] = program.diagrams.emplace(d.name, &d);
+    if (!inserted)
+      throw CompileError(d.loc, fmt::format("duplicate definition of diagram '{}'", d.name),
+                         {fmt::format("{}: note: first defined here", it->second->loc.str())});
+    if (isBuiltinBox(d.name))
+      throw CompileError(d.loc, fmt::format("'{}' is a built-in box; give the diagram another name",
+                                            d.name));
+  }
+  fs::path dir = fs::path(path).parent_path();
+  for (const auto& imp : module.imports) {
+    fs::path target = fs::path(imp.path).is_absolute() ? fs::path(imp.path) : dir / imp.path;
+    load(program, seen, target.lexically_normal().string(), imp.loc);
+  }
+}
+
+}  // namespace
+
+Program loadProgram(const std::string& path) {
+  Program program;
+  std::set<std::string> seen;
+  load(program, seen, path, SourceLoc{});
+  return program;
+}
+
+}  // namespace llmc

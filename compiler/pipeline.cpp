@@ -1,0 +1,63 @@
+// The whole lowering, one pass after another. Each pass is a free function in
+// its own file; the IR can be printed after any of them (--dump-after) and each
+// can be timed (--time-passes). The verifier runs after every pass that makes IR.
+#include "pipeline.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+
+#include "canonicalize.h"
+#include "elaborate.h"
+#include "print.h"
+#include "verify.h"
+
+namespace llmc {
+
+const std::vector<std::string>& passNames() {
+  static const std::vector<std::string> names = {"parse", "resolve", "elaborate", "canonicalize"};
+  return names;
+}
+
+namespace {
+
+class PassRunner {
+ public:
+  explicit PassRunner(const PipelineOptions& o) : options_(o) {}
+
+  template <class F>
+  auto run(const std::string& name, F&& pass) {
+    auto start = std::chrono::steady_clock::now();
+    auto result = pass();
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    if (options_.timePasses && options_.dump) options_.dump(fmt::format("# pass {:<14} {:9.3f} ms\n", name, ms));
+    return result;
+  }
+
+  void afterIR(const std::string& name, const Graph& g) {
+    verifyGraph(g);
+    if (options_.dumpAfter == name && options_.dump)
+      options_.dump(fmt::format("# IR after {}\n{}", name, printGraph(g)));
+  }
+
+ private:
+  const PipelineOptions& options_;
+};
+
+}  // namespace
+
+Graph compileToIR(const PipelineOptions& options) {
+  PassRunner passes(options);
+  Program program = passes.run("parse", [&] { return loadProgram(options.path); });
+  passes.run("resolve", [&] { resolveProgram(program, options.sizes); return 0; });
+  std::string entry = options.entry.empty() ? defaultEntry(program) : options.entry;
+
+  Graph graph = passes.run("elaborate", [&] { return elaborate(program, entry, options.sizes); });
+  passes.afterIR("elaborate", graph);
+
+  graph = passes.run("canonicalize", [&] { return canonicalize(graph); });
+  passes.afterIR("canonicalize", graph);
+  return graph;
+}
+
+}  // namespace llmc

@@ -1,0 +1,29 @@
+// The compiler's pipeline as one straight list of passes (see pipeline.cpp).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ir.h"
+#include "program.h"
+
+namespace llmc {
+
+struct PipelineOptions {
+  std::string path;              // the main diagram file
+  std::string entry;             // the diagram to compile; empty: the last in the file
+  SizeBindings sizes;            // --set
+  std::string dumpAfter;         // print the IR after this pass (to dumpStream)
+  bool timePasses = false;       // report each pass's time (to dumpStream)
+  std::function<void(const std::string&)> dump;  // where dumps and timings go
+};
+
+// The names of the passes, in order, for --dump-after and --help.
+const std::vector<std::string>& passNames();
+
+// Runs the passes from diagram text to canonical IR. Throws CompileError for
+// errors in the diagrams.
+Graph compileToIR(const PipelineOptions& options);
+
+}  // namespace llmc

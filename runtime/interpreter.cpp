@@ -1,0 +1,548 @@
+#include "interpreter.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <stdexcept>
+
+#include "batched_matmul.h"
+#include "low_precision.h"
+#include "strided_loop.h"
+
+namespace llmc {
+
+namespace {
+
+// ---------------------------------------------------------------------------
+// Errors and layouts
+
+[[noreturn]] void fail(const Node& node, const std::string& message) {
+  const std::string what = node.name.empty() ? opName(node.op)
+                                             : fmt::format("{} '{}'", opName(node.op), node.name);
+  throw std::runtime_error(fmt::format("{}: {} (node {}): {}", node.loc.str(), what, node.id, message));
+}
+
+std::vector<int64_t> shapeOf(const Type& type) {
+  std::vector<int64_t> shape;
+  for (const Axis& axis : type.axes) shape.push_back(axis.size);
+  return shape;
+}
+
+// The strides of `array` (row-major in its own layout) when walked over the
+// index space of `space`: for each axis of space, the array's stride along it,
+// or 0 where the array lacks the axis (it is broadcast). Every axis of the
+// array but those in `skipped` must be in space with the same size; anything
+// else is a malformed graph.
+std::vector<int64_t> stridesOver(const Node& node, const Type& array, const Type& space,
+                                 const std::vector<std::string>& skipped = {}) {
+  const std::vector<int64_t> own = rowMajorStrides(array);
+  for (const Axis& axis : array.axes) {
+    if (std::find(skipped.begin(), skipped.end(), axis.name) != skipped.end()) continue;
+    const Axis* there = space.find(axis.name);
+    if (!there || there->size != axis.size)
+      fail(node, fmt::format("operand {} does not fit the index space {}", array.str(), space.str()));
+  }
+  std::vector<int64_t> strides;
+  for (const Axis& axis : space.axes) strides.push_back(strideOf(array, own, axis.name));
+  return strides;
+}
+
+const Axis& axisOf(const Node& node, const Type& type, const std::string& name) {
+  const Axis* axis = type.find(name);
+  if (!axis) fail(node, fmt::format("{} has no axis '{}'", type.str(), name));
+  return *axis;
+}
+
+// `type` with its axis `from` replaced, in place, by the axes `to`.
+Type replaceAxis(const Type& type, const std::string& from, const std::vector<Axis>& to) {
+  Type out{type.dtype, {}};
+  for (const Axis& axis : type.axes) {
+    if (axis.name == from)
+      out.axes.insert(out.axes.end(), to.begin(), to.end());
+    else
+      out.axes.push_back(axis);
+  }
+  return out;
+}
+
+// An operand as the kernels see it: its type and values.
+template <class T>
+struct Arg {
+  const Type* type;
+  const T* data;
+};
+
+// Copies src into dst laid out as dstType; both hold the same axes (names and
+// sizes, dtypes aside), matched by name.
+template <class T>
+void copyByName(const Node& node, const Arg<T>& src, const Type& dstType, T* dst) {
+  if (src.type->axes.size() != dstType.axes.size())
+    fail(node, fmt::format("cannot lay out {} as {}", src.type->str(), dstType.str()));
+  stridedCopy(shapeOf(dstType), dst, rowMajorStrides(dstType), src.data,
+              stridesOver(node, *src.type, dstType));
+}
+
+// ---------------------------------------------------------------------------
+// Elementwise maps, broadcasting operands by axis name
+
+template <class T, size_t N, class F>
+std::vector<T> mapElementwise(const Node& node, const std::array<Arg<T>, N>& args, F f) {
+  const Type& out = node.type;
+  std::vector<T> result(static_cast<size_t>(out.elementCount()));
+  std::array<std::vector<int64_t>, N + 1> strides;
+  strides[0] = rowMajorStrides(out);
+  for (size_t k = 0; k < N; ++k) strides[k + 1] = stridesOver(node, *args[k].type, out);
+  T* base = result.data();
+  // The output is walked in its own layout, so its rows are contiguous.
+  forEachRow<N + 1>(shapeOf(out), strides,
+                    [&](const Offsets<N + 1>& at, int64_t n, const Offsets<N + 1>& step) {
+                      T* o = base + at[0];
+                      const T* x = args[0].data + at[1];
+                      if constexpr (N == 1) {
+                        for (int64_t i = 0; i < n; ++i) o[i] = f(x[i * step[1]]);
+                      } else if constexpr (N == 2) {
+                        const T* y = args[1].data + at[2];
+                        for (int64_t i = 0; i < n; ++i) o[i] = f(x[i * step[1]], y[i * step[2]]);
+                      } else {
+                        static_assert(N == 3);
+                        const T* y = args[1].data + at[2];
+                        const T* z = args[2].data + at[3];
+                        for (int64_t i = 0; i < n; ++i)
+                          o[i] = f(x[i * step[1]], y[i * step[2]], z[i * step[3]]);
+                      }
+                    });
+  return result;
+}
+
+template <class T>
+std::vector<T> unary(const Node& node, const Arg<T>& x) {
+  auto map = [&](auto f) { return mapElementwise<T, 1>(node, {x}, f); };
+  switch (node.unary) {
+    case UnaryOp::Neg: return map([](T v) { return -v; });
+    case UnaryOp::Exp: return map([](T v) { return std::exp(v); });
+    case UnaryOp::Log: return map([](T v) { return std::log(v); });
+    case UnaryOp::Tanh: return map([](T v) { return std::tanh(v); });
+    case UnaryOp::Sqrt: return map([](T v) { return std::sqrt(v); });
+    case UnaryOp::Rsqrt: return map([](T v) { return T(1) / std::sqrt(v); });
+    case UnaryOp::Abs: return map([](T v) { return std::abs(v); });
+  }
+  fail(node, "unknown unary operation");
+}
+
+template <class T>
+std::vector<T> binary(const Node& node, const Arg<T>& x, const Arg<T>& y) {
+  auto map = [&](auto f) { return mapElementwise<T, 2>(node, {x, y}, f); };
+  switch (node.binary) {
+    case BinaryOp::Add: return map([](T a, T b) { return a + b; });
+    case BinaryOp::Sub: return map([](T a, T b) { return a - b; });
+    case BinaryOp::Mul: return map([](T a, T b) { return a * b; });
+    case BinaryOp::Div:
+      if (isInteger(node.type.dtype)) {
+        // Integer division truncates toward zero; done in int64 because a
+        // float quotient may round across an integer.
+        return map([&node](T a, T b) {
+          if (b == 0) fail(node, fmt::format("integer division of {} by zero", a));
+          return static_cast<T>(static_cast<int64_t>(a) / static_cast<int64_t>(b));
+        });
+      }
+      return map([](T a, T b) { return a / b; });
+    case BinaryOp::Maximum: return map([](T a, T b) { return std::max(a, b); });
+    case BinaryOp::Minimum: return map([](T a, T b) { return std::min(a, b); });
+  }
+  fail(node, "unknown binary operation");
+}
+
+template <class T>
+std::vector<T> compare(const Node& node, const Arg<T>& x, const Arg<T>& y) {
+  auto map = [&](auto f) { return mapElementwise<T, 2>(node, {x, y}, f); };
+  switch (node.compare) {
+    case CompareOp::Lt: return map([](T a, T b) { return T(a < b); });
+    case CompareOp::Le: return map([](T a, T b) { return T(a <= b); });
+    case CompareOp::Gt: return map([](T a, T b) { return T(a > b); });
+    case CompareOp::Ge: return map([](T a, T b) { return T(a >= b); });
+    case CompareOp::Eq: return map([](T a, T b) { return T(a == b); });
+    case CompareOp::Ne: return map([](T a, T b) { return T(a != b); });
+  }
+  fail(node, "unknown comparison");
+}
+
+template <class T>
+std::vector<T> selectWhere(const Node& node, const Arg<T>& cond, const Arg<T>& x, const Arg<T>& y) {
+  return mapElementwise<T, 3>(node, {cond, x, y}, [](T c, T a, T b) { return c != 0 ? a : b; });
+}
+
+// Rounding to bf16/f16 is not done here: every low-precision node is rounded
+// after it is computed.
+template <class T>
+std::vector<T> cast(const Node& node, const Arg<T>& x) {
+  auto map = [&](auto f) { return mapElementwise<T, 1>(node, {x}, f); };
+  const DType to = node.type.dtype;
+  if (to == DType::Bool) return map([](T v) { return T(v != 0); });
+  if (isInteger(to)) return map([](T v) { return std::trunc(v); });
+  return map([](T v) { return v; });
+}
+
+// ---------------------------------------------------------------------------
+// Reductions, contraction, gather
+
+template <class T>
+std::vector<T> reduce(const Node& node, const Arg<T>& x) {
+  for (const std::string& axis : node.axes) axisOf(node, *x.type, axis);
+  const bool isSum = node.reduce == ReduceOp::Sum;
+  const T init = isSum ? T(0) : -std::numeric_limits<T>::infinity();
+  std::vector<T> result(static_cast<size_t>(node.type.elementCount()), init);
+  T* out = result.data();
+  // Walk the input; the output's stride is 0 along the reduced axes, so each
+  // input element lands on the output element it reduces into.
+  auto accumulate = [&](auto combine) {
+    forEachRow<2>(shapeOf(*x.type), {stridesOver(node, node.type, *x.type), rowMajorStrides(*x.type)},
+                  [&](const Offsets<2>& at, int64_t n, const Offsets<2>& step) {
+                    T* o = out + at[0];
+                    const T* in = x.data + at[1];
+                    if (step[0] == 0) {  // the row is reduced: keep the accumulator in a register
+                      T acc = *o;
+                      for (int64_t i = 0; i < n; ++i) acc = combine(acc, in[i * step[1]]);
+                      *o = acc;
+                    } else {
+                      for (int64_t i = 0; i < n; ++i)
+                        o[i * step[0]] = combine(o[i * step[0]], in[i * step[1]]);
+                    }
+                  });
+  };
+  if (isSum)
+    accumulate([](T acc, T v) { return acc + v; });
+  else
+    accumulate([](T acc, T v) { return v > acc ? v : acc; });
+  return result;
+}
+
+// Lays src out as the axes `order` (a permutation of its axes) and returns a
+// pointer to it: src itself when it already is, else `buffer`.
+template <class T>
+const T* packed(const Node& node, const Arg<T>& src, const std::vector<Axis>& order,
+                std::vector<T>& buffer) {
+  if (src.type->axes == order) return src.data;
+  const Type packedType{src.type->dtype, order};
+  buffer.resize(static_cast<size_t>(packedType.elementCount()));
+  copyByName(node, src, packedType, buffer.data());
+  return buffer.data();
+}
+
+int64_t product(const std::vector<Axis>& axes) {
+  int64_t n = 1;
+  for (const Axis& axis : axes) n *= axis.size;
+  return n;
+}
+
+// out = sum over the contracted axes of A * B, as a batched matrix product
+// C[batch, m, n] = A[batch, m, k] . B[batch, k, n]: batch axes are the output
+// axes in both operands, m those only in A, n those only in B.
+template <class T>
+std::vector<T> contract(const Node& node, const Arg<T>& a, const Arg<T>& b) {
+  const Type& out = node.type;
+  std::vector<Axis> batchAxes, mAxes, nAxes, kAxes;
+  for (const Axis& axis : out.axes) {
+    const bool inA = a.type->has(axis.name), inB = b.type->has(axis.name);
+    if (inA && inB)
+      batchAxes.push_back(axis);
+    else if (inA)
+      mAxes.push_back(axis);
+    else if (inB)
+      nAxes.push_back(axis);
+    else
+      fail(node, fmt::format("output axis '{}' is in neither operand", axis.name));
+  }
+  for (const Axis& axis : a.type->axes) {
+    if (std::find(node.axes.begin(), node.axes.end(), axis.name) == node.axes.end()) continue;
+    if (axisOf(node, *b.type, axis.name).size != axis.size)
+      fail(node, fmt::format("contracted axis '{}' differs: {} against {}", axis.name,
+                             a.type->str(), b.type->str()));
+    kAxes.push_back(axis);
+  }
+  if (kAxes.size() != node.axes.size())
+    fail(node, fmt::format("{} lacks a contracted axis", a.type->str()));
+
+  auto concat = [](std::initializer_list<const std::vector<Axis>*> parts) {
+    std::vector<Axis> all;
+    for (const auto* part : parts) all.insert(all.end(), part->begin(), part->end());
+    return all;
+  };
+  std::vector<T> aBuffer, bBuffer;
+  const T* aPacked = packed(node, a, concat({&batchAxes, &mAxes, &kAxes}), aBuffer);
+  const T* bPacked = packed(node, b, concat({&batchAxes, &kAxes, &nAxes}), bBuffer);
+
+  std::vector<T> result(static_cast<size_t>(out.elementCount()));
+  const Type cType{out.dtype, concat({&batchAxes, &mAxes, &nAxes})};
+  const bool outIsC = cType.axes == out.axes;
+  std::vector<T> cBuffer(outIsC ? 0 : result.size());
+  T* c = outIsC ? result.data() : cBuffer.data();
+  batchedMatmul(aPacked, bPacked, c, product(batchAxes), product(mAxes), product(kAxes),
+                product(nAxes));
+  if (!outIsC) copyByName(node, Arg<T>{&cType, c}, out, result.data());
+  return result;
+}
+
+// out = table[a = index] woven over the index's axes; table axes other than a
+// that the index also has are matched (batched gather), the rest carried along.
+template <class T>
+std::vector<T> gather(const Node& node, const Arg<T>& table, const Arg<T>& index) {
+  const std::string& indexed = node.axes.at(0);
+  const int64_t rows = axisOf(node, *table.type, indexed).size;
+  const int64_t rowStride = strideOf(*table.type, rowMajorStrides(*table.type), indexed);
+  const Type& out = node.type;
+  std::vector<T> result(static_cast<size_t>(out.elementCount()));
+  T* base = result.data();
+  forEachRow<3>(
+      shapeOf(out),
+      {rowMajorStrides(out), stridesOver(node, *table.type, out, {indexed}),
+       stridesOver(node, *index.type, out)},
+      [&](const Offsets<3>& at, int64_t n, const Offsets<3>& step) {
+        T* o = base + at[0];
+        const T* t = table.data + at[1];
+        const T* idx = index.data + at[2];
+        for (int64_t i = 0; i < n; ++i) {
+          const T position = idx[i * step[2]];
+          if (!(position >= 0 && position < T(rows)))
+            fail(node, fmt::format("index {} is out of range for axis {}:{}", position, indexed, rows));
+          o[i] = t[i * step[1] + static_cast<int64_t>(position) * rowStride];
+        }
+      });
+  return result;
+}
+
+// ---------------------------------------------------------------------------
+// Axis operations
+
+// Split and merge keep the row-major order of the elements: the input of a
+// split, read as if its axis a were the new axes in its place, already is the
+// output in some axis order; likewise the output of a merge.
+template <class T>
+std::vector<T> split(const Node& node, const Arg<T>& x) {
+  std::vector<Axis> parts;
+  for (const std::string& name : node.newAxes) parts.push_back(axisOf(node, node.type, name));
+  const std::string& whole = node.axes.at(0);
+  if (product(parts) != axisOf(node, *x.type, whole).size)
+    fail(node, fmt::format("{} cannot be split into {}", x.type->str(), node.type.str()));
+  const Type view = replaceAxis(*x.type, whole, parts);
+  std::vector<T> result(static_cast<size_t>(node.type.elementCount()));
+  copyByName(node, Arg<T>{&view, x.data}, node.type, result.data());
+  return result;
+}
+
+template <class T>
+std::vector<T> merge(const Node& node, const Arg<T>& x) {
+  std::vector<Axis> parts;
+  for (const std::string& name : node.axes) parts.push_back(axisOf(node, *x.type, name));
+  const std::string& whole = node.newAxes.at(0);
+  if (product(parts) != axisOf(node, node.type, whole).size)
+    fail(node, fmt::format("{} cannot be merged into {}", x.type->str(), node.type.str()));
+  const Type view = replaceAxis(node.type, whole, parts);
+  std::vector<T> result(static_cast<size_t>(node.type.elementCount()));
+  copyByName(node, x, view, result.data());
+  return result;
+}
+
+template <class T>
+std::vector<T> renameAxis(const Node& node, const Arg<T>& x) {
+  const std::string& from = node.axes.at(0);
+  const Type view = replaceAxis(*x.type, from, {{node.newAxes.at(0), axisOf(node, *x.type, from).size}});
+  std::vector<T> result(static_cast<size_t>(node.type.elementCount()));
+  copyByName(node, Arg<T>{&view, x.data}, node.type, result.data());
+  return result;
+}
+
+template <class T>
+std::vector<T> transpose(const Node& node, const Arg<T>& x) {
+  std::vector<T> result(static_cast<size_t>(node.type.elementCount()));
+  copyByName(node, x, node.type, result.data());
+  return result;
+}
+
+// The part of x from position lo along axis `along`, as the output type:
+// `along` becomes the output axis `kept` (slice), or disappears (index).
+template <class T>
+std::vector<T> window(const Node& node, const Arg<T>& x, const std::string& along,
+                      const std::optional<Axis>& kept) {
+  const Type& out = node.type;
+  const Type expected = replaceAxis(*x.type, along, kept ? std::vector<Axis>{*kept} : std::vector<Axis>{});
+  Type outAxes = out;
+  outAxes.dtype = expected.dtype;
+  if (!outAxes.sameAxisSet(expected))
+    fail(node, fmt::format("{} does not fit the input {}", out.str(), x.type->str()));
+  const std::vector<int64_t> inStrides = rowMajorStrides(*x.type);
+  const int64_t alongStride = strideOf(*x.type, inStrides, along);
+  std::vector<int64_t> readStrides;
+  for (const Axis& axis : out.axes)
+    readStrides.push_back(kept && axis.name == kept->name ? alongStride
+                                                           : strideOf(*x.type, inStrides, axis.name));
+  std::vector<T> result(static_cast<size_t>(out.elementCount()));
+  stridedCopy(shapeOf(out), result.data(), rowMajorStrides(out), x.data + node.lo * alongStride,
+              readStrides);
+  return result;
+}
+
+template <class T>
+std::vector<T> slice(const Node& node, const Arg<T>& x) {
+  const std::string& from = node.axes.at(0);
+  const int64_t size = axisOf(node, *x.type, from).size;
+  if (node.lo < 0 || node.lo > node.hi || node.hi > size)
+    fail(node, fmt::format("slice [{}:{}] is out of range for axis {}:{}", node.lo, node.hi, from, size));
+  return window(node, x, from, Axis{node.newAxes.at(0), node.hi - node.lo});
+}
+
+template <class T>
+std::vector<T> indexAt(const Node& node, const Arg<T>& x) {
+  const std::string& from = node.axes.at(0);
+  const int64_t size = axisOf(node, *x.type, from).size;
+  if (node.lo < 0 || node.lo >= size)
+    fail(node, fmt::format("position {} is out of range for axis {}:{}", node.lo, from, size));
+  return window(node, x, from, std::nullopt);
+}
+
+// Operand k fills positions k*size(a) .. (k+1)*size(a) of the new axis.
+template <class T>
+std::vector<T> concatenate(const Node& node, const std::vector<Arg<T>>& parts) {
+  const std::string& from = node.axes.at(0);
+  const Type& out = node.type;
+  const std::string& joined = node.newAxes.at(0);
+  const std::vector<int64_t> outStrides = rowMajorStrides(out);
+  const int64_t joinedStride = strideOf(out, outStrides, joined);
+  std::vector<T> result(static_cast<size_t>(out.elementCount()));
+  int64_t start = 0;
+  for (const Arg<T>& part : parts) {
+    const int64_t size = axisOf(node, *part.type, from).size;
+    const Type view = replaceAxis(*part.type, from, {{joined, size}});
+    Type region = out;  // the output restricted to this part's positions
+    for (Axis& axis : region.axes)
+      if (axis.name == joined) axis.size = size;
+    stridedCopy(shapeOf(region), result.data() + start * joinedStride, outStrides, part.data,
+                stridesOver(node, view, region));
+    start += size;
+  }
+  if (start != axisOf(node, out, joined).size)
+    fail(node, fmt::format("the parts add up to {} positions along '{}'", start, joined));
+  return result;
+}
+
+// ---------------------------------------------------------------------------
+// The graph walk
+
+template <class T>
+class Evaluator {
+ public:
+  Evaluator(const Graph& graph, const InterpreterOptions& options)
+      : graph_(graph), options_(options), values_(graph.nodes.size()) {}
+
+  std::vector<HostTensor> run(const std::map<std::string, HostTensor>& inputs) {
+    const std::vector<size_t> lastUse = lastUses();
+    for (size_t i = 0; i < graph_.nodes.size(); ++i) {
+      const Node& node = graph_.nodes[i];
+      values_[i] = evaluate(node, inputs);
+      if (options_.roundLowPrecision && isLowPrecision(node.type.dtype))
+        for (T& v : values_[i]) v = static_cast<T>(roundToDType(static_cast<double>(v), node.type.dtype));
+      // Free what no later node reads, to bound memory on large graphs.
+      for (NodeId operand : node.operands)
+        if (lastUse[static_cast<size_t>(operand)] == i) std::vector<T>().swap(values_[static_cast<size_t>(operand)]);
+    }
+    std::vector<HostTensor> outputs;
+    for (const GraphOutput& output : graph_.outputs) {
+      const std::vector<T>& values = values_.at(static_cast<size_t>(output.node));
+      outputs.push_back({graph_.node(output.node).type, std::vector<double>(values.begin(), values.end())});
+    }
+    return outputs;
+  }
+
+ private:
+  // The index of the last node reading each node; outputs are read at the end.
+  std::vector<size_t> lastUses() const {
+    std::vector<size_t> last(graph_.nodes.size(), 0);
+    for (size_t i = 0; i < graph_.nodes.size(); ++i)
+      for (NodeId operand : graph_.nodes[i].operands) {
+        if (operand < 0 || static_cast<size_t>(operand) >= i)
+          fail(graph_.nodes[i], fmt::format("operand {} is not an earlier node", operand));
+        last[static_cast<size_t>(operand)] = i;
+      }
+    for (const GraphOutput& output : graph_.outputs) last.at(static_cast<size_t>(output.node)) = graph_.nodes.size();
+    return last;
+  }
+
+  Arg<T> arg(const Node& node, size_t k) const {
+    const NodeId id = node.operands.at(k);
+    return {&graph_.node(id).type, values_[static_cast<size_t>(id)].data()};
+  }
+
+  void requireOperands(const Node& node, size_t count) const {
+    if (node.operands.size() != count)
+      fail(node, fmt::format("expects {} operands, has {}", count, node.operands.size()));
+  }
+
+  std::vector<T> input(const Node& node, const std::map<std::string, HostTensor>& inputs) const {
+    auto it = inputs.find(node.name);
+    if (it == inputs.end()) fail(node, fmt::format("no value was given for input '{}'", node.name));
+    const HostTensor& given = it->second;
+    if (!given.type.sameAxisSet(node.type))
+      fail(node, fmt::format("input '{}' expects {} but was given {}", node.name, node.type.str(),
+                             given.type.str()));
+    if (given.data.size() != static_cast<size_t>(given.elementCount()))
+      fail(node, fmt::format("input '{}' of type {} holds {} values", node.name, given.type.str(),
+                             given.data.size()));
+    if (given.type == node.type) return std::vector<T>(given.data.begin(), given.data.end());
+    const HostTensor laidOut = permuteTo(given, node.type);
+    return std::vector<T>(laidOut.data.begin(), laidOut.data.end());
+  }
+
+  std::vector<T> evaluate(const Node& node, const std::map<std::string, HostTensor>& inputs) const {
+    switch (node.op) {
+      case Op::Input:
+        return input(node, inputs);
+      case Op::Constant:
+        if (!node.type.axes.empty()) fail(node, "a constant must be a scalar");
+        return {static_cast<T>(node.value)};
+      case Op::Pos: {
+        if (node.type.axes.size() != 1) fail(node, fmt::format("positions of type {}", node.type.str()));
+        std::vector<T> positions(static_cast<size_t>(axisOf(node, node.type, node.axes.at(0)).size));
+        for (size_t i = 0; i < positions.size(); ++i) positions[i] = static_cast<T>(i);
+        return positions;
+      }
+      case Op::Unary: requireOperands(node, 1); return unary(node, arg(node, 0));
+      case Op::Binary: requireOperands(node, 2); return binary(node, arg(node, 0), arg(node, 1));
+      case Op::Compare: requireOperands(node, 2); return compare(node, arg(node, 0), arg(node, 1));
+      case Op::Select:
+        requireOperands(node, 3);
+        return selectWhere(node, arg(node, 0), arg(node, 1), arg(node, 2));
+      case Op::Cast: requireOperands(node, 1); return cast(node, arg(node, 0));
+      case Op::Reduce: requireOperands(node, 1); return reduce(node, arg(node, 0));
+      case Op::Contract: requireOperands(node, 2); return contract(node, arg(node, 0), arg(node, 1));
+      case Op::Gather: requireOperands(node, 2); return gather(node, arg(node, 0), arg(node, 1));
+      case Op::Split: requireOperands(node, 1); return split(node, arg(node, 0));
+      case Op::Merge: requireOperands(node, 1); return merge(node, arg(node, 0));
+      case Op::Slice: requireOperands(node, 1); return slice(node, arg(node, 0));
+      case Op::Rename: requireOperands(node, 1); return renameAxis(node, arg(node, 0));
+      case Op::Index: requireOperands(node, 1); return indexAt(node, arg(node, 0));
+      case Op::Transpose: requireOperands(node, 1); return transpose(node, arg(node, 0));
+      case Op::Concat: {
+        std::vector<Arg<T>> parts;
+        for (size_t k = 0; k < node.operands.size(); ++k) parts.push_back(arg(node, k));
+        return concatenate(node, parts);
+      }
+    }
+    fail(node, "unknown operation");
+  }
+
+  const Graph& graph_;
+  const InterpreterOptions& options_;
+  std::vector<std::vector<T>> values_;  // per node; emptied after its last use
+};
+
+}  // namespace
+
+std::vector<HostTensor> interpret(const Graph& g, const std::map<std::string, HostTensor>& inputs,
+                                  const InterpreterOptions& options) {
+  if (options.precision == Precision::F32) return Evaluator<float>(g, options).run(inputs);
+  return Evaluator<double>(g, options).run(inputs);
+}
+
+}  // namespace llmc

@@ -1,0 +1,37 @@
+// The reference interpreter: runs any verified Graph on the CPU.
+//
+// It is the oracle every GPU kernel is tested against and the CPU path of
+// training for tiny models. Each node is computed in full, in f32 or f64, and
+// stored in the layout its type gives (row-major in type.axes order); operands
+// are matched to the output by axis name, never by position.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ir.h"
+#include "tensor.h"
+
+namespace llmc {
+
+enum class Precision { F32, F64 };
+
+struct InterpreterOptions {
+  // The arithmetic every node is computed and stored in.
+  Precision precision = Precision::F64;
+  // Round the values of bf16 and f16 nodes (inputs included) to that format,
+  // ties to even, as storing them would.
+  bool roundLowPrecision = true;
+};
+
+// Runs g on the given inputs, keyed by input name, and returns its outputs in
+// g.outputs order. An input may come in any axis order; it must otherwise have
+// exactly the input's type. Inputs the graph does not have are ignored.
+// Throws std::runtime_error on a missing or mistyped input and on values an
+// operation cannot take (a gather index out of range, an integer division by
+// zero), naming the node's source location.
+std::vector<HostTensor> interpret(const Graph& g, const std::map<std::string, HostTensor>& inputs,
+                                  const InterpreterOptions& options = {});
+
+}  // namespace llmc
