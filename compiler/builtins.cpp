@@ -43,6 +43,12 @@ const BuiltinInfo* findBuiltin(const std::string& name) {
   return nullptr;
 }
 
+std::vector<std::string> builtinNames() {
+  std::vector<std::string> names;
+  for (const auto& b : kBuiltins) names.push_back(b.name);
+  return names;
+}
+
 bool isBuiltinBox(const std::string& name) { return findBuiltin(name) != nullptr; }
 
 }  // namespace llmc

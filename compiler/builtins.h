@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "ir.h"
 
@@ -35,5 +36,6 @@ struct BuiltinInfo {
 };
 
 const BuiltinInfo* findBuiltin(const std::string& name);
+std::vector<std::string> builtinNames();
 
 }  // namespace llmc

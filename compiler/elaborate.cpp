@@ -538,7 +538,8 @@ class Elaborator {
     if (i < 0 || i >= n) fail(e.args[1]->loc, fmt::format("index {} is out of range for axis '{}' of size {}", i, axis, n));
     Node node;
     node.op = Op::Index;
-    if (!graph_.node(x).name.empty()) node.name = fmt::format("{}_{}", graph_.node(x).name, i);
+    // A layer's slice of a stacked parameter reads best as ln1w_3.
+    if (graph_.node(x).op == Op::Input) node.name = fmt::format("{}_{}", graph_.node(x).name, i);
     node.axes = {axis};
     node.lo = i;
     node.operands = {x};

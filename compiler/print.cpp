@@ -28,7 +28,7 @@ std::string sanitize(const std::string& name) {
 std::string number(double v) {
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   if (v == std::trunc(v) && std::abs(v) < 1e15) return fmt::format("{}", static_cast<int64_t>(v));
-  return fmt::format("{:.17g}", v);
+  return fmt::format("{}", v);  // the shortest text that reads back as the same double
 }
 
 class Printer {

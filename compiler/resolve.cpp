@@ -89,7 +89,9 @@ class Resolver {
     if (scope.values.count(e.name) || scope.indices.count(e.name) || scope.symbols.count(e.name) ||
         sizes_.count(e.name) || isBuiltinConstant(e.name))
       return;
-    throw CompileError(e.loc, fmt::format("unknown name '{}'", e.name));
+    std::vector<std::string> known(scope.values.begin(), scope.values.end());
+    known.insert(known.end(), scope.indices.begin(), scope.indices.end());
+    throw CompileError(e.loc, fmt::format("unknown name '{}'{}", e.name, didYouMean(e.name, known)));
   }
 
   // Which arguments of a built-in are axes (not checked as values here).
@@ -156,7 +158,11 @@ class Resolver {
       return;
     }
     const DiagramDecl* callee = program_.find(call.name);
-    if (!callee) throw CompileError(call.loc, fmt::format("unknown box '{}'", call.name));
+    if (!callee) {
+      std::vector<std::string> known = builtinNames();
+      for (const auto& [name, d] : program_.diagrams) known.push_back(name);
+      throw CompileError(call.loc, fmt::format("unknown box '{}'{}", call.name, didYouMean(call.name, known)));
+    }
     size_t arrays = 0;
     for (const auto& a : call.args) {
       if (a->kind == Expr::Kind::Binding) continue;

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -27,11 +29,27 @@ std::string SourceLoc::str() const {
   return fmt::format("{}:{}:{}", file->path, line, col);
 }
 
+// The length of the valid UTF-8 sequence at s[i], or 0 if it is not valid.
+static size_t utf8Length(const std::string& s, size_t i) {
+  unsigned char c = static_cast<unsigned char>(s[i]);
+  size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+  if (len == 0 || i + len > s.size()) return 0;
+  for (size_t k = 1; k < len; ++k)
+    if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return 0;
+  return len;
+}
+
 std::string renderDiagnostic(const SourceLoc& loc, const std::string& severity,
                              const std::string& message) {
   std::string out = fmt::format("{}: {}: {}\n", loc.str(), severity, message);
   if (loc.valid()) {
-    std::string text = loc.file->line(loc.line);
+    // Shown with each byte that is not valid UTF-8 as '?', so the terminal gets text.
+    std::string raw = loc.file->line(loc.line), text;
+    for (size_t i = 0; i < raw.size();) {
+      size_t len = utf8Length(raw, i);
+      text += len ? raw.substr(i, len) : std::string("?");
+      i += len ? len : 1;
+    }
     // The caret goes under the col-th code point; tabs are kept so it lines up.
     std::string pad;
     int codePoint = 1;
@@ -58,41 +76,69 @@ CompileError::CompileError(SourceLoc loc, std::string message, std::vector<std::
       loc_(std::move(loc)),
       message_(std::move(message)) {}
 
+std::string didYouMean(const std::string& name, const std::vector<std::string>& candidates) {
+  const std::string* best = nullptr;
+  size_t bestDistance = std::max<size_t>(1, name.size() / 3) + 1;  // farther is no misspelling
+  for (const auto& c : candidates) {
+    if (c == name) continue;
+    std::vector<size_t> row(c.size() + 1);  // Levenshtein distance, one row at a time
+    for (size_t j = 0; j <= c.size(); ++j) row[j] = j;
+    for (size_t i = 1; i <= name.size(); ++i) {
+      size_t diagonal = row[0];
+      row[0] = i;
+      for (size_t j = 1; j <= c.size(); ++j) {
+        size_t up = row[j];
+        row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (name[i - 1] == c[j - 1] ? 0 : 1)});
+        diagonal = up;
+      }
+    }
+    if (row[c.size()] < bestDistance && row[c.size()] < name.size()) {
+      bestDistance = row[c.size()];
+      best = &c;
+    }
+  }
+  return best ? fmt::format("; did you mean '{}'?", *best) : std::string();
+}
+
 // Returns the byte offset of the first invalid UTF-8 sequence, or npos.
 static size_t firstInvalidUtf8(const std::string& s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    int len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-    if (len == 0 || i + static_cast<size_t>(len) > s.size()) return i;
-    for (int k = 1; k < len; ++k)
-      if ((static_cast<unsigned char>(s[i + static_cast<size_t>(k)]) & 0xC0) != 0x80) return i;
-    i += static_cast<size_t>(len);
+  for (size_t i = 0; i < s.size();) {
+    size_t len = utf8Length(s, i);
+    if (len == 0) return i;
+    i += len;
   }
   return std::string::npos;
 }
 
 std::shared_ptr<const SourceFile> loadSourceFile(const std::string& path, const SourceLoc& from) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    SourceLoc where = from.valid() ? from : SourceLoc{};
+  std::error_code ec;
+  bool isDirectory = std::filesystem::is_directory(path, ec);
+  std::ifstream in;
+  if (!isDirectory) in.open(path, std::ios::binary);
+  if (isDirectory || !in) {
+    const char* why = isDirectory                          ? "it is a directory"
+                      : !std::filesystem::exists(path, ec) ? "no such file"
+                                                           : "it cannot be read";
     if (!from.valid())
       throw CompileError(SourceLoc{std::make_shared<SourceFile>(path, ""), 0, 0},
-                         "cannot open file");
-    throw CompileError(where, fmt::format("cannot open imported file '{}'", path));
+                         fmt::format("cannot open file: {}", why));
+    throw CompileError(from, fmt::format("cannot open imported file '{}': {}", path, why));
   }
   std::stringstream buffer;
   buffer << in.rdbuf();
   auto file = std::make_shared<SourceFile>(path, buffer.str());
   size_t bad = firstInvalidUtf8(file->text);
   if (bad != std::string::npos) {
-    // Point at the line of the bad byte; the column counts bytes before it.
-    int line = 1;
-    size_t lineStart = 0;
-    for (size_t i = 0; i < bad; ++i)
-      if (file->text[i] == '\n') ++line, lineStart = i + 1;
-    throw CompileError(SourceLoc{file, line, static_cast<int>(bad - lineStart) + 1},
-                       "file is not valid UTF-8");
+    // Point at the bad byte; the column counts code points, as everywhere.
+    int line = 1, col = 1;
+    for (size_t i = 0; i < bad; ++i) {
+      unsigned char c = static_cast<unsigned char>(file->text[i]);
+      if (c == '\n') ++line, col = 1;
+      else if ((c & 0xC0) != 0x80) ++col;
+    }
+    throw CompileError(SourceLoc{file, line, col},
+                       fmt::format("file is not valid UTF-8 (byte 0x{:02x})",
+                                   static_cast<unsigned char>(file->text[bad])));
   }
   bool blank = file->text.find_first_not_of(" \t\r\n") == std::string::npos;
   if (blank) throw CompileError(SourceLoc{file, 0, 0}, "file is empty: expected at least one diagram");

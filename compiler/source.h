@@ -46,6 +46,10 @@ class CompileError : public std::runtime_error {
 std::string renderDiagnostic(const SourceLoc& loc, const std::string& severity,
                              const std::string& message);
 
+// A hint for a misspelt name: "; did you mean 'softmax'?" with the closest of
+// `candidates` (by edit distance), or "" when none is close enough.
+std::string didYouMean(const std::string& name, const std::vector<std::string>& candidates);
+
 // Reads a diagram file: refuses one that is missing, empty or not UTF-8.
 // `from` is where the file was asked for (an import), if anywhere.
 std::shared_ptr<const SourceFile> loadSourceFile(const std::string& path,

@@ -1,0 +1,26 @@
+// Helpers shared by the unit tests: compile a diagram file of the repository
+// and run it in the reference interpreter.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "interpreter.h"
+#include "ir.h"
+#include "program.h"
+#include "tensor.h"
+
+namespace llmc::testing {
+
+// A path inside the repository.
+std::string repoPath(const std::string& relative);
+
+// Compiles `relative` (a repository path) with the given sizes.
+Graph compileFile(const std::string& relative, const SizeBindings& sizes, const std::string& entry = "");
+
+// Random inputs for every input of g: normal floats, integers uniform in
+// [0, intHigh). Each input gets its own seed derived from `seed`.
+std::map<std::string, HostTensor> randomInputs(const Graph& g, uint64_t seed, double intHigh = 2);
+
+}  // namespace llmc::testing
