@@ -34,6 +34,8 @@ const BuiltinInfo kBuiltins[] = {
     {"rename", K::Rename, 2, 2, "rename(x, a -> b)"},
     {"slice", K::Slice, 4, 4, "slice(x, a -> b, lo, hi)"},
     {"concat", K::Concat, 3, -1, "concat(x, y, ..., a -> e)"},
+    {"broadcast", K::Broadcast, 2, -1, "broadcast(x, axis...)"},
+    {"scatter_add", K::ScatterAdd, 3, -1, "scatter_add(values, index, axis, summed axis...)"},
 };
 }  // namespace
 

@@ -23,6 +23,8 @@ enum class BuiltinKind {
   Rename,    // rename(x, a -> b)
   Slice,     // slice(x, a -> b, lo, hi)
   Concat,    // concat(x, y, ..., a -> e)
+  Broadcast, // broadcast(x, a...)
+  ScatterAdd,// scatter_add(values, index, a, summed...)
 };
 
 struct BuiltinInfo {

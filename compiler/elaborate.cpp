@@ -31,6 +31,12 @@ std::string axesList(const Type& t) {
   return out + "]";
 }
 
+// Limits that keep a huge (or mistaken) program from running for hours: loops
+// are unrolled and composites inlined, so the graph grows with both.
+constexpr int64_t kMaxLoopIterations = 100000;  // in all 'for' loops together
+constexpr size_t kMaxNodes = 1000000;
+constexpr size_t kMaxCallDepth = 1000;
+
 // One instantiation of a diagram: the names visible in its body.
 struct Frame {
   const DiagramDecl* decl = nullptr;
@@ -98,15 +104,19 @@ class Elaborator {
       case SizeExpr::Kind::Binary: {
         auto l = evalSize(f, *e.lhs), r = evalSize(f, *e.rhs);
         if (!l || !r) return std::nullopt;
+        int64_t result = 0;
+        bool overflow = false;
         switch (e.op) {
-          case '+': return *l + *r;
-          case '-': return *l - *r;
-          case '*': return *l * *r;
+          case '+': overflow = __builtin_add_overflow(*l, *r, &result); break;
+          case '-': overflow = __builtin_sub_overflow(*l, *r, &result); break;
+          case '*': overflow = __builtin_mul_overflow(*l, *r, &result); break;
           default:
-            if (*r == 0 || *l % *r != 0)
-              fail(e.loc, fmt::format("size {} / {} is not a whole number", *l, *r));
-            return *l / *r;
+            if (*r == 0) fail(e.loc, fmt::format("size {} divides by zero", sizeText(e)));
+            if (*l % *r != 0) fail(e.loc, fmt::format("size {} / {} is not a whole number", *l, *r));
+            result = *l / *r;
         }
+        if (overflow) fail(e.loc, fmt::format("size {} is too large: {} {} {} overflows", sizeText(e), *l, e.op, *r));
+        return result;
       }
     }
     return std::nullopt;
@@ -134,8 +144,11 @@ class Elaborator {
       fail(spec.loc, fmt::format("size {} is unbound; bind its names with --set NAME=N", sizeText(spec)));
     }
     if (*expected != actual)
-      fail(spec.loc, fmt::format("axis size mismatch: {} has size {}, but the type says {} = {}", what,
-                                 actual, sizeText(spec), *expected));
+      fail(spec.loc, spec.kind == SizeExpr::Kind::Int
+                         ? fmt::format("axis size mismatch: {} has size {}, but the type says {}", what, actual,
+                                       *expected)
+                         : fmt::format("axis size mismatch: {} has size {}, but the type says {} = {}", what,
+                                       actual, sizeText(spec), *expected));
   }
 
   DType dtypeOf(const TypeSpec& spec) {
@@ -147,7 +160,11 @@ class Elaborator {
   // ---------------------------------------------------------------- axes
   std::string resolveAxis(const Frame& f, const std::string& name, const SourceLoc& loc) {
     auto it = f.axisNames.find(name);
-    if (it == f.axisNames.end()) fail(loc, fmt::format("unknown axis '{}'", name));
+    if (it == f.axisNames.end()) {
+      std::vector<std::string> known;
+      for (const auto& [written, actual] : f.axisNames) known.push_back(written);
+      fail(loc, fmt::format("unknown axis '{}'{}", name, didYouMean(name, known)));
+    }
     return it->second;
   }
 
@@ -164,13 +181,11 @@ class Elaborator {
         fail(loc, fmt::format("new axis '{}' collides with an axis the array already has", name));
       return it->second;
     }
-    if (within.has(name))
-      fail(loc, fmt::format("new axis '{}' collides with an axis the array already has (one woven over "
-                            "by the caller); choose another name", name));
-    // In the flat graph one axis name means one size: an axis local to a
-    // composite that clashes with another of a different size is renamed.
+    // An axis local to a composite is renamed where it would clash: with an
+    // axis the caller weaves over (which the composite cannot know), or with an
+    // axis of another size elsewhere (in the flat graph a name has one size).
     std::string actual = name;
-    for (int k = 2; graphAxisSizes_.count(actual) && graphAxisSizes_[actual] != size; ++k)
+    for (int k = 2; within.has(actual) || (graphAxisSizes_.count(actual) && graphAxisSizes_[actual] != size); ++k)
       actual = fmt::format("{}_{}", name, k);
     graphAxisSizes_[actual] = size;
     f.axisNames[name] = actual;
@@ -180,6 +195,9 @@ class Elaborator {
 
   // ---------------------------------------------------------------- nodes
   NodeId add(Node n, const SourceLoc& loc) {
+    if (graph_.nodes.size() >= kMaxNodes)
+      fail(loc, fmt::format("the program unrolls to more than {} primitive boxes; loops are unrolled and "
+                            "composites inlined, so loop only over short axes such as the layers", kMaxNodes));
     n.loc = loc;
     n.origin = origin_;
     return graph_.add(std::move(n));
@@ -197,6 +215,7 @@ class Elaborator {
   // A number becomes a constant of the dtype it meets.
   NodeId materialize(const Value& v, DType dtype, const SourceLoc& loc) {
     if (!v.isNumber) return v.node;
+    if (std::isnan(v.number)) fail(loc, "this number is not a number (NaN), as log(-1) or 0/0 would give");
     if (!isFloat(dtype) && !v.isInteger)
       fail(loc, fmt::format("dtype mismatch: the number {} is not a whole number, but the array is {}",
                             v.number, dtypeName(dtype)));
@@ -317,7 +336,12 @@ class Elaborator {
         fail(argLoc, fmt::format("axis size mismatch: axis '{}' has size {} in the argument for '{}', but {} in "
                                  "an earlier argument of '{}'", actual, have->size, port.name, known->second,
                                  f.decl->name));
-      if (a.size) matchSize(f, *a.size, have->size, fmt::format("axis '{}' of input '{}'", actual, port.name));
+      // A size symbol in a composite's signature is a pattern variable, local
+      // to this call: the first argument that has the axis binds it.
+      if (a.size && a.size->kind == SizeExpr::Kind::Symbol && !f.symbols.count(a.size->symbol))
+        f.symbols[a.size->symbol] = have->size;
+      else if (a.size)
+        matchSize(f, *a.size, have->size, fmt::format("axis '{}' of input '{}'", actual, port.name));
       f.axisNames[a.name] = actual;
       f.axisSizes[actual] = have->size;
       declared.insert(actual);
@@ -441,6 +465,11 @@ class Elaborator {
   void runFor(Frame& f, const Statement& s) {
     std::string axis = resolveAxis(f, s.loopAxis.name, s.loopAxis.loc);
     int64_t n = f.axisSizes.at(axis);
+    if (n > kMaxLoopIterations - loopIterations_)
+      fail(s.loopAxis.loc, fmt::format("'for' over axis '{}' of size {} unrolls the loops to more than {} copies "
+                                       "of their bodies; loop only over short axes such as the layers", axis, n,
+                                       kMaxLoopIterations));
+    loopIterations_ += n;
     for (int64_t i = 0; i < n; ++i) {
       f.indices[s.loopVar] = i;
       origin_.push_back(fmt::format("{}={}", s.loopVar, i));
@@ -601,6 +630,7 @@ class Elaborator {
         DType to = *dtypeFromName(b.name);
         Value x = eval(f, *args[0]);
         if (x.isNumber) {
+          if (std::isnan(x.number)) fail(e.loc, "this number is not a number (NaN), as log(-1) or 0/0 would give");
           double v = to == DType::Bool ? (x.number != 0) : isFloat(to) ? x.number : std::trunc(x.number);
           return arrayValue(constant(v, to, e.loc));
         }
@@ -650,6 +680,8 @@ class Elaborator {
       case BuiltinKind::Rename:
       case BuiltinKind::Slice: return evalRenameOrSlice(f, e, b.kind == BuiltinKind::Slice);
       case BuiltinKind::Concat: return evalConcat(f, e);
+      case BuiltinKind::Broadcast: return evalBroadcast(f, e);
+      case BuiltinKind::ScatterAdd: return evalScatterAdd(f, e);
     }
     fail(e.loc, "unhandled built-in");
   }
@@ -893,6 +925,52 @@ class Elaborator {
     return arrayValue(add(std::move(n), e.loc));
   }
 
+  Value evalBroadcast(Frame& f, const Expr& e) {
+    NodeId x = requireArray(eval(f, *e.args[0]), e.args[0]->loc, "broadcast");
+    Node n;
+    n.op = Op::Broadcast;
+    n.operands = {x};
+    n.type = typeOf(x);
+    for (size_t i = 1; i < e.args.size(); ++i) {
+      std::string axis = axisArgument(f, *e.args[i]);
+      if (n.type.has(axis))
+        fail(e.args[i]->loc, fmt::format("broadcast along axis '{}' that the array already has", axis));
+      n.newAxes.push_back(axis);
+      n.type.axes.push_back({axis, f.axisSizes.at(axis)});
+    }
+    return arrayValue(add(std::move(n), e.loc));
+  }
+
+  Value evalScatterAdd(Frame& f, const Expr& e) {
+    NodeId values = requireArray(eval(f, *e.args[0]), e.args[0]->loc, "scatter_add's values");
+    NodeId index = requireArray(eval(f, *e.args[1]), e.args[1]->loc, "scatter_add's index");
+    const Type& tv = typeOf(values);
+    const Type& ti = typeOf(index);
+    if (!isInteger(ti.dtype))
+      fail(e.args[1]->loc, fmt::format("scatter_add's index must be an integer array (i32 or u16), but it is {}",
+                                       dtypeName(ti.dtype)));
+    for (const auto& a : ti.axes)
+      if (!tv.has(a.name))
+        fail(e.args[1]->loc, fmt::format("scatter_add's index has axis '{}' that the values lack", a.name));
+    std::string axis = axisArgument(f, *e.args[2]);
+    if (tv.has(axis)) fail(e.args[2]->loc, fmt::format("scatter_add along axis '{}' that the values already have", axis));
+    Node n;
+    n.op = Op::ScatterAdd;
+    n.operands = {values, index};
+    n.newAxes = {axis};
+    for (size_t i = 3; i < e.args.size(); ++i) {
+      std::string summed = axisArgument(f, *e.args[i]);
+      if (!ti.has(summed))
+        fail(e.args[i]->loc, fmt::format("scatter_add sums over axis '{}' that the index lacks", summed));
+      n.axes.push_back(summed);
+    }
+    n.type.dtype = tv.dtype;
+    n.type.axes = {{axis, f.axisSizes.at(axis)}};
+    for (const auto& a : tv.axes)
+      if (std::find(n.axes.begin(), n.axes.end(), a.name) == n.axes.end()) n.type.axes.push_back(a);
+    return arrayValue(add(std::move(n), e.loc));
+  }
+
   std::vector<Value> callDiagram(Frame& caller, const Expr& call) {
     const DiagramDecl* callee = program_.find(call.name);
     if (!callee) fail(call.loc, fmt::format("unknown box '{}'", call.name));
@@ -905,8 +983,13 @@ class Elaborator {
     std::vector<const Expr*> argExprs;
     for (const auto& a : call.args) {
       if (a->kind == Expr::Kind::Binding) {
-        if (!signatureAxes.count(a->name))
-          fail(a->loc, fmt::format("'{}' has no axis '{}' to bind", callee->name, a->name));
+        if (!signatureAxes.count(a->name)) {
+          std::string known;
+          for (const auto& name : signatureAxes) known += (known.empty() ? "" : " ") + name;
+          fail(a->loc, fmt::format("'{}' has no axis '{}' to bind (the axes of its inputs: {})", callee->name,
+                                   a->name, known.empty() ? "none" : known));
+        }
+        if (frame.axisNames.count(a->name)) fail(a->loc, fmt::format("axis '{}' is bound twice", a->name));
         frame.axisNames[a->name] = resolveAxis(caller, a->to[0].name, a->to[0].loc);
         continue;
       }
@@ -915,6 +998,8 @@ class Elaborator {
     }
     if (args.size() != callee->inputs.size())
       fail(call.loc, fmt::format("'{}' takes {} inputs, but {} were given", callee->name, callee->inputs.size(), args.size()));
+    if (callStack_.size() >= kMaxCallDepth)
+      fail(call.loc, fmt::format("composite calls nested more than {} deep", kMaxCallDepth));
     callStack_.push_back({callee->name, call.loc});
     origin_.push_back(callee->name);
     for (size_t i = 0; i < args.size(); ++i) {
@@ -930,6 +1015,17 @@ class Elaborator {
     std::vector<Value> outs = instantiateBody(frame, args, /*isEntry=*/false);
     origin_.pop_back();
     callStack_.pop_back();
+    // Axes the composite made and returned (a split's parts, say) become
+    // nameable by the caller.
+    std::set<std::string> argumentAxes;
+    for (const auto& a : args)
+      for (const auto& axis : typeOf(a.node).axes) argumentAxes.insert(axis.name);
+    for (const auto& out : outs)
+      for (const auto& axis : typeOf(out.node).axes)
+        if (!argumentAxes.count(axis.name) && !caller.axisNames.count(axis.name)) {
+          caller.axisNames[axis.name] = axis.name;
+          caller.axisSizes[axis.name] = axis.size;
+        }
     return outs;
   }
 
@@ -939,6 +1035,7 @@ class Elaborator {
   std::vector<std::string> origin_;
   std::vector<std::pair<std::string, SourceLoc>> callStack_;
   std::map<std::string, int64_t> graphAxisSizes_;  // every axis name in the graph -> its size
+  int64_t loopIterations_ = 0;                      // unrolled so far, in all loops
 };
 
 }  // namespace

@@ -83,6 +83,8 @@ const char* opName(Op op) {
     case Op::Rename: return "rename";
     case Op::Index: return "index";
     case Op::Transpose: return "transpose";
+    case Op::Broadcast: return "broadcast";
+    case Op::ScatterAdd: return "scatter_add";
   }
   return "?";
 }
@@ -139,6 +141,8 @@ std::vector<std::string> Node::wovenAxes() const {
     case Op::Slice:
     case Op::Concat:
     case Op::Rename:
+    case Op::Broadcast:
+    case Op::ScatterAdd:
       own.insert(newAxes.begin(), newAxes.end());
       break;
     default:

@@ -63,6 +63,9 @@ enum class Op {
   Rename,    // axes[0] -> newAxes[0]; no data movement
   Index,     // the slice at axes[0] = lo; the axis disappears
   Transpose, // the same array stored in another axis order (type's order)
+  Broadcast, // the operand repeated along newAxes (sizes in type)
+  ScatterAdd,// operands values, index: out[newAxes[0] = index[p], rest] += values[p],
+             // summing over axes (index axes the output lacks); Gather's adjoint
 };
 
 enum class UnaryOp { Neg, Exp, Log, Tanh, Sqrt, Rsqrt, Abs };

@@ -170,6 +170,7 @@ class Lexer {
     }
     unsigned char u = static_cast<unsigned char>(c);
     if (u >= 0x80) throw CompileError(loc, "unexpected non-ASCII character outside a comment or string");
+    if (!std::isprint(u)) throw CompileError(loc, fmt::format("unexpected control character (byte 0x{:02x})", u));
     throw CompileError(loc, fmt::format("unexpected character '{}'", c));
   }
 

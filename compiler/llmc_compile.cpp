@@ -24,15 +24,22 @@ options:
   --set NAME=N        bind the size NAME to N; repeat it, or give several at
                       once: --set B=4,T=64
   --entry NAME        the diagram to compile (default: the last one in FILE)
+  --grad              add the backward pass: the outputs become the loss and
+                      the gradient of every param input (grad_NAME)
+  --loss NAME         with --grad: the output to differentiate (default: the
+                      only output)
+  --wrt A,B,...       with --grad: differentiate against these inputs instead
+                      of the params
   --dump-after PASS   also print the IR after PASS to stderr; passes with IR:
-                      elaborate, canonicalize
+                      elaborate, canonicalize, autodiff
   --time-passes       print each pass's time to stderr
   --no-comments       leave the per-line comments (woven axes, composite path)
                       out of --emit ir
   -o FILE             write the output to FILE instead of standard output
   -h, --help          show this help
 
-exit status: 0 on success, 1 for an error in the diagrams, 2 for a bad command line.
+exit status: 0 on success, 1 for an error in the diagrams, 2 for a bad command line,
+3 for an internal error (a bug in llmc-compile).
 )";
 
 [[noreturn]] void usageError(const std::string& message) {
@@ -83,13 +90,25 @@ int main(int argc, char** argv) {
       if (emit != "ir" && emit != "json") usageError(fmt::format("unknown --emit '{}' (known: ir, json)", emit));
     } else if (arg == "--set") {
       parseSet(value("--set"), options.sizes);
+    } else if (arg == "--grad") {
+      options.grad = true;
+    } else if (arg == "--loss") {
+      options.loss = value("--loss");
+    } else if (arg == "--wrt") {
+      std::string list = value("--wrt");
+      for (size_t start = 0; start <= list.size();) {
+        size_t comma = list.find(',', start);
+        options.wrt.push_back(list.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+      }
     } else if (arg == "--entry") {
       options.entry = value("--entry");
     } else if (arg == "--dump-after") {
       options.dumpAfter = value("--dump-after");
-      if (options.dumpAfter != "elaborate" && options.dumpAfter != "canonicalize")
-        usageError(fmt::format("--dump-after: no IR after pass '{}' (passes with IR: elaborate, canonicalize)",
-                               options.dumpAfter));
+      if (options.dumpAfter != "elaborate" && options.dumpAfter != "canonicalize" && options.dumpAfter != "autodiff")
+        usageError(fmt::format("--dump-after: no IR after pass '{}' (passes with IR: elaborate, canonicalize, "
+                               "autodiff)", options.dumpAfter));
     } else if (arg == "--time-passes") {
       options.timePasses = true;
     } else if (arg == "--no-comments") {
@@ -105,6 +124,7 @@ int main(int argc, char** argv) {
     }
   }
   if (options.path.empty()) usageError("no input file");
+  if (!options.grad && (!options.loss.empty() || !options.wrt.empty())) usageError("--loss and --wrt need --grad");
   options.dump = [](const std::string& text) { std::fputs(text.c_str(), stderr); };
 
   std::string output;
@@ -115,6 +135,12 @@ int main(int argc, char** argv) {
   } catch (const llmc::CompileError& e) {
     std::fputs(e.what(), stderr);
     return 1;
+  } catch (const std::logic_error& e) {  // the verifier found a compiler bug
+    std::fprintf(stderr, "llmc-compile: internal compiler error: %s\n", e.what());
+    return 3;
+  } catch (const std::exception& e) {  // a bug in llmc, not in the diagrams: report it, don't abort
+    std::fprintf(stderr, "llmc-compile: internal error: %s\n", e.what());
+    return 3;
   }
   if (outPath.empty()) {
     std::fputs(output.c_str(), stdout);

@@ -23,6 +23,13 @@ void load(Program& program, std::set<std::string>& seen, const std::string& path
   program.modules.push_back(std::make_unique<Module>(parseModule(file)));
   const Module& module = *program.modules.back();
 
+  // Imports first, so that a diagram that clashes with an imported one is the
+  // one blamed: the import comes first in the text.
+  fs::path dir = fs::path(path).parent_path();
+  for (const auto& imp : module.imports) {
+    fs::path target = fs::path(imp.path).is_absolute() ? fs::path(imp.path) : dir / imp.path;
+    load(program, seen, target.lexically_normal().string(), imp.loc);
+  }
   for (const auto& d : module.diagrams) {
     auto [it, inserted] = program.diagrams.emplace(d.name, &d);
     if (!inserted)
@@ -31,11 +38,6 @@ void load(Program& program, std::set<std::string>& seen, const std::string& path
     if (isBuiltinBox(d.name))
       throw CompileError(d.loc, fmt::format("'{}' is a built-in box; give the diagram another name",
                                             d.name));
-  }
-  fs::path dir = fs::path(path).parent_path();
-  for (const auto& imp : module.imports) {
-    fs::path target = fs::path(imp.path).is_absolute() ? fs::path(imp.path) : dir / imp.path;
-    load(program, seen, target.lexically_normal().string(), imp.loc);
   }
 }
 

@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 
 #include "lexer.h"
 
@@ -56,11 +57,45 @@ class Parser {
     if (t.kind == Tok::String) return fmt::format("string \"{}\"", t.text);
     return tokName(t.kind);
   }
-  [[noreturn]] void error(const Token& t, const std::string& message) {
-    throw CompileError(t.loc, message);
+  // Where a token ends: the column just after it.
+  static SourceLoc endOf(const Token& t) {
+    SourceLoc loc = t.loc;
+    if (t.kind == Tok::String) {
+      loc.col += 2;  // the quotes
+      for (unsigned char c : t.text) loc.col += (c & 0xC0) != 0x80;
+    } else if (t.kind == Tok::Ident || t.kind == Tok::Number) {
+      loc.col += static_cast<int>(t.text.size());
+    } else if (t.kind != Tok::Newline && t.kind != Tok::End) {
+      loc.col += static_cast<int>(std::strlen(tokName(t.kind))) - 2;  // tokName quotes it: "'->'"
+    }
+    return loc;
+  }
+  // The last token read before the current one, other than a line break.
+  const Token* lastToken() const {
+    for (size_t i = pos_; i-- > 0;)
+      if (tokens_[i].kind != Tok::Newline) return &tokens_[i];
+    return nullptr;
+  }
+  // An error at the end of the file is shown just after the last token.
+  [[noreturn]] void error(const Token& t, const std::string& message, std::vector<std::string> notes = {}) {
+    const Token* last = t.kind == Tok::End ? lastToken() : nullptr;
+    throw CompileError(last ? endOf(*last) : t.loc, message, std::move(notes));
+  }
+  // "expected X, found Y". When Y is on a later line (inside brackets, where a
+  // statement goes on across lines), the caret goes just after the last token:
+  // that is where X is missing.
+  [[noreturn]] void errorExpected(const std::string& what) {
+    const Token& found = peek();
+    if (pos_ > 0 && found.kind != Tok::End) {
+      const Token& last = tokens_[pos_ - 1];
+      if (last.kind != Tok::Newline && found.loc.line > last.loc.line)
+        throw CompileError(endOf(last), fmt::format("expected {}, found {} on line {}", what, describe(found),
+                                                    found.loc.line));
+    }
+    error(found, fmt::format("expected {}, found {}", what, describe(found)));
   }
   const Token& expect(Tok k, const char* what) {
-    if (!at(k)) error(peek(), fmt::format("expected {}, found {}", what, describe(peek())));
+    if (!at(k)) errorExpected(what);
     return next();
   }
   void expectKeyword(const char* kw) {
@@ -69,10 +104,26 @@ class Parser {
     next();
   }
   const Token& expectName(const char* what) {
-    if (!at(Tok::Ident) || isKeyword(peek().text))
-      error(peek(), fmt::format("expected {}, found {}", what, describe(peek())));
+    if (!at(Tok::Ident) || isKeyword(peek().text)) errorExpected(what);
     return next();
   }
+
+  // Deeply nested text would overflow the stack, here and in the passes that
+  // recurse over the tree: an expression (or size, or loop) may nest only so deep.
+  static constexpr int kMaxNesting = 1000;
+  struct Nest {
+    Parser& parser;
+    int saved;
+    explicit Nest(Parser& p, bool oneDeeper = true) : parser(p), saved(p.nesting_) {
+      if (oneDeeper) deeper();
+    }
+    ~Nest() { parser.nesting_ = saved; }
+    void deeper() {  // one level more: a nested expression, or one more operator in a chain
+      if (++parser.nesting_ > kMaxNesting)
+        parser.error(parser.peek(), fmt::format("nested too deeply: more than {} levels of parentheses, "
+                                                "calls, operators or loops", kMaxNesting));
+    }
+  };
   void expectEndOfLine() {
     if (!at(Tok::Newline) && !at(Tok::End))
       error(peek(), fmt::format("expected end of line, found {}", describe(peek())));
@@ -110,8 +161,8 @@ class Parser {
     d.body = parseBody();
     d.endLoc = peek().loc;
     if (!atKeyword("end"))
-      error(peek(), fmt::format("expected 'end' to close diagram '{}', found {}", d.name,
-                                describe(peek())));
+      error(peek(), fmt::format("expected 'end' to close diagram '{}', found {}", d.name, describe(peek())),
+            {fmt::format("{}: note: diagram '{}' starts here", d.loc.str(), d.name)});
     next();
     expectEndOfLine();
     return d;
@@ -145,7 +196,11 @@ class Parser {
         next();
         continue;
       }
-      t.axes.push_back(parseAxisSpec());
+      AxisSpec axis = parseAxisSpec();
+      for (const auto& a : t.axes)
+        if (a.name == axis.name)
+          throw CompileError(axis.loc, fmt::format("axis '{}' appears twice in one type", axis.name));
+      t.axes.push_back(std::move(axis));
     }
     next();
     return t;
@@ -161,16 +216,20 @@ class Parser {
   }
 
   SizeExpr parseSizeExpr() {
+    Nest nest(*this);
     SizeExpr lhs = parseSizeTerm();
     while (at(Tok::Plus) || at(Tok::Minus)) {
+      nest.deeper();
       const Token& op = next();
       lhs = sizeBinary(std::move(lhs), op, parseSizeTerm());
     }
     return lhs;
   }
   SizeExpr parseSizeTerm() {
+    Nest nest(*this, false);
     SizeExpr lhs = parseSizeAtom();
     while (at(Tok::Star) || at(Tok::Slash)) {
+      nest.deeper();
       const Token& op = next();
       lhs = sizeBinary(std::move(lhs), op, parseSizeAtom());
     }
@@ -193,7 +252,9 @@ class Parser {
       if (t.text.find_first_not_of("0123456789") != std::string::npos)
         error(t, fmt::format("a size must be a whole number, found {}", t.text));
       e.kind = SizeExpr::Kind::Int;
+      errno = 0;
       e.value = std::strtoll(t.text.c_str(), nullptr, 10);
+      if (errno == ERANGE) error(t, fmt::format("size {} is too large", t.text));
       return e;
     }
     if (accept(Tok::LParen)) {
@@ -220,7 +281,8 @@ class Parser {
     Statement s;
     s.loc = peek().loc;
     if (atKeyword("for")) {
-      next();
+      Nest nest(*this);
+      const Token& forToken = next();
       s.kind = Statement::Kind::For;
       s.loopVar = expectName("a loop variable after 'for'").text;
       expectKeyword("in");
@@ -229,7 +291,9 @@ class Parser {
       s.loopAxis.loc = axis.loc;
       expectEndOfLine();
       s.body = parseBody();
-      if (!atKeyword("end")) error(peek(), fmt::format("expected 'end' to close the 'for' loop, found {}", describe(peek())));
+      if (!atKeyword("end"))
+        error(peek(), fmt::format("expected 'end' to close the 'for' loop, found {}", describe(peek())),
+              {fmt::format("{}: note: the 'for' loop starts here", forToken.loc.str())});
       next();
       expectEndOfLine();
       return s;
@@ -257,6 +321,7 @@ class Parser {
   }
 
   ExprPtr parseExpr() {
+    Nest nest(*this);
     ExprPtr lhs = parseAdditive();
     static const std::pair<Tok, const char*> kCompare[] = {
         {Tok::Lt, "<"}, {Tok::Le, "<="}, {Tok::Gt, ">"},
@@ -274,8 +339,10 @@ class Parser {
   }
 
   ExprPtr parseAdditive() {
+    Nest nest(*this, false);
     ExprPtr lhs = parseTerm();
     while (at(Tok::Plus) || at(Tok::Minus)) {
+      nest.deeper();  // a chain makes a tree as deep as it is long
       const Token& op = next();
       auto e = makeExpr(Expr::Kind::Binary, op.loc);
       e->op = op.kind == Tok::Plus ? "+" : "-";
@@ -286,8 +353,10 @@ class Parser {
   }
 
   ExprPtr parseTerm() {
+    Nest nest(*this, false);
     ExprPtr lhs = parseUnary();
     while (at(Tok::Star) || at(Tok::Slash)) {
+      nest.deeper();
       const Token& op = next();
       auto e = makeExpr(Expr::Kind::Binary, op.loc);
       e->op = op.kind == Tok::Star ? "*" : "/";
@@ -298,6 +367,7 @@ class Parser {
   }
 
   ExprPtr parseUnary() {
+    Nest nest(*this, at(Tok::Minus));
     if (at(Tok::Minus)) {
       SourceLoc loc = next().loc;
       ExprPtr operand = parseUnary();
@@ -315,8 +385,10 @@ class Parser {
   }
 
   ExprPtr parsePostfix() {
+    Nest nest(*this, false);
     ExprPtr base = parsePrimary();
     while (at(Tok::LBracket)) {
+      nest.deeper();
       SourceLoc loc = next().loc;
       auto e = makeExpr(Expr::Kind::Index, loc);
       e->name = expectName("the axis to index, as in x[l=i]").text;
@@ -394,6 +466,7 @@ class Parser {
 
   std::vector<Token> tokens_;
   size_t pos_ = 0;
+  int nesting_ = 0;
   Module module_;
 };
 

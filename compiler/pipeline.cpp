@@ -7,6 +7,7 @@
 
 #include <chrono>
 
+#include "autodiff.h"
 #include "canonicalize.h"
 #include "elaborate.h"
 #include "print.h"
@@ -15,7 +16,7 @@
 namespace llmc {
 
 const std::vector<std::string>& passNames() {
-  static const std::vector<std::string> names = {"parse", "resolve", "elaborate", "canonicalize"};
+  static const std::vector<std::string> names = {"parse", "resolve", "elaborate", "canonicalize", "autodiff"};
   return names;
 }
 
@@ -49,14 +50,21 @@ class PassRunner {
 Graph compileToIR(const PipelineOptions& options) {
   PassRunner passes(options);
   Program program = passes.run("parse", [&] { return loadProgram(options.path); });
-  passes.run("resolve", [&] { resolveProgram(program, options.sizes); return 0; });
   std::string entry = options.entry.empty() ? defaultEntry(program) : options.entry;
+  passes.run("resolve", [&] { resolveProgram(program, options.sizes, entry); return 0; });
 
   Graph graph = passes.run("elaborate", [&] { return elaborate(program, entry, options.sizes); });
   passes.afterIR("elaborate", graph);
 
   graph = passes.run("canonicalize", [&] { return canonicalize(graph); });
   passes.afterIR("canonicalize", graph);
+
+  if (options.grad) {
+    graph = passes.run("autodiff", [&] { return differentiate(graph, {options.loss, options.wrt}); });
+    passes.afterIR("autodiff", graph);
+    graph = passes.run("canonicalize", [&] { return canonicalize(graph); });
+    passes.afterIR("canonicalize", graph);
+  }
   return graph;
 }
 

@@ -14,6 +14,9 @@ struct PipelineOptions {
   std::string path;              // the main diagram file
   std::string entry;             // the diagram to compile; empty: the last in the file
   SizeBindings sizes;            // --set
+  bool grad = false;             // append the backward graph (autodiff)
+  std::string loss;              // with grad: the output to differentiate (empty: the only one)
+  std::vector<std::string> wrt;  // with grad: inputs to differentiate against (empty: params)
   std::string dumpAfter;         // print the IR after this pass (to dumpStream)
   bool timePasses = false;       // report each pass's time (to dumpStream)
   std::function<void(const std::string&)> dump;  // where dumps and timings go

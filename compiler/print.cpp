@@ -99,7 +99,8 @@ class Printer {
     };
     switch (n.op) {
       case Op::Input: return "";
-      case Op::Constant: return number(n.value);
+      case Op::Constant:  // a bare number cannot be a bool: write it as a cast
+        return n.type.dtype == DType::Bool ? fmt::format("bool({})", number(n.value)) : number(n.value);
       case Op::Pos: return fmt::format("pos({})", n.axes[0]);
       case Op::Unary:
         if (n.unary == UnaryOp::Neg) return fmt::format("-{}", operand(n, 0));
@@ -135,6 +136,10 @@ class Printer {
       case Op::Rename: return fmt::format("rename({}, {} -> {})", operand(n, 0), n.axes[0], n.newAxes[0]);
       case Op::Index: return fmt::format("{}[{}={}]", operand(n, 0), n.axes[0], n.lo);
       case Op::Transpose: return operand(n, 0);
+      case Op::Broadcast: return fmt::format("broadcast({}, {})", operand(n, 0), joinAxes(n.newAxes, ", "));
+      case Op::ScatterAdd:
+        return fmt::format("scatter_add({}, {}, {}{}{})", operand(n, 0), operand(n, 1), n.newAxes[0],
+                           n.axes.empty() ? "" : ", ", joinAxes(n.axes, ", "));
     }
     return "?";
   }

@@ -33,8 +33,8 @@ Program loadProgram(const std::string& path);
 bool isBuiltinBox(const std::string& name);
 
 // Checks every diagram, called or not, for what can be known without sizes:
-// names defined before use, calls of known boxes with the right number of
-// inputs, no recursion, every output assigned.
-void resolveProgram(const Program& program, const SizeBindings& sizes);
+// calls of known boxes with the right number of inputs, no recursion, every
+// output assigned; and, in the diagrams `entry` uses, names defined before use.
+void resolveProgram(const Program& program, const SizeBindings& sizes, const std::string& entry);
 
 }  // namespace llmc

@@ -29,10 +29,25 @@ class Resolver {
  public:
   Resolver(const Program& program, const SizeBindings& sizes) : program_(program), sizes_(sizes) {}
 
-  void run() {
+  void run(const std::string& entry) {
     for (const auto& module : program_.modules)
       for (const auto& d : module->diagrams) checkDiagram(d);
     checkRecursion();
+    // A name that is neither a value nor a known size may be a size the
+    // command line binds for another entry: it is an error only in a diagram
+    // the entry uses.
+    std::set<std::string> reachable;
+    std::vector<std::string> todo = {entry};
+    while (!todo.empty()) {
+      std::string name = todo.back();
+      todo.pop_back();
+      if (!reachable.insert(name).second) continue;
+      for (const auto& edge : calls_[name]) todo.push_back(edge.callee);
+    }
+    for (const auto& module : program_.modules)
+      for (const auto& d : module->diagrams)
+        if (auto it = unknownNames_.find(d.name); it != unknownNames_.end() && reachable.count(d.name))
+          throw it->second;
   }
 
  private:
@@ -91,7 +106,8 @@ class Resolver {
       return;
     std::vector<std::string> known(scope.values.begin(), scope.values.end());
     known.insert(known.end(), scope.indices.begin(), scope.indices.end());
-    throw CompileError(e.loc, fmt::format("unknown name '{}'{}", e.name, didYouMean(e.name, known)));
+    unknownNames_.emplace(current_->name,
+                          CompileError(e.loc, fmt::format("unknown name '{}'{}", e.name, didYouMean(e.name, known))));
   }
 
   // Which arguments of a built-in are axes (not checked as values here).
@@ -102,6 +118,8 @@ class Resolver {
       case BuiltinKind::Gather: return i == 2;
       case BuiltinKind::Pos:
       case BuiltinKind::Size: return true;
+      case BuiltinKind::Broadcast: return i >= 1;
+      case BuiltinKind::ScatterAdd: return i >= 2;
       default: return false;
     }
   }
@@ -179,38 +197,49 @@ class Resolver {
 
   void checkRecursion() {
     std::map<std::string, int> state;  // 0 unvisited, 1 on the stack, 2 done
-    std::vector<std::string> stack;
-    std::function<void(const std::string&)> visit = [&](const std::string& name) {
-      state[name] = 1;
-      stack.push_back(name);
-      for (const auto& edge : calls_[name]) {
-        if (state[edge.callee] == 1) {
-          std::string cycle;
-          auto from = std::find(stack.begin(), stack.end(), edge.callee);
-          for (auto it = from; it != stack.end(); ++it) cycle += "'" + *it + "' -> ";
-          cycle += "'" + edge.callee + "'";
-          throw CompileError(edge.loc, fmt::format("recursive call: {}; a diagram cannot call itself", cycle));
+    // Depth first, with a stack of its own (a long chain of calls must not
+    // overflow the machine's): each diagram on it with how many calls are done.
+    std::vector<std::pair<std::string, size_t>> stack;
+    for (const auto& module : program_.modules) {
+      for (const auto& d : module->diagrams) {
+        if (state[d.name] != 0) continue;
+        state[d.name] = 1;
+        stack.push_back({d.name, 0});
+        while (!stack.empty()) {
+          const std::vector<CallEdge>& edges = calls_[stack.back().first];
+          if (stack.back().second == edges.size()) {
+            state[stack.back().first] = 2;
+            stack.pop_back();
+            continue;
+          }
+          const CallEdge& edge = edges[stack.back().second++];
+          if (state[edge.callee] == 1) {
+            std::string cycle;
+            auto from = std::find_if(stack.begin(), stack.end(), [&](const auto& s) { return s.first == edge.callee; });
+            for (auto it = from; it != stack.end(); ++it) cycle += "'" + it->first + "' -> ";
+            cycle += "'" + edge.callee + "'";
+            throw CompileError(edge.loc, fmt::format("recursive call: {}; a diagram cannot call itself", cycle));
+          }
+          if (state[edge.callee] == 0) {
+            state[edge.callee] = 1;
+            stack.push_back({edge.callee, 0});
+          }
         }
-        if (state[edge.callee] == 0) visit(edge.callee);
       }
-      stack.pop_back();
-      state[name] = 2;
-    };
-    for (const auto& module : program_.modules)
-      for (const auto& d : module->diagrams)
-        if (state[d.name] == 0) visit(d.name);
+    }
   }
 
   const Program& program_;
   const SizeBindings& sizes_;
   const DiagramDecl* current_ = nullptr;
   std::map<std::string, std::vector<CallEdge>> calls_;
+  std::map<std::string, CompileError> unknownNames_;  // the first per diagram
 };
 
 }  // namespace
 
-void resolveProgram(const Program& program, const SizeBindings& sizes) {
-  Resolver(program, sizes).run();
+void resolveProgram(const Program& program, const SizeBindings& sizes, const std::string& entry) {
+  Resolver(program, sizes).run(entry);
 }
 
 }  // namespace llmc

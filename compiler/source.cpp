@@ -43,11 +43,14 @@ std::string renderDiagnostic(const SourceLoc& loc, const std::string& severity,
                              const std::string& message) {
   std::string out = fmt::format("{}: {}: {}\n", loc.str(), severity, message);
   if (loc.valid()) {
-    // Shown with each byte that is not valid UTF-8 as '?', so the terminal gets text.
+    // Shown with each byte that is not valid UTF-8, and each control character
+    // but a tab, as '?': the terminal gets plain text, one column per column.
     std::string raw = loc.file->line(loc.line), text;
     for (size_t i = 0; i < raw.size();) {
       size_t len = utf8Length(raw, i);
-      text += len ? raw.substr(i, len) : std::string("?");
+      unsigned char c = static_cast<unsigned char>(raw[i]);
+      bool control = len == 1 && (c < 0x20 || c == 0x7F) && c != '\t';
+      text += len && !control ? raw.substr(i, len) : std::string("?");
       i += len ? len : 1;
     }
     // The caret goes under the col-th code point; tabs are kept so it lines up.

@@ -151,6 +151,34 @@ class Verifier {
         expectOperands(n, 1);
         checkAxisBox(n);
         return;
+      case Op::Broadcast: {
+        expectOperands(n, 1);
+        std::vector<Axis> expected = in(n, 0).axes;
+        for (const auto& a : n.newAxes) {
+          const Axis* b = n.type.find(a);
+          if (!b || in(n, 0).has(a)) fail(n, fmt::format("broadcasts along a wrong axis '{}'", a));
+          expected.push_back(*b);
+        }
+        if (n.type.dtype != in(n, 0).dtype) fail(n, "changes dtype");
+        expectAxisSet(n, expected);
+        return;
+      }
+      case Op::ScatterAdd: {
+        expectOperands(n, 2);
+        const Type& values = in(n, 0);
+        const Type& index = in(n, 1);
+        if (!isInteger(index.dtype)) fail(n, "has an index that is not an integer array");
+        for (const auto& a : index.axes)
+          if (!values.has(a.name)) fail(n, fmt::format("has index axis '{}' that the values lack", a.name));
+        for (const auto& a : n.axes)
+          if (!index.has(a)) fail(n, fmt::format("sums axis '{}' that the index lacks", a));
+        const Axis* created = n.type.find(n.newAxes.at(0));
+        if (!created || values.has(created->name)) fail(n, "scatters along a wrong axis");
+        std::vector<Axis> expected = without(values, n.axes);
+        expected.push_back(*created);
+        expectAxisSet(n, expected);
+        return;
+      }
       case Op::Concat: {
         if (n.operands.size() < 2) fail(n, "joins fewer than two arrays");
         for (size_t i = 1; i < n.operands.size(); ++i)

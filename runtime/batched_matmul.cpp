@@ -27,7 +27,7 @@ constexpr int64_t kMinWorkPerThread = int64_t{1} << 18;
 template <class T>
 constexpr int64_t kVectorLanes = kVectorBytes / sizeof(T);
 template <class T>
-constexpr int64_t kBlockCols = kBlockVectors * kVectorLanes<T>;
+constexpr int64_t kBlockCols = kBlockVectors* kVectorLanes<T>;
 
 struct Problem {
   int64_t m, k, n;
@@ -113,8 +113,8 @@ void batchedMatmul(const T* a, const T* b, T* c, int64_t batch, int64_t m, int64
       const int64_t matrix = t / (rowTiles * colTiles);
       const int64_t rowTile = t / colTiles % rowTiles;
       const int64_t colTile = t % colTiles;
-      tile(a + matrix * m * k, b + matrix * k * n, c + matrix * m * n, problem,
-           rowTile * kTileRows, std::min(m, (rowTile + 1) * kTileRows), colTile * kTileCols,
+      tile(a + matrix * m * k, b + matrix * k * n, c + matrix * m * n, problem, rowTile * kTileRows,
+           std::min(m, (rowTile + 1) * kTileRows), colTile * kTileCols,
            std::min(n, (colTile + 1) * kTileCols));
     }
   };

@@ -13,7 +13,7 @@ void batchedMatmul(const T* a, const T* b, T* c, int64_t batch, int64_t m, int64
 
 extern template void batchedMatmul<float>(const float*, const float*, float*, int64_t, int64_t,
                                           int64_t, int64_t);
-extern template void batchedMatmul<double>(const double*, const double*, double*, int64_t,
-                                           int64_t, int64_t, int64_t);
+extern template void batchedMatmul<double>(const double*, const double*, double*, int64_t, int64_t,
+                                           int64_t, int64_t);
 
 }  // namespace llmc

@@ -20,9 +20,10 @@ namespace {
 // Errors and layouts
 
 [[noreturn]] void fail(const Node& node, const std::string& message) {
-  const std::string what = node.name.empty() ? opName(node.op)
-                                             : fmt::format("{} '{}'", opName(node.op), node.name);
-  throw std::runtime_error(fmt::format("{}: {} (node {}): {}", node.loc.str(), what, node.id, message));
+  const std::string what =
+      node.name.empty() ? opName(node.op) : fmt::format("{} '{}'", opName(node.op), node.name);
+  throw std::runtime_error(
+      fmt::format("{}: {} (node {}): {}", node.loc.str(), what, node.id, message));
 }
 
 std::vector<int64_t> shapeOf(const Type& type) {
@@ -43,7 +44,8 @@ std::vector<int64_t> stridesOver(const Node& node, const Type& array, const Type
     if (std::find(skipped.begin(), skipped.end(), axis.name) != skipped.end()) continue;
     const Axis* there = space.find(axis.name);
     if (!there || there->size != axis.size)
-      fail(node, fmt::format("operand {} does not fit the index space {}", array.str(), space.str()));
+      fail(node,
+           fmt::format("operand {} does not fit the index space {}", array.str(), space.str()));
   }
   std::vector<int64_t> strides;
   for (const Axis& axis : space.axes) strides.push_back(strideOf(array, own, axis.name));
@@ -121,13 +123,20 @@ template <class T>
 std::vector<T> unary(const Node& node, const Arg<T>& x) {
   auto map = [&](auto f) { return mapElementwise<T, 1>(node, {x}, f); };
   switch (node.unary) {
-    case UnaryOp::Neg: return map([](T v) { return -v; });
-    case UnaryOp::Exp: return map([](T v) { return std::exp(v); });
-    case UnaryOp::Log: return map([](T v) { return std::log(v); });
-    case UnaryOp::Tanh: return map([](T v) { return std::tanh(v); });
-    case UnaryOp::Sqrt: return map([](T v) { return std::sqrt(v); });
-    case UnaryOp::Rsqrt: return map([](T v) { return T(1) / std::sqrt(v); });
-    case UnaryOp::Abs: return map([](T v) { return std::abs(v); });
+    case UnaryOp::Neg:
+      return map([](T v) { return -v; });
+    case UnaryOp::Exp:
+      return map([](T v) { return std::exp(v); });
+    case UnaryOp::Log:
+      return map([](T v) { return std::log(v); });
+    case UnaryOp::Tanh:
+      return map([](T v) { return std::tanh(v); });
+    case UnaryOp::Sqrt:
+      return map([](T v) { return std::sqrt(v); });
+    case UnaryOp::Rsqrt:
+      return map([](T v) { return T(1) / std::sqrt(v); });
+    case UnaryOp::Abs:
+      return map([](T v) { return std::abs(v); });
   }
   fail(node, "unknown unary operation");
 }
@@ -136,9 +145,12 @@ template <class T>
 std::vector<T> binary(const Node& node, const Arg<T>& x, const Arg<T>& y) {
   auto map = [&](auto f) { return mapElementwise<T, 2>(node, {x, y}, f); };
   switch (node.binary) {
-    case BinaryOp::Add: return map([](T a, T b) { return a + b; });
-    case BinaryOp::Sub: return map([](T a, T b) { return a - b; });
-    case BinaryOp::Mul: return map([](T a, T b) { return a * b; });
+    case BinaryOp::Add:
+      return map([](T a, T b) { return a + b; });
+    case BinaryOp::Sub:
+      return map([](T a, T b) { return a - b; });
+    case BinaryOp::Mul:
+      return map([](T a, T b) { return a * b; });
     case BinaryOp::Div:
       if (isInteger(node.type.dtype)) {
         // Integer division truncates toward zero; done in int64 because a
@@ -149,8 +161,10 @@ std::vector<T> binary(const Node& node, const Arg<T>& x, const Arg<T>& y) {
         });
       }
       return map([](T a, T b) { return a / b; });
-    case BinaryOp::Maximum: return map([](T a, T b) { return std::max(a, b); });
-    case BinaryOp::Minimum: return map([](T a, T b) { return std::min(a, b); });
+    case BinaryOp::Maximum:
+      return map([](T a, T b) { return std::max(a, b); });
+    case BinaryOp::Minimum:
+      return map([](T a, T b) { return std::min(a, b); });
   }
   fail(node, "unknown binary operation");
 }
@@ -159,12 +173,18 @@ template <class T>
 std::vector<T> compare(const Node& node, const Arg<T>& x, const Arg<T>& y) {
   auto map = [&](auto f) { return mapElementwise<T, 2>(node, {x, y}, f); };
   switch (node.compare) {
-    case CompareOp::Lt: return map([](T a, T b) { return T(a < b); });
-    case CompareOp::Le: return map([](T a, T b) { return T(a <= b); });
-    case CompareOp::Gt: return map([](T a, T b) { return T(a > b); });
-    case CompareOp::Ge: return map([](T a, T b) { return T(a >= b); });
-    case CompareOp::Eq: return map([](T a, T b) { return T(a == b); });
-    case CompareOp::Ne: return map([](T a, T b) { return T(a != b); });
+    case CompareOp::Lt:
+      return map([](T a, T b) { return T(a < b); });
+    case CompareOp::Le:
+      return map([](T a, T b) { return T(a <= b); });
+    case CompareOp::Gt:
+      return map([](T a, T b) { return T(a > b); });
+    case CompareOp::Ge:
+      return map([](T a, T b) { return T(a >= b); });
+    case CompareOp::Eq:
+      return map([](T a, T b) { return T(a == b); });
+    case CompareOp::Ne:
+      return map([](T a, T b) { return T(a != b); });
   }
   fail(node, "unknown comparison");
 }
@@ -186,7 +206,7 @@ std::vector<T> cast(const Node& node, const Arg<T>& x) {
 }
 
 // ---------------------------------------------------------------------------
-// Reductions, contraction, gather
+// Reductions, contraction, gather and its adjoint
 
 template <class T>
 std::vector<T> reduce(const Node& node, const Arg<T>& x) {
@@ -198,7 +218,8 @@ std::vector<T> reduce(const Node& node, const Arg<T>& x) {
   // Walk the input; the output's stride is 0 along the reduced axes, so each
   // input element lands on the output element it reduces into.
   auto accumulate = [&](auto combine) {
-    forEachRow<2>(shapeOf(*x.type), {stridesOver(node, node.type, *x.type), rowMajorStrides(*x.type)},
+    forEachRow<2>(shapeOf(*x.type),
+                  {stridesOver(node, node.type, *x.type), rowMajorStrides(*x.type)},
                   [&](const Offsets<2>& at, int64_t n, const Offsets<2>& step) {
                     T* o = out + at[0];
                     const T* in = x.data + at[1];
@@ -295,21 +316,53 @@ std::vector<T> gather(const Node& node, const Arg<T>& table, const Arg<T>& index
   const Type& out = node.type;
   std::vector<T> result(static_cast<size_t>(out.elementCount()));
   T* base = result.data();
-  forEachRow<3>(
-      shapeOf(out),
-      {rowMajorStrides(out), stridesOver(node, *table.type, out, {indexed}),
-       stridesOver(node, *index.type, out)},
-      [&](const Offsets<3>& at, int64_t n, const Offsets<3>& step) {
-        T* o = base + at[0];
-        const T* t = table.data + at[1];
-        const T* idx = index.data + at[2];
-        for (int64_t i = 0; i < n; ++i) {
-          const T position = idx[i * step[2]];
-          if (!(position >= 0 && position < T(rows)))
-            fail(node, fmt::format("index {} is out of range for axis {}:{}", position, indexed, rows));
-          o[i] = t[i * step[1] + static_cast<int64_t>(position) * rowStride];
-        }
-      });
+  forEachRow<3>(shapeOf(out),
+                {rowMajorStrides(out), stridesOver(node, *table.type, out, {indexed}),
+                 stridesOver(node, *index.type, out)},
+                [&](const Offsets<3>& at, int64_t n, const Offsets<3>& step) {
+                  T* o = base + at[0];
+                  const T* t = table.data + at[1];
+                  const T* idx = index.data + at[2];
+                  for (int64_t i = 0; i < n; ++i) {
+                    const T position = idx[i * step[2]];
+                    if (!(position >= 0 && position < T(rows)))
+                      fail(node, fmt::format("index {} is out of range for axis {}:{}", position,
+                                             indexed, rows));
+                    o[i] = t[i * step[1] + static_cast<int64_t>(position) * rowStride];
+                  }
+                });
+  return result;
+}
+
+// Gather's adjoint: out[a = index[p], rest] += values[p] for every position p
+// of the values; the values' axes in `node.axes` (index axes) are summed over.
+template <class T>
+std::vector<T> scatterAdd(const Node& node, const Arg<T>& values, const Arg<T>& index) {
+  const std::string& scattered = node.newAxes.at(0);
+  const Type& out = node.type;
+  const int64_t rows = axisOf(node, out, scattered).size;
+  const int64_t rowStride = strideOf(out, rowMajorStrides(out), scattered);
+  for (const std::string& summed : node.axes)
+    if (out.has(summed))
+      fail(node, fmt::format("sums over axis '{}' that the output keeps", summed));
+  std::vector<T> result(static_cast<size_t>(out.elementCount()), T(0));
+  T* base = result.data();
+  // Walk the values; the output's stride is 0 along the summed axes.
+  forEachRow<3>(shapeOf(*values.type),
+                {stridesOver(node, out, *values.type, {scattered}), rowMajorStrides(*values.type),
+                 stridesOver(node, *index.type, *values.type)},
+                [&](const Offsets<3>& at, int64_t n, const Offsets<3>& step) {
+                  T* o = base + at[0];
+                  const T* v = values.data + at[1];
+                  const T* idx = index.data + at[2];
+                  for (int64_t i = 0; i < n; ++i) {
+                    const T position = idx[i * step[2]];
+                    if (!(position >= 0 && position < T(rows)))
+                      fail(node, fmt::format("index {} is out of range for axis {}:{}", position,
+                                             scattered, rows));
+                    o[i * step[0] + static_cast<int64_t>(position) * rowStride] += v[i * step[1]];
+                  }
+                });
   return result;
 }
 
@@ -348,10 +401,17 @@ std::vector<T> merge(const Node& node, const Arg<T>& x) {
 template <class T>
 std::vector<T> renameAxis(const Node& node, const Arg<T>& x) {
   const std::string& from = node.axes.at(0);
-  const Type view = replaceAxis(*x.type, from, {{node.newAxes.at(0), axisOf(node, *x.type, from).size}});
+  const Type view =
+      replaceAxis(*x.type, from, {{node.newAxes.at(0), axisOf(node, *x.type, from).size}});
   std::vector<T> result(static_cast<size_t>(node.type.elementCount()));
   copyByName(node, Arg<T>{&view, x.data}, node.type, result.data());
   return result;
+}
+
+// The operand repeated along the output's axes it lacks.
+template <class T>
+std::vector<T> broadcast(const Node& node, const Arg<T>& x) {
+  return mapElementwise<T, 1>(node, {x}, [](T v) { return v; });
 }
 
 template <class T>
@@ -367,7 +427,8 @@ template <class T>
 std::vector<T> window(const Node& node, const Arg<T>& x, const std::string& along,
                       const std::optional<Axis>& kept) {
   const Type& out = node.type;
-  const Type expected = replaceAxis(*x.type, along, kept ? std::vector<Axis>{*kept} : std::vector<Axis>{});
+  const Type expected =
+      replaceAxis(*x.type, along, kept ? std::vector<Axis>{*kept} : std::vector<Axis>{});
   Type outAxes = out;
   outAxes.dtype = expected.dtype;
   if (!outAxes.sameAxisSet(expected))
@@ -376,8 +437,8 @@ std::vector<T> window(const Node& node, const Arg<T>& x, const std::string& alon
   const int64_t alongStride = strideOf(*x.type, inStrides, along);
   std::vector<int64_t> readStrides;
   for (const Axis& axis : out.axes)
-    readStrides.push_back(kept && axis.name == kept->name ? alongStride
-                                                           : strideOf(*x.type, inStrides, axis.name));
+    readStrides.push_back(
+        kept && axis.name == kept->name ? alongStride : strideOf(*x.type, inStrides, axis.name));
   std::vector<T> result(static_cast<size_t>(out.elementCount()));
   stridedCopy(shapeOf(out), result.data(), rowMajorStrides(out), x.data + node.lo * alongStride,
               readStrides);
@@ -389,7 +450,8 @@ std::vector<T> slice(const Node& node, const Arg<T>& x) {
   const std::string& from = node.axes.at(0);
   const int64_t size = axisOf(node, *x.type, from).size;
   if (node.lo < 0 || node.lo > node.hi || node.hi > size)
-    fail(node, fmt::format("slice [{}:{}] is out of range for axis {}:{}", node.lo, node.hi, from, size));
+    fail(node,
+         fmt::format("slice [{}:{}] is out of range for axis {}:{}", node.lo, node.hi, from, size));
   return window(node, x, from, Axis{node.newAxes.at(0), node.hi - node.lo});
 }
 
@@ -442,15 +504,18 @@ class Evaluator {
       const Node& node = graph_.nodes[i];
       values_[i] = evaluate(node, inputs);
       if (options_.roundLowPrecision && isLowPrecision(node.type.dtype))
-        for (T& v : values_[i]) v = static_cast<T>(roundToDType(static_cast<double>(v), node.type.dtype));
+        for (T& v : values_[i])
+          v = static_cast<T>(roundToDType(static_cast<double>(v), node.type.dtype));
       // Free what no later node reads, to bound memory on large graphs.
       for (NodeId operand : node.operands)
-        if (lastUse[static_cast<size_t>(operand)] == i) std::vector<T>().swap(values_[static_cast<size_t>(operand)]);
+        if (lastUse[static_cast<size_t>(operand)] == i)
+          std::vector<T>().swap(values_[static_cast<size_t>(operand)]);
     }
     std::vector<HostTensor> outputs;
     for (const GraphOutput& output : graph_.outputs) {
       const std::vector<T>& values = values_.at(static_cast<size_t>(output.node));
-      outputs.push_back({graph_.node(output.node).type, std::vector<double>(values.begin(), values.end())});
+      outputs.push_back(
+          {graph_.node(output.node).type, std::vector<double>(values.begin(), values.end())});
     }
     return outputs;
   }
@@ -465,7 +530,8 @@ class Evaluator {
           fail(graph_.nodes[i], fmt::format("operand {} is not an earlier node", operand));
         last[static_cast<size_t>(operand)] = i;
       }
-    for (const GraphOutput& output : graph_.outputs) last.at(static_cast<size_t>(output.node)) = graph_.nodes.size();
+    for (const GraphOutput& output : graph_.outputs)
+      last.at(static_cast<size_t>(output.node)) = graph_.nodes.size();
     return last;
   }
 
@@ -502,27 +568,61 @@ class Evaluator {
         if (!node.type.axes.empty()) fail(node, "a constant must be a scalar");
         return {static_cast<T>(node.value)};
       case Op::Pos: {
-        if (node.type.axes.size() != 1) fail(node, fmt::format("positions of type {}", node.type.str()));
-        std::vector<T> positions(static_cast<size_t>(axisOf(node, node.type, node.axes.at(0)).size));
+        if (node.type.axes.size() != 1)
+          fail(node, fmt::format("positions of type {}", node.type.str()));
+        std::vector<T> positions(
+            static_cast<size_t>(axisOf(node, node.type, node.axes.at(0)).size));
         for (size_t i = 0; i < positions.size(); ++i) positions[i] = static_cast<T>(i);
         return positions;
       }
-      case Op::Unary: requireOperands(node, 1); return unary(node, arg(node, 0));
-      case Op::Binary: requireOperands(node, 2); return binary(node, arg(node, 0), arg(node, 1));
-      case Op::Compare: requireOperands(node, 2); return compare(node, arg(node, 0), arg(node, 1));
+      case Op::Unary:
+        requireOperands(node, 1);
+        return unary(node, arg(node, 0));
+      case Op::Binary:
+        requireOperands(node, 2);
+        return binary(node, arg(node, 0), arg(node, 1));
+      case Op::Compare:
+        requireOperands(node, 2);
+        return compare(node, arg(node, 0), arg(node, 1));
       case Op::Select:
         requireOperands(node, 3);
         return selectWhere(node, arg(node, 0), arg(node, 1), arg(node, 2));
-      case Op::Cast: requireOperands(node, 1); return cast(node, arg(node, 0));
-      case Op::Reduce: requireOperands(node, 1); return reduce(node, arg(node, 0));
-      case Op::Contract: requireOperands(node, 2); return contract(node, arg(node, 0), arg(node, 1));
-      case Op::Gather: requireOperands(node, 2); return gather(node, arg(node, 0), arg(node, 1));
-      case Op::Split: requireOperands(node, 1); return split(node, arg(node, 0));
-      case Op::Merge: requireOperands(node, 1); return merge(node, arg(node, 0));
-      case Op::Slice: requireOperands(node, 1); return slice(node, arg(node, 0));
-      case Op::Rename: requireOperands(node, 1); return renameAxis(node, arg(node, 0));
-      case Op::Index: requireOperands(node, 1); return indexAt(node, arg(node, 0));
-      case Op::Transpose: requireOperands(node, 1); return transpose(node, arg(node, 0));
+      case Op::Cast:
+        requireOperands(node, 1);
+        return cast(node, arg(node, 0));
+      case Op::Reduce:
+        requireOperands(node, 1);
+        return reduce(node, arg(node, 0));
+      case Op::Contract:
+        requireOperands(node, 2);
+        return contract(node, arg(node, 0), arg(node, 1));
+      case Op::Gather:
+        requireOperands(node, 2);
+        return gather(node, arg(node, 0), arg(node, 1));
+      case Op::Split:
+        requireOperands(node, 1);
+        return split(node, arg(node, 0));
+      case Op::Merge:
+        requireOperands(node, 1);
+        return merge(node, arg(node, 0));
+      case Op::Slice:
+        requireOperands(node, 1);
+        return slice(node, arg(node, 0));
+      case Op::Rename:
+        requireOperands(node, 1);
+        return renameAxis(node, arg(node, 0));
+      case Op::Index:
+        requireOperands(node, 1);
+        return indexAt(node, arg(node, 0));
+      case Op::Transpose:
+        requireOperands(node, 1);
+        return transpose(node, arg(node, 0));
+      case Op::Broadcast:
+        requireOperands(node, 1);
+        return broadcast(node, arg(node, 0));
+      case Op::ScatterAdd:
+        requireOperands(node, 2);
+        return scatterAdd(node, arg(node, 0), arg(node, 1));
       case Op::Concat: {
         std::vector<Arg<T>> parts;
         for (size_t k = 0; k < node.operands.size(); ++k) parts.push_back(arg(node, k));

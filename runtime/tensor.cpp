@@ -22,8 +22,8 @@ int64_t flatIndex(const Type& type, const AxisIndex& index) {
       throw std::runtime_error(
           fmt::format("an index into {} does not name axis '{}'", type.str(), axis.name));
     if (it->second < 0 || it->second >= axis.size)
-      throw std::runtime_error(fmt::format("index {} is out of range for axis {}:{}",
-                                           it->second, axis.name, axis.size));
+      throw std::runtime_error(
+          fmt::format("index {} is out of range for axis {}:{}", it->second, axis.name, axis.size));
     offset = offset * axis.size + it->second;
   }
   return offset;
@@ -61,8 +61,8 @@ double relativeError(const HostTensor& a, const HostTensor& b) {
   Type aLayout = a.type;
   aLayout.dtype = b.type.dtype;
   if (!aLayout.sameAxisSet(b.type))
-    throw std::runtime_error(fmt::format("cannot compare {} with {}: different axes",
-                                         a.type.str(), b.type.str()));
+    throw std::runtime_error(
+        fmt::format("cannot compare {} with {}: different axes", a.type.str(), b.type.str()));
   const HostTensor bAligned = permuteTo(b, aLayout);
   double diff = 0, norm = 0;
   for (size_t i = 0; i < a.data.size(); ++i) {

@@ -1,9 +1,10 @@
 // The reference interpreter against hand-written loops, op by op: small graphs
 // built through the Graph API, seeded random inputs, expected values computed
 // independently by indexing every array by hand.
-#include <catch2/catch.hpp>
+#include "interpreter.h"
 
 #include <bit>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -11,7 +12,6 @@
 #include <stdexcept>
 #include <string>
 
-#include "interpreter.h"
 #include "ir.h"
 #include "tensor.h"
 
@@ -64,13 +64,15 @@ TEST_CASE("tensor helpers: indexing, permutation, relative error, random fills",
   const HostTensor x = randomNormal(f64({{"b", 2}, {"t", 3}, {"c", 4}}), 1);
   for (int64_t b = 0; b < 2; ++b)
     for (int64_t t = 0; t < 3; ++t)
-      for (int64_t c = 0; c < 4; ++c) CHECK(x.at({{"b", b}, {"t", t}, {"c", c}}) == x.data[(b * 3 + t) * 4 + c]);
+      for (int64_t c = 0; c < 4; ++c)
+        CHECK(x.at({{"b", b}, {"t", t}, {"c", c}}) == x.data[(b * 3 + t) * 4 + c]);
   CHECK_THROWS_WITH(x.at({{"b", 0}, {"t", 3}, {"c", 0}}), Catch::Contains("out of range"));
 
   const HostTensor y = permuteTo(x, f64({{"c", 4}, {"b", 2}, {"t", 3}}));
   for (int64_t b = 0; b < 2; ++b)
     for (int64_t t = 0; t < 3; ++t)
-      for (int64_t c = 0; c < 4; ++c) CHECK(y.data[(c * 2 + b) * 3 + t] == x.data[(b * 3 + t) * 4 + c]);
+      for (int64_t c = 0; c < 4; ++c)
+        CHECK(y.data[(c * 2 + b) * 3 + t] == x.data[(b * 3 + t) * 4 + c]);
   CHECK_THROWS(permuteTo(x, f64({{"c", 4}, {"b", 2}, {"s", 3}})));
 
   CHECK(relativeError(y, x) == 0);
@@ -168,7 +170,8 @@ TEST_CASE("unary ops", "[interpreter]") {
       Node n = makeNode(Op::Unary, type, {x});
       n.unary = c.op;
       const HostTensor out = runSingle(g, g.add(n), {{"x", *c.input}});
-      for (size_t i = 0; i < out.data.size(); ++i) CHECK(out.data[i] == c.expected(c.input->data[i]));
+      for (size_t i = 0; i < out.data.size(); ++i)
+        CHECK(out.data[i] == c.expected(c.input->data[i]));
     }
   }
 }
@@ -193,7 +196,8 @@ TEST_CASE("integer division truncates toward zero", "[interpreter]") {
   Node n = makeNode(Op::Binary, type, {a, b});
   n.binary = BinaryOp::Div;
   const NodeId q = g.add(n);
-  const HostTensor out = runSingle(g, q, {{"a", {type, {7, -7, 7, -7}}}, {"b", {type, {2, 2, -2, -2}}}});
+  const HostTensor out =
+      runSingle(g, q, {{"a", {type, {7, -7, 7, -7}}}, {"b", {type, {2, 2, -2, -2}}}});
   CHECK(out.data == std::vector<double>{3, -3, -3, 3});
   CHECK_THROWS_WITH(runSingle(g, q, {{"a", {type, {1, 2, 3, 4}}}, {"b", {type, {1, 0, 1, 1}}}}),
                     Catch::Contains("division") && Catch::Contains("zero"));
@@ -240,7 +244,8 @@ TEST_CASE("comparisons give 0/1 and select picks by condition", "[interpreter]")
     px.axes = {"x"};
     Node pt = makeNode(Op::Pos, i32({{"t", 5}}), {});
     pt.axes = {"t"};
-    Node le = makeNode(Op::Compare, Type{DType::Bool, {{"x", 5}, {"t", 5}}}, {g.add(px), g.add(pt)});
+    Node le =
+        makeNode(Op::Compare, Type{DType::Bool, {{"x", 5}, {"t", 5}}}, {g.add(px), g.add(pt)});
     le.compare = CompareOp::Le;
     const NodeId mask = g.add(le);
     Node minusInf = makeNode(Op::Constant, f64({}), {});
@@ -251,7 +256,8 @@ TEST_CASE("comparisons give 0/1 and select picks by condition", "[interpreter]")
     const HostTensor out = runSingle(g, where, {{"s", sv}});
     for (int64_t t = 0; t < 5; ++t)
       for (int64_t x = 0; x < 5; ++x)
-        CHECK(out.data[t * 5 + x] == (x <= t ? sv.data[t * 5 + x] : -std::numeric_limits<double>::infinity()));
+        CHECK(out.data[t * 5 + x] ==
+              (x <= t ? sv.data[t * 5 + x] : -std::numeric_limits<double>::infinity()));
   }
 }
 
@@ -273,11 +279,12 @@ TEST_CASE("casts: truncation, bool, and bf16/f16 rounding to nearest even", "[in
 
   SECTION("bf16 ties and ordinary values") {
     const double ulp = std::ldexp(1.0, -7);  // bf16 spacing in [1, 2)
-    const HostTensor x{type, {1 + ulp / 2, 1 + 3 * ulp / 2, 1 + ulp / 4, -(1 + 3 * ulp / 2), 1e39, 0}};
+    const HostTensor x{type,
+                       {1 + ulp / 2, 1 + 3 * ulp / 2, 1 + ulp / 4, -(1 + 3 * ulp / 2), 1e39, 0}};
     const HostTensor out = castTo(DType::BF16, x);
-    CHECK(out.data[0] == 1);              // tie to even: down
-    CHECK(out.data[1] == 1 + 2 * ulp);    // tie to even: up
-    CHECK(out.data[2] == 1);              // below half
+    CHECK(out.data[0] == 1);            // tie to even: down
+    CHECK(out.data[1] == 1 + 2 * ulp);  // tie to even: up
+    CHECK(out.data[2] == 1);            // below half
     CHECK(out.data[3] == -(1 + 2 * ulp));
     CHECK(out.data[4] == std::numeric_limits<double>::infinity());  // beyond bf16's range
     CHECK(out.data[5] == 0);
@@ -295,7 +302,7 @@ TEST_CASE("casts: truncation, bool, and bf16/f16 rounding to nearest even", "[in
   }
 
   SECTION("f16 ties, overflow and subnormals") {
-    const double ulp = std::ldexp(1.0, -10);  // f16 spacing in [1, 2)
+    const double ulp = std::ldexp(1.0, -10);   // f16 spacing in [1, 2)
     const double tiny = std::ldexp(1.0, -24);  // smallest f16 subnormal
     const HostTensor x{type, {1 + ulp / 2, 1 + 3 * ulp / 2, 65519, 65520, tiny / 2, 3 * tiny / 2}};
     const HostTensor out = castTo(DType::F16, x);
@@ -303,8 +310,8 @@ TEST_CASE("casts: truncation, bool, and bf16/f16 rounding to nearest even", "[in
     CHECK(out.data[1] == 1 + 2 * ulp);
     CHECK(out.data[2] == 65504);
     CHECK(out.data[3] == std::numeric_limits<double>::infinity());
-    CHECK(out.data[4] == 0);          // tie between 0 and tiny: even is 0
-    CHECK(out.data[5] == 2 * tiny);   // tie between tiny and 2 tiny: even is 2 tiny
+    CHECK(out.data[4] == 0);         // tie between 0 and tiny: even is 0
+    CHECK(out.data[5] == 2 * tiny);  // tie between tiny and 2 tiny: even is 2 tiny
   }
 }
 
@@ -411,7 +418,8 @@ TEST_CASE("contraction over two axes with an output in product order", "[interpr
     for (int64_t j = 0; j < 5; ++j) {
       double sum = 0;
       for (int64_t p = 0; p < 4; ++p)
-        for (int64_t q = 0; q < 2; ++q) sum += a.data[(i * 4 + p) * 2 + q] * b.data[(q * 5 + j) * 4 + p];
+        for (int64_t q = 0; q < 2; ++q)
+          sum += a.data[(i * 4 + p) * 2 + q] * b.data[(q * 5 + j) * 4 + p];
       CHECK(out.data[i * 5 + j] == Approx(sum).epsilon(1e-13));
     }
 }
@@ -429,7 +437,8 @@ TEST_CASE("large contraction (tiled, threaded) matches a naive loop", "[interpre
     for (int64_t m = 0; m < M; ++m)
       for (int64_t n = 0; n < N; ++n) {
         double sum = 0;
-        for (int64_t k = 0; k < K; ++k) sum += a.data[(b * M + m) * K + k] * bv.data[(k * N + n) * B + b];
+        for (int64_t k = 0; k < K; ++k)
+          sum += a.data[(b * M + m) * K + k] * bv.data[(k * N + n) * B + b];
         expected.data[(b * M + m) * N + n] = sum;
       }
   for (Precision precision : {Precision::F64, Precision::F32}) {
@@ -449,7 +458,8 @@ TEST_CASE("gather: embedding lookup and batched gather", "[interpreter]") {
     const HostTensor table = randomNormal(tableType, 71);
     const HostTensor index = randomUniform(indexType, 72, 0, 10);
     Graph g;
-    Node n = makeNode(Op::Gather, outType, {addInput(g, "table", tableType), addInput(g, "index", indexType)});
+    Node n = makeNode(Op::Gather, outType,
+                      {addInput(g, "table", tableType), addInput(g, "index", indexType)});
     n.axes = {"v"};
     const HostTensor out = runSingle(g, g.add(n), {{"table", table}, {"index", index}});
     for (int64_t b = 0; b < 2; ++b)
@@ -467,7 +477,8 @@ TEST_CASE("gather: embedding lookup and batched gather", "[interpreter]") {
     const HostTensor table = randomNormal(tableType, 73);
     const HostTensor index = randomUniform(indexType, 74, 0, 5);
     Graph g;
-    Node n = makeNode(Op::Gather, outType, {addInput(g, "table", tableType), addInput(g, "index", indexType)});
+    Node n = makeNode(Op::Gather, outType,
+                      {addInput(g, "table", tableType), addInput(g, "index", indexType)});
     n.axes = {"v"};
     const HostTensor out = runSingle(g, g.add(n), {{"table", table}, {"index", index}});
     for (int64_t b = 0; b < 2; ++b)
@@ -484,7 +495,8 @@ TEST_CASE("gather: embedding lookup and batched gather", "[interpreter]") {
     const HostTensor table = randomNormal(tableType, 75);
     const HostTensor index = randomUniform(indexType, 76, 0, 5);
     Graph g;
-    Node n = makeNode(Op::Gather, outType, {addInput(g, "table", tableType), addInput(g, "index", indexType)});
+    Node n = makeNode(Op::Gather, outType,
+                      {addInput(g, "table", tableType), addInput(g, "index", indexType)});
     n.axes = {"v"};
     const HostTensor out = runSingle(g, g.add(n), {{"table", table}, {"index", index}});
     for (int64_t b = 0; b < 2; ++b)
@@ -494,6 +506,69 @@ TEST_CASE("gather: embedding lookup and batched gather", "[interpreter]") {
           CHECK(out.data[(t * 3 + c) * 2 + b] == table.data[(b * 5 + v) * 3 + c]);
         }
   }
+}
+
+TEST_CASE("scatter-add: gather's adjoint, summing repeated indices", "[interpreter]") {
+  SECTION("embedding gradient: out[v = index[b t], c] += values[b t c], summed over b and t") {
+    const Type valuesType = f64({{"b", 2}, {"t", 6}, {"c", 4}});
+    const Type indexType = i32({{"t", 6}, {"b", 2}});
+    const Type outType = f64({{"c", 4}, {"v", 5}});
+    const HostTensor values = randomNormal(valuesType, 77);
+    const HostTensor index = randomUniform(indexType, 78, 0, 5);  // 12 draws from 5: repeats
+    Graph g;
+    Node n = makeNode(Op::ScatterAdd, outType,
+                      {addInput(g, "values", valuesType), addInput(g, "index", indexType)});
+    n.axes = {"b", "t"};
+    n.newAxes = {"v"};
+    const HostTensor out = runSingle(g, g.add(n), {{"values", values}, {"index", index}});
+    std::vector<double> expected(4 * 5, 0.0);
+    for (int64_t b = 0; b < 2; ++b)
+      for (int64_t t = 0; t < 6; ++t)
+        for (int64_t c = 0; c < 4; ++c) {
+          const auto v = static_cast<int64_t>(index.data[t * 2 + b]);
+          expected[c * 5 + v] += values.data[(b * 6 + t) * 4 + c];
+        }
+    for (size_t i = 0; i < expected.size(); ++i)
+      CHECK(out.data[i] == Approx(expected[i]).epsilon(1e-14));
+  }
+
+  SECTION("batched: out[b v = index[b t]] += values[t b], summed over t only") {
+    const Type valuesType = f64({{"t", 6}, {"b", 3}});
+    const Type indexType = i32({{"b", 3}, {"t", 6}});
+    const Type outType = f64({{"b", 3}, {"v", 4}});
+    const HostTensor values = randomNormal(valuesType, 79);
+    const HostTensor index = randomUniform(indexType, 80, 0, 4);
+    Graph g;
+    Node n = makeNode(Op::ScatterAdd, outType,
+                      {addInput(g, "values", valuesType), addInput(g, "index", indexType)});
+    n.axes = {"t"};
+    n.newAxes = {"v"};
+    const NodeId scattered = g.add(n);
+    const HostTensor out = runSingle(g, scattered, {{"values", values}, {"index", index}});
+    std::vector<double> expected(3 * 4, 0.0);
+    for (int64_t b = 0; b < 3; ++b)
+      for (int64_t t = 0; t < 6; ++t)
+        expected[b * 4 + static_cast<int64_t>(index.data[b * 6 + t])] += values.data[t * 3 + b];
+    for (size_t i = 0; i < expected.size(); ++i)
+      CHECK(out.data[i] == Approx(expected[i]).epsilon(1e-14));
+
+    HostTensor bad = index;
+    bad.data[7] = 4;
+    CHECK_THROWS_WITH(runSingle(g, scattered, {{"values", values}, {"index", bad}}),
+                      Catch::Contains("index 4 is out of range"));
+  }
+}
+
+TEST_CASE("broadcast repeats an array along new axes", "[interpreter]") {
+  const Type xType = f64({{"c", 3}});
+  const HostTensor x = randomNormal(xType, 85);
+  Graph g;
+  Node n = makeNode(Op::Broadcast, f64({{"b", 2}, {"c", 3}, {"t", 4}}), {addInput(g, "x", xType)});
+  n.newAxes = {"b", "t"};
+  const HostTensor out = runSingle(g, g.add(n), {{"x", x}});
+  for (int64_t b = 0; b < 2; ++b)
+    for (int64_t c = 0; c < 3; ++c)
+      for (int64_t t = 0; t < 4; ++t) CHECK(out.data[(b * 3 + c) * 4 + t] == x.data[c]);
 }
 
 TEST_CASE("split and merge are inverse, row-major", "[interpreter]") {
@@ -559,10 +634,12 @@ TEST_CASE("transpose stores the same array in another axis order", "[interpreter
   const HostTensor x = randomNormal(xType, 95);
   Graph g;
   const NodeId xi = addInput(g, "x", xType);
-  const HostTensor out = runSingle(g, g.add(makeNode(Op::Transpose, f64({{"t", 3}, {"c", 4}, {"b", 2}}), {xi})), {{"x", x}});
+  const HostTensor out = runSingle(
+      g, g.add(makeNode(Op::Transpose, f64({{"t", 3}, {"c", 4}, {"b", 2}}), {xi})), {{"x", x}});
   for (int64_t b = 0; b < 2; ++b)
     for (int64_t t = 0; t < 3; ++t)
-      for (int64_t c = 0; c < 4; ++c) CHECK(out.data[(t * 4 + c) * 2 + b] == x.data[(b * 3 + t) * 4 + c]);
+      for (int64_t c = 0; c < 4; ++c)
+        CHECK(out.data[(t * 4 + c) * 2 + b] == x.data[(b * 3 + t) * 4 + c]);
 }
 
 TEST_CASE("index removes an axis; rename relabels one", "[interpreter]") {
@@ -581,11 +658,13 @@ TEST_CASE("index removes an axis; rename relabels one", "[interpreter]") {
   for (int64_t b = 0; b < 2; ++b)
     for (int64_t c = 0; c < 4; ++c) {
       CHECK(out[0].data[c * 2 + b] == x.data[(b * 3 + 2) * 4 + c]);
-      for (int64_t t = 0; t < 3; ++t) CHECK(out[1].data[(t * 4 + c) * 2 + b] == x.data[(b * 3 + t) * 4 + c]);
+      for (int64_t t = 0; t < 3; ++t)
+        CHECK(out[1].data[(t * 4 + c) * 2 + b] == x.data[(b * 3 + t) * 4 + c]);
     }
 }
 
-TEST_CASE("inputs: permuted axes accepted, wrong types and missing values refused", "[interpreter]") {
+TEST_CASE("inputs: permuted axes accepted, wrong types and missing values refused",
+          "[interpreter]") {
   const Type xType = f64({{"b", 2}, {"c", 3}});
   Graph g;
   const NodeId x = addInput(g, "x", xType);
@@ -613,11 +692,13 @@ TEST_CASE("inputs: permuted axes accepted, wrong types and missing values refuse
 }
 
 TEST_CASE("a gather index out of range names the node's location and the value", "[interpreter]") {
-  auto file = std::make_shared<SourceFile>("model.dg", "line one\nline two\n    e = gather(w, tokens, v)\n");
+  auto file = std::make_shared<SourceFile>("model.dg",
+                                           "line one\nline two\n    e = gather(w, tokens, v)\n");
   const Type tableType = f64({{"v", 10}, {"c", 2}});
   const Type indexType = i32({{"t", 3}});
   Graph g;
-  Node n = makeNode(Op::Gather, f64({{"t", 3}, {"c", 2}}), {addInput(g, "w", tableType), addInput(g, "tokens", indexType)});
+  Node n = makeNode(Op::Gather, f64({{"t", 3}, {"c", 2}}),
+                    {addInput(g, "w", tableType), addInput(g, "tokens", indexType)});
   n.axes = {"v"};
   n.loc = SourceLoc{file, 3, 5};
   const NodeId gathered = g.add(n);

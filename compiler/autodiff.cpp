@@ -1,0 +1,321 @@
+#include "autodiff.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+#include "graph_builder.h"
+
+namespace llmc {
+
+std::string gradientName(const std::string& input) { return "grad_" + input; }
+
+namespace {
+
+bool contains(const Type& t, const std::string& axis) { return t.has(axis); }
+
+std::vector<std::string> axesNotIn(const Type& t, const Type& other) {
+  std::vector<std::string> out;
+  for (const auto& a : t.axes)
+    if (!other.has(a.name)) out.push_back(a.name);
+  return out;
+}
+
+class Differentiator {
+ public:
+  Differentiator(const Graph& forward, const GradientOptions& options) : g_(forward), options_(options) {}
+
+  Graph run() {
+    NodeId loss = findLoss();
+    std::vector<NodeId> wrt = findInputs();
+    markRequired(wrt);
+
+    adjoint_.assign(g_.nodes.size(), -1);
+    size_t forwardSize = g_.nodes.size();
+    {
+      GraphBuilder b(g_, {"backward"});
+      adjoint_[static_cast<size_t>(loss)] = b.constant(1.0, g_.node(loss).type.dtype);
+    }
+    // Reverse topological order: every adjoint is complete before it is used.
+    for (size_t i = forwardSize; i-- > 0;) {
+      if (adjoint_[i] < 0 || !required_[i]) continue;
+      Node n = g_.nodes[i];  // a copy: the rules append to g_.nodes
+      std::vector<std::string> origin = n.origin;
+      origin.insert(origin.begin(), "backward");
+      GraphBuilder b(g_, origin);
+      size_t before = g_.nodes.size();
+      backward(b, n, adjoint_[i]);
+      // What a node's rule makes reads as d_<node> in the printed IR.
+      for (size_t k = before; k < g_.nodes.size(); ++k)
+        if (g_.nodes[k].name.empty()) g_.nodes[k].name = "d_" + (n.name.empty() ? std::string("v") : n.name);
+    }
+
+    Graph out = g_;
+    out.outputs = {{g_.outputs[lossOutput_].name, loss}};
+    GraphBuilder b(out, {"backward"});
+    for (NodeId input : wrt) {
+      const Node& in = out.node(input);
+      NodeId grad = adjoint_[static_cast<size_t>(input)];
+      if (grad < 0) grad = b.constant(0.0, in.type.dtype);  // the loss does not depend on it
+      grad = b.broadcastTo(b.cast(grad, in.type.dtype), in.type);
+      out.node(grad).name = gradientName(in.name);
+      out.outputs.push_back({gradientName(in.name), grad});
+    }
+    return out;
+  }
+
+ private:
+  NodeId findLoss() {
+    if (options_.loss.empty()) {
+      if (g_.outputs.size() != 1)
+        throw CompileError(g_.outputs.empty() ? SourceLoc{} : g_.node(g_.outputs[0].node).loc,
+                           fmt::format("'{}' has {} outputs; name the one to differentiate", g_.name,
+                                       g_.outputs.size()));
+      lossOutput_ = 0;
+    } else {
+      auto it = std::find_if(g_.outputs.begin(), g_.outputs.end(),
+                             [&](const GraphOutput& o) { return o.name == options_.loss; });
+      if (it == g_.outputs.end())
+        throw CompileError(SourceLoc{}, fmt::format("'{}' has no output named '{}'", g_.name, options_.loss));
+      lossOutput_ = static_cast<size_t>(it - g_.outputs.begin());
+    }
+    const Node& loss = g_.node(g_.outputs[lossOutput_].node);
+    if (!loss.type.axes.empty() || !isFloat(loss.type.dtype))
+      throw CompileError(loss.loc, fmt::format("the loss '{}' must be a floating-point scalar to differentiate, "
+                                               "but it is {}", g_.outputs[lossOutput_].name, loss.type.str()));
+    return g_.outputs[lossOutput_].node;
+  }
+
+  std::vector<NodeId> findInputs() {
+    std::vector<NodeId> wrt;
+    for (NodeId id : g_.inputs) {
+      const Node& n = g_.node(id);
+      bool chosen = options_.wrt.empty()
+                        ? n.isParam
+                        : std::find(options_.wrt.begin(), options_.wrt.end(), n.name) != options_.wrt.end();
+      if (!chosen) continue;
+      if (!isFloat(n.type.dtype))
+        throw CompileError(n.loc, fmt::format("cannot differentiate with respect to '{}' of type {}: it is not "
+                                              "a floating-point array", n.name, n.type.str()));
+      wrt.push_back(id);
+    }
+    for (const auto& name : options_.wrt)
+      if (!g_.findInput(name))
+        throw CompileError(SourceLoc{}, fmt::format("'{}' has no input named '{}'", g_.name, name));
+    return wrt;
+  }
+
+  // A node needs an adjoint only if it depends on an input we differentiate.
+  void markRequired(const std::vector<NodeId>& wrt) {
+    required_.assign(g_.nodes.size(), false);
+    for (NodeId id : wrt) required_[static_cast<size_t>(id)] = true;
+    for (const Node& n : g_.nodes)
+      for (NodeId o : n.operands)
+        if (required_[static_cast<size_t>(o)] && isFloat(n.type.dtype)) required_[static_cast<size_t>(n.id)] = true;
+  }
+
+  // Adds a contribution to x's adjoint: in x's dtype, summed over the axes x
+  // lacks (x was broadcast along them). An adjoint may lack some of x's axes:
+  // it is then constant along them (implicitly broadcast).
+  void accumulate(GraphBuilder& b, NodeId x, NodeId contribution) {
+    if (!required_[static_cast<size_t>(x)]) return;
+    const Type& tx = g_.node(x).type;
+    contribution = b.cast(contribution, tx.dtype);
+    contribution = b.sum(contribution, axesNotIn(b.type(contribution), tx));
+    NodeId& adj = adjoint_[static_cast<size_t>(x)];
+    adj = adj < 0 ? contribution : b.binary(BinaryOp::Add, adj, contribution);
+  }
+
+  NodeId zero(GraphBuilder& b, NodeId like) { return b.constant(0.0, b.type(like).dtype); }
+
+  void backward(GraphBuilder& b, const Node& n, NodeId grad) {
+    const NodeId y = n.id;
+    auto operand = [&](size_t k) { return n.operands[k]; };
+    auto scalar = [&](double v) { return b.constant(v, n.type.dtype); };
+    switch (n.op) {
+      case Op::Input:
+      case Op::Constant:
+      case Op::Pos:
+      case Op::Compare:
+        return;
+      case Op::Unary: {
+        NodeId x = operand(0);
+        NodeId local = -1;
+        switch (n.unary) {
+          case UnaryOp::Neg: local = b.unary(UnaryOp::Neg, grad); break;
+          case UnaryOp::Exp: local = b.binary(BinaryOp::Mul, grad, y); break;
+          case UnaryOp::Log: local = b.binary(BinaryOp::Div, grad, x); break;
+          case UnaryOp::Tanh:  // 1 - tanh²
+            local = b.binary(BinaryOp::Mul, grad, b.binary(BinaryOp::Sub, scalar(1), b.binary(BinaryOp::Mul, y, y)));
+            break;
+          case UnaryOp::Sqrt:  // 1 / (2 sqrt x)
+            local = b.binary(BinaryOp::Div, b.binary(BinaryOp::Mul, grad, scalar(0.5)), y);
+            break;
+          case UnaryOp::Rsqrt:  // -x^(-3/2) / 2 = -y³ / 2
+            local = b.binary(BinaryOp::Mul, grad,
+                             b.binary(BinaryOp::Mul, scalar(-0.5), b.binary(BinaryOp::Mul, y, b.binary(BinaryOp::Mul, y, y))));
+            break;
+          case UnaryOp::Abs:
+            local = b.select(b.compare(CompareOp::Lt, x, zero(b, x)), b.unary(UnaryOp::Neg, grad), grad);
+            break;
+        }
+        accumulate(b, x, local);
+        return;
+      }
+      case Op::Binary: {
+        NodeId x = operand(0), z = operand(1);
+        switch (n.binary) {
+          case BinaryOp::Add:
+            accumulate(b, x, grad);
+            accumulate(b, z, grad);
+            return;
+          case BinaryOp::Sub:
+            accumulate(b, x, grad);
+            accumulate(b, z, b.unary(UnaryOp::Neg, grad));
+            return;
+          case BinaryOp::Mul:
+            accumulate(b, x, b.binary(BinaryOp::Mul, grad, z));
+            accumulate(b, z, b.binary(BinaryOp::Mul, grad, x));
+            return;
+          case BinaryOp::Div:  // d(x/z)/dz = -(x/z)/z
+            accumulate(b, x, b.binary(BinaryOp::Div, grad, z));
+            accumulate(b, z, b.unary(UnaryOp::Neg, b.binary(BinaryOp::Div, b.binary(BinaryOp::Mul, grad, y), z)));
+            return;
+          case BinaryOp::Maximum:
+          case BinaryOp::Minimum: {
+            // The gradient goes to the chosen operand; ties go to the first.
+            NodeId first = b.compare(n.binary == BinaryOp::Maximum ? CompareOp::Ge : CompareOp::Le, x, z);
+            accumulate(b, x, b.select(first, grad, zero(b, grad)));
+            accumulate(b, z, b.select(first, zero(b, grad), grad));
+            return;
+          }
+        }
+        return;
+      }
+      case Op::Select: {
+        NodeId cond = operand(0);
+        accumulate(b, operand(1), b.select(cond, grad, zero(b, grad)));
+        accumulate(b, operand(2), b.select(cond, zero(b, grad), grad));
+        return;
+      }
+      case Op::Cast:
+        if (isFloat(g_.node(operand(0)).type.dtype)) accumulate(b, operand(0), grad);
+        return;
+      case Op::Transpose:
+        accumulate(b, operand(0), grad);
+        return;
+      case Op::Reduce:
+        if (n.reduce == ReduceOp::Sum) {
+          accumulate(b, operand(0), grad);  // broadcast back along the summed axes
+        } else {
+          // The mask of where the maximum was taken.
+          NodeId x = operand(0);
+          accumulate(b, x, b.select(b.compare(CompareOp::Eq, x, y), grad, zero(b, grad)));
+        }
+        return;
+      case Op::Broadcast:
+        accumulate(b, operand(0), grad);  // accumulate sums over the new axes
+        return;
+      case Op::Contract:
+        contractAdjoint(b, grad, operand(0), operand(1));
+        contractAdjoint(b, grad, operand(1), operand(0));
+        return;
+      case Op::Gather: {
+        NodeId table = operand(0), index = operand(1);
+        const Type& tt = g_.node(table).type;
+        NodeId full = b.broadcastTo(grad, n.type);
+        accumulate(b, table, b.scatterAdd(full, index, *tt.find(n.axes[0]), axesNotIn(g_.node(index).type, tt)));
+        return;
+      }
+      case Op::ScatterAdd: {
+        NodeId full = b.broadcastTo(grad, n.type);
+        accumulate(b, operand(0), b.gather(full, operand(1), n.newAxes[0]));
+        return;
+      }
+      case Op::Split: {
+        NodeId full = b.broadcastTo(grad, n.type);
+        accumulate(b, operand(0), b.merge(full, n.newAxes, n.axes[0]));
+        return;
+      }
+      case Op::Merge: {
+        NodeId full = b.broadcastTo(grad, n.type);
+        std::vector<Axis> parts;
+        for (const auto& a : n.axes) parts.push_back(*g_.node(operand(0)).type.find(a));
+        accumulate(b, operand(0), b.split(full, n.newAxes[0], parts));
+        return;
+      }
+      case Op::Rename:
+        accumulate(b, operand(0), contains(b.type(grad), n.newAxes[0]) ? b.rename(grad, n.newAxes[0], n.axes[0]) : grad);
+        return;
+      case Op::Index: {
+        // The slice's adjoint placed at its position along the axis, zero elsewhere.
+        const Axis& axis = *g_.node(operand(0)).type.find(n.axes[0]);
+        NodeId here = b.compare(CompareOp::Eq, b.pos(axis), b.constant(static_cast<double>(n.lo), DType::I32));
+        accumulate(b, operand(0), b.select(here, grad, zero(b, grad)));
+        return;
+      }
+      case Op::Slice: {
+        const Axis& axis = *g_.node(operand(0)).type.find(n.axes[0]);
+        NodeId position = b.pos(axis);
+        NodeId values = grad;
+        if (contains(b.type(grad), n.newAxes[0])) {
+          // Read the slice's element j = position - lo (clamped inside the slice).
+          NodeId j = b.binary(BinaryOp::Sub, position, b.constant(static_cast<double>(n.lo), DType::I32));
+          j = b.binary(BinaryOp::Maximum, j, b.constant(0, DType::I32));
+          j = b.binary(BinaryOp::Minimum, j, b.constant(static_cast<double>(n.hi - n.lo - 1), DType::I32));
+          values = b.gather(grad, j, n.newAxes[0]);
+        }
+        NodeId below = b.compare(CompareOp::Lt, position, b.constant(static_cast<double>(n.hi), DType::I32));
+        NodeId above = b.compare(CompareOp::Ge, position, b.constant(static_cast<double>(n.lo), DType::I32));
+        accumulate(b, operand(0), b.select(above, b.select(below, values, zero(b, grad)), zero(b, grad)));
+        return;
+      }
+      case Op::Concat: {
+        const std::string& axis = n.axes[0];
+        int64_t piece = g_.node(operand(0)).type.find(axis)->size;
+        for (size_t k = 0; k < n.operands.size(); ++k) {
+          NodeId part = contains(b.type(grad), n.newAxes[0])
+                            ? b.slice(grad, n.newAxes[0], axis, static_cast<int64_t>(k) * piece,
+                                      static_cast<int64_t>(k + 1) * piece)
+                            : grad;
+          accumulate(b, operand(k), part);
+        }
+        return;
+      }
+    }
+  }
+
+  // The adjoint of one operand of a contraction: the output's adjoint
+  // contracted with the other operand over every axis the operand lacks.
+  void contractAdjoint(GraphBuilder& b, NodeId grad, NodeId self, NodeId other) {
+    if (!required_[static_cast<size_t>(self)]) return;
+    const Type& ts = g_.node(self).type;
+    NodeId o = b.cast(other, b.type(grad).dtype);
+    // Axes only one side has, and self lacks, are summed on that side first.
+    std::vector<std::string> gradOnly, otherOnly, shared;
+    for (const auto& a : b.type(grad).axes)
+      if (!ts.has(a.name) && !b.type(o).has(a.name)) gradOnly.push_back(a.name);
+    for (const auto& a : b.type(o).axes) {
+      if (ts.has(a.name)) continue;
+      (b.type(grad).has(a.name) ? shared : otherOnly).push_back(a.name);
+    }
+    NodeId g = b.sum(grad, gradOnly);
+    o = b.sum(o, otherOnly);
+    accumulate(b, self, b.contract(g, o, shared));
+  }
+
+  Graph g_;
+  const GradientOptions& options_;
+  size_t lossOutput_ = 0;
+  std::vector<NodeId> adjoint_;
+  std::vector<bool> required_;
+};
+
+}  // namespace
+
+Graph differentiate(const Graph& forward, const GradientOptions& options) {
+  return Differentiator(forward, options).run();
+}
+
+}  // namespace llmc
