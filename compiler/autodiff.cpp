@@ -55,7 +55,7 @@ class Differentiator {
     out.outputs = {{g_.outputs[lossOutput_].name, loss}};
     GraphBuilder b(out, {"backward"});
     for (NodeId input : wrt) {
-      const Node& in = out.node(input);
+      const Node in = out.node(input);  // a copy: the builder appends to out.nodes
       NodeId grad = adjoint_[static_cast<size_t>(input)];
       if (grad < 0) grad = b.constant(0.0, in.type.dtype);  // the loss does not depend on it
       grad = b.broadcastTo(b.cast(grad, in.type.dtype), in.type);

@@ -89,6 +89,14 @@ class Elaborator {
     throw CompileError(loc, message, notes);
   }
 
+  // An error at an argument of the call being instantiated: the argument is in
+  // the caller, so that call is no note. (Nothing catches the error, so the
+  // call stack may be cut.)
+  [[noreturn]] void failAtArgument(const SourceLoc& loc, const std::string& message) {
+    callStack_.pop_back();
+    fail(loc, message);
+  }
+
   // ---------------------------------------------------------------- sizes
   std::optional<int64_t> lookupSymbol(const Frame& f, const std::string& name) const {
     if (auto it = f.symbols.find(name); it != f.symbols.end()) return it->second;
@@ -322,20 +330,21 @@ class Elaborator {
     const Type& t = typeOf(arg);
     DType want = dtypeOf(port.type);
     if (t.dtype != want)
-      fail(argLoc, fmt::format("dtype mismatch: input '{}' of '{}' is {}, but the argument is {}; insert a cast "
-                               "such as {}(x)", port.name, f.decl->name, dtypeName(want), dtypeName(t.dtype),
-                               dtypeName(want)));
+      failAtArgument(argLoc, fmt::format("dtype mismatch: input '{}' of '{}' is {}, but the argument is {}; "
+                                         "insert a cast such as {}(x)", port.name, f.decl->name, dtypeName(want),
+                                         dtypeName(t.dtype), dtypeName(want)));
     std::set<std::string> declared;
     for (const auto& a : port.type.axes) {
       std::string actual = f.axisNames.count(a.name) ? f.axisNames[a.name] : a.name;
       const Axis* have = t.find(actual);
       if (!have)
-        fail(argLoc, fmt::format("argument for input '{}' of '{}' lacks axis '{}' (its type is {}); bind the "
-                                 "axis with {}=AXIS", port.name, f.decl->name, actual, t.str(), a.name));
+        failAtArgument(argLoc, fmt::format("argument for input '{}' of '{}' lacks axis '{}' (its type is {}); "
+                                           "bind the axis with {}=AXIS", port.name, f.decl->name, actual, t.str(),
+                                           a.name));
       if (auto known = f.axisSizes.find(actual); known != f.axisSizes.end() && known->second != have->size)
-        fail(argLoc, fmt::format("axis size mismatch: axis '{}' has size {} in the argument for '{}', but {} in "
-                                 "an earlier argument of '{}'", actual, have->size, port.name, known->second,
-                                 f.decl->name));
+        failAtArgument(argLoc, fmt::format("axis size mismatch: axis '{}' has size {} in the argument for '{}', "
+                                           "but {} in an earlier argument of '{}'", actual, have->size, port.name,
+                                           known->second, f.decl->name));
       // A size symbol in a composite's signature is a pattern variable, local
       // to this call: the first argument that has the axis binds it.
       if (a.size && a.size->kind == SizeExpr::Kind::Symbol && !f.symbols.count(a.size->symbol))
@@ -349,9 +358,9 @@ class Elaborator {
     if (port.type.ellipsisAt < 0) {
       for (const auto& a : t.axes)
         if (!declared.count(a.name))
-          fail(argLoc, fmt::format("argument for input '{}' of '{}' has axis '{}' that the type {} does not "
-                                   "declare; write '..' in the type to weave over extra axes", port.name,
-                                   f.decl->name, a.name, typeSpecText(port.type)));
+          failAtArgument(argLoc, fmt::format("argument for input '{}' of '{}' has axis '{}' that the type {} does "
+                                             "not declare; write '..' in the type to weave over extra axes",
+                                             port.name, f.decl->name, a.name, typeSpecText(port.type)));
     }
   }
 
@@ -1006,8 +1015,8 @@ class Elaborator {
       const Port& port = callee->inputs[i];
       if (args[i].isNumber) {
         if (!port.type.axes.empty())
-          fail(argExprs[i]->loc, fmt::format("input '{}' of '{}' is an array with axes, but a number was given",
-                                             port.name, callee->name));
+          failAtArgument(argExprs[i]->loc, fmt::format("input '{}' of '{}' is an array with axes, but a number "
+                                                       "was given", port.name, callee->name));
         args[i] = arrayValue(materialize(args[i], dtypeOf(port.type), argExprs[i]->loc));
       }
       matchInput(frame, port, args[i].node, argExprs[i]->loc);

@@ -115,8 +115,8 @@ Gpt2Config configFromHeader(const Header& header, const std::string& path) {
     throw std::runtime_error(
         fmt::format("{}: bad magic {} in header[0] (expected {})", path, header[0], kCheckpointMagic));
   if (header[1] != kCheckpointVersionF32 && header[1] != kCheckpointVersionBF16)
-    throw std::runtime_error(fmt::format("{}: unknown version {} in header[1] (expected {} = fp32 or {} = bf16)",
-                                         path, header[1], kCheckpointVersionF32, kCheckpointVersionBF16));
+    throw std::runtime_error(fmt::format("{}: unknown version {} in header[1] (expected {} = fp32 or {} = bf16)", path,
+                                         header[1], kCheckpointVersionF32, kCheckpointVersionBF16));
   Gpt2Config config;
   for (const HeaderField& field : kHeaderFields) {
     const int32_t value = header[static_cast<size_t>(field.word)];
@@ -126,8 +126,7 @@ Gpt2Config configFromHeader(const Header& header, const std::string& path) {
     config.*field.member = value;
   }
   if (config.Vp < config.V)
-    throw std::runtime_error(
-        fmt::format("{}: bad Vp {} in header[7] (expected >= V = {})", path, config.Vp, config.V));
+    throw std::runtime_error(fmt::format("{}: bad Vp {} in header[7] (expected >= V = {})", path, config.Vp, config.V));
   if (config.C % config.H != 0)
     throw std::runtime_error(
         fmt::format("{}: bad H {} in header[5] (expected a divisor of C = {})", path, config.H, config.C));
@@ -183,8 +182,9 @@ Gpt2Weights readCheckpoint(const std::string& path) {
 
   Header header;
   if (fileBytes < static_cast<int64_t>(sizeof header) || std::fread(header.data(), sizeof header, 1, file.get()) != 1)
-    throw std::runtime_error(fmt::format("{}: truncated header: the file has {} bytes, the header is {} ({} int32 words)",
-                                         path, fileBytes, sizeof header, kCheckpointHeaderWords));
+    throw std::runtime_error(
+        fmt::format("{}: truncated header: the file has {} bytes, the header is {} ({} int32 words)", path, fileBytes,
+                    sizeof header, kCheckpointHeaderWords));
   const Gpt2Config config = configFromHeader(header, path);
   const bool bf16 = header[1] == kCheckpointVersionBF16;
   const int64_t bytesPerValue = bf16 ? 2 : 4;
@@ -199,9 +199,9 @@ Gpt2Weights readCheckpoint(const std::string& path) {
     if (needed > available && !cut) cut = &p;
   }
   if (cut)
-    throw std::runtime_error(fmt::format(
-        "{}: truncated in parameter {}: the parameters need {} bytes after the header, the file has {}", path,
-        cut->name, needed, available));
+    throw std::runtime_error(
+        fmt::format("{}: truncated in parameter {}: the parameters need {} bytes after the header, the file has {}",
+                    path, cut->name, needed, available));
   if (available > needed)
     throw std::runtime_error(fmt::format("{}: {} trailing bytes after the last parameter ({})", path,
                                          available - needed, parameters.back().name));

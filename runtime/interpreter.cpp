@@ -507,6 +507,7 @@ class Evaluator {
         for (T& v : values_[i])
           v = static_cast<T>(roundToDType(static_cast<double>(v), node.type.dtype));
       // Free what no later node reads, to bound memory on large graphs.
+      if (lastUse[i] == kUnused) std::vector<T>().swap(values_[i]);
       for (NodeId operand : node.operands)
         if (lastUse[static_cast<size_t>(operand)] == i)
           std::vector<T>().swap(values_[static_cast<size_t>(operand)]);
@@ -521,9 +522,12 @@ class Evaluator {
   }
 
  private:
+  // No node reads it and it is not an output (node 0 cannot read anything).
+  static constexpr size_t kUnused = 0;
+
   // The index of the last node reading each node; outputs are read at the end.
   std::vector<size_t> lastUses() const {
-    std::vector<size_t> last(graph_.nodes.size(), 0);
+    std::vector<size_t> last(graph_.nodes.size(), kUnused);
     for (size_t i = 0; i < graph_.nodes.size(); ++i)
       for (NodeId operand : graph_.nodes[i].operands) {
         if (operand < 0 || static_cast<size_t>(operand) >= i)

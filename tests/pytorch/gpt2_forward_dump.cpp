@@ -14,7 +14,6 @@
 //                number, 9 significant digits
 //   config.json  B, T, maxT, L, C, H, V, Vp, seed and the precision
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cstdint>
@@ -23,6 +22,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -71,7 +71,8 @@ void parseSizes(const std::string& text, SizeBindings& sizes) {
     const size_t eq = item.find('=');
     const std::string name = item.substr(0, eq);
     if (eq == std::string::npos || !sizes.count(name))
-      throw std::invalid_argument(fmt::format("--sizes: expected NAME=N with NAME one of B T maxT L C H V Vp, got '{}'", item));
+      throw std::invalid_argument(
+          fmt::format("--sizes: expected NAME=N with NAME one of B T maxT L C H V Vp, got '{}'", item));
     sizes[name] = parseWholeNumber("--sizes " + name, item.substr(eq + 1), 1);
     start = end + 1;
   }
@@ -86,12 +87,18 @@ std::optional<Options> parseOptions(int argc, char** argv) {
       if (i + 1 >= argc) throw std::invalid_argument(arg + " needs a value");
       return argv[++i];
     };
-    if (arg == "-h" || arg == "--help") return std::nullopt;
-    else if (arg == "--out") options.out = value();
-    else if (arg == "--seed") options.seed = static_cast<uint64_t>(parseWholeNumber("--seed", value(), 0));
-    else if (arg == "--sizes") parseSizes(value(), options.sizes);
-    else if (arg == "--model") options.model = value();
-    else throw std::invalid_argument(fmt::format("unknown option '{}'", arg));
+    if (arg == "-h" || arg == "--help")
+      return std::nullopt;
+    else if (arg == "--out")
+      options.out = value();
+    else if (arg == "--seed")
+      options.seed = static_cast<uint64_t>(parseWholeNumber("--seed", value(), 0));
+    else if (arg == "--sizes")
+      parseSizes(value(), options.sizes);
+    else if (arg == "--model")
+      options.model = value();
+    else
+      throw std::invalid_argument(fmt::format("unknown option '{}'", arg));
   }
   if (options.out.empty()) throw std::invalid_argument("--out DIR is required");
   return options;
@@ -154,9 +161,9 @@ void dump(const Options& options) {
   writeRaw<int32_t>(out / "targets.bin", targets);
   writeRaw<float>(out / "logits.bin", logits);
   writeText(out / "loss.txt", fmt::format("{:.9g}\n", loss));
-  const nlohmann::json json = {{"B", B},         {"T", T},         {"maxT", config.T}, {"L", config.L},
-                               {"C", config.C},  {"H", config.H},  {"V", config.V},    {"Vp", config.Vp},
-                               {"seed", options.seed}, {"precision", "f32"}};
+  const nlohmann::json json = {
+      {"B", B},        {"T", T},        {"maxT", config.T}, {"L", config.L},        {"C", config.C},
+      {"H", config.H}, {"V", config.V}, {"Vp", config.Vp},  {"seed", options.seed}, {"precision", "f32"}};
   writeText(out / "config.json", json.dump(2) + "\n");
   fmt::print("gpt2-forward-dump: B={} T={} maxT={} L={} C={} H={} V={} Vp={} seed={}: loss {:.9g}, files in {}\n", B, T,
              config.T, config.L, config.C, config.H, config.V, config.Vp, options.seed, loss, out.string());

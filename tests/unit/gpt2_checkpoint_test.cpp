@@ -1,12 +1,14 @@
 // GPT-2 parameters on the host: llm.c's random initialisation, and llm.c's
 // checkpoint files written, read back, checked byte by byte and refused when
 // broken.
-#include <catch2/catch.hpp>
+#include "gpt2_checkpoint.h"
+
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <bit>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -16,8 +18,6 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
-
-#include "gpt2_checkpoint.h"
 
 using namespace llmc;
 namespace fs = std::filesystem;
@@ -63,10 +63,10 @@ void setHeaderWord(std::vector<char>& bytes, int word, int32_t value) {
 }
 
 // Element counts of llm.c's parameters, in its order, from its own formulas.
-std::vector<int64_t> llmcParameterSizes(const Gpt2Config& k) {
-  const int64_t L = k.L, C = k.C;
-  return {k.Vp * C, k.T * C, L * C, L * C, L * 3 * C * C, L * 3 * C, L * C * C, L * C,
-          L * C,    L * C,   L * 4 * C * C, L * 4 * C, L * C * 4 * C, L * C, C, C};
+std::vector<int64_t> llmcParameterSizes(const Gpt2Config& config) {
+  const int64_t L = config.L, C = config.C;
+  return {config.Vp * C, config.T * C, L * C,         L * C,     L * 3 * C * C, L * 3 * C, L * C * C, L * C,
+          L * C,         L * C,        L * 4 * C * C, L * 4 * C, L * C * 4 * C, L * C,     C,         C};
 }
 
 int64_t sum(const std::vector<int64_t>& values) {
@@ -231,8 +231,7 @@ TEST_CASE("reading a broken checkpoint names the file and what is wrong", "[gpt2
                       dir.file("absent.bin") + ": cannot open: No such file or directory");
   }
   SECTION("bad magic") {
-    CHECK_THROWS_WITH(readBroken(withHeaderWord(0, 1234)),
-                      path + ": bad magic 1234 in header[0] (expected 20240326)");
+    CHECK_THROWS_WITH(readBroken(withHeaderWord(0, 1234)), path + ": bad magic 1234 in header[0] (expected 20240326)");
   }
   SECTION("unknown version") {
     CHECK_THROWS_WITH(readBroken(withHeaderWord(1, 4)),
@@ -254,8 +253,9 @@ TEST_CASE("reading a broken checkpoint names the file and what is wrong", "[gpt2
                                   "header, the file has {}",
                                   path, parameterBytes, parameterBytes - 2));
     // wte, wpe, ln1w, ln1b whole and one value of qkvw: the cut is in qkvw.
-    const Gpt2Config k = testConfig();
-    const size_t throughQkvwStart = 1024 + 4 * static_cast<size_t>(k.Vp * k.C + k.T * k.C + 2 * k.L * k.C + 1);
+    const Gpt2Config config = testConfig();
+    const size_t throughQkvwStart =
+        1024 + 4 * static_cast<size_t>(config.Vp * config.C + config.T * config.C + 2 * config.L * config.C + 1);
     CHECK_THROWS_WITH(readBroken(std::vector<char>(goodBytes.begin(), goodBytes.begin() + throughQkvwStart)),
                       Catch::StartsWith(path + ": truncated in parameter qkvw:"));
     // A corrupt header must not overflow the size arithmetic.

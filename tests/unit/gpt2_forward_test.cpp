@@ -1,9 +1,8 @@
 // GPT-2's diagrams (diagrams/gpt2/model.dg) run by the reference interpreter
 // against a plain fp64 forward pass written here from the math, in llm.c's
 // parameter layout, without looking at the diagrams.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
 #include <numbers>
@@ -59,8 +58,7 @@ double geluTanh(double x) {
 
 // qkv [B, T, 3C] holds q, k, v one after the other, each as H heads of C/H
 // channels; returns the heads' outputs side by side, [B, T, C].
-std::vector<double> causalSelfAttention(const std::vector<double>& qkv, int64_t B, int64_t T, int64_t C,
-                                        int64_t H) {
+std::vector<double> causalSelfAttention(const std::vector<double>& qkv, int64_t B, int64_t T, int64_t C, int64_t H) {
   const int64_t headSize = C / H;
   const double scale = 1 / std::sqrt(static_cast<double>(headSize));
   std::vector<double> out(static_cast<size_t>(B * T * C));
@@ -80,7 +78,11 @@ std::vector<double> causalSelfAttention(const std::vector<double>& qkv, int64_t 
           maxScore = std::max(maxScore, dot * scale);
         }
         double total = 0;
-        for (int64_t x = 0; x <= t; ++x) total += (weights[static_cast<size_t>(x)] = std::exp(weights[static_cast<size_t>(x)] - maxScore));
+        for (int64_t x = 0; x <= t; ++x) {
+          double& w = weights[static_cast<size_t>(x)];
+          w = std::exp(w - maxScore);
+          total += w;
+        }
         for (int64_t d = 0; d < headSize; ++d) {
           double acc = 0;
           for (int64_t x = 0; x <= t; ++x) acc += weights[static_cast<size_t>(x)] / total * at(b, x, 2, h, d);
@@ -96,8 +98,8 @@ void addInPlace(std::vector<double>& x, const std::vector<double>& y) {
 
 // The logits [B, T, Vp] for tokens [B, T], straight from llm.c's layout.
 std::vector<double> referenceLogits(const Gpt2Weights& w, const std::vector<int64_t>& tokens, int64_t B, int64_t T) {
-  const Gpt2Config& k = w.config;
-  const int64_t C = k.C, rows = B * T;
+  const Gpt2Config& config = w.config;
+  const int64_t C = config.C, rows = B * T;
   std::vector<double> x(static_cast<size_t>(rows * C));
   for (int64_t b = 0; b < B; ++b)
     for (int64_t t = 0; t < T; ++t)
@@ -106,10 +108,10 @@ std::vector<double> referenceLogits(const Gpt2Weights& w, const std::vector<int6
             w.wte.data[static_cast<size_t>(tokens[static_cast<size_t>(b * T + t)] * C + c)] +
             w.wpe.data[static_cast<size_t>(t * C + c)];
   auto layer = [](const HostTensor& p, int64_t l, int64_t perLayer) { return p.data.data() + l * perLayer; };
-  for (int64_t l = 0; l < k.L; ++l) {
+  for (int64_t l = 0; l < config.L; ++l) {
     const std::vector<double> ln1 = layernorm(x, layer(w.ln1w, l, C), layer(w.ln1b, l, C), rows, C);
     const std::vector<double> qkv = linear(ln1, layer(w.qkvw, l, 3 * C * C), layer(w.qkvb, l, 3 * C), rows, C, 3 * C);
-    const std::vector<double> heads = causalSelfAttention(qkv, B, T, C, k.H);
+    const std::vector<double> heads = causalSelfAttention(qkv, B, T, C, config.H);
     addInPlace(x, linear(heads, layer(w.attprojw, l, C * C), layer(w.attprojb, l, C), rows, C, C));
 
     const std::vector<double> ln2 = layernorm(x, layer(w.ln2w, l, C), layer(w.ln2b, l, C), rows, C);
@@ -117,8 +119,8 @@ std::vector<double> referenceLogits(const Gpt2Weights& w, const std::vector<int6
     for (double& h : hidden) h = geluTanh(h);
     addInPlace(x, linear(hidden, layer(w.fcprojw, l, 4 * C * C), layer(w.fcprojb, l, C), rows, 4 * C, C));
   }
-  const std::vector<double> final = layernorm(x, w.lnfw.data.data(), w.lnfb.data.data(), rows, C);
-  return linear(final, w.wte.data.data(), nullptr, rows, C, k.Vp);
+  const std::vector<double> normalised = layernorm(x, w.lnfw.data.data(), w.lnfb.data.data(), rows, C);
+  return linear(normalised, w.wte.data.data(), nullptr, rows, C, config.Vp);  // the classifier shares wte
 }
 
 // Mean over positions of -log softmax(logits over the first V)[target].
@@ -163,8 +165,8 @@ void checkAgainstReference(const Gpt2Config& config, int64_t B, int64_t T, uint6
 
   const std::vector<double> expectedLogits = referenceLogits(weights, asIndices(tokens), B, T);
   const Graph logitsGraph = compileFile("diagrams/gpt2/model.dg", config.sizes(B, T), "gpt2_logits");
-  const HostTensor logits = permuteTo(interpret(logitsGraph, inputs, fp64).at(0),
-                                      Type{DType::F32, {{"b", B}, {"t", T}, {"vp", config.Vp}}});
+  const HostTensor logits =
+      permuteTo(interpret(logitsGraph, inputs, fp64).at(0), Type{DType::F32, {{"b", B}, {"t", T}, {"vp", config.Vp}}});
   const double realError = columnsRelativeError(logits.data, expectedLogits, config.Vp, 0, config.V);
   const double paddedError = columnsRelativeError(logits.data, expectedLogits, config.Vp, config.V, config.Vp);
   INFO("logits relative error: first V columns " << realError << ", padded columns " << paddedError);
