@@ -138,6 +138,9 @@ TEST_CASE("a scalar constant broadcasts everywhere", "[interpreter]") {
   Node k = makeNode(Op::Constant, f64({}), {});
   k.value = 2.5;
   const NodeId ki = g.add(k);
+  Node unused = makeNode(Op::Unary, xType, {x});  // a dead node is computed and dropped
+  unused.unary = UnaryOp::Exp;
+  g.add(unused);
   Node n = makeNode(Op::Binary, xType, {ki, x});
   n.binary = BinaryOp::Sub;
   const HostTensor xv = randomNormal(xType, 3);

@@ -1,0 +1,189 @@
+#include "train_options.h"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <map>
+#include <stdexcept>
+
+namespace llmc {
+
+const char* trainUsage() {
+  return R"(usage: llmc-train [options]
+
+Trains GPT-2 on llm.c token shards, with every kernel generated from the
+diagrams in diagrams/gpt2. On a machine without a GPU (or with --device cpu)
+the diagrams run in the reference interpreter: small models only.
+
+data and model:
+  -i, --train-data GLOB      training shards (llm.c format), e.g. "data/tiny_train_*.bin"
+  -j, --val-data GLOB        validation shards; none: no validation
+  -e, --model MODEL          dN (d2, d4, d12, d24, d36, d48) for a fresh model,
+                             or an llm.c checkpoint file to start from (default d12)
+      --channels C           width of a fresh dN model (default 64*N; GPT-2's for d12..d48)
+      --heads H              heads of a fresh dN model
+  -o, --output-dir DIR       write the log, checkpoints and samples here
+  -y, --resume 0|1           1: continue from the newest checkpoint in -o (default 0)
+  -n, --checkpoint-every N   write a checkpoint every N steps (default 0: at the end only)
+      --checkpoint-bf16      write model checkpoints in bf16 (llm.c version 5)
+
+batch and schedule:
+  -b, --batch-size B         rows per micro-batch (default 4)
+  -t, --seq-len T            tokens per row (default 1024)
+  -d, --total-batch-size N   tokens per optimizer step, a multiple of B*T: gradient
+                             accumulation (default B*T)
+  -x, --max-steps N          optimizer steps (default -1: one epoch of the training data)
+  -l, --lr LR                peak learning rate (default 3e-4)
+  -u, --warmup N             linear warmup steps (default 0)
+  -q, --final-lr-fraction F  cosine decay to LR*F at the last step (default 1.0: no decay)
+  -c, --weight-decay W       AdamW weight decay on the matrices (default 0)
+      --grad-clip G          clip the gradient's global norm to G (default 1.0)
+      --shuffle              visit the training windows in a new order each epoch
+      --seed S               seed for initialisation, shuffling and sampling (default 1337)
+
+evaluation:
+  -v, --val-every N          validation loss every N steps (default 20; 0: never)
+  -m, --val-steps N          batches per validation (default 20)
+  -s, --sample-every N       print a sample every N steps (default 20; 0: never)
+  -g, --gen-tokens N         tokens per sample (default 64)
+      --tokenizer DIR        encoder.json + vocab.bpe for printing samples
+                             (default ../shared/data/gpt2-bpe or data/gpt2-bpe)
+
+execution:
+      --device cpu|cuda|auto where to run (default auto: a GPU if the GPU path can use one)
+  -r, --recompute N          recompute activations in the backward pass (GPU path; default 1)
+  -h, --help                 show this help
+)";
+}
+
+namespace {
+
+int64_t parseInt(const std::string& flag, const std::string& text) {
+  size_t used = 0;
+  long long v = 0;
+  try {
+    v = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size())
+    throw std::invalid_argument(fmt::format("{} expects a whole number, got '{}'", flag, text));
+  return v;
+}
+
+double parseFloat(const std::string& flag, const std::string& text) {
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size())
+    throw std::invalid_argument(fmt::format("{} expects a number, got '{}'", flag, text));
+  return v;
+}
+
+}  // namespace
+
+TrainOptions parseTrainOptions(int argc, char** argv) {
+  TrainOptions o;
+  using Setter = std::function<void(const std::string& flag, const std::string& value)>;
+  struct Flag {
+    std::string shortName, longName;
+    Setter set;
+  };
+  auto positive = [](const std::string& flag, int64_t v) {
+    if (v <= 0) throw std::invalid_argument(fmt::format("{} must be positive, got {}", flag, v));
+    return v;
+  };
+  auto nonNegative = [](const std::string& flag, int64_t v) {
+    if (v < 0) throw std::invalid_argument(fmt::format("{} must not be negative, got {}", flag, v));
+    return v;
+  };
+  const std::vector<Flag> flags = {
+      {"-i", "--train-data", [&](auto&, auto& v) { o.trainData = v; }},
+      {"-j", "--val-data", [&](auto&, auto& v) { o.valData = v; }},
+      {"-e", "--model", [&](auto&, auto& v) { o.model = v; }},
+      {"", "--channels", [&](auto& f, auto& v) { o.channels = positive(f, parseInt(f, v)); }},
+      {"", "--heads", [&](auto& f, auto& v) { o.heads = positive(f, parseInt(f, v)); }},
+      {"-o", "--output-dir", [&](auto&, auto& v) { o.outputDir = v; }},
+      {"-y", "--resume",
+       [&](auto& f, auto& v) {
+         int64_t r = parseInt(f, v);
+         if (r != 0 && r != 1) throw std::invalid_argument(fmt::format("{} expects 0 or 1, got {}", f, v));
+         o.resume = r == 1;
+       }},
+      {"-n", "--checkpoint-every", [&](auto& f, auto& v) { o.checkpointEvery = nonNegative(f, parseInt(f, v)); }},
+      {"-b", "--batch-size", [&](auto& f, auto& v) { o.batchSize = positive(f, parseInt(f, v)); }},
+      {"-t", "--seq-len", [&](auto& f, auto& v) { o.seqLen = positive(f, parseInt(f, v)); }},
+      {"-d", "--total-batch-size", [&](auto& f, auto& v) { o.totalBatchTokens = positive(f, parseInt(f, v)); }},
+      {"-x", "--max-steps", [&](auto& f, auto& v) { o.maxSteps = parseInt(f, v); }},
+      {"-l", "--lr", [&](auto& f, auto& v) { o.learningRate = parseFloat(f, v); }},
+      {"-u", "--warmup", [&](auto& f, auto& v) { o.warmupSteps = nonNegative(f, parseInt(f, v)); }},
+      {"-q", "--final-lr-fraction", [&](auto& f, auto& v) { o.finalLrFraction = parseFloat(f, v); }},
+      {"-c", "--weight-decay", [&](auto& f, auto& v) { o.weightDecay = parseFloat(f, v); }},
+      {"", "--grad-clip", [&](auto& f, auto& v) { o.maxGradNorm = parseFloat(f, v); }},
+      {"-v", "--val-every", [&](auto& f, auto& v) { o.valEvery = nonNegative(f, parseInt(f, v)); }},
+      {"-m", "--val-steps", [&](auto& f, auto& v) { o.valMaxSteps = positive(f, parseInt(f, v)); }},
+      {"-s", "--sample-every", [&](auto& f, auto& v) { o.sampleEvery = nonNegative(f, parseInt(f, v)); }},
+      {"-g", "--gen-tokens", [&](auto& f, auto& v) { o.genTokens = nonNegative(f, parseInt(f, v)); }},
+      {"", "--tokenizer", [&](auto&, auto& v) { o.tokenizerDir = v; }},
+      {"", "--seed", [&](auto& f, auto& v) { o.seed = static_cast<uint64_t>(nonNegative(f, parseInt(f, v))); }},
+      {"-r", "--recompute", [&](auto& f, auto& v) { o.recompute = static_cast<int>(nonNegative(f, parseInt(f, v))); }},
+      {"", "--device",
+       [&](auto& f, auto& v) {
+         if (v == "cpu") o.device = DeviceChoice::Cpu;
+         else if (v == "cuda") o.device = DeviceChoice::Cuda;
+         else if (v == "auto") o.device = DeviceChoice::Auto;
+         else throw std::invalid_argument(fmt::format("{} expects cpu, cuda or auto, got '{}'", f, v));
+       }},
+  };
+  const std::map<std::string, std::function<void()>> switches = {
+      {"--checkpoint-bf16", [&] { o.checkpointBf16 = true; }},
+      {"--shuffle", [&] { o.shuffle = true; }},
+  };
+
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "-h" || arg == "--help") {
+      std::fputs(trainUsage(), stdout);
+      std::exit(0);
+    }
+    if (auto s = switches.find(arg); s != switches.end()) {
+      s->second();
+      continue;
+    }
+    // --flag=value is accepted as well as --flag value.
+    std::string value;
+    bool inlineValue = false;
+    if (arg.rfind("--", 0) == 0 && arg.find('=') != std::string::npos) {
+      value = arg.substr(arg.find('=') + 1);
+      arg = arg.substr(0, arg.find('='));
+      inlineValue = true;
+    }
+    auto flag = std::find_if(flags.begin(), flags.end(),
+                             [&](const Flag& f) { return arg == f.shortName || arg == f.longName; });
+    if (flag == flags.end()) throw std::invalid_argument(fmt::format("unknown option '{}'", arg));
+    if (!inlineValue) {
+      if (i + 1 >= argc) throw std::invalid_argument(fmt::format("{} needs a value", arg));
+      value = argv[++i];
+    }
+    flag->set(arg, value);
+  }
+
+  if (o.trainData.empty()) throw std::invalid_argument("no training data: give -i GLOB");
+  int64_t microTokens = o.batchSize * o.seqLen;
+  if (o.totalBatchTokens == 0) o.totalBatchTokens = microTokens;
+  if (o.totalBatchTokens % microTokens != 0)
+    throw std::invalid_argument(fmt::format("-d {} is not a multiple of B*T = {}*{} = {}", o.totalBatchTokens,
+                                            o.batchSize, o.seqLen, microTokens));
+  if (o.resume && o.outputDir.empty()) throw std::invalid_argument("-y 1 needs -o DIR to resume from");
+  if (o.finalLrFraction < 0 || o.finalLrFraction > 1)
+    throw std::invalid_argument(fmt::format("-q must be between 0 and 1, got {}", o.finalLrFraction));
+  return o;
+}
+
+}  // namespace llmc

@@ -1,0 +1,35 @@
+// The training state besides the model: the optimizer's moments and step, and
+// the data loader's position, in a file next to the llm.c model checkpoint.
+//
+// Layout (little-endian): 256 int32 header words — magic 20261129, version 1,
+// optimizer step, parameter count (low, high 32 bits), size of the loader
+// state in bytes, the rest 0 — then m and v as float32 (one per parameter),
+// then the loader state. Written to a .tmp file and renamed, so it appears
+// whole or not at all.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "interpreter_trainer.h"
+
+namespace llmc {
+
+struct TrainState {
+  OptimizerState optimizer;
+  std::vector<uint8_t> loaderState;
+};
+
+void writeTrainState(const std::string& path, const TrainState& state);
+// Throws std::runtime_error naming the file and the field that is wrong.
+TrainState readTrainState(const std::string& path);
+
+// Checkpoint file names in an output directory: model_00000100.bin and
+// state_00000100.bin after step 100.
+std::string modelCheckpointPath(const std::string& dir, int64_t step);
+std::string stateCheckpointPath(const std::string& dir, int64_t step);
+// The newest step with both files present, or -1.
+int64_t newestCheckpointStep(const std::string& dir);
+
+}  // namespace llmc
