@@ -68,12 +68,7 @@ class DataLoader {
   const std::vector<std::filesystem::path>& shardPaths() const { return shardPaths_; }
 
  private:
-  struct Shard {
-    std::filesystem::path path;
-    int64_t batchCount;
-  };
-
-  // The shard under the cursor, with its file open and its batch order ready.
+  // Makes the shard under the cursor the open one, with its batch order.
   void enterCurrentShard();
   std::vector<int64_t> shardOrder(int64_t epoch) const;
   std::vector<int64_t> batchOrder(int64_t epoch, int64_t shard) const;
@@ -82,16 +77,16 @@ class DataLoader {
   int T_;
   DataLoaderOptions options_;
   std::vector<std::filesystem::path> shardPaths_;
-  std::vector<Shard> shards_;
+  std::vector<int64_t> shardBatchCounts_;
 
   DataLoaderState state_;
-  // Derived from state_ by enterCurrentShard(); enteredEpoch_ < 0 when stale.
-  int64_t enteredEpoch_ = -1;
-  int64_t enteredShardCursor_ = -1;
-  std::vector<int64_t> currentShardOrder_;
-  int64_t currentShard_ = -1;
-  std::vector<int64_t> currentBatchOrder_;
-  std::ifstream currentFile_;
+  // Caches derived from state_: the shard order of epoch orderEpoch_, and the
+  // open shard (an index into shardPaths_) with its batch order in that epoch.
+  int64_t orderEpoch_ = -1;
+  std::vector<int64_t> shardOrder_;
+  int64_t openShard_ = -1;
+  std::vector<int64_t> batchOrder_;
+  std::ifstream openFile_;
 
   std::vector<uint16_t> window_;  // B*T+1 tokens as read
   TokenBatch batch_;
