@@ -5,11 +5,13 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <set>
 #include <stdexcept>
 
 #include "json_export.h"
 #include "pipeline.h"
 #include "print.h"
+#include "streamability.h"
 
 namespace {
 
@@ -20,7 +22,9 @@ the result.
 
 options:
   --emit KIND         what to print: ir (the inlined primitive graph, as a
-                      diagram; the default) or json (the same graph as JSON)
+                      diagram; the default), json (the same graph as JSON), or
+                      streams (for each reduced axis, whether the whole diagram
+                      streams over it, with the accumulator it needs)
   --set NAME=N        bind the size NAME to N; repeat it, or give several at
                       once: --set B=4,T=64
   --entry NAME        the diagram to compile (default: the last one in FILE)
@@ -87,7 +91,8 @@ int main(int argc, char** argv) {
       return 0;
     } else if (arg == "--emit") {
       emit = value("--emit");
-      if (emit != "ir" && emit != "json") usageError(fmt::format("unknown --emit '{}' (known: ir, json)", emit));
+      if (emit != "ir" && emit != "json" && emit != "streams")
+        usageError(fmt::format("unknown --emit '{}' (known: ir, json, streams)", emit));
     } else if (arg == "--set") {
       parseSet(value("--set"), options.sizes);
     } else if (arg == "--grad") {
@@ -130,8 +135,16 @@ int main(int argc, char** argv) {
   std::string output;
   try {
     llmc::Graph graph = llmc::compileToIR(options);
-    output = emit == "json" ? llmc::graphToJson(graph).dump(2) + "\n"
-                            : llmc::printGraph(graph, llmc::PrintOptions{comments});
+    if (emit == "json") {
+      output = llmc::graphToJson(graph).dump(2) + "\n";
+    } else if (emit == "streams") {
+      std::set<llmc::NodeId> everything;
+      for (const auto& n : graph.nodes) everything.insert(n.id);
+      for (const auto& axis : llmc::reducedAxes(graph))
+        output += llmc::describeStream(graph, llmc::analyzeStream(graph, everything, axis));
+    } else {
+      output = llmc::printGraph(graph, llmc::PrintOptions{comments});
+    }
   } catch (const llmc::CompileError& e) {
     std::fputs(e.what(), stderr);
     return 1;

@@ -59,35 +59,7 @@ class Printer {
   }
 
  private:
-  // Every value gets a unique, valid name: its own where it has one, with the
-  // node number appended where that is taken. Output names are kept free for
-  // the nodes that produce them.
-  void nameNodes() {
-    names_.resize(g_.nodes.size());
-    std::set<std::string> used;
-    std::map<NodeId, std::string> outputName;
-    for (const auto& o : g_.outputs) outputName.emplace(o.node, o.name);
-    for (const auto& o : g_.outputs) used.insert(o.name);
-    for (NodeId id : g_.inputs) {
-      names_[id] = g_.node(id).name;
-      used.insert(names_[id]);
-    }
-    for (const Node& n : g_.nodes) {
-      if (n.op == Op::Input) continue;
-      auto out = outputName.find(n.id);
-      if (out != outputName.end() && !g_.findInput(out->second) && !claimedOutputs_.count(out->second)) {
-        names_[n.id] = out->second;
-        claimedOutputs_.insert(out->second);
-        continue;
-      }
-      std::string base = sanitize(n.name.empty() ? std::string(n.op == Op::Constant ? "c" : "v") : n.name);
-      std::string name = base;
-      if (used.count(name) || isReservedWord(name)) name = fmt::format("{}_{}", base, n.id);
-      while (used.count(name)) name += "_";
-      used.insert(name);
-      names_[n.id] = name;
-    }
-  }
+  void nameNodes() { names_ = printedNames(g_); }
 
   std::string operand(const Node& n, size_t i) const { return names_[n.operands[i]]; }
 
@@ -164,10 +136,40 @@ class Printer {
   const Graph& g_;
   PrintOptions options_;
   std::vector<std::string> names_;
-  std::set<std::string> claimedOutputs_;
 };
 
 }  // namespace
+
+// Every value gets a unique, valid name: its own where it has one, with the
+// node number appended where that is taken. Output names are kept free for
+// the nodes that produce them.
+std::vector<std::string> printedNames(const Graph& g) {
+  std::vector<std::string> names(g.nodes.size());
+  std::set<std::string> used, claimedOutputs;
+  std::map<NodeId, std::string> outputName;
+  for (const auto& o : g.outputs) outputName.emplace(o.node, o.name);
+  for (const auto& o : g.outputs) used.insert(o.name);
+  for (NodeId id : g.inputs) {
+    names[static_cast<size_t>(id)] = g.node(id).name;
+    used.insert(g.node(id).name);
+  }
+  for (const Node& n : g.nodes) {
+    if (n.op == Op::Input) continue;
+    auto out = outputName.find(n.id);
+    if (out != outputName.end() && !g.findInput(out->second) && !claimedOutputs.count(out->second)) {
+      names[static_cast<size_t>(n.id)] = out->second;
+      claimedOutputs.insert(out->second);
+      continue;
+    }
+    std::string base = sanitize(n.name.empty() ? std::string(n.op == Op::Constant ? "c" : "v") : n.name);
+    std::string name = base;
+    if (used.count(name) || isReservedWord(name)) name = fmt::format("{}_{}", base, n.id);
+    while (used.count(name)) name += "_";
+    used.insert(name);
+    names[static_cast<size_t>(n.id)] = name;
+  }
+  return names;
+}
 
 std::string printGraph(const Graph& graph, const PrintOptions& options) {
   return Printer(graph, options).run();

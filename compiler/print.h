@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "ir.h"
 
@@ -13,5 +14,8 @@ struct PrintOptions {
 };
 
 std::string printGraph(const Graph& graph, const PrintOptions& options = {});
+
+// The name each node has in the printed IR (unique, valid identifiers).
+std::vector<std::string> printedNames(const Graph& graph);
 
 }  // namespace llmc

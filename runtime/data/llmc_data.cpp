@@ -135,6 +135,7 @@ std::string defaultName(const fs::path& firstInput) {
 
 // Returns nullopt after printing the usage for --help.
 std::optional<Options> parseOptions(int argc, char** argv) {
+  if (argc == 1) throw UsageError("no arguments");
   Options options;
   std::optional<std::string> name;
   for (int i = 1; i < argc; ++i) {

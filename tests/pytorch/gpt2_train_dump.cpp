@@ -20,6 +20,9 @@
 //                   batch every step), then the loss after the last one
 //   grad_norms.txt  steps lines: each step's global gradient norm before clipping
 //   config.json     the sizes, the seed, the steps and the optimizer's settings
+//
+// The default gradient clip (5) clips the first steps of the default model
+// and not the last ones, so both branches of the clip are compared.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -188,8 +191,8 @@ double lossAndGradient(const Options& options, const Gpt2Weights& weights, const
 
   const std::vector<Gpt2Parameter> params = gpt2Parameters(weights.config);
   if (out.size() != params.size() + 1)
-    throw std::runtime_error(
-        fmt::format("the gradient graph has {} outputs, expected the loss and {} gradients", out.size(), params.size()));
+    throw std::runtime_error(fmt::format("the gradient graph has {} outputs, expected the loss and {} gradients",
+                                         out.size(), params.size()));
   gradient.clear();
   for (size_t k = 0; k < params.size(); ++k) {
     if (!out[k + 1].type.sameAxisSet(params[k].type))
@@ -243,6 +246,7 @@ void dump(const Options& options) {
   writeText(out / "grad_norms.txt", norms);
 
   const OptimizerSettings& s = options.optimizer;
+  const nlohmann::json decayed = nlohmann::json::array({"wte", "wpe", "qkvw", "attprojw", "fcw", "fcprojw"});
   const nlohmann::json json = {{"B", B},
                                {"T", T},
                                {"maxT", config.T},
@@ -260,7 +264,7 @@ void dump(const Options& options) {
                                {"eps", s.eps},
                                {"weight_decay", s.weightDecay},
                                {"grad_clip", s.maxGradNorm},
-                               {"decayed", nlohmann::json::array({"wte", "wpe", "qkvw", "attprojw", "fcw", "fcprojw"})}};
+                               {"decayed", decayed}};
   writeText(out / "config.json", json.dump(2) + "\n");
   fmt::print(
       "gpt2-train-dump: B={} T={} maxT={} L={} C={} H={} V={} Vp={} seed={}: loss0 {:.9g}, {} steps (lr {:g}, "

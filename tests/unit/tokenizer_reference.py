@@ -175,7 +175,10 @@ def print_cases(encoder):
 
 def check_regex(corpus_dir):
     """Compares pretokenize with the `regex` module on a corpus and random strings."""
-    import regex  # Debian: python3-regex
+    try:
+        import regex
+    except ImportError:
+        raise SystemExit("--check-regex needs the regex module: apt-get install python3-regex, then use /usr/bin/python3")
     pattern = regex.compile(r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""")
     texts = [p.read_text(encoding="utf-8") for p in sorted(pathlib.Path(corpus_dir).rglob("*.txt"))]
     alphabet = list(" \n\t'sdtmlrev.,!?-aZ09\u00a0\u3000\u2003é日😀²Ⅻ\x85\x1c") + ["\udcff"]
