@@ -53,6 +53,11 @@ class Differentiator {
 
     Graph out = g_;
     out.outputs = {{g_.outputs[lossOutput_].name, loss}};
+    for (NodeId input : wrt)
+      if (gradientName(g_.node(input).name) == out.outputs[0].name)
+        throw CompileError(g_.node(loss).loc, fmt::format("the loss is named '{}', the name of the gradient of '{}'; "
+                                                          "rename the output",
+                                                          out.outputs[0].name, g_.node(input).name));
     GraphBuilder b(out, {"backward"});
     for (NodeId input : wrt) {
       const Node in = out.node(input);  // a copy: the builder appends to out.nodes
@@ -66,6 +71,9 @@ class Differentiator {
   }
 
  private:
+  // Where the diagram's signature is: its first input, for errors about names.
+  SourceLoc signatureLoc() const { return g_.inputs.empty() ? SourceLoc{} : g_.node(g_.inputs[0]).loc; }
+
   NodeId findLoss() {
     if (options_.loss.empty()) {
       if (g_.outputs.size() != 1)
@@ -77,7 +85,7 @@ class Differentiator {
       auto it = std::find_if(g_.outputs.begin(), g_.outputs.end(),
                              [&](const GraphOutput& o) { return o.name == options_.loss; });
       if (it == g_.outputs.end())
-        throw CompileError(SourceLoc{}, fmt::format("'{}' has no output named '{}'", g_.name, options_.loss));
+        throw CompileError(signatureLoc(), fmt::format("'{}' has no output named '{}'", g_.name, options_.loss));
       lossOutput_ = static_cast<size_t>(it - g_.outputs.begin());
     }
     const Node& loss = g_.node(g_.outputs[lossOutput_].node);
@@ -102,7 +110,7 @@ class Differentiator {
     }
     for (const auto& name : options_.wrt)
       if (!g_.findInput(name))
-        throw CompileError(SourceLoc{}, fmt::format("'{}' has no input named '{}'", g_.name, name));
+        throw CompileError(signatureLoc(), fmt::format("'{}' has no input named '{}'", g_.name, name));
     return wrt;
   }
 

@@ -11,7 +11,10 @@
 #include "json_export.h"
 #include "pipeline.h"
 #include "print.h"
+#include "perf_report.h"
+#include "pseudocode.h"
 #include "streamability.h"
+#include "target.h"
 
 namespace {
 
@@ -24,7 +27,14 @@ options:
   --emit KIND         what to print: ir (the inlined primitive graph, as a
                       diagram; the default), json (the same graph as JSON), or
                       streams (for each reduced axis, whether the whole diagram
-                      streams over it, with the accumulator it needs)
+                      streams over it, with the accumulator it needs),
+                      pseudocode (the kernels, partitioned for --arch, as
+                      loops) or perf (the performance model per kernel)
+  --arch ARCH         the target for pseudocode and perf: sm_80, sm_90a, a
+                      target .json file, or auto (the GPU present); default sm_90a
+  --device NAME       a device of the arch's file (H100-SXM, H200, ...)
+  --storage f32|bf16  bytes per float in memory for the model (default bf16)
+  --json              with --emit perf: the report as JSON
   --set NAME=N        bind the size NAME to N; repeat it, or give several at
                       once: --set B=4,T=64
   --entry NAME        the diagram to compile (default: the last one in FILE)
@@ -78,7 +88,9 @@ void parseSet(const std::string& text, llmc::SizeBindings& sizes) {
 
 int main(int argc, char** argv) {
   llmc::PipelineOptions options;
-  std::string emit = "ir", outPath;
+  std::string emit = "ir", outPath, arch = "sm_90a", device;
+  bool json = false;
+  llmc::CostOptions cost;
   bool comments = true;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -91,8 +103,18 @@ int main(int argc, char** argv) {
       return 0;
     } else if (arg == "--emit") {
       emit = value("--emit");
-      if (emit != "ir" && emit != "json" && emit != "streams")
-        usageError(fmt::format("unknown --emit '{}' (known: ir, json, streams)", emit));
+      if (emit != "ir" && emit != "json" && emit != "streams" && emit != "pseudocode" && emit != "perf")
+        usageError(fmt::format("unknown --emit '{}' (known: ir, json, streams, pseudocode, perf)", emit));
+    } else if (arg == "--arch") {
+      arch = value("--arch");
+    } else if (arg == "--device") {
+      device = value("--device");
+    } else if (arg == "--storage") {
+      std::string storage = value("--storage");
+      if (storage != "f32" && storage != "bf16") usageError("--storage expects f32 or bf16");
+      cost.storageBytes = storage == "bf16" ? 2 : 4;
+    } else if (arg == "--json") {
+      json = true;
     } else if (arg == "--set") {
       parseSet(value("--set"), options.sizes);
     } else if (arg == "--grad") {
@@ -137,6 +159,12 @@ int main(int argc, char** argv) {
     llmc::Graph graph = llmc::compileToIR(options);
     if (emit == "json") {
       output = llmc::graphToJson(graph).dump(2) + "\n";
+    } else if (emit == "pseudocode" || emit == "perf") {
+      llmc::Target target = arch == "auto" ? llmc::detectTarget() : llmc::loadTarget(arch, device);
+      auto kernels = llmc::planKernels(graph, target, cost);
+      if (emit == "pseudocode") output = llmc::printPseudocode(graph, kernels, target);
+      else if (json) output = llmc::perfReportJson(graph, kernels, target).dump(2) + "\n";
+      else output = llmc::perfReportText(graph, kernels, target);
     } else if (emit == "streams") {
       std::set<llmc::NodeId> everything;
       for (const auto& n : graph.nodes) everything.insert(n.id);
@@ -147,6 +175,9 @@ int main(int argc, char** argv) {
     }
   } catch (const llmc::CompileError& e) {
     std::fputs(e.what(), stderr);
+    return 1;
+  } catch (const llmc::TargetError& e) {
+    std::fprintf(stderr, "llmc-compile: %s\n", e.what());
     return 1;
   } catch (const std::logic_error& e) {  // the verifier found a compiler bug
     std::fprintf(stderr, "llmc-compile: internal compiler error: %s\n", e.what());

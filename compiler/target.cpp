@@ -1,11 +1,10 @@
 #include "target.h"
 
-#include "gpu_query.h"
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -14,16 +13,16 @@
 #include <utility>
 #include <nlohmann/json.hpp>
 
+#include "gpu_query.h"
+
 namespace llmc {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-bool TensorCoreShape::acceptsN(int n) const {
-  return n >= nMin && n <= nMax && (n - nMin) % nStep == 0;
-}
-
 namespace {
+
+constexpr int64_t kRegisterBytes = 4;
 
 template <typename Items>
 auto& named(Items& items, std::string_view name, const std::string& file, const char* what) {
@@ -31,40 +30,6 @@ auto& named(Items& items, std::string_view name, const std::string& file, const 
     if (item.name == name) return item;
   throw TargetError(fmt::format("{}: no {} '{}'", file, what, name));
 }
-
-}  // namespace
-
-const MemoryLevel& Target::level(std::string_view name) const { return named(levels, name, file, "memory level"); }
-MemoryLevel& Target::level(std::string_view name) { return named(levels, name, file, "memory level"); }
-const ComputeUnit& Target::unit(std::string_view name) const { return named(units, name, file, "compute unit"); }
-
-bool Target::hasWgmma() const {
-  return std::any_of(tensorCoreShapes.begin(), tensorCoreShapes.end(),
-                     [](const TensorCoreShape& s) { return s.executedBy == MmaIssuer::Warpgroup; });
-}
-
-std::vector<TensorCoreShape> Target::shapesFor(std::string_view inputType) const {
-  std::vector<TensorCoreShape> shapes;
-  for (const auto& s : tensorCoreShapes)
-    if (s.inputType == inputType) shapes.push_back(s);
-  return shapes;
-}
-
-std::string targetsDir() {
-  if (const char* dir = std::getenv("LLMC_TARGETS"); dir && *dir) return dir;
-  return LLMC_TARGETS_DIR;
-}
-
-std::vector<std::string> knownArchs() {
-  std::vector<std::string> archs;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(targetsDir(), ec))
-    if (entry.path().extension() == ".json") archs.push_back(entry.path().stem().string());
-  std::sort(archs.begin(), archs.end());
-  return archs;
-}
-
-namespace {
 
 // The unit names every device must give, in the order Target::units lists them.
 const std::initializer_list<std::string_view> kUnitNames = {"tensor_bf16", "tensor_f16", "tensor_tf32",
@@ -129,9 +94,15 @@ class Field {
 
   bool isNumber() const { return value_->is_number(); }
 
+  // A whole number, also when written as a float: capacities read best as 80e9.
   int64_t integer() const {
-    if (!value_->is_number_integer()) fail(fmt::format("expected an integer, found {}", typeName()));
-    return value_->get<int64_t>();
+    if (value_->is_number_integer()) return value_->get<int64_t>();
+    if (value_->is_number_float()) {
+      double v = value_->get<double>();
+      if (v == std::floor(v) && std::abs(v) < 0x1p62) return static_cast<int64_t>(v);
+      fail(fmt::format("expected a whole number, found {}", v));
+    }
+    fail(fmt::format("expected a whole number, found {}", typeName()));
   }
 
   bool boolean() const {
@@ -293,7 +264,6 @@ void readSM(const Field& sm, Target& t, FigureReader& figures) {
   // Per-SM, per-clock figures times the SMs and the clock: the device's rate.
   const double perClock = t.smCount * t.clockHz;
   shared.bandwidth = shared.attainableBandwidth = smemBytesPerClock * perClock;
-  constexpr int64_t kRegisterBytes = 4;
   MemoryLevel registers{"REG",
                         LevelScope::SM,
                         t.registersPerSM * kRegisterBytes,
@@ -321,7 +291,7 @@ MemoryLevel readDeviceLevel(const Field& f, const std::string& name, bool attain
 
 void readDevice(const Field& dev, Target& t, FigureReader& figures) {
   dev.allowOnly({"device_names", "sm_count", "clock_hz", "gmem", "l2", "units"});
-  for (const Field& name : dev["device_names"].elements()) name.string();
+  for (const Field& name : dev["device_names"].elements()) name.string();  // checked; detectTarget matches them
   t.smCount = figures.positiveInt(dev["sm_count"]);
   t.clockHz = figures.positive(dev["clock_hz"]);
   t.levels.push_back(readDeviceLevel(dev["gmem"], "GMEM", true, figures));
@@ -348,7 +318,7 @@ struct TargetFile {
   Field devices() const { return root()["devices"]; }
 
   // Device fields are recorded under "device." in Target::sources, whichever the device.
-  Field device(const std::string& name) const {
+  Field deviceField(const std::string& name) const {
     return Field(doc["devices"][name], "devices." + name, "device", path);
   }
 
@@ -385,11 +355,11 @@ struct TargetFile {
     FigureReader figures(t);
     t.file = path;
     t.arch = root["arch"].string();
-    root["description"].string();
+    root["description"].string();  // checked; for readers of the file
     std::tie(t.computeCapabilityMajor, t.computeCapabilityMinor) = computeCapability();
     t.device = deviceName(device);
     // The device first: the per-SM rates below need its SM count and clock.
-    readDevice(device(t.device), t, figures);
+    readDevice(deviceField(t.device), t, figures);
     readSM(root["sm"], t, figures);
 
     Field access = root["memory_access"];
@@ -467,8 +437,8 @@ void applyGpu(Target& t, const GpuProperties& gpu, bool listed) {
   report(t.maxBlocksPerSM, gpu.maxBlocksPerSM, "sm.max_blocks_per_sm", "MAX_BLOCKS_PER_MULTIPROCESSOR");
   gmem.maxPerBlock = gmem.capacity;
   l2.maxPerBlock = l2.capacity;
-  reg.capacity = int64_t{4} * t.registersPerSM;
-  reg.maxPerBlock = int64_t{4} * t.maxRegistersPerBlock;
+  reg.capacity = kRegisterBytes * t.registersPerSM;
+  reg.maxPerBlock = kRegisterBytes * t.maxRegistersPerBlock;
 
   // SMEM and register bandwidths are per-SM, per-clock figures times both.
   const double scale = t.smCount * t.clockHz / oldPerClock;
@@ -496,12 +466,48 @@ void applyGpu(Target& t, const GpuProperties& gpu, bool listed) {
 
 }  // namespace
 
+bool TensorCoreShape::acceptsN(int n) const {
+  return n >= nMin && n <= nMax && (n - nMin) % nStep == 0;
+}
+
+const MemoryLevel& Target::level(std::string_view name) const { return named(levels, name, file, "memory level"); }
+MemoryLevel& Target::level(std::string_view name) { return named(levels, name, file, "memory level"); }
+const ComputeUnit& Target::unit(std::string_view name) const { return named(units, name, file, "compute unit"); }
+
+bool Target::hasWgmma() const {
+  return std::any_of(tensorCoreShapes.begin(), tensorCoreShapes.end(),
+                     [](const TensorCoreShape& s) { return s.executedBy == MmaIssuer::Warpgroup; });
+}
+
+std::vector<TensorCoreShape> Target::shapesFor(std::string_view inputType) const {
+  std::vector<TensorCoreShape> shapes;
+  for (const auto& s : tensorCoreShapes)
+    if (s.inputType == inputType) shapes.push_back(s);
+  return shapes;
+}
+
+std::string targetsDir() {
+  if (const char* dir = std::getenv("LLMC_TARGETS"); dir && *dir) return dir;
+  return LLMC_TARGETS_DIR;
+}
+
+std::vector<std::string> knownArchs() {
+  std::vector<std::string> archs;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(targetsDir(), ec))
+    if (entry.path().extension() == ".json") archs.push_back(entry.path().stem().string());
+  std::sort(archs.begin(), archs.end());
+  return archs;
+}
+
 Target loadTarget(const std::string& archOrPath, const std::string& device) {
   const bool isPath = archOrPath.ends_with(".json") || archOrPath.find('/') != std::string::npos;
   const std::string path = isPath ? archOrPath : archPath(archOrPath);
-  if (!isPath && !fs::exists(path))
+  if (!isPath && !fs::exists(path)) {
+    const std::vector<std::string> known = knownArchs();
     throw TargetError(fmt::format("unknown arch '{}': the known archs are {} (target files in {})", archOrPath,
-                                  fmt::join(knownArchs(), ", "), targetsDir()));
+                                  known.empty() ? "none" : fmt::format("{}", fmt::join(known, ", ")), targetsDir()));
+  }
   TargetFile file = openTargetFile(path);
   Target t = file.read(device);
   if (!isPath && t.arch != archOrPath)

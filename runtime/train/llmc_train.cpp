@@ -40,19 +40,17 @@ std::string diagramsDir() {
 // A tokenizer for printing samples, from --tokenizer or the usual places; none
 // if there is none (samples are then printed as ids).
 std::optional<Tokenizer> findTokenizer(const std::string& given) {
-  std::vector<fs::path> candidates;
-  if (!given.empty()) candidates.push_back(given);
-  candidates.push_back(fs::path(LLMC_SOURCE_DIR) / ".." / "shared" / "data" / "gpt2-bpe");
-  candidates.push_back(fs::path(LLMC_SOURCE_DIR) / "data" / "gpt2-bpe");
-  for (const auto& dir : candidates)
+  if (!given.empty()) return Tokenizer(given);  // its errors name the missing file
+  for (const fs::path& dir : {fs::path(LLMC_SOURCE_DIR) / ".." / "shared" / "data" / "gpt2-bpe",
+                              fs::path(LLMC_SOURCE_DIR) / "data" / "gpt2-bpe"})
     if (fs::exists(dir / "encoder.json")) return Tokenizer(dir);
-  if (!given.empty()) throw std::runtime_error(fmt::format("--tokenizer {}: no encoder.json there", given));
   return std::nullopt;
 }
 
 Gpt2Weights loadOrCreateModel(const TrainOptions& o) {
   bool isFile = fs::exists(o.model);
-  if (!isFile && o.model.size() >= 2 && o.model[0] == 'd') {
+  bool looksLikePath = o.model.find('/') != std::string::npos || o.model.find('.') != std::string::npos;
+  if (!isFile && !looksLikePath) {
     Gpt2Config config = Gpt2Config::fromName(o.model);
     if (o.channels) config.C = *o.channels;
     if (o.heads) config.H = *o.heads;

@@ -1,0 +1,259 @@
+#include "cost_model.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <set>
+
+namespace llmc {
+
+namespace {
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+int dtypeBytes(DType d) {
+  switch (d) {
+    case DType::Bool: return 1;
+    case DType::U16:
+    case DType::F16:
+    case DType::BF16: return 2;
+    case DType::I32:
+    case DType::F32: return 4;
+    case DType::F64: return 8;
+  }
+  return 4;
+}
+
+int elementBytes(const Type& t, const CostOptions& o) {
+  return isFloat(t.dtype) && o.storageBytes > 0 ? o.storageBytes : dtypeBytes(t.dtype);
+}
+
+bool hasGroupAxis(const KernelShape& s, const std::string& a) {
+  return std::any_of(s.groupAxes.begin(), s.groupAxes.end(), [&](const Axis& g) { return g.name == a; });
+}
+
+// Elements of an array's tile in one block (and one chunk): group axes by
+// their tile, the stream axis by the chunk, other axes whole.
+double tileElements(const Type& t, const KernelShape& s, const Partition& p) {
+  double n = 1;
+  for (const auto& a : t.axes) {
+    if (auto g = p.groupTiles.find(a.name); g != p.groupTiles.end()) n *= static_cast<double>(std::min(g->second, a.size));
+    else if (a.name == s.streamAxis && p.streamChunk > 0) n *= static_cast<double>(std::min(p.streamChunk, a.size));
+    else n *= static_cast<double>(a.size);
+  }
+  return n;
+}
+
+void requireMultiple(std::map<std::string, int64_t>& m, const std::string& axis, int64_t multiple) {
+  if (multiple <= 1) return;
+  int64_t& current = m[axis];
+  current = current == 0 ? multiple : std::lcm(current, multiple);
+}
+
+bool isSpecialFunction(const Node& n) {
+  return n.op == Op::Unary && n.unary != UnaryOp::Neg && n.unary != UnaryOp::Abs;
+}
+
+}  // namespace
+
+const LevelCost& KernelCost::level(const std::string& name) const {
+  for (const auto& l : levels)
+    if (l.level == name) return l;
+  throw std::out_of_range("no level " + name);
+}
+
+KernelShape kernelShape(const Graph& g, const Kernel& k, const Target& target, const CostOptions& o) {
+  KernelShape s;
+  s.streamAxis = k.streamAxis;
+  std::set<std::string> inner(k.innerAxes.begin(), k.innerAxes.end());
+  for (NodeId out : k.outputs)
+    for (const auto& a : g.node(out).type.axes)
+      if (a.name != s.streamAxis && !inner.count(a.name) && !hasGroupAxis(s, a.name)) s.groupAxes.push_back(a);
+  for (NodeId id : k.nodes)
+    for (NodeId op : g.node(id).operands)
+      if (const Axis* a = g.node(op).type.find(s.streamAxis)) s.streamExtent = a->size;
+
+  // Coalescing: the innermost axis of every array in GMEM moves in whole
+  // segments (128 bytes: 64 bf16 values) where it is tiled.
+  auto coalesce = [&](const Type& t) {
+    if (t.axes.empty()) return;
+    const Axis& last = t.axes.back();
+    if (!hasGroupAxis(s, last.name) && last.name != s.streamAxis) return;
+    int64_t segment = target.coalescingBytes / elementBytes(t, o);
+    if (last.size >= segment) requireMultiple(s.tileMultiple, last.name, segment);
+  };
+  for (NodeId in : k.inputs) coalesce(g.node(in).type);
+  for (NodeId out : k.outputs) coalesce(g.node(out).type);
+
+  // Tensor cores: the instruction's m, n and k divide the tiles of the axes
+  // that play those parts in each contraction.
+  std::vector<TensorCoreShape> shapes = target.shapesFor(o.storageBytes == 2 ? "bf16" : "tf32");
+  if (shapes.empty()) return s;
+  const TensorCoreShape& mma = *std::max_element(shapes.begin(), shapes.end(), [](const auto& a, const auto& b) {
+    return a.m < b.m;  // the largest m: wgmma's on Hopper
+  });
+  for (NodeId id : k.nodes) {
+    const Node& n = g.node(id);
+    if (n.op != Op::Contract || !isFloat(n.type.dtype)) continue;
+    const Type& a = g.node(n.operands[0]).type;
+    const Type& b = g.node(n.operands[1]).type;
+    for (auto it = a.axes.rbegin(); it != a.axes.rend(); ++it)  // innermost axis of A only: m
+      if (!b.has(it->name) && hasGroupAxis(s, it->name) && it->size >= mma.m) {
+        requireMultiple(s.tileMultiple, it->name, mma.m);
+        break;
+      }
+    for (auto it = b.axes.rbegin(); it != b.axes.rend(); ++it)  // of B only: n
+      if (!a.has(it->name) && (hasGroupAxis(s, it->name) || it->name == s.streamAxis) && it->size >= mma.nStep) {
+        requireMultiple(s.tileMultiple, it->name, mma.nStep);
+        break;
+      }
+    for (const auto& c : n.axes)  // contracted: k
+      if (c == s.streamAxis) requireMultiple(s.tileMultiple, c, mma.k);
+  }
+  return s;
+}
+
+KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const Partition& p, const Target& t,
+                    const CostOptions& o) {
+  KernelCost cost;
+  cost.blocks = 1;
+  for (const auto& a : s.groupAxes) cost.blocks *= ceilDiv(a.size, p.groupTiles.at(a.name));
+  cost.chunks = p.streamChunk > 0 && s.streamExtent > 0 ? ceilDiv(s.streamExtent, p.streamChunk) : 1;
+
+  double moved = 0, unique = 0, smemBytes = 0, smemTraffic = 0;
+  for (NodeId in : k.inputs) {
+    const Type& ty = g.node(in).type;
+    double bytes = static_cast<double>(ty.elementCount()) * elementBytes(ty, o);
+    unique += bytes;
+    double replication = 1;
+    for (const auto& a : s.groupAxes)
+      if (!ty.has(a.name)) replication *= static_cast<double>(ceilDiv(a.size, p.groupTiles.at(a.name)));
+    moved += bytes * replication;
+    double tile = tileElements(ty, s, p) * elementBytes(ty, o);
+    bool streamed = ty.has(s.streamAxis) && p.streamChunk > 0;
+    smemBytes += tile * (streamed ? 2 : 1);  // a chunk in use and the next one in flight
+    smemTraffic += tile * static_cast<double>(streamed ? cost.chunks : 1) * static_cast<double>(cost.blocks);
+  }
+  double accumulator = 0;
+  for (NodeId out : k.outputs) {
+    const Type& ty = g.node(out).type;
+    moved += static_cast<double>(ty.elementCount()) * elementBytes(ty, o);
+    unique += static_cast<double>(ty.elementCount()) * elementBytes(ty, o);
+    accumulator += tileElements(ty, s, p) * 4;  // accumulated in f32
+  }
+  double intermediate = 0;
+  std::set<NodeId> boundary(k.inputs.begin(), k.inputs.end());
+  boundary.insert(k.outputs.begin(), k.outputs.end());
+  for (NodeId id : k.nodes)
+    if (!boundary.count(id)) intermediate = std::max(intermediate, tileElements(g.node(id).type, s, p) * 4);
+  smemBytes += accumulator + intermediate;
+
+  const MemoryLevel& gmem = t.level("GMEM");
+  const MemoryLevel& l2 = t.level("L2");
+  const MemoryLevel& smem = t.level("SMEM");
+  const MemoryLevel& reg = t.level("REG");
+  const int threads = 256;
+  cost.levels.push_back({"GMEM", unique, static_cast<double>(gmem.capacity), unique, unique / gmem.attainableBandwidth});
+  cost.levels.push_back({"L2", 0, static_cast<double>(l2.capacity), moved, moved / l2.attainableBandwidth});
+  cost.levels.push_back({"SMEM", smemBytes, static_cast<double>(smem.maxPerBlock), smemTraffic,
+                         smemTraffic / smem.attainableBandwidth});
+  double perThread = accumulator / threads;
+  cost.levels.push_back({"REG", perThread, static_cast<double>(reg.maxPerThread), accumulator * static_cast<double>(cost.blocks),
+                         0});
+  cost.fits = smemBytes <= static_cast<double>(smem.maxPerBlock) && perThread <= static_cast<double>(reg.maxPerThread);
+
+  // Work per unit.
+  const bool tensorCores = !t.shapesFor(o.storageBytes == 2 ? "bf16" : "tf32").empty();
+  const std::string tensorUnit = o.storageBytes == 2 ? "tensor_bf16" : "tensor_tf32";
+  for (NodeId id : k.nodes) {
+    const Node& n = g.node(id);
+    if (n.op == Op::Input || n.op == Op::Constant || n.op == Op::Pos) continue;
+    std::vector<Axis> space = n.type.axes;
+    for (NodeId op : n.operands)
+      for (const auto& a : g.node(op).type.axes)
+        if (std::none_of(space.begin(), space.end(), [&](const Axis& b) { return b.name == a.name; })) space.push_back(a);
+    double elements = 1;
+    for (const auto& a : space) elements *= static_cast<double>(a.size);
+    if (n.op == Op::Contract && isFloat(n.type.dtype)) cost.work[tensorCores ? tensorUnit : "fp32"] += 2 * elements;
+    else if (isSpecialFunction(n)) cost.work["sfu"] += elements;
+    else cost.work["fp32"] += elements;
+  }
+  for (const auto& level : cost.levels)
+    if (level.seconds > 0) cost.seconds[level.level] = level.seconds;
+  for (const auto& [unit, ops] : cost.work) cost.seconds[unit] = ops / t.unit(unit).attainable;
+
+  // Whole waves of blocks over the SMs.
+  int64_t perSM = std::max<int64_t>(1, std::min<int64_t>(t.maxBlocksPerSM, static_cast<int64_t>(
+                                                                              static_cast<double>(smem.capacity) / std::max(1.0, smemBytes))));
+  int64_t slots = static_cast<int64_t>(t.smCount) * perSM;
+  int64_t waves = ceilDiv(cost.blocks, slots);
+  cost.waveEfficiency = static_cast<double>(cost.blocks) / static_cast<double>(waves * slots);
+  double busiest = 0;
+  for (const auto& [term, sec] : cost.seconds)
+    if (sec > busiest) busiest = sec, cost.bottleneck = term;
+  double sync = static_cast<double>(cost.chunks * waves) * t.blockSyncSeconds(threads / t.warpSize);
+  cost.seconds["sync"] = sync;
+  cost.seconds["launch"] = t.graphLaunchOverhead;
+  cost.predicted = busiest / cost.waveEfficiency + sync + t.graphLaunchOverhead;
+  if (cost.predicted - busiest / cost.waveEfficiency > busiest / cost.waveEfficiency) cost.bottleneck = "launch/sync";
+  return cost;
+}
+
+namespace {
+
+// Tile sizes to try along an axis: multiples of its constraint, growing by
+// 1/growthDivisor each step, up to the whole axis rounded up (a partial last
+// tile is legal: the remainder). Axes without a constraint double.
+std::vector<int64_t> tileCandidates(int64_t extent, int64_t multiple, int64_t growthDivisor) {
+  const int64_t step = std::max<int64_t>(1, multiple);
+  const int64_t whole = ceilDiv(extent, step) * step;
+  std::vector<int64_t> out;
+  for (int64_t t = step; t < whole;) {
+    out.push_back(t);
+    t = step == 1 ? t * 2 : std::max(t + step, (t + t / growthDivisor) / step * step);
+  }
+  out.push_back(whole);
+  return out;
+}
+
+}  // namespace
+
+Partition searchPartition(const Graph& g, const Kernel& k, const KernelShape& s, const Target& t, const CostOptions& o,
+                          Objective objective) {
+  // Minimising transfers alone is cheap to evaluate and wants a fine grid (the
+  // closed forms); the time search walks a coarser one over more axes.
+  const int64_t growth = objective == Objective::Transfers ? 16 : 4;
+  std::vector<std::vector<int64_t>> options;
+  for (const auto& a : s.groupAxes) {
+    auto m = s.tileMultiple.find(a.name);
+    options.push_back(tileCandidates(a.size, m == s.tileMultiple.end() ? 1 : m->second, growth));
+  }
+  std::vector<int64_t> chunks = {0};
+  if (!s.streamAxis.empty() && s.streamExtent > 0) {
+    auto m = s.tileMultiple.find(s.streamAxis);
+    chunks = tileCandidates(s.streamExtent, m == s.tileMultiple.end() ? 16 : m->second, growth);
+  }
+  Partition best, smallest;
+  double bestTime = INFINITY, smallestMemory = INFINITY;
+  std::vector<size_t> pick(options.size(), 0);
+  while (true) {
+    for (int64_t chunk : chunks) {
+      Partition p;
+      for (size_t i = 0; i < options.size(); ++i) p.groupTiles[s.groupAxes[i].name] = options[i][pick[i]];
+      p.streamChunk = chunk;
+      KernelCost c = evaluate(g, k, s, p, t, o);
+      double memory = c.level("SMEM").memoryBytes;
+      double score = objective == Objective::Time ? c.predicted : c.level("L2").movedBytes;
+      if (c.fits && score < bestTime) bestTime = score, best = p;
+      if (memory < smallestMemory) smallestMemory = memory, smallest = p;
+    }
+    size_t i = 0;
+    while (i < pick.size() && ++pick[i] == options[i].size()) pick[i++] = 0;
+    if (i == pick.size()) break;
+  }
+  return std::isinf(bestTime) ? smallest : best;
+}
+
+}  // namespace llmc

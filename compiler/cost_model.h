@@ -1,0 +1,86 @@
+// The performance model of one kernel under one partition, and the search for
+// the partition that minimises its predicted time on a target.
+//
+// Partition (DESIGN.md §2): the kernel's output axes are group-partitioned —
+// tiles of g_a positions, one per thread block across the GRID; its stream
+// axis is stream-partitioned — chunks of s positions looped over with the
+// accumulator on chip; other reduced axes are taken whole inside a chunk.
+//
+// Transfers into SMEM (H, bytes through L2): each input once per tile of every
+// group axis it lacks, the outputs once:
+//     H = sum_inputs bytes(I) * prod_{g not in I} ceil(n_g / g_g) + sum_outputs bytes(O)
+// (a matmul A[a,b] B[b,c]: H = abc(1/g_a + 1/g_c) + ac elements).
+// Memory (M, bytes of SMEM per block): the inputs' tiles (double-buffered when
+// streamed), the output tiles (the accumulator) and the largest intermediate
+// tile (a matmul: s_b(g_a + g_c) + g_a g_c elements).
+// HBM (GMEM) itself moves each array once: the re-reads of a tile hit in L2.
+// Time: the largest of bytes/bandwidth and work/peak per unit, divided by how
+// well the blocks fill the SMs (whole waves), plus per-chunk syncs and the
+// launch.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ir.h"
+#include "kernels.h"
+#include "target.h"
+
+namespace llmc {
+
+struct CostOptions {
+  int storageBytes = 2;  // bytes per float element in GMEM/SMEM (bf16 mixed precision); 0: the IR's dtype
+};
+
+struct Partition {
+  std::map<std::string, int64_t> groupTiles;  // output axis -> tile size
+  int64_t streamChunk = 0;                    // chunk of the stream axis (0: no stream)
+};
+
+struct LevelCost {
+  std::string level;        // "GMEM", "SMEM", "REG"
+  double memoryBytes = 0;   // used at once (per block for SMEM, per thread for REG)
+  double capacityBytes = 0;
+  double movedBytes = 0;    // into and out of the level, whole kernel
+  double seconds = 0;       // moved / bandwidth
+};
+
+struct KernelCost {
+  std::vector<LevelCost> levels;  // GMEM, L2, SMEM, REG
+  const LevelCost& level(const std::string& name) const;
+  std::map<std::string, double> work;     // unit -> operations
+  std::map<std::string, double> seconds;  // term -> time (levels, units, sync)
+  int64_t blocks = 0;
+  int64_t chunks = 0;     // stream chunks per block
+  double waveEfficiency = 1;
+  double predicted = 0;   // seconds
+  std::string bottleneck;
+  bool fits = true;       // memory within every level's capacity
+};
+
+// What a kernel's partition constrains, derived from its nodes.
+struct KernelShape {
+  std::vector<Axis> groupAxes;                 // tiled across blocks
+  std::string streamAxis;                      // chunked, with an accumulator
+  int64_t streamExtent = 0;
+  std::map<std::string, int64_t> tileMultiple; // axis -> tiles must be multiples (lcm of the constraints)
+};
+
+KernelShape kernelShape(const Graph& graph, const Kernel& kernel, const Target& target, const CostOptions& options);
+
+KernelCost evaluate(const Graph& graph, const Kernel& kernel, const KernelShape& shape, const Partition& partition,
+                    const Target& target, const CostOptions& options);
+
+// What the partition search minimises.
+enum class Objective {
+  Time,       // the predicted time (the default: what llmc-compile uses)
+  Transfers,  // the bytes moved into SMEM (the closed forms of DESIGN.md §2)
+};
+
+// The legal partition (every level within capacity, tiles multiples of their
+// constraints) with the least predicted time or transfers.
+Partition searchPartition(const Graph& graph, const Kernel& kernel, const KernelShape& shape, const Target& target,
+                          const CostOptions& options, Objective objective = Objective::Time);
+
+}  // namespace llmc

@@ -1,0 +1,179 @@
+#include "kernels.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "streamability.h"
+
+namespace llmc {
+
+namespace {
+
+bool isAnchor(const Node& n) {
+  return n.op == Op::Contract || n.op == Op::Reduce || n.op == Op::Gather || n.op == Op::ScatterAdd;
+}
+
+// Constants and positions cost nothing to make: every kernel that uses one
+// makes its own, and they are never stored.
+bool isFree(const Node& n) { return n.op == Op::Constant || n.op == Op::Pos; }
+
+// The axes an anchor reduces.
+std::vector<std::string> reducedBy(const Node& n) {
+  switch (n.op) {
+    case Op::Contract:
+    case Op::Reduce: return n.axes;
+    case Op::Gather: return {n.axes[0]};
+    default: return {};
+  }
+}
+
+class Fuser {
+ public:
+  explicit Fuser(const Graph& g) : g_(g), group_(g.nodes.size(), -1), consumers_(g.nodes.size()) {
+    for (const Node& n : g.nodes)
+      for (NodeId o : n.operands) consumers_[static_cast<size_t>(o)].push_back(n.id);
+    for (const auto& o : g.outputs) isOutput_.insert(o.node);
+  }
+
+  std::vector<Kernel> run() {
+    int next = 0;
+    for (const Node& n : g_.nodes)
+      if (isAnchor(n)) group_[idx(n.id)] = next++;
+    attachPrologues();
+    attachEpilogues(next);
+    mergeStreams();
+    return collect();
+  }
+
+ private:
+  static size_t idx(NodeId id) { return static_cast<size_t>(id); }
+  bool light(const Node& n) const { return n.op != Op::Input && !isFree(n) && !isAnchor(n); }
+
+  // A light node whose consumers all sit in one kernel is computed there.
+  void attachPrologues() {
+    for (size_t i = g_.nodes.size(); i-- > 0;) {
+      const Node& n = g_.nodes[i];
+      if (!light(n) || isOutput_.count(n.id)) continue;
+      std::set<int> groups;
+      for (NodeId c : consumers_[i]) groups.insert(group_[idx(c)]);
+      if (groups.size() == 1 && *groups.begin() >= 0) group_[i] = *groups.begin();
+    }
+  }
+
+  // The rest join the kernel of their latest computed operand, else start one.
+  void attachEpilogues(int& next) {
+    for (const Node& n : g_.nodes) {
+      if (!light(n) || group_[idx(n.id)] >= 0) continue;
+      int chosen = -1;
+      for (NodeId o : n.operands)
+        if (group_[idx(o)] >= 0) chosen = group_[idx(o)];
+      group_[idx(n.id)] = chosen >= 0 ? chosen : next++;
+    }
+  }
+
+  std::set<NodeId> membersOf(const std::set<int>& groups) const {
+    std::set<NodeId> out;
+    for (const Node& n : g_.nodes)
+      if (group_[idx(n.id)] >= 0 && groups.count(group_[idx(n.id)])) out.insert(n.id);
+    return out;
+  }
+
+  // A reduction over x merges with the kernels that make the values it
+  // reduces, and with the other reductions over x of those values, when the
+  // union streams over x.
+  void mergeStreams() {
+    bool changed = true;
+    while (changed) {
+      changed = false;
+      for (const Node& r : g_.nodes) {
+        if (!isAnchor(r)) continue;
+        for (const std::string& x : reducedBy(r)) {
+          std::set<int> groups = {group_[idx(r.id)]};
+          for (NodeId o : r.operands)
+            if (g_.node(o).type.has(x) && group_[idx(o)] >= 0) groups.insert(group_[idx(o)]);
+          // Every other reduction over x of a value in those kernels, with the
+          // kernels between (the softmax's normaliser feeding the contraction).
+          for (bool grew = true; grew;) {
+            grew = false;
+            std::set<NodeId> members = membersOf(groups);
+            for (NodeId m : members) {
+              if (!g_.node(m).type.has(x)) continue;
+              for (NodeId c : consumers_[idx(m)]) {
+                int gc = group_[idx(c)];
+                if (gc < 0 || groups.count(gc)) continue;
+                const auto axes = reducedBy(g_.node(c));
+                if (std::find(axes.begin(), axes.end(), x) != axes.end() || g_.node(c).type.has(x)) {
+                  groups.insert(gc);
+                  grew = true;
+                }
+              }
+            }
+          }
+          if (groups.size() < 2) continue;
+          if (!analyzeStream(g_, membersOf(groups), x).streamable) continue;
+          int keep = *groups.begin();
+          for (auto& gr : group_)
+            if (gr >= 0 && groups.count(gr)) gr = keep;
+          streamAxis_[keep] = x;
+          changed = true;
+        }
+      }
+    }
+  }
+
+  std::vector<Kernel> collect() const {
+    std::map<int, Kernel> byGroup;
+    for (const Node& n : g_.nodes) {
+      int gr = group_[idx(n.id)];
+      if (gr < 0) continue;
+      byGroup[gr].nodes.push_back(n.id);
+    }
+    std::vector<Kernel> kernels;
+    for (auto& [gr, k] : byGroup) {
+      std::set<NodeId> inside(k.nodes.begin(), k.nodes.end());
+      std::set<NodeId> inputs;
+      for (NodeId id : k.nodes) {
+        for (NodeId o : g_.node(id).operands)
+          if (!inside.count(o) && !isFree(g_.node(o))) inputs.insert(o);
+        bool leaves = isOutput_.count(id) > 0;
+        for (NodeId c : consumers_[idx(id)]) leaves |= !inside.count(c) && !isFree(g_.node(c));
+        if (leaves) k.outputs.push_back(id);
+      }
+      k.inputs.assign(inputs.begin(), inputs.end());
+      if (auto s = streamAxis_.find(gr); s != streamAxis_.end()) k.streamAxis = s->second;
+      // Reduced axes: the stream axis if the fusion chose one, else the one
+      // with the most positions; the rest are consumed whole inside a chunk.
+      std::map<std::string, int64_t> reduced;
+      for (NodeId id : k.nodes)
+        for (const auto& a : reducedBy(g_.node(id)))
+          for (NodeId o : g_.node(id).operands)
+            if (const Axis* ax = g_.node(o).type.find(a)) reduced[a] = ax->size;
+      if (k.streamAxis.empty() && !reduced.empty())
+        k.streamAxis = std::max_element(reduced.begin(), reduced.end(), [](auto& a, auto& b) {
+                         return a.second < b.second;
+                       })->first;
+      for (const auto& [a, size] : reduced)
+        if (a != k.streamAxis) k.innerAxes.push_back(a);
+      k.id = static_cast<int>(kernels.size());
+      const Node& last = g_.node(k.outputs.empty() ? k.nodes.back() : k.outputs.back());
+      k.name = fmt::format("k{}_{}", k.id, last.name.empty() ? opName(last.op) : last.name);
+      kernels.push_back(std::move(k));
+    }
+    return kernels;
+  }
+
+  const Graph& g_;
+  std::vector<int> group_;
+  std::vector<std::vector<NodeId>> consumers_;
+  std::set<NodeId> isOutput_;
+  std::map<int, std::string> streamAxis_;
+};
+
+}  // namespace
+
+std::vector<Kernel> formKernels(const Graph& graph) { return Fuser(graph).run(); }
+
+}  // namespace llmc

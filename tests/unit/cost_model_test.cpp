@@ -1,0 +1,143 @@
+// The performance model against DESIGN.md's closed forms, and the partition
+// search's legality over many shapes.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <random>
+
+#include "cost_model.h"
+#include "kernels.h"
+#include "target.h"
+#include "test_support.h"
+
+using namespace llmc;
+using namespace llmc::testing;
+
+namespace {
+
+const CostOptions kF32{4};  // 4 bytes per element: transfers in elements are bytes / 4
+
+struct SingleKernel {
+  Graph graph;
+  Kernel kernel;
+  KernelShape shape;
+};
+
+SingleKernel single(const std::string& entry, const SizeBindings& sizes, const Target& target) {
+  SingleKernel s{compileFile("tests/diagrams/cost_kernels.dg", sizes, entry), {}, {}};
+  auto kernels = formKernels(s.graph);
+  REQUIRE(kernels.size() == 1);
+  s.kernel = kernels[0];
+  s.shape = kernelShape(s.graph, s.kernel, target, kF32);
+  return s;
+}
+
+// The target with `bytes` of on-chip memory per block (to vary M): SMEM, and
+// registers enough to hold an accumulator tile of that size, since in the
+// closed forms M is all the memory of the lower level.
+Target withSmem(Target t, int64_t bytes) {
+  t.level("SMEM").maxPerBlock = bytes;
+  t.level("SMEM").capacity = bytes;
+  t.level("REG").maxPerThread = std::max<int64_t>(t.level("REG").maxPerThread, bytes / 256);
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("matmul transfers are abc(1/g_a + 1/g_c) + ac for the chosen tiles", "[cost]") {
+  Target target = loadTarget("sm_90a");
+  const double a = 1024, b = 768, c = 2048;
+  auto k = single("matmul", {{"I", 1024}, {"K", 768}, {"J", 2048}}, target);
+  REQUIRE(k.shape.streamAxis == "k");
+  for (auto [ga, gc, s] : {std::tuple{64, 64, 32}, {128, 256, 64}, {256, 128, 16}, {1024, 64, 128}}) {
+    Partition p{{{"i", ga}, {"j", gc}}, s};
+    KernelCost cost = evaluate(k.graph, k.kernel, k.shape, p, target, kF32);
+    double h = cost.level("L2").movedBytes / 4;
+    CHECK(h == Approx(a * b * c * (1.0 / ga + 1.0 / gc) + a * c).epsilon(1e-12));
+    // M: the output tile plus the inputs' chunks, double-buffered.
+    CHECK(cost.level("SMEM").memoryBytes / 4 == Approx(ga * gc + 2.0 * s * (ga + gc)).epsilon(1e-12));
+    // HBM moves every array once.
+    CHECK(cost.level("GMEM").movedBytes / 4 == Approx(a * b + b * c + a * c));
+  }
+}
+
+TEST_CASE("the matmul optimum approaches 2abc/sqrt(M) + ac as M grows", "[cost]") {
+  // The closed form assumes the whole of M holds the output tile (g = sqrt(M));
+  // the model also holds the double-buffered input chunks, 2s(g_a + g_c), and
+  // tiles are multiples of the tensor-core and coalescing constraints. Those
+  // take a shrinking share of M as it grows: the ratio of the optimum's
+  // transfers to the closed form must fall towards 1, within 15% at 16 MiB
+  // (tolerance: the chunk share, 2*2s/g with s = 32 and g ~ 2000, is ~6%, plus
+  // the tile grid's steps).
+  // Large matrices, so that whole tiles divide them finely even at large M.
+  const double a = 65536, b = 65536, c = 65536;
+  double previous = INFINITY;
+  for (int64_t kib : {64, 227, 1024, 4096, 16384}) {
+    Target target = withSmem(loadTarget("sm_90a"), kib * 1024);
+    auto k = single("matmul", {{"I", 65536}, {"K", 65536}, {"J", 65536}}, target);
+    Partition best = searchPartition(k.graph, k.kernel, k.shape, target, kF32, Objective::Transfers);
+    KernelCost cost = evaluate(k.graph, k.kernel, k.shape, best, target, kF32);
+    double m = static_cast<double>(kib * 1024) / 4;
+    double ratio = cost.level("L2").movedBytes / 4 / (2 * a * b * c / std::sqrt(m) + a * c);
+    INFO(kib << " KiB: tiles " << best.groupTiles["i"] << "x" << best.groupTiles["j"] << " chunk " << best.streamChunk
+             << ", H / closed form = " << ratio);
+    CHECK(cost.fits);
+    CHECK(ratio >= 0.99);
+    CHECK(ratio <= previous + 0.02);
+    previous = ratio;
+  }
+  CHECK(previous < 1.15);
+}
+
+TEST_CASE("the attention optimum approaches 2qd + 4qxd^2/M as M grows", "[cost]") {
+  // The closed form counts the Q tile and the output accumulator, 2 g_q d, as
+  // all of M; the model also holds the K and V chunks (double-buffered) and
+  // the score tile g_q x s, which shrink as a share of M as it grows (s stays
+  // small). Within 20% at 16 MiB.
+  const double q = 262144, x = 262144, d = 64;
+  double previous = INFINITY;
+  for (int64_t kib : {96, 227, 1024, 4096, 16384}) {
+    Target target = withSmem(loadTarget("sm_90a"), kib * 1024);
+    auto k = single("attention", {{"T", 262144}, {"X", 262144}, {"D", 64}}, target);
+    REQUIRE(k.shape.streamAxis == "x");
+    Partition best = searchPartition(k.graph, k.kernel, k.shape, target, kF32, Objective::Transfers);
+    KernelCost cost = evaluate(k.graph, k.kernel, k.shape, best, target, kF32);
+    double m = static_cast<double>(kib * 1024) / 4;
+    double ratio = cost.level("L2").movedBytes / 4 / (2 * q * d + 4 * q * x * d * d / m);
+    INFO(kib << " KiB: tile " << best.groupTiles["t"] << " chunk " << best.streamChunk << ", H / closed form = "
+             << ratio);
+    CHECK(cost.fits);
+    CHECK(ratio >= 0.99);
+    CHECK(ratio <= previous + 0.02);
+    previous = ratio;
+  }
+  CHECK(previous < 1.2);
+}
+
+TEST_CASE("every chosen partition is legal, for many shapes", "[cost]") {
+  std::mt19937 rng(2026);
+  for (const char* arch : {"sm_80", "sm_90a"}) {
+    Target target = loadTarget(arch);
+    for (int trial = 0; trial < 40; ++trial) {
+      bool attention = trial % 2;
+      auto pick = [&](int lo, int hi) { return static_cast<int64_t>(lo + rng() % static_cast<unsigned>(hi - lo)); };
+      SizeBindings sizes = attention ? SizeBindings{{"T", pick(1, 3000)}, {"X", pick(1, 3000)}, {"D", pick(8, 160)}}
+                                     : SizeBindings{{"I", pick(1, 5000)}, {"K", pick(1, 5000)}, {"J", pick(1, 5000)}};
+      if (trial == 1) sizes = {{"T", 1000}, {"X", 1000}, {"D", 80}};  // a multiple of no tile
+      auto k = single(attention ? "attention" : "matmul", sizes, target);
+      Partition p = searchPartition(k.graph, k.kernel, k.shape, target, kF32);
+      KernelCost cost = evaluate(k.graph, k.kernel, k.shape, p, target, kF32);
+      INFO(arch << " " << (attention ? "attention" : "matmul") << " trial " << trial);
+      CHECK(cost.fits);
+      CHECK(cost.level("SMEM").memoryBytes <= target.level("SMEM").maxPerBlock);
+      for (const auto& [axis, tile] : p.groupTiles) {
+        auto m = k.shape.tileMultiple.find(axis);
+        if (m != k.shape.tileMultiple.end()) CHECK(tile % m->second == 0);
+        CHECK(tile >= 1);
+      }
+      if (auto m = k.shape.tileMultiple.find(k.shape.streamAxis); m != k.shape.tileMultiple.end() && p.streamChunk > 0)
+        CHECK(p.streamChunk % m->second == 0);
+      CHECK(cost.predicted > 0);
+    }
+  }
+}
