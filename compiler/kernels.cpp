@@ -16,6 +16,10 @@ bool isAnchor(const Node& n) {
   return n.op == Op::Contract || n.op == Op::Reduce || n.op == Op::Gather || n.op == Op::ScatterAdd;
 }
 
+// A reduced axis at most this long may be held whole in a block instead of
+// streamed (a row of 8192 f32 is 32 KiB).
+constexpr int64_t kWholeAxisLimit = 8192;
+
 // Constants and positions cost nothing to make: every kernel that uses one
 // makes its own, and they are never stored.
 bool isFree(const Node& n) { return n.op == Op::Constant || n.op == Op::Pos; }
@@ -63,14 +67,26 @@ class Fuser {
     }
   }
 
-  // The rest join the kernel of their latest computed operand, else start one.
+  // The rest join the kernel of their latest computed operand; those computed
+  // from inputs and constants alone (a mask from positions) join the kernel of
+  // a consumer; what is left starts a kernel of its own.
   void attachEpilogues(int& next) {
+    std::vector<NodeId> orphans;
     for (const Node& n : g_.nodes) {
       if (!light(n) || group_[idx(n.id)] >= 0) continue;
       int chosen = -1;
       for (NodeId o : n.operands)
         if (group_[idx(o)] >= 0) chosen = group_[idx(o)];
-      group_[idx(n.id)] = chosen >= 0 ? chosen : next++;
+      if (chosen >= 0) group_[idx(n.id)] = chosen;
+      else orphans.push_back(n.id);
+    }
+    for (auto it = orphans.rbegin(); it != orphans.rend(); ++it) {
+      for (NodeId c : consumers_[idx(*it)])
+        if (group_[idx(c)] >= 0) {
+          group_[idx(*it)] = group_[idx(c)];
+          break;
+        }
+      if (group_[idx(*it)] < 0) group_[idx(*it)] = next++;
     }
   }
 
@@ -113,15 +129,27 @@ class Fuser {
             }
           }
           if (groups.size() < 2) continue;
-          if (!analyzeStream(g_, membersOf(groups), x).streamable) continue;
+          // Streamed over x with an accumulator; or, where the axis is short
+          // enough to hold whole in a block (a layernorm's channels), with x
+          // taken whole and no stream at all.
+          bool streams = analyzeStream(g_, membersOf(groups), x).streamable;
+          if (!streams && reducedExtent(r, x) > kWholeAxisLimit) continue;
           int keep = *groups.begin();
           for (auto& gr : group_)
             if (gr >= 0 && groups.count(gr)) gr = keep;
-          streamAxis_[keep] = x;
+          for (int gr : groups) streamAxis_.erase(gr);
+          if (streams) streamAxis_[keep] = x;
+          else wholeAxes_[keep].insert(x);
           changed = true;
         }
       }
     }
+  }
+
+  int64_t reducedExtent(const Node& r, const std::string& x) const {
+    for (NodeId o : r.operands)
+      if (const Axis* a = g_.node(o).type.find(x)) return a->size;
+    return 0;
   }
 
   std::vector<Kernel> collect() const {
@@ -151,10 +179,17 @@ class Fuser {
         for (const auto& a : reducedBy(g_.node(id)))
           for (NodeId o : g_.node(id).operands)
             if (const Axis* ax = g_.node(o).type.find(a)) reduced[a] = ax->size;
-      if (k.streamAxis.empty() && !reduced.empty())
-        k.streamAxis = std::max_element(reduced.begin(), reduced.end(), [](auto& a, auto& b) {
-                         return a.second < b.second;
-                       })->first;
+      // Otherwise the longest reduced axis streams, if the kernel streams over
+      // it and does not hold it whole.
+      auto whole = wholeAxes_.find(gr);
+      if (k.streamAxis.empty() && !reduced.empty()) {
+        auto longest = std::max_element(reduced.begin(), reduced.end(), [](auto& a, auto& b) {
+          return a.second < b.second;
+        });
+        bool held = whole != wholeAxes_.end() && whole->second.count(longest->first);
+        std::set<NodeId> members(k.nodes.begin(), k.nodes.end());
+        if (!held && analyzeStream(g_, members, longest->first).streamable) k.streamAxis = longest->first;
+      }
       for (const auto& [a, size] : reduced)
         if (a != k.streamAxis) k.innerAxes.push_back(a);
       k.id = static_cast<int>(kernels.size());
@@ -170,6 +205,7 @@ class Fuser {
   std::vector<std::vector<NodeId>> consumers_;
   std::set<NodeId> isOutput_;
   std::map<int, std::string> streamAxis_;
+  std::map<int, std::set<std::string>> wholeAxes_;  // reduced axes a kernel holds whole
 };
 
 }  // namespace
