@@ -132,8 +132,15 @@ class Fuser {
           // Streamed over x with an accumulator; or, where the axis is short
           // enough to hold whole in a block (a layernorm's channels), with x
           // taken whole and no stream at all.
-          bool streams = analyzeStream(g_, membersOf(groups), x).streamable;
-          if (!streams && reducedExtent(r, x) > kWholeAxisLimit) continue;
+          std::set<NodeId> members = membersOf(groups);
+          bool streams = analyzeStream(g_, members, x).streamable;
+          // Holding x whole suits statistics over a short axis, not the
+          // contractions over it: those are matmuls, with kernels of their own.
+          bool contracts = std::any_of(members.begin(), members.end(), [&](NodeId m) {
+            const Node& n = g_.node(m);
+            return n.op == Op::Contract && std::find(n.axes.begin(), n.axes.end(), x) != n.axes.end();
+          });
+          if (!streams && (reducedExtent(r, x) > kWholeAxisLimit || contracts)) continue;
           int keep = *groups.begin();
           for (auto& gr : group_)
             if (gr >= 0 && groups.count(gr)) gr = keep;
