@@ -41,7 +41,7 @@ double tileElements(const Type& t, const KernelShape& s, const Partition& p) {
   for (const auto& a : t.axes) {
     if (auto g = p.groupTiles.find(a.name); g != p.groupTiles.end()) n *= static_cast<double>(std::min(g->second, a.size));
     else if (a.name == s.streamAxis && p.streamChunk > 0) n *= static_cast<double>(std::min(p.streamChunk, a.size));
-    else n *= static_cast<double>(a.size);
+    else if (std::find(s.loopAxes.begin(), s.loopAxes.end(), a.name) == s.loopAxes.end()) n *= static_cast<double>(a.size);
   }
   return n;
 }
@@ -51,6 +51,10 @@ void requireMultiple(std::map<std::string, int64_t>& m, const std::string& axis,
   int64_t& current = m[axis];
   current = current == 0 ? multiple : std::lcm(current, multiple);
 }
+
+// A reduced axis longer than this is not held whole inside a chunk: the block
+// loops over it (a weight gradient's batch and positions).
+constexpr int64_t kInnerLimit = 256;
 
 bool isSpecialFunction(const Node& n) {
   return n.op == Op::Unary && n.unary != UnaryOp::Neg && n.unary != UnaryOp::Abs;
@@ -72,8 +76,13 @@ KernelShape kernelShape(const Graph& g, const Kernel& k, const Target& target, c
     for (const auto& a : g.node(out).type.axes)
       if (a.name != s.streamAxis && !inner.count(a.name) && !hasGroupAxis(s, a.name)) s.groupAxes.push_back(a);
   for (NodeId id : k.nodes)
-    for (NodeId op : g.node(id).operands)
+    for (NodeId op : g.node(id).operands) {
       if (const Axis* a = g.node(op).type.find(s.streamAxis)) s.streamExtent = a->size;
+      for (const auto& name : k.innerAxes)
+        if (const Axis* a = g.node(op).type.find(name); a && a->size > kInnerLimit &&
+                                                         std::find(s.loopAxes.begin(), s.loopAxes.end(), name) == s.loopAxes.end())
+          s.loopAxes.push_back(name);
+    }
 
   // Coalescing: the innermost axis of every array in GMEM moves in whole
   // segments (128 bytes: 64 bf16 values) where it is tiled.
@@ -126,12 +135,22 @@ KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const
   for (NodeId in : k.inputs) {
     const Type& ty = g.node(in).type;
     double bytes = static_cast<double>(ty.elementCount()) * elementBytes(ty, o);
+    // A table read through a gather moves only the rows gathered.
+    for (NodeId id : k.nodes) {
+      const Node& n = g.node(id);
+      if (n.op == Op::Gather && n.operands[0] == in)
+        bytes = std::min(bytes, static_cast<double>(n.type.elementCount()) * elementBytes(ty, o));
+    }
     unique += bytes;
     double replication = 1;
     for (const auto& a : s.groupAxes)
       if (!ty.has(a.name)) replication *= static_cast<double>(ceilDiv(a.size, p.groupTiles.at(a.name)));
     moved += bytes * replication;
     double tile = tileElements(ty, s, p) * elementBytes(ty, o);
+    for (NodeId id : k.nodes) {  // a gathered table holds only the rows of this tile
+      const Node& n = g.node(id);
+      if (n.op == Op::Gather && n.operands[0] == in) tile = tileElements(n.type, s, p) * elementBytes(ty, o);
+    }
     bool streamed = ty.has(s.streamAxis) && p.streamChunk > 0;
     smemBytes += tile * (streamed ? 2 : 1);  // a chunk in use and the next one in flight
     smemTraffic += tile * static_cast<double>(streamed ? cost.chunks : 1) * static_cast<double>(cost.blocks);
@@ -176,6 +195,9 @@ KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const
         if (std::none_of(space.begin(), space.end(), [&](const Axis& b) { return b.name == a.name; })) space.push_back(a);
     double elements = 1;
     for (const auto& a : space) elements *= static_cast<double>(a.size);
+    // A gather touches one row per index; a scatter-add one per value.
+    if (n.op == Op::Gather) elements = static_cast<double>(n.type.elementCount());
+    if (n.op == Op::ScatterAdd) elements = static_cast<double>(g.node(n.operands[0]).type.elementCount());
     if (n.op == Op::Contract && isFloat(n.type.dtype)) cost.work[tensorCores ? tensorUnit : "fp32"] += 2 * elements;
     else if (isSpecialFunction(n)) cost.work["sfu"] += elements;
     else cost.work["fp32"] += elements;

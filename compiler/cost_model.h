@@ -65,6 +65,7 @@ struct KernelShape {
   std::string streamAxis;                      // chunked, with an accumulator
   int64_t streamExtent = 0;
   std::map<std::string, int64_t> tileMultiple; // axis -> tiles must be multiples (lcm of the constraints)
+  std::vector<std::string> loopAxes;           // other reduced axes too long to hold: looped over whole
 };
 
 KernelShape kernelShape(const Graph& graph, const Kernel& kernel, const Target& target, const CostOptions& options);

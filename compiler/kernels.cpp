@@ -24,6 +24,20 @@ constexpr int64_t kWholeAxisLimit = 8192;
 // makes its own, and they are never stored.
 bool isFree(const Node& n) { return n.op == Op::Constant || n.op == Op::Pos; }
 
+// Axis boxes that only relabel or select (split, merge, rename, index,
+// broadcast) are views: a kernel reads its input through them, strided,
+// instead of a kernel copying the data.
+bool isView(const Node& n) {
+  switch (n.op) {
+    case Op::Split:
+    case Op::Merge:
+    case Op::Rename:
+    case Op::Index:
+    case Op::Broadcast: return true;
+    default: return false;
+  }
+}
+
 // The axes an anchor reduces.
 std::vector<std::string> reducedBy(const Node& n) {
   switch (n.op) {
@@ -54,7 +68,7 @@ class Fuser {
 
  private:
   static size_t idx(NodeId id) { return static_cast<size_t>(id); }
-  bool light(const Node& n) const { return n.op != Op::Input && !isFree(n) && !isAnchor(n); }
+  bool light(const Node& n) const { return n.op != Op::Input && !isFree(n) && !isView(n) && !isAnchor(n); }
 
   // A light node whose consumers all sit in one kernel is computed there.
   void attachPrologues() {
@@ -134,12 +148,10 @@ class Fuser {
           // taken whole and no stream at all.
           std::set<NodeId> members = membersOf(groups);
           bool streams = analyzeStream(g_, members, x).streamable;
-          // Holding x whole suits statistics over a short axis, not the
-          // contractions over it: those are matmuls, with kernels of their own.
-          bool contracts = std::any_of(members.begin(), members.end(), [&](NodeId m) {
-            const Node& n = g_.node(m);
-            return n.op == Op::Contract && std::find(n.axes.begin(), n.axes.end(), x) != n.axes.end();
-          });
+          // Holding x whole suits statistics over a short axis (a layernorm),
+          // not kernels with contractions: those are matmuls, tiled on their own.
+          bool contracts = std::any_of(members.begin(), members.end(),
+                                       [&](NodeId m) { return g_.node(m).op == Op::Contract; });
           if (!streams && (reducedExtent(r, x) > kWholeAxisLimit || contracts)) continue;
           int keep = *groups.begin();
           for (auto& gr : group_)
@@ -182,10 +194,12 @@ class Fuser {
       // Reduced axes: the stream axis if the fusion chose one, else the one
       // with the most positions; the rest are consumed whole inside a chunk.
       std::map<std::string, int64_t> reduced;
+      // (A gather reads one row per index: it reduces nothing worth streaming.)
       for (NodeId id : k.nodes)
-        for (const auto& a : reducedBy(g_.node(id)))
-          for (NodeId o : g_.node(id).operands)
-            if (const Axis* ax = g_.node(o).type.find(a)) reduced[a] = ax->size;
+        if (g_.node(id).op != Op::Gather)
+          for (const auto& a : reducedBy(g_.node(id)))
+            for (NodeId o : g_.node(id).operands)
+              if (const Axis* ax = g_.node(o).type.find(a)) reduced[a] = ax->size;
       // Otherwise the longest reduced axis streams, if the kernel streams over
       // it and does not hold it whole.
       auto whole = wholeAxes_.find(gr);

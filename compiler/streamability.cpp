@@ -72,6 +72,20 @@ class Analyzer {
   }
 
   StreamAnalysis run() {
+    // A value from outside is known before the stream starts only if it does
+    // not itself come from the region (through a view, say).
+    std::vector<bool> fromRegion(g_.nodes.size(), false);
+    for (const Node& n : g_.nodes) {
+      bool inside = region_.count(n.id) > 0;
+      for (NodeId o : n.operands) fromRegion[static_cast<size_t>(n.id)] = fromRegion[static_cast<size_t>(n.id)] ||
+                                                                           region_.count(o) || fromRegion[static_cast<size_t>(o)];
+      if (!inside) continue;
+      for (NodeId o : n.operands)
+        if (!region_.count(o) && fromRegion[static_cast<size_t>(o)])
+          return fail(n.id, fmt::format("it reads a value computed from the region outside it, which cannot be known "
+                                        "before the stream over '{}'",
+                                        x_));
+    }
     for (NodeId id : region_) {
       if (!visit(g_.node(id))) return result_;
     }
