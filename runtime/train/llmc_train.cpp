@@ -132,7 +132,10 @@ class TrainingRun {
 
     int64_t firstStep = 0;
     if (o_.resume) firstStep = resumeFromCheckpoint();
-    if (!o_.outputDir.empty()) fs::create_directories(o_.outputDir);
+    if (!o_.outputDir.empty()) {
+      fs::create_directories(o_.outputDir);
+      if (!o_.resume) fs::remove(o_.outputDir + "/samples.txt");  // a fresh run starts its samples anew
+    }
     TrainLog log(o_.outputDir, o_.resume);
     log_ = &log;
     fmt::print("ready in {:.2f} s\n", secondsSince(start));
