@@ -41,9 +41,14 @@
 #include "gpt2_checkpoint.h"
 #include "interpreter.h"
 #include "interpreter_trainer.h"
+#include "dump_support.h"
 #include "pipeline.h"
 
 namespace {
+
+using llmc::dump_support::parseSizes;
+using llmc::dump_support::parseWholeNumber;
+using llmc::dump_support::writeText;
 
 using namespace llmc;
 
@@ -64,18 +69,6 @@ struct Options {
   std::string diagrams = LLMC_SOURCE_DIR "/diagrams";
 };
 
-int64_t parseWholeNumber(const std::string& name, const std::string& text, int64_t minimum) {
-  size_t used = 0;
-  int64_t value = 0;
-  try {
-    value = std::stoll(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != text.size() || value < minimum)
-    throw std::invalid_argument(fmt::format("{}: '{}' is not a whole number >= {}", name, text, minimum));
-  return value;
-}
 
 double parseNonNegative(const std::string& name, const std::string& text) {
   size_t used = 0;
@@ -90,21 +83,6 @@ double parseNonNegative(const std::string& name, const std::string& text) {
   return value;
 }
 
-// "B=4,T=32": each name must be one of the defaults' names.
-void parseSizes(const std::string& text, SizeBindings& sizes) {
-  size_t start = 0;
-  while (start <= text.size()) {
-    const size_t end = std::min(text.find(',', start), text.size());
-    const std::string item = text.substr(start, end - start);
-    const size_t eq = item.find('=');
-    const std::string name = item.substr(0, eq);
-    if (eq == std::string::npos || !sizes.count(name))
-      throw std::invalid_argument(
-          fmt::format("--sizes: expected NAME=N with NAME one of B T maxT L C H V Vp, got '{}'", item));
-    sizes[name] = parseWholeNumber("--sizes " + name, item.substr(eq + 1), 1);
-    start = end + 1;
-  }
-}
 
 // Returns nothing for --help.
 std::optional<Options> parseOptions(int argc, char** argv) {
@@ -164,11 +142,6 @@ void writeRaw(const std::filesystem::path& path, const std::vector<double>& data
   if (!out) throw std::runtime_error(fmt::format("{}: write failed", path.string()));
 }
 
-void writeText(const std::filesystem::path& path, const std::string& text) {
-  std::ofstream out(path);
-  out << text;
-  if (!out) throw std::runtime_error(fmt::format("{}: write failed", path.string()));
-}
 
 std::vector<int32_t> toTokens(const HostTensor& tensor) { return {tensor.data.begin(), tensor.data.end()}; }
 
