@@ -217,9 +217,12 @@ class Differentiator {
         if (n.reduce == ReduceOp::Sum) {
           accumulate(b, operand(0), grad);  // broadcast back along the summed axes
         } else {
-          // The mask of where the maximum was taken.
+          // The mask of where the maximum was taken, the adjoint split evenly
+          // between tied positions (as torch.amax does).
           NodeId x = operand(0);
-          accumulate(b, x, b.select(b.compare(CompareOp::Eq, x, y), grad, zero(b, grad)));
+          NodeId mask = b.cast(b.compare(CompareOp::Eq, x, y), n.type.dtype);
+          NodeId ties = b.sum(mask, n.axes);
+          accumulate(b, x, b.binary(BinaryOp::Mul, b.binary(BinaryOp::Div, grad, ties), mask));
         }
         return;
       case Op::Broadcast:

@@ -105,3 +105,13 @@ TEST_CASE("a wrong adjoint is caught by the gradient check", "[autodiff]") {
   auto reference = interpret(differentiate(g, {"", {"x"}}), inputs);
   CHECK(relativeError(backward.at(1), reference.at(1)) == Approx(1.0).epsilon(1e-9));
 }
+
+TEST_CASE("a maximum's adjoint is split evenly between tied positions", "[autodiff]") {
+  // Not differentiable at a tie, so no finite differences: the convention of
+  // torch.amax, checked on exact values.
+  Graph g = compileFile("tests/diagrams/gradient_rules.dg", {{"N", 2}, {"M", 4}}, "max_of_rows");
+  HostTensor x{g.node(g.inputs[0]).type, {1, 3, 3, 2, /* second row */ 5, 1, 0, 4}};
+  auto out = interpret(differentiate(g, {"", {"x"}}), {{"x", x}});
+  CHECK(out.at(0).data.at(0) == 8);
+  CHECK(out.at(1).data == std::vector<double>{0, 0.5, 0.5, 0, 1, 0, 0, 0});
+}
