@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "graph_builder.h"
@@ -39,6 +40,10 @@ class Differentiator {
     }
     // Reverse topological order: every adjoint is complete before it is used.
     for (size_t i = forwardSize; i-- > 0;) {
+      {
+        GraphBuilder b(g_, {"backward"});
+        placePieces(b, static_cast<NodeId>(i));
+      }
       if (adjoint_[i] < 0 || !required_[i]) continue;
       Node n = g_.nodes[i];  // a copy: the rules append to g_.nodes
       std::vector<std::string> origin = n.origin;
@@ -133,6 +138,47 @@ class Differentiator {
     contribution = b.sum(contribution, axesNotIn(b.type(contribution), tx));
     NodeId& adj = adjoint_[static_cast<size_t>(x)];
     adj = adj < 0 ? contribution : b.binary(BinaryOp::Add, adj, contribution);
+  }
+
+  // The adjoints of x's indexed slices (x[l=0], x[l=1], ... — a stack of
+  // per-layer weights) stacked back along the indexed axis: a concat of the
+  // pieces, zero where no slice was used. Stacking writes each piece once,
+  // where a one-hot placement per slice would make L arrays the size of x.
+  void placePieces(GraphBuilder& b, NodeId x) {
+    auto found = pieces_.find(x);
+    if (found == pieces_.end()) return;
+    const Type& tx = g_.node(x).type;
+    for (const auto& [axisName, byPosition] : found->second) {
+      const Axis axis = *tx.find(axisName);
+      // An axis keeps one size across the graph: the pieces' own axis of
+      // one position gets a name of its own.
+      const std::string single = freshAxisName(axisName + "_1");
+      Type pieceType = tx;
+      for (Axis& a : pieceType.axes)
+        if (a.name == axisName) a = {single, 1};
+      std::vector<NodeId> stacked;
+      for (int64_t position = 0; position < axis.size; ++position) {
+        NodeId piece = -1;
+        if (auto it = byPosition.find(position); it != byPosition.end())
+          for (NodeId part : it->second) piece = piece < 0 ? part : b.binary(BinaryOp::Add, piece, part);
+        if (piece < 0) piece = b.constant(0.0, tx.dtype);
+        Type lacking = pieceType;  // the piece has every axis of x but the indexed one
+        std::erase_if(lacking.axes, [&](const Axis& a) { return a.name == single; });
+        piece = b.sum(b.cast(piece, tx.dtype), axesNotIn(b.type(piece), lacking));
+        stacked.push_back(b.broadcastTo(piece, pieceType));
+      }
+      accumulate(b, x, stacked.size() == 1 ? b.rename(stacked[0], single, axisName) : b.concat(stacked, single, axis));
+    }
+    pieces_.erase(found);
+  }
+
+  std::string freshAxisName(const std::string& base) const {
+    std::set<std::string> used;
+    for (const Node& n : g_.nodes)
+      for (const Axis& a : n.type.axes) used.insert(a.name);
+    std::string name = base;
+    for (int k = 2; used.count(name); ++k) name = fmt::format("{}_{}", base, k);
+    return name;
   }
 
   NodeId zero(GraphBuilder& b, NodeId like) { return b.constant(0.0, b.type(like).dtype); }
@@ -259,13 +305,11 @@ class Differentiator {
       case Op::Rename:
         accumulate(b, operand(0), contains(b.type(grad), n.newAxes[0]) ? b.rename(grad, n.newAxes[0], n.axes[0]) : grad);
         return;
-      case Op::Index: {
-        // The slice's adjoint placed at its position along the axis, zero elsewhere.
-        const Axis& axis = *g_.node(operand(0)).type.find(n.axes[0]);
-        NodeId here = b.compare(CompareOp::Eq, b.pos(axis), b.constant(static_cast<double>(n.lo), DType::I32));
-        accumulate(b, operand(0), b.select(here, grad, zero(b, grad)));
+      case Op::Index:
+        // Placed at its position along the axis once every position's piece
+        // is known (placePieces).
+        if (required_[static_cast<size_t>(operand(0))]) pieces_[operand(0)][n.axes[0]][n.lo].push_back(grad);
         return;
-      }
       case Op::Slice: {
         const Axis& axis = *g_.node(operand(0)).type.find(n.axes[0]);
         NodeId position = b.pos(axis);
@@ -321,6 +365,8 @@ class Differentiator {
   size_t lossOutput_ = 0;
   std::vector<NodeId> adjoint_;
   std::vector<bool> required_;
+  // x -> indexed axis -> position -> adjoints of the slice x[axis=position]
+  std::map<NodeId, std::map<std::string, std::map<int64_t, std::vector<NodeId>>>> pieces_;
 };
 
 }  // namespace

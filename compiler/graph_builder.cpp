@@ -212,6 +212,18 @@ NodeId GraphBuilder::index(NodeId x, const std::string& axis, int64_t position) 
   return add(std::move(n));
 }
 
+NodeId GraphBuilder::concat(const std::vector<NodeId>& parts, const std::string& axis, const Axis& joined) {
+  Node n;
+  n.op = Op::Concat;
+  n.axes = {axis};
+  n.newAxes = {joined.name};
+  n.operands = parts;
+  n.type = type(parts.at(0));
+  for (auto& a : n.type.axes)
+    if (a.name == axis) a = joined;
+  return add(std::move(n));
+}
+
 NodeId GraphBuilder::broadcastTo(NodeId x, const Type& target) {
   std::vector<std::string> missing;
   for (const auto& a : target.axes)

@@ -35,6 +35,9 @@ class GraphBuilder {
   NodeId rename(NodeId x, const std::string& from, const std::string& to);
   NodeId slice(NodeId x, const std::string& axis, const std::string& to, int64_t lo, int64_t hi);
   NodeId index(NodeId x, const std::string& axis, int64_t position);
+  // The parts (same types) joined along `axis`, which becomes `joined` with
+  // the parts' positions one after another.
+  NodeId concat(const std::vector<NodeId>& parts, const std::string& axis, const Axis& joined);
   // x repeated along the axes of `target` it lacks, then laid out as target.
   NodeId broadcastTo(NodeId x, const Type& target);
   // x laid out in target's axis order (x has the same axes).
