@@ -281,8 +281,18 @@ class Differentiator {
       case Op::Gather: {
         NodeId table = operand(0), index = operand(1);
         const Type& tt = g_.node(table).type;
+        const Axis& axis = *tt.find(n.axes[0]);
+        std::vector<std::string> summed = axesNotIn(g_.node(index).type, tt);
+        if (summed.empty()) {
+          // Each row of the table was read by at most one index (a picked
+          // class per position): the adjoint is a one-hot select, computed
+          // where it is used, not a scatter into a stored array.
+          NodeId picked = b.compare(CompareOp::Eq, b.pos(axis), b.cast(index, DType::I32));
+          accumulate(b, table, b.select(picked, grad, zero(b, grad)));
+          return;
+        }
         NodeId full = b.broadcastTo(grad, n.type);
-        accumulate(b, table, b.scatterAdd(full, index, *tt.find(n.axes[0]), axesNotIn(g_.node(index).type, tt)));
+        accumulate(b, table, b.scatterAdd(full, index, axis, summed));
         return;
       }
       case Op::ScatterAdd: {

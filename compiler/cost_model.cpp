@@ -7,6 +7,8 @@
 #include <numeric>
 #include <set>
 
+#include "streamability.h"
+
 namespace llmc {
 
 namespace {
@@ -72,17 +74,37 @@ KernelShape kernelShape(const Graph& g, const Kernel& k, const Target& target, c
   KernelShape s;
   s.streamAxis = k.streamAxis;
   std::set<std::string> inner(k.innerAxes.begin(), k.innerAxes.end());
-  for (NodeId out : k.outputs)
-    for (const auto& a : g.node(out).type.axes)
+  // The blocks tile the outputs; a scatter-add's blocks tile the values it
+  // adds (each added once, by an atomic add where the index points).
+  for (NodeId out : k.outputs) {
+    const Node& n = g.node(out);
+    const Type& space = n.op == Op::ScatterAdd ? g.node(n.operands[0]).type : n.type;
+    for (const auto& a : space.axes)
       if (a.name != s.streamAxis && !inner.count(a.name) && !hasGroupAxis(s, a.name)) s.groupAxes.push_back(a);
+  }
+  // An other reduced axis is looped over, one position at a time around the
+  // stream, when it is too long to hold or when no output has it and the
+  // kernel streams over it as well (a weight gradient's batch axis beside its
+  // streamed positions); otherwise it is held whole in the tile.
+  std::set<std::string> outputAxes;
+  for (NodeId out : k.outputs)
+    for (const auto& a : g.node(out).type.axes) outputAxes.insert(a.name);
+  std::set<NodeId> members(k.nodes.begin(), k.nodes.end());
+  std::map<std::string, int64_t> innerExtent;
   for (NodeId id : k.nodes)
     for (NodeId op : g.node(id).operands) {
       if (const Axis* a = g.node(op).type.find(s.streamAxis)) s.streamExtent = a->size;
       for (const auto& name : k.innerAxes)
-        if (const Axis* a = g.node(op).type.find(name); a && a->size > kInnerLimit &&
-                                                         std::find(s.loopAxes.begin(), s.loopAxes.end(), name) == s.loopAxes.end())
-          s.loopAxes.push_back(name);
+        if (const Axis* a = g.node(op).type.find(name)) innerExtent[name] = a->size;
     }
+  for (const auto& name : k.innerAxes) {
+    int64_t extent = innerExtent[name];
+    bool looped = extent > kInnerLimit ||
+                  (!s.streamAxis.empty() && !outputAxes.count(name) && analyzeStream(g, members, name).streamable);
+    if (!looped) continue;
+    s.loopAxes.push_back(name);
+    s.loopIterations *= extent;
+  }
 
   // Coalescing: the innermost axis of every array in GMEM moves in whole
   // segments (128 bytes: 64 bf16 values) where it is tiled.
@@ -129,7 +151,8 @@ KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const
   KernelCost cost;
   cost.blocks = 1;
   for (const auto& a : s.groupAxes) cost.blocks *= ceilDiv(a.size, p.groupTiles.at(a.name));
-  cost.chunks = p.streamChunk > 0 && s.streamExtent > 0 ? ceilDiv(s.streamExtent, p.streamChunk) : 1;
+  cost.chunks = (p.streamChunk > 0 && s.streamExtent > 0 ? ceilDiv(s.streamExtent, p.streamChunk) : 1) *
+                s.loopIterations;
 
   double moved = 0, unique = 0, smemBytes = 0, smemTraffic = 0;
   for (NodeId in : k.inputs) {
@@ -151,15 +174,22 @@ KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const
       const Node& n = g.node(id);
       if (n.op == Op::Gather && n.operands[0] == in) tile = tileElements(n.type, s, p) * elementBytes(ty, o);
     }
-    bool streamed = ty.has(s.streamAxis) && p.streamChunk > 0;
+    bool streamed = (ty.has(s.streamAxis) && p.streamChunk > 0) ||
+                    std::any_of(s.loopAxes.begin(), s.loopAxes.end(), [&](const std::string& a) { return ty.has(a); });
     smemBytes += tile * (streamed ? 2 : 1);  // a chunk in use and the next one in flight
     smemTraffic += tile * static_cast<double>(streamed ? cost.chunks : 1) * static_cast<double>(cost.blocks);
   }
   double accumulator = 0;
   for (NodeId out : k.outputs) {
-    const Type& ty = g.node(out).type;
-    moved += static_cast<double>(ty.elementCount()) * elementBytes(ty, o);
+    const Node& n = g.node(out);
+    const Type& ty = n.type;
     unique += static_cast<double>(ty.elementCount()) * elementBytes(ty, o);
+    if (n.op == Op::ScatterAdd) {
+      // An f32 atomic read-modify-write in L2 per value added; nothing held.
+      moved += 2 * 4 * static_cast<double>(g.node(n.operands[0]).type.elementCount());
+      continue;
+    }
+    moved += static_cast<double>(ty.elementCount()) * elementBytes(ty, o);
     accumulator += tileElements(ty, s, p) * 4;  // accumulated in f32
   }
   double intermediate = 0;
@@ -206,12 +236,15 @@ KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const
     if (level.seconds > 0) cost.seconds[level.level] = level.seconds;
   for (const auto& [unit, ops] : cost.work) cost.seconds[unit] = ops / t.unit(unit).attainable;
 
-  // Whole waves of blocks over the SMs.
+  // Blocks resident on an SM share its bandwidth and units, so an SM's time
+  // grows with the blocks it is given: the busiest SM, with ceil(blocks/SMs),
+  // sets the time (a grid smaller than the SMs leaves some idle).
   int64_t perSM = std::max<int64_t>(1, std::min<int64_t>(t.maxBlocksPerSM, static_cast<int64_t>(
                                                                               static_cast<double>(smem.capacity) / std::max(1.0, smemBytes))));
   int64_t slots = static_cast<int64_t>(t.smCount) * perSM;
   int64_t waves = ceilDiv(cost.blocks, slots);
-  cost.waveEfficiency = static_cast<double>(cost.blocks) / static_cast<double>(waves * slots);
+  cost.waveEfficiency = static_cast<double>(cost.blocks) /
+                        static_cast<double>(ceilDiv(cost.blocks, t.smCount) * t.smCount);
   double busiest = 0;
   for (const auto& [term, sec] : cost.seconds)
     if (sec > busiest) busiest = sec, cost.bottleneck = term;

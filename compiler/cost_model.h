@@ -15,8 +15,7 @@
 // tile (a matmul: s_b(g_a + g_c) + g_a g_c elements).
 // HBM (GMEM) itself moves each array once: the re-reads of a tile hit in L2.
 // Time: the largest of bytes/bandwidth and work/peak per unit, divided by how
-// well the blocks fill the SMs (whole waves), plus per-chunk syncs and the
-// launch.
+// evenly the blocks spread over the SMs, plus per-chunk syncs and the launch.
 #pragma once
 
 #include <map>
@@ -65,7 +64,8 @@ struct KernelShape {
   std::string streamAxis;                      // chunked, with an accumulator
   int64_t streamExtent = 0;
   std::map<std::string, int64_t> tileMultiple; // axis -> tiles must be multiples (lcm of the constraints)
-  std::vector<std::string> loopAxes;           // other reduced axes too long to hold: looped over whole
+  std::vector<std::string> loopAxes;           // other reduced axes looped over around the stream, one position at a time
+  int64_t loopIterations = 1;                  // product of the loop axes' extents
 };
 
 KernelShape kernelShape(const Graph& graph, const Kernel& kernel, const Target& target, const CostOptions& options);

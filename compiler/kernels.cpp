@@ -24,15 +24,18 @@ constexpr int64_t kWholeAxisLimit = 8192;
 // makes its own, and they are never stored.
 bool isFree(const Node& n) { return n.op == Op::Constant || n.op == Op::Pos; }
 
-// Axis boxes that only relabel or select (split, merge, rename, index,
-// broadcast) are views: a kernel reads its input through them, strided,
-// instead of a kernel copying the data.
+// Axis boxes that only relabel, reorder or select (split, merge, rename,
+// transpose, index, broadcast) are views: a kernel reads its input through them, strided,
+// instead of a kernel copying the data. A concat is a view too: its parts are
+// stored into their slices of one array (stacked per-layer gradients).
 bool isView(const Node& n) {
   switch (n.op) {
     case Op::Split:
     case Op::Merge:
     case Op::Rename:
     case Op::Index:
+    case Op::Concat:
+    case Op::Transpose:
     case Op::Broadcast: return true;
     default: return false;
   }
@@ -91,17 +94,27 @@ class Fuser {
       int chosen = -1;
       for (NodeId o : n.operands)
         if (group_[idx(o)] >= 0) chosen = group_[idx(o)];
+      // A scatter-add is complete only when every block has added its values:
+      // what reads it cannot run in the same kernel.
+      for (NodeId o : n.operands)
+        if (g_.node(o).op == Op::ScatterAdd && group_[idx(o)] == chosen) chosen = -1;
       if (chosen >= 0) group_[idx(n.id)] = chosen;
       else orphans.push_back(n.id);
     }
     for (auto it = orphans.rbegin(); it != orphans.rend(); ++it) {
       for (NodeId c : consumers_[idx(*it)])
-        if (group_[idx(c)] >= 0) {
+        if (group_[idx(c)] >= 0 && !readsScatterIn(*it, group_[idx(c)])) {
           group_[idx(*it)] = group_[idx(c)];
           break;
         }
       if (group_[idx(*it)] < 0) group_[idx(*it)] = next++;
     }
+  }
+
+  bool readsScatterIn(NodeId n, int group) const {
+    return std::any_of(g_.node(n).operands.begin(), g_.node(n).operands.end(), [&](NodeId o) {
+      return g_.node(o).op == Op::ScatterAdd && group_[idx(o)] == group;
+    });
   }
 
   std::set<NodeId> membersOf(const std::set<int>& groups) const {
