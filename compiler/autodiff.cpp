@@ -72,6 +72,7 @@ class Differentiator {
       out.node(grad).name = gradientName(in.name);
       out.outputs.push_back({gradientName(in.name), grad});
     }
+    for (size_t i = forwardSize; i < out.nodes.size(); ++i) out.nodes[i].adjoint = true;
     return out;
   }
 

@@ -64,6 +64,28 @@ bool isSpecialFunction(const Node& n) {
 
 }  // namespace
 
+NodeWork nodeWork(const Graph& g, const Node& n, const Target& t, const CostOptions& o) {
+  if (n.op == Op::Input || n.op == Op::Constant || n.op == Op::Pos) return {"fp32", 0};
+  std::vector<Axis> space = n.type.axes;
+  for (NodeId op : n.operands)
+    for (const auto& a : g.node(op).type.axes)
+      if (std::none_of(space.begin(), space.end(), [&](const Axis& b) { return b.name == a.name; })) space.push_back(a);
+  double elements = 1;
+  for (const auto& a : space) elements *= static_cast<double>(a.size);
+  // A gather touches one row per index; a scatter-add one per value.
+  if (n.op == Op::Gather) elements = static_cast<double>(n.type.elementCount());
+  if (n.op == Op::ScatterAdd) elements = static_cast<double>(g.node(n.operands[0]).type.elementCount());
+  const bool tensorCores = !t.shapesFor(o.storageBytes == 2 ? "bf16" : "tf32").empty();
+  if (n.op == Op::Contract && isFloat(n.type.dtype))
+    return {tensorCores ? (o.storageBytes == 2 ? "tensor_bf16" : "tensor_tf32") : "fp32", 2 * elements};
+  if (isSpecialFunction(n)) return {"sfu", elements};
+  return {"fp32", elements};
+}
+
+double storedBytes(const Type& type, const CostOptions& o) {
+  return static_cast<double>(type.elementCount()) * elementBytes(type, o);
+}
+
 const LevelCost& KernelCost::level(const std::string& name) const {
   for (const auto& l : levels)
     if (l.level == name) return l;
@@ -103,7 +125,7 @@ KernelShape kernelShape(const Graph& g, const Kernel& k, const Target& target, c
                   (!s.streamAxis.empty() && !outputAxes.count(name) && analyzeStream(g, members, name).streamable);
     if (!looped) continue;
     s.loopAxes.push_back(name);
-    s.loopIterations *= extent;
+    s.loopExtent[name] = extent;
   }
 
   // Coalescing: the innermost axis of every array in GMEM moves in whole
@@ -151,8 +173,15 @@ KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const
   KernelCost cost;
   cost.blocks = 1;
   for (const auto& a : s.groupAxes) cost.blocks *= ceilDiv(a.size, p.groupTiles.at(a.name));
-  cost.chunks = (p.streamChunk > 0 && s.streamExtent > 0 ? ceilDiv(s.streamExtent, p.streamChunk) : 1) *
-                s.loopIterations;
+  cost.chunks = p.streamChunk > 0 && s.streamExtent > 0 ? ceilDiv(s.streamExtent, p.streamChunk) : 1;
+  int64_t splits = 1;  // blocks sharing one output tile
+  for (const auto& [axis, extent] : s.loopExtent) {
+    auto split = p.splitTiles.find(axis);
+    int64_t perBlock = split == p.splitTiles.end() ? extent : split->second;
+    cost.chunks *= perBlock;
+    splits *= ceilDiv(extent, perBlock);
+  }
+  cost.blocks *= splits;
 
   double moved = 0, unique = 0, smemBytes = 0, smemTraffic = 0;
   for (NodeId in : k.inputs) {
@@ -189,7 +218,9 @@ KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const
       moved += 2 * 4 * static_cast<double>(g.node(n.operands[0]).type.elementCount());
       continue;
     }
-    moved += static_cast<double>(ty.elementCount()) * elementBytes(ty, o);
+    // Split blocks add their partial results: an f32 atomic per element each.
+    moved += splits > 1 ? 2 * 4 * static_cast<double>(ty.elementCount() * splits)
+                        : static_cast<double>(ty.elementCount()) * elementBytes(ty, o);
     accumulator += tileElements(ty, s, p) * 4;  // accumulated in f32
   }
   double intermediate = 0;
@@ -197,7 +228,10 @@ KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const
   boundary.insert(k.outputs.begin(), k.outputs.end());
   for (NodeId id : k.nodes)
     if (!boundary.count(id)) intermediate = std::max(intermediate, tileElements(g.node(id).type, s, p) * 4);
-  smemBytes += accumulator + intermediate;
+  // The accumulator and the intermediate tiles live in registers (a matmul's
+  // accumulator fragments, attention's score tile).
+  const double registerBytes = accumulator + intermediate;
+  cost.onChipBytes = smemBytes + registerBytes;
 
   const MemoryLevel& gmem = t.level("GMEM");
   const MemoryLevel& l2 = t.level("L2");
@@ -208,29 +242,14 @@ KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const
   cost.levels.push_back({"L2", 0, static_cast<double>(l2.capacity), moved, moved / l2.attainableBandwidth});
   cost.levels.push_back({"SMEM", smemBytes, static_cast<double>(smem.maxPerBlock), smemTraffic,
                          smemTraffic / smem.attainableBandwidth});
-  double perThread = accumulator / threads;
+  double perThread = registerBytes / threads;
   cost.levels.push_back({"REG", perThread, static_cast<double>(reg.maxPerThread), accumulator * static_cast<double>(cost.blocks),
                          0});
   cost.fits = smemBytes <= static_cast<double>(smem.maxPerBlock) && perThread <= static_cast<double>(reg.maxPerThread);
 
-  // Work per unit.
-  const bool tensorCores = !t.shapesFor(o.storageBytes == 2 ? "bf16" : "tf32").empty();
-  const std::string tensorUnit = o.storageBytes == 2 ? "tensor_bf16" : "tensor_tf32";
   for (NodeId id : k.nodes) {
-    const Node& n = g.node(id);
-    if (n.op == Op::Input || n.op == Op::Constant || n.op == Op::Pos) continue;
-    std::vector<Axis> space = n.type.axes;
-    for (NodeId op : n.operands)
-      for (const auto& a : g.node(op).type.axes)
-        if (std::none_of(space.begin(), space.end(), [&](const Axis& b) { return b.name == a.name; })) space.push_back(a);
-    double elements = 1;
-    for (const auto& a : space) elements *= static_cast<double>(a.size);
-    // A gather touches one row per index; a scatter-add one per value.
-    if (n.op == Op::Gather) elements = static_cast<double>(n.type.elementCount());
-    if (n.op == Op::ScatterAdd) elements = static_cast<double>(g.node(n.operands[0]).type.elementCount());
-    if (n.op == Op::Contract && isFloat(n.type.dtype)) cost.work[tensorCores ? tensorUnit : "fp32"] += 2 * elements;
-    else if (isSpecialFunction(n)) cost.work["sfu"] += elements;
-    else cost.work["fp32"] += elements;
+    NodeWork w = nodeWork(g, g.node(id), t, o);
+    if (w.operations > 0) cost.work[w.unit] += w.operations;
   }
   for (const auto& level : cost.levels)
     if (level.seconds > 0) cost.seconds[level.level] = level.seconds;
@@ -285,6 +304,12 @@ Partition searchPartition(const Graph& g, const Kernel& k, const KernelShape& s,
     auto m = s.tileMultiple.find(a.name);
     options.push_back(tileCandidates(a.size, m == s.tileMultiple.end() ? 1 : m->second, growth));
   }
+  // Split-K candidates: positions per block, halving from the whole axis.
+  for (const auto& axis : s.loopAxes) {
+    std::vector<int64_t> perBlock;
+    for (int64_t n = s.loopExtent.at(axis); n >= 1; n /= 2) perBlock.push_back(n);
+    options.push_back(perBlock);
+  }
   std::vector<int64_t> chunks = {0};
   if (!s.streamAxis.empty() && s.streamExtent > 0) {
     auto m = s.tileMultiple.find(s.streamAxis);
@@ -296,7 +321,10 @@ Partition searchPartition(const Graph& g, const Kernel& k, const KernelShape& s,
   while (true) {
     for (int64_t chunk : chunks) {
       Partition p;
-      for (size_t i = 0; i < options.size(); ++i) p.groupTiles[s.groupAxes[i].name] = options[i][pick[i]];
+      for (size_t i = 0; i < options.size(); ++i) {
+        if (i < s.groupAxes.size()) p.groupTiles[s.groupAxes[i].name] = options[i][pick[i]];
+        else p.splitTiles[s.loopAxes[i - s.groupAxes.size()]] = options[i][pick[i]];
+      }
       p.streamChunk = chunk;
       KernelCost c = evaluate(g, k, s, p, t, o);
       double memory = c.level("SMEM").memoryBytes;

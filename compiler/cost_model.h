@@ -35,6 +35,9 @@ struct CostOptions {
 struct Partition {
   std::map<std::string, int64_t> groupTiles;  // output axis -> tile size
   int64_t streamChunk = 0;                    // chunk of the stream axis (0: no stream)
+  // Loop axes split across blocks (split-K): axis -> positions per block. The
+  // blocks of one output tile add their partial results with atomics.
+  std::map<std::string, int64_t> splitTiles;
 };
 
 struct LevelCost {
@@ -56,6 +59,9 @@ struct KernelCost {
   double predicted = 0;   // seconds
   std::string bottleneck;
   bool fits = true;       // memory within every level's capacity
+  // On-chip memory per block, SMEM and registers together: the M of the
+  // closed forms (DESIGN.md §2).
+  double onChipBytes = 0;
 };
 
 // What a kernel's partition constrains, derived from its nodes.
@@ -65,8 +71,19 @@ struct KernelShape {
   int64_t streamExtent = 0;
   std::map<std::string, int64_t> tileMultiple; // axis -> tiles must be multiples (lcm of the constraints)
   std::vector<std::string> loopAxes;           // other reduced axes looped over around the stream, one position at a time
-  int64_t loopIterations = 1;                  // product of the loop axes' extents
+  std::map<std::string, int64_t> loopExtent;   // loop axis -> its extent
 };
+
+// The operations a node performs and the unit that performs them
+// ("tensor_bf16", "fp32", "sfu", ...).
+struct NodeWork {
+  std::string unit;
+  double operations = 0;
+};
+NodeWork nodeWork(const Graph& graph, const Node& node, const Target& target, const CostOptions& options);
+
+// The bytes an array takes in GMEM.
+double storedBytes(const Type& type, const CostOptions& options);
 
 KernelShape kernelShape(const Graph& graph, const Kernel& kernel, const Target& target, const CostOptions& options);
 

@@ -100,6 +100,7 @@ struct Node {
   // Bookkeeping that is not part of the node's meaning.
   std::string name;                // a readable name (from the diagram) for printing
   bool isParam = false;            // Input: a trainable parameter
+  bool adjoint = false;            // made by autodiff: part of the backward pass
   SourceLoc loc;                   // where in the diagram text it came from
   std::vector<std::string> origin; // composite call path, outermost first
 

@@ -5,29 +5,22 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <stdexcept>
 
 #include "streamability.h"
 
 namespace llmc {
 
-namespace {
-
 bool isAnchor(const Node& n) {
   return n.op == Op::Contract || n.op == Op::Reduce || n.op == Op::Gather || n.op == Op::ScatterAdd;
 }
 
-// A reduced axis at most this long may be held whole in a block instead of
-// streamed (a row of 8192 f32 is 32 KiB).
-constexpr int64_t kWholeAxisLimit = 8192;
+bool isFree(const Graph& g, const Node& n) {
+  if (n.op == Op::Constant || n.op == Op::Pos) return true;
+  if (n.op == Op::Input || isAnchor(n) || isView(n)) return false;
+  return std::all_of(n.operands.begin(), n.operands.end(), [&](NodeId o) { return isFree(g, g.node(o)); });
+}
 
-// Constants and positions cost nothing to make: every kernel that uses one
-// makes its own, and they are never stored.
-bool isFree(const Node& n) { return n.op == Op::Constant || n.op == Op::Pos; }
-
-// Axis boxes that only relabel, reorder or select (split, merge, rename,
-// transpose, index, broadcast) are views: a kernel reads its input through them, strided,
-// instead of a kernel copying the data. A concat is a view too: its parts are
-// stored into their slices of one array (stacked per-layer gradients).
 bool isView(const Node& n) {
   switch (n.op) {
     case Op::Split:
@@ -40,6 +33,12 @@ bool isView(const Node& n) {
     default: return false;
   }
 }
+
+namespace {
+
+// A reduced axis at most this long may be held whole in a block instead of
+// streamed (a row of 8192 f32 is 32 KiB).
+constexpr int64_t kWholeAxisLimit = 8192;
 
 // The axes an anchor reduces.
 std::vector<std::string> reducedBy(const Node& n) {
@@ -71,7 +70,7 @@ class Fuser {
 
  private:
   static size_t idx(NodeId id) { return static_cast<size_t>(id); }
-  bool light(const Node& n) const { return n.op != Op::Input && !isFree(n) && !isView(n) && !isAnchor(n); }
+  bool light(const Node& n) const { return n.op != Op::Input && !isFree(g_, n) && !isView(n) && !isAnchor(n); }
 
   // A light node whose consumers all sit in one kernel is computed there.
   void attachPrologues() {
@@ -91,24 +90,54 @@ class Fuser {
     std::vector<NodeId> orphans;
     for (const Node& n : g_.nodes) {
       if (!light(n) || group_[idx(n.id)] >= 0) continue;
+      // Kernels run in the order of their groups: the latest of the
+      // operands' kernels is the first where every operand is ready.
       int chosen = -1;
-      for (NodeId o : n.operands)
-        if (group_[idx(o)] >= 0) chosen = group_[idx(o)];
+      for (NodeId o : n.operands) chosen = std::max(chosen, group_[idx(o)]);
       // A scatter-add is complete only when every block has added its values:
       // what reads it cannot run in the same kernel.
       for (NodeId o : n.operands)
         if (g_.node(o).op == Op::ScatterAdd && group_[idx(o)] == chosen) chosen = -1;
+      if (chosen >= 0 && !staysAcyclic([&](NodeId m) { return m == n.id || group_[idx(m)] == chosen; })) chosen = -1;
       if (chosen >= 0) group_[idx(n.id)] = chosen;
       else orphans.push_back(n.id);
     }
     for (auto it = orphans.rbegin(); it != orphans.rend(); ++it) {
       for (NodeId c : consumers_[idx(*it)])
-        if (group_[idx(c)] >= 0 && !readsScatterIn(*it, group_[idx(c)])) {
+        if (int gc = group_[idx(c)]; gc >= 0 && !readsScatterIn(*it, gc) &&
+                                     staysAcyclic([&](NodeId m) { return m == *it || group_[idx(m)] == gc; })) {
           group_[idx(*it)] = group_[idx(c)];
           break;
         }
       if (group_[idx(*it)] < 0) group_[idx(*it)] = next++;
     }
+  }
+
+  // Whether the nodes `inKernel` accepts can run as one kernel: no path
+  // leaves them and comes back (through another kernel that reads one of
+  // their values and makes one they read). Views and free nodes are read
+  // through, not kernels of their own.
+  template <class InKernel>
+  bool staysAcyclic(InKernel inKernel) const {
+    enum : char { Unrelated, KernelValue, After };  // After: depends on the kernel through another kernel
+    std::vector<char> state(g_.nodes.size(), Unrelated);
+    for (const Node& n : g_.nodes) {
+      bool fromAfter = false, fromKernel = false;
+      for (NodeId o : n.operands) {
+        fromAfter = fromAfter || state[idx(o)] == After;
+        fromKernel = fromKernel || state[idx(o)] == KernelValue;
+      }
+      char& s = state[idx(n.id)];
+      if (inKernel(n.id)) {
+        if (fromAfter) return false;
+        s = KernelValue;
+      } else if (isView(n)) {
+        s = fromAfter ? After : fromKernel ? KernelValue : Unrelated;
+      } else if (!isFree(g_, n)) {
+        s = fromAfter || fromKernel ? After : Unrelated;
+      }
+    }
+    return true;
   }
 
   bool readsScatterIn(NodeId n, int group) const {
@@ -132,7 +161,10 @@ class Fuser {
     while (changed) {
       changed = false;
       for (const Node& r : g_.nodes) {
-        if (!isAnchor(r)) continue;
+        // A reduction over several axes at once (a loss summed over every
+        // axis) stays a kernel of its own: fused into the kernels it reads,
+        // it would leave them nothing to spread over blocks.
+        if (!isAnchor(r) || reducedBy(r).size() != 1) continue;
         for (const std::string& x : reducedBy(r)) {
           std::set<int> groups = {group_[idx(r.id)]};
           for (NodeId o : r.operands)
@@ -148,7 +180,7 @@ class Fuser {
                 int gc = group_[idx(c)];
                 if (gc < 0 || groups.count(gc)) continue;
                 const auto axes = reducedBy(g_.node(c));
-                if (std::find(axes.begin(), axes.end(), x) != axes.end() || g_.node(c).type.has(x)) {
+                if (std::find(axes.begin(), axes.end(), x) != axes.end() || (!isAnchor(g_.node(c)) && g_.node(c).type.has(x))) {
                   groups.insert(gc);
                   grew = true;
                 }
@@ -166,6 +198,7 @@ class Fuser {
           bool contracts = std::any_of(members.begin(), members.end(),
                                        [&](NodeId m) { return g_.node(m).op == Op::Contract; });
           if (!streams && (reducedExtent(r, x) > kWholeAxisLimit || contracts)) continue;
+          if (!staysAcyclic([&](NodeId m) { return members.count(m) > 0; })) continue;
           int keep = *groups.begin();
           for (auto& gr : group_)
             if (gr >= 0 && groups.count(gr)) gr = keep;
@@ -176,6 +209,42 @@ class Fuser {
         }
       }
     }
+  }
+
+  // The groups in an order in which every kernel runs after those whose
+  // values it reads (through views too); among the ready ones, the one whose
+  // first node comes first.
+  std::vector<int> runOrder(const std::map<int, Kernel>& byGroup) const {
+    std::vector<std::set<int>> producers(g_.nodes.size());  // the kernels a node's value comes from
+    for (const Node& n : g_.nodes) {
+      if (group_[idx(n.id)] >= 0) producers[idx(n.id)] = {group_[idx(n.id)]};
+      else if (isView(n))
+        for (NodeId o : n.operands) producers[idx(n.id)].insert(producers[idx(o)].begin(), producers[idx(o)].end());
+    }
+    std::map<int, std::set<int>> waitsFor;
+    std::map<int, std::set<int>> readers;
+    for (const Node& n : g_.nodes) {
+      int gr = group_[idx(n.id)];
+      if (gr < 0) continue;
+      for (NodeId o : n.operands)
+        for (int p : producers[idx(o)])
+          if (p != gr) waitsFor[gr].insert(p), readers[p].insert(gr);
+    }
+    std::set<std::pair<NodeId, int>> ready;  // (first node, group)
+    for (const auto& [gr, k] : byGroup)
+      if (waitsFor[gr].empty()) ready.insert({k.nodes.front(), gr});
+    std::vector<int> order;
+    while (!ready.empty()) {
+      int gr = ready.begin()->second;
+      ready.erase(ready.begin());
+      order.push_back(gr);
+      for (int r : readers[gr]) {
+        waitsFor[r].erase(gr);
+        if (waitsFor[r].empty()) ready.insert({byGroup.at(r).nodes.front(), r});
+      }
+    }
+    if (order.size() != byGroup.size()) throw std::logic_error("fusion made kernels that wait for each other");
+    return order;
   }
 
   int64_t reducedExtent(const Node& r, const std::string& x) const {
@@ -192,14 +261,15 @@ class Fuser {
       byGroup[gr].nodes.push_back(n.id);
     }
     std::vector<Kernel> kernels;
-    for (auto& [gr, k] : byGroup) {
+    for (int gr : runOrder(byGroup)) {
+      Kernel& k = byGroup[gr];
       std::set<NodeId> inside(k.nodes.begin(), k.nodes.end());
       std::set<NodeId> inputs;
       for (NodeId id : k.nodes) {
         for (NodeId o : g_.node(id).operands)
-          if (!inside.count(o) && !isFree(g_.node(o))) inputs.insert(o);
+          if (!inside.count(o) && !isFree(g_, g_.node(o))) inputs.insert(o);
         bool leaves = isOutput_.count(id) > 0;
-        for (NodeId c : consumers_[idx(id)]) leaves |= !inside.count(c) && !isFree(g_.node(c));
+        for (NodeId c : consumers_[idx(id)]) leaves |= !inside.count(c) && !isFree(g_, g_.node(c));
         if (leaves) k.outputs.push_back(id);
       }
       k.inputs.assign(inputs.begin(), inputs.end());

@@ -28,4 +28,18 @@ struct Kernel {
 
 std::vector<Kernel> formKernels(const Graph& graph);
 
+// The vocabulary of fusion.
+// Anchors reduce (contraction, sum, max, gather, scatter-add): each starts a kernel.
+bool isAnchor(const Node& n);
+// Constants, positions and elementwise expressions of them alone (a causal
+// mask) cost nothing to make: every kernel that uses one makes its own, and
+// they are never stored nor part of a kernel's nodes.
+bool isFree(const Graph& g, const Node& n);
+// Axis boxes that only relabel, reorder or select (split, merge, rename,
+// transpose, index, broadcast) are views: a kernel reads its input through
+// them, strided, instead of a kernel copying the data. A concat is a view too:
+// its parts are stored into their slices of one array (stacked per-layer
+// gradients).
+bool isView(const Node& n);
+
 }  // namespace llmc

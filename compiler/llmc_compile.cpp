@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <set>
 #include <stdexcept>
 
@@ -133,9 +134,10 @@ int main(int argc, char** argv) {
       options.entry = value("--entry");
     } else if (arg == "--dump-after") {
       options.dumpAfter = value("--dump-after");
-      if (options.dumpAfter != "elaborate" && options.dumpAfter != "canonicalize" && options.dumpAfter != "autodiff")
+      if (options.dumpAfter != "elaborate" && options.dumpAfter != "canonicalize" && options.dumpAfter != "autodiff" &&
+          options.dumpAfter != "recompute")
         usageError(fmt::format("--dump-after: no IR after pass '{}' (passes with IR: elaborate, canonicalize, "
-                               "autodiff)", options.dumpAfter));
+                               "autodiff, recompute)", options.dumpAfter));
     } else if (arg == "--time-passes") {
       options.timePasses = true;
     } else if (arg == "--no-comments") {
@@ -156,15 +158,22 @@ int main(int argc, char** argv) {
 
   std::string output;
   try {
+    // Kernels are planned for a target, whose cost model also decides what
+    // the backward pass recomputes.
+    std::optional<llmc::Target> target;
+    if (emit == "pseudocode" || emit == "perf") {
+      target = arch == "auto" ? llmc::detectTarget() : llmc::loadTarget(arch, device);
+      options.target = &*target;
+      options.cost = cost;
+    }
     llmc::Graph graph = llmc::compileToIR(options);
     if (emit == "json") {
       output = llmc::graphToJson(graph).dump(2) + "\n";
-    } else if (emit == "pseudocode" || emit == "perf") {
-      llmc::Target target = arch == "auto" ? llmc::detectTarget() : llmc::loadTarget(arch, device);
-      auto kernels = llmc::planKernels(graph, target, cost);
-      if (emit == "pseudocode") output = llmc::printPseudocode(graph, kernels, target);
-      else if (json) output = llmc::perfReportJson(graph, kernels, target).dump(2) + "\n";
-      else output = llmc::perfReportText(graph, kernels, target);
+    } else if (target) {
+      auto kernels = llmc::planKernels(graph, *target, cost);
+      if (emit == "pseudocode") output = llmc::printPseudocode(graph, kernels, *target);
+      else if (json) output = llmc::perfReportJson(graph, kernels, *target).dump(2) + "\n";
+      else output = llmc::perfReportText(graph, kernels, *target);
     } else if (emit == "streams") {
       std::set<llmc::NodeId> everything;
       for (const auto& n : graph.nodes) everything.insert(n.id);

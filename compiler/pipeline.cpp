@@ -11,12 +11,13 @@
 #include "canonicalize.h"
 #include "elaborate.h"
 #include "print.h"
+#include "recompute.h"
 #include "verify.h"
 
 namespace llmc {
 
 const std::vector<std::string>& passNames() {
-  static const std::vector<std::string> names = {"parse", "resolve", "elaborate", "canonicalize", "autodiff"};
+  static const std::vector<std::string> names = {"parse", "resolve", "elaborate", "canonicalize", "autodiff", "recompute"};
   return names;
 }
 
@@ -64,6 +65,10 @@ Graph compileToIR(const PipelineOptions& options) {
     passes.afterIR("autodiff", graph);
     graph = passes.run("canonicalize", [&] { return canonicalize(graph); });
     passes.afterIR("canonicalize", graph);
+    if (options.target) {
+      graph = passes.run("recompute", [&] { return recompute(graph, *options.target, options.cost); });
+      passes.afterIR("recompute", graph);
+    }
   }
   return graph;
 }

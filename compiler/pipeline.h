@@ -5,8 +5,10 @@
 #include <string>
 #include <vector>
 
+#include "cost_model.h"
 #include "ir.h"
 #include "program.h"
+#include "target.h"
 
 namespace llmc {
 
@@ -17,6 +19,10 @@ struct PipelineOptions {
   bool grad = false;             // append the backward graph (autodiff)
   std::string loss;              // with grad: the output to differentiate (empty: the only one)
   std::vector<std::string> wrt;  // with grad: inputs to differentiate against (empty: params)
+  // The target whose cost model decides what the backward pass recomputes
+  // (the recompute pass runs with grad when one is given).
+  const Target* target = nullptr;
+  CostOptions cost;
   std::string dumpAfter;         // print the IR after this pass (to dumpStream)
   bool timePasses = false;       // report each pass's time (to dumpStream)
   std::function<void(const std::string&)> dump;  // where dumps and timings go
