@@ -74,6 +74,10 @@ struct EpilogueBiasResidual {
   CUdeviceptr out, bias, residual;
   int64_t ld;
 };
+struct SplitK {
+  int splits;
+  CUdeviceptr workspace, counters;
+};
 
 enum class Major { K, MN };
 enum class Path { sm80, sm90 };
@@ -145,7 +149,9 @@ std::string kernel_source(const TileConfig& cfg, Major a, Major b, Epi epi) {
     s += "using Cfg = llmc::sm80::GemmConfig<" + args + ">;\n";
     s += "extern \"C\" __constant__ int gemm_info[4] = {Cfg::kThreads, Cfg::kSmemBytes, 0, 0};\n";
     s += "extern \"C\" __global__ void __launch_bounds__(Cfg::kThreads) gemm(llmc::GemmShape shape, "
-         "llmc::GemmOperand a, llmc::GemmOperand b, " + epilogue + " epilogue) {\n"
+         "llmc::GemmOperand a, llmc::GemmOperand b, " +
+         epilogue +
+         " epilogue) {\n"
          "  llmc::sm80::gemm<Cfg>(shape, a, b, epilogue);\n}\n";
   } else {
     s = "#include <llmc/gemm_sm90.cuh>\n";
@@ -154,9 +160,12 @@ std::string kernel_source(const TileConfig& cfg, Major a, Major b, Epi epi) {
     s += "extern \"C\" __constant__ int gemm_info[4] = {Cfg::kThreads, Cfg::kSmemBytes, Cfg::kABoxRows, "
          "Cfg::kBBoxRows};\n";
     s += "extern \"C\" __global__ void __launch_bounds__(Cfg::kThreads, 1) gemm("
-         "const __grid_constant__ llmc::sm90::TmaDescriptor a, const __grid_constant__ llmc::sm90::TmaDescriptor b, "
-         "llmc::GemmShape shape, " + epilogue + " epilogue) {\n"
-         "  llmc::sm90::gemm<Cfg>(a, b, shape, epilogue);\n}\n";
+         "const __grid_constant__ llmc::sm90::TmaDescriptor a, const __grid_constant__ "
+         "llmc::sm90::TmaDescriptor b, "
+         "llmc::GemmShape shape, " +
+         epilogue +
+         " epilogue, llmc::sm90::SplitK split) {\n"
+         "  llmc::sm90::gemm<Cfg>(a, b, shape, epilogue, split);\n}\n";
   }
   return s;
 }
@@ -373,13 +382,16 @@ struct Bench {
     for (auto& t : pool) t.join();
     for (size_t i = 0; i < wanted.size(); ++i) {
       const auto& [key, cfg] = wanted[i];
-      if (!out[i].ok) fail("NVRTC " + cfg.name() + ":\n" + out[i].log + "\n" + kernel_source(cfg, key.a, key.b, key.epi));
+      if (!out[i].ok)
+        fail("NVRTC " + cfg.name() + ":\n" + out[i].log + "\n" + kernel_source(cfg, key.a, key.b, key.epi));
       std::printf("nvrtc %-22s %-5s %s %.2f s%s\n", cfg.name().c_str(), layout_name(key.a, key.b).c_str(),
-                  key.epi == Epi::store ? "store" : "bias+res", out[i].seconds, out[i].log.size() > 1 ? " (log below)" : "");
+                  key.epi == Epi::store ? "store" : "bias+res", out[i].seconds,
+                  out[i].log.size() > 1 ? " (log below)" : "");
       if (out[i].log.size() > 1) std::printf("%s\n", out[i].log.c_str());
       const std::vector<const char*> expected =
-          cfg.path == Path::sm90 ? std::vector<const char*>{"wgmma.mma_async", "cp.async.bulk.tensor", "setmaxnreg"}
-                                 : std::vector<const char*>{"mma.sync.aligned.m16n8k16", "ldmatrix", "cp.async.cg"};
+          cfg.path == Path::sm90
+              ? std::vector<const char*>{"wgmma.mma_async", "cp.async.bulk.tensor", "setmaxnreg"}
+              : std::vector<const char*>{"mma.sync.aligned.m16n8k16", "ldmatrix", "cp.async.cg"};
       for (const char* instr : expected)
         if (out[i].ptx.find(instr) == std::string::npos) {
           std::printf("  PTX lacks %s\n", instr);
@@ -425,8 +437,23 @@ struct Bench {
     return o;
   }
 
+  // Split-K slice counts to run on the sm90 kernel: check S = 1 and S = 3 (when K has 3 k-steps);
+  // for timing, S = 1 on shapes that fill the machine, else a sweep (the cost model's job later:
+  // a unit's fix-up is far from free, see results/).
+  std::vector<int> split_options(int64_t tiles, int K, bool perf) const {
+    const int k_steps = (K + 63) / 64;
+    std::vector<int> candidates =
+        perf ? (tiles < 2 * sms ? std::vector<int>{1, 2, 3, 4, 6, 8} : std::vector<int>{1})
+             : std::vector<int>{1, 3};
+    std::vector<int> out;
+    for (int s : candidates)
+      if (s <= k_steps) out.push_back(s);
+    return out;
+  }
+
   // Launches the llmc kernel on rotation set `set`.
-  void launch(const Kernel& k, Path path, const Case& cs, Operands& o, size_t set, CUtensorMap* maps) {
+  void launch(const Kernel& k, Path path, const Case& cs, Operands& o, size_t set, CUtensorMap* maps,
+              SplitK split = {1, 0, 0}) {
     GemmShape shape{cs.M, cs.N, cs.K, cs.batch_outer, cs.batch_inner};
     EpilogueStoreBf16 store{o.c.ptr, o.lc.row_stride(), {o.lc.outer_stride(), o.lc.inner_stride()}};
     EpilogueBiasResidual bias{o.c.ptr, o.bias.ptr, o.residual.ptr, o.lc.row_stride()};
@@ -439,8 +466,8 @@ struct Bench {
       const unsigned tiles = unsigned(tiles_of(k, cs));
       CU(cuLaunchKernel(k.fn, tiles, 1, batches, k.threads, 1, 1, k.smem, nullptr, args, nullptr));
     } else {
-      void* args[] = {&maps[2 * set], &maps[2 * set + 1], &shape, epi};
-      const unsigned grid = unsigned(std::min<int64_t>(tiles_of(k, cs) * batches, sms));
+      void* args[] = {&maps[2 * set], &maps[2 * set + 1], &shape, epi, &split};
+      const unsigned grid = unsigned(std::min<int64_t>(tiles_of(k, cs) * batches * split.splits, sms));
       CU(cuLaunchKernel(k.fn, grid, 1, 1, k.threads, 1, 1, k.smem, nullptr, args, nullptr));
     }
   }
@@ -473,9 +500,9 @@ struct Bench {
     const float one = 1, zero = 0;
     check_cublas(cublasGemmEx(cublas, cs.b == Major::K ? CUBLAS_OP_T : CUBLAS_OP_N,
                               cs.a == Major::K ? CUBLAS_OP_N : CUBLAS_OP_T, cs.N, cs.M, cs.K, &one,
-                              (const void*)o.b[set].ptr, CUDA_R_16BF, o.lb.row_stride(), (const void*)o.a[set].ptr,
-                              CUDA_R_16BF, o.la.row_stride(), &zero, (void*)c, CUDA_R_16BF, o.lc.row_stride(),
-                              CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                              (const void*)o.b[set].ptr, CUDA_R_16BF, o.lb.row_stride(),
+                              (const void*)o.a[set].ptr, CUDA_R_16BF, o.la.row_stride(), &zero, (void*)c,
+                              CUDA_R_16BF, o.lc.row_stride(), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                  "cublasGemmEx");
   }
 
@@ -524,7 +551,8 @@ struct Bench {
       const auto& r = ref.rows[ri];
       std::vector<float> a(cs.K);
       for (int k = 0; k < cs.K; ++k)
-        a[k] = bf16_to_float(A[cs.a == Major::K ? o.la.at(r.outer, r.inner, r.m, k) : o.la.at(r.outer, r.inner, k, r.m)]);
+        a[k] = bf16_to_float(
+            A[cs.a == Major::K ? o.la.at(r.outer, r.inner, r.m, k) : o.la.at(r.outer, r.inner, k, r.m)]);
       const auto& t = bt.at({r.outer, r.inner});
       for (int n = 0; n < cs.N; ++n) {
         float s = 0;
@@ -603,32 +631,48 @@ struct Bench {
     for (const auto& cfg : configs) {
       const Kernel& k = kernels.at({cfg.name(), cs.a, cs.b, cs.epi});
       std::vector<CUtensorMap> maps;
-      if (cfg.path == Path::sm90) maps = tensor_maps(k, o);
-      CU(cuMemsetD16(o.c.ptr, 0xFFFF, o.c.bytes / 2));  // bf16 NaN: unwritten outputs fail the check
-      launch(k, cfg.path, cs, o, 0, maps.data());
-      CU(cuCtxSynchronize());
-      bool padding_intact = true;
-      const double err_cpu = compare(cs, o, ref, &padding_intact);
-      const double err_cublas = with_cublas ? support.rel_error(o.c.ptr, o.c_ref.ptr, cs.M, cs.N, o.lc.row_stride()) : NAN;
-      const bool ok = err_cpu <= 1e-2 && padding_intact && !(err_cublas > 1e-2);
-      if (!ok) ++failures;
-      char line[512];
-      if (perf) {
-        const double ms = time_ms([&](size_t s) { launch(k, cfg.path, cs, o, s, maps.data()); }, o.a.size());
-        const double flop = 2.0 * cs.M * cs.N * cs.K * batches;
-        std::snprintf(line, sizeof line, "%-7s %-14s %-5s %6d %6d %6d  %-22s %8.3f %6.0f %6.0f %5.2f  %.1e %.1e %s",
-                      cs.suite.c_str(), cs.what.c_str(), layout_name(cs.a, cs.b).c_str(), cs.M, cs.N, cs.K,
-                      cfg.name().c_str(), ms, flop / ms / 1e9, flop / ms_cublas / 1e9, ms_cublas / ms, err_cpu,
-                      err_cublas, ok ? "ok" : "FAIL");
-      } else {
-        std::snprintf(line, sizeof line, "%-7s %-14s %-5s %6d %6d %6d  %-22s batch %dx%d pad %d  %.1e %.1e%s %s",
-                      cs.suite.c_str(), cs.what.c_str(), layout_name(cs.a, cs.b).c_str(), cs.M, cs.N, cs.K,
-                      cfg.name().c_str(), cs.batch_outer, cs.batch_inner, cs.pad, err_cpu, err_cublas,
-                      padding_intact ? "" : " PADDING-WRITTEN", ok ? "ok" : "FAIL");
+      std::vector<int> splits_to_run = {1};
+      if (cfg.path == Path::sm90) {
+        maps = tensor_maps(k, o);
+        splits_to_run = split_options(tiles_of(k, cs) * batches, cs.K, perf);
       }
-      std::printf("%s\n", line);
-      std::fflush(stdout);
-      table.push_back(line);
+      for (int splits : splits_to_run) {
+        const int64_t tiles = tiles_of(k, cs) * batches;
+        const auto [bm, bn] = tile_sizes.at(&k);
+        Buffer workspace(splits > 1 ? size_t(tiles) * splits * bm * bn * 4 : 0), counters(size_t(tiles) * 4);
+        CU(cuMemsetD32(counters.ptr, 0, tiles));
+        const SplitK split{splits, workspace.ptr, counters.ptr};
+        const std::string config = cfg.name() + (splits > 1 ? " S" + std::to_string(splits) : "");
+        CU(cuMemsetD16(o.c.ptr, 0xFFFF, o.c.bytes / 2));  // bf16 NaN: unwritten outputs fail the check
+        launch(k, cfg.path, cs, o, 0, maps.data(), split);
+        CU(cuCtxSynchronize());
+        bool padding_intact = true;
+        const double err_cpu = compare(cs, o, ref, &padding_intact);
+        const double err_cublas =
+            with_cublas ? support.rel_error(o.c.ptr, o.c_ref.ptr, cs.M, cs.N, o.lc.row_stride()) : NAN;
+        const bool ok = err_cpu <= 1e-2 && padding_intact && !(err_cublas > 1e-2);
+        if (!ok) ++failures;
+        char line[512];
+        if (perf) {
+          const double ms =
+              time_ms([&](size_t s) { launch(k, cfg.path, cs, o, s, maps.data(), split); }, o.a.size());
+          const double flop = 2.0 * cs.M * cs.N * cs.K * batches;
+          std::snprintf(line, sizeof line,
+                        "%-7s %-14s %-5s %6d %6d %6d  %-22s %8.3f %6.0f %6.0f %5.2f  %.1e %.1e %s",
+                        cs.suite.c_str(), cs.what.c_str(), layout_name(cs.a, cs.b).c_str(), cs.M, cs.N, cs.K,
+                        config.c_str(), ms, flop / ms / 1e9, flop / ms_cublas / 1e9, ms_cublas / ms, err_cpu,
+                        err_cublas, ok ? "ok" : "FAIL");
+        } else {
+          std::snprintf(line, sizeof line,
+                        "%-7s %-14s %-5s %6d %6d %6d  %-22s batch %dx%d pad %d  %.1e %.1e%s %s",
+                        cs.suite.c_str(), cs.what.c_str(), layout_name(cs.a, cs.b).c_str(), cs.M, cs.N, cs.K,
+                        config.c_str(), cs.batch_outer, cs.batch_inner, cs.pad, err_cpu, err_cublas,
+                        padding_intact ? "" : " PADDING-WRITTEN", ok ? "ok" : "FAIL");
+        }
+        std::printf("%s\n", line);
+        std::fflush(stdout);
+        table.push_back(line);
+      }
     }
   }
 };
@@ -641,20 +685,28 @@ int main(int argc, char** argv) {
   std::string only_path;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--include" && i + 1 < argc) bench.include_dir = argv[++i];
-    else if (a == "--check") check = true;
-    else if (a == "--perf") perf = true;
-    else if (a == "--compile-only") compile_only = check = true;
-    else if (a == "--path" && i + 1 < argc) only_path = argv[++i];
-    else fail("usage: gemm_tiles_bench --include DIR [--check] [--perf] [--compile-only] [--path sm80|sm90]");
+    if (a == "--include" && i + 1 < argc)
+      bench.include_dir = argv[++i];
+    else if (a == "--check")
+      check = true;
+    else if (a == "--perf")
+      perf = true;
+    else if (a == "--compile-only")
+      compile_only = check = true;
+    else if (a == "--path" && i + 1 < argc)
+      only_path = argv[++i];
+    else
+      fail("usage: gemm_tiles_bench --include DIR [--check] [--perf] [--compile-only] [--path sm80|sm90]");
   }
-  if (bench.include_dir.empty() || (!check && !perf)) fail("usage: gemm_tiles_bench --include DIR [--check] [--perf] [--compile-only] [--path sm80|sm90]");
+  if (bench.include_dir.empty() || (!check && !perf))
+    fail("usage: gemm_tiles_bench --include DIR [--check] [--perf] [--compile-only] [--path sm80|sm90]");
   if (!compile_only) bench.init();
 
   // Tile configurations under test. sm80: BM, BN, BK, stages, warps_m, warps_n; sm90: BM, BN, stages.
   std::vector<TileConfig> configs;
   if (only_path != "sm90") {
-    configs.push_back({Path::sm80, {128, 128, 64, 4, 2, 2}});
+    // 4 warps of 64x64 each: the slower sm80 shape (0.2-0.37x cuBLAS in results/), checked only.
+    if (check) configs.push_back({Path::sm80, {128, 128, 64, 4, 2, 2}});
     configs.push_back({Path::sm80, {128, 256, 64, 3, 2, 4}});
   }
   if (only_path != "sm80") {
@@ -671,35 +723,48 @@ int main(int argc, char** argv) {
       cases.push_back({"check", "exact", a, b, 256, 512, 640, 0});
       cases.push_back({"check", "tiny", a, b, 77, 200, 24, 0});
       cases.push_back({"check", "batched", a, b, 300, 136, 200, 0, 2, 3});
+      cases.push_back({"check", "long-K", a, b, 384, 200, 4000, 0});
     }
-    cases.push_back({"check", "bias+residual", Major::K, Major::K, 1000, 80, 771, 8, 1, 1, Epi::bias_residual});
+    cases.push_back(
+        {"check", "bias+residual", Major::K, Major::K, 1000, 80, 771, 8, 1, 1, Epi::bias_residual});
   }
   if (perf) {
     struct Gpt2 {
       const char* name;
       int n, k;  // forward out features, in features
-    } gemms[] = {{"qkv", 2304, 768}, {"attproj", 768, 768}, {"fc", 3072, 768}, {"fcproj", 768, 3072}, {"lm_head", 50304, 768}};
+    } gemms[] = {{"qkv", 2304, 768},
+                 {"attproj", 768, 768},
+                 {"fc", 3072, 768},
+                 {"fcproj", 768, 3072},
+                 {"lm_head", 50304, 768}};
     const int rows = 32768;
-    for (const auto& g : gemms) cases.push_back({"perf", std::string(g.name) + " fwd", Major::K, Major::K, rows, g.n, g.k});
-    for (const auto& g : gemms) cases.push_back({"perf", std::string(g.name) + " dX", Major::K, Major::MN, rows, g.k, g.n});
-    for (const auto& g : gemms) cases.push_back({"perf", std::string(g.name) + " dW", Major::MN, Major::MN, g.n, g.k, rows});
+    for (const auto& g : gemms)
+      cases.push_back({"perf", std::string(g.name) + " fwd", Major::K, Major::K, rows, g.n, g.k});
+    for (const auto& g : gemms)
+      cases.push_back({"perf", std::string(g.name) + " dX", Major::K, Major::MN, rows, g.k, g.n});
+    for (const auto& g : gemms)
+      cases.push_back({"perf", std::string(g.name) + " dW", Major::MN, Major::MN, g.n, g.k, rows});
   }
 
   std::vector<std::pair<KernelKey, TileConfig>> wanted;
   for (const auto& cfg : configs)
     for (auto [a, b] : layouts)
       for (Epi e : {Epi::store, Epi::bias_residual})
-        if (e == Epi::store || (check && a == Major::K && b == Major::K)) wanted.push_back({{cfg.name(), a, b, e}, cfg});
+        if (e == Epi::store || (check && a == Major::K && b == Major::K))
+          wanted.push_back({{cfg.name(), a, b, e}, cfg});
   bench.compile(wanted, compile_only);
   if (compile_only) {
     std::printf("%d failure(s)\n", bench.failures);
     return bench.failures ? 1 : 0;
   }
-  for (const auto& [key, cfg] : wanted) bench.tile_sizes[&bench.kernels.at(key)] = {cfg.params[0], cfg.params[1]};
+  for (const auto& [key, cfg] : wanted)
+    bench.tile_sizes[&bench.kernels.at(key)] = {cfg.params[0], cfg.params[1]};
 
   for (const Case& cs : cases) bench.run_case(cs, configs);
 
-  std::printf("\nsuite   gemm           lay        M      N      K  config                       ms   TF/s cuBLAS ratio  err_cpu err_cublas\n");
+  std::printf(
+      "\nsuite   gemm           lay        M      N      K  config                       ms   TF/s cuBLAS "
+      "ratio  err_cpu err_cublas\n");
   for (const auto& l : bench.table) std::printf("%s\n", l.c_str());
   std::printf("%d failure(s)\n", bench.failures);
   return bench.failures ? 1 : 0;

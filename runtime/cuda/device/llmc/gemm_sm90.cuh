@@ -29,8 +29,15 @@
 //     llmc::sm90::gemm<Cfg>(a, b, shape, epi);
 //   }
 //
-// compiled for sm_90a, launched with min(#tiles, #SMs) blocks (#tiles = Cfg::tiles(M, N) times the
-// batch count), Cfg::kThreads threads and Cfg::kSmemBytes of dynamic shared memory.
+// compiled for sm_90a, launched with min(#units, #SMs) blocks (#units = Cfg::tiles(M, N) times the
+// batch count times split.splits), Cfg::kThreads threads and Cfg::kSmemBytes of dynamic shared
+// memory.
+//
+// Split-K (for few output tiles over a long K, as the weight gradients dW = dOutᵀ·X with K = all
+// rows): with SplitK::splits = S > 1 each tile becomes S units over consecutive slices of the
+// k-steps. A unit stores its fp32 partial tile to the workspace and counts itself in the tile's
+// counter; the unit that arrives last adds the S partials in split order (so results do not
+// depend on timing), runs the epilogue, and resets the counter to zero for the next launch.
 #pragma once
 
 #include "llmc/gemm_common.cuh"
@@ -44,6 +51,15 @@ struct alignas(64) TmaDescriptor {
   unsigned long long opaque[16];
 };
 
+// Split-K work space: S <= ceil(K / 64); workspace holds #tiles * S * BM * BN floats, counters
+// #tiles ints that are zero before the first launch (the kernel leaves them zero). #tiles counts
+// all batches.
+struct SplitK {
+  int splits = 1;
+  float* workspace = nullptr;
+  int* counters = nullptr;
+};
+
 template <int BM_, int BN_, int kStages_, Major kAMajor_, Major kBMajor_>
 struct GemmConfig {
   static constexpr int BM = BM_, BN = BN_, kStages = kStages_;
@@ -54,11 +70,12 @@ struct GemmConfig {
   static constexpr int kConsumers = 2;
   static constexpr int kThreads = 128 * (1 + kConsumers);
   static constexpr int kRowBlocks = BM / kConsumers / 64;  // wgmma m64 blocks per consumer
+  static constexpr int kAccumulators = kRowBlocks * BN / 2;  // fp32 per consumer thread
 
   static constexpr int kATileBytes = BM * BK * 2, kBTileBytes = BN * BK * 2;
   static constexpr int kStageBytes = kATileBytes + kBTileBytes;
   static constexpr int kStagingBytes = kConsumers * 64 * 64 * 4;
-  static constexpr int kBarrierBytes = 2 * kStages * 8;
+  static constexpr int kBarrierBytes = 2 * kStages * 8 + 16;  // + the split-K "last unit" flag
   // 1024 bytes of slack to align the swizzled tiles to the 1024-byte swizzle period.
   static constexpr int kSmemBytes = 1024 + kStages * kStageBytes + kStagingBytes + kBarrierBytes;
 
@@ -70,7 +87,7 @@ struct GemmConfig {
 
   static_assert(BM % 128 == 0 && BM <= 256, "BM: 128 or 256 (two consumers x m64 blocks)");
   static_assert(BN % 64 == 0 && BN <= 256, "BN: 64, 128, 192 or 256 (one wgmma instruction)");
-  static_assert(kRowBlocks * BN / 2 <= 128, "at most 128 fp32 accumulators per consumer thread");
+  static_assert(kAccumulators <= 128, "at most 128 fp32 accumulators per consumer thread");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory per block");
 
   __host__ __device__ static constexpr int tiles(int M, int N) {
@@ -111,6 +128,15 @@ __device__ inline void tma_load(unsigned dst, const TmaDescriptor& map, int c0, 
       : "memory");
 }
 
+// Split-K partial tiles: unit (tile, split) owns BM * BN floats; consumer thread `thread` of
+// consumer c keeps its accumulator j at float4 index (c * kAccumulators / 4 + j / 4) * 128 + thread,
+// so each float4 access of a warpgroup covers 2 KB contiguously.
+template <class Cfg>
+__device__ inline float4* partial_slot(const SplitK& split, int tile, int s, int consumer, int thread, int j4) {
+  float* base = split.workspace + (static_cast<index_t>(tile) * split.splits + s) * (Cfg::BM * Cfg::BN);
+  return reinterpret_cast<float4*>(base) + (consumer * Cfg::kAccumulators / 4 + j4) * 128 + thread;
+}
+
 __device__ inline void named_barrier(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
@@ -128,7 +154,7 @@ __device__ inline unsigned long long smem_descriptor(unsigned addr, unsigned lea
 
 template <class Cfg, class Epilogue>
 __device__ void gemm(const TmaDescriptor& tma_a, const TmaDescriptor& tma_b, const GemmShape& shape,
-                     const Epilogue& epilogue) {
+                     const Epilogue& epilogue, const SplitK& split = {}) {
   using namespace detail;
   constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, kStages = Cfg::kStages;
   constexpr bool kATrans = Cfg::kAMajor == Major::MN, kBTrans = Cfg::kBMajor == Major::MN;
@@ -143,6 +169,7 @@ __device__ void gemm(const TmaDescriptor& tma_a, const TmaDescriptor& tma_b, con
   float* const staging = reinterpret_cast<float*>(smem + kStages * Cfg::kStageBytes);
   const unsigned full_bar = smem_base + kStages * Cfg::kStageBytes + Cfg::kStagingBytes;
   const unsigned empty_bar = full_bar + kStages * 8;
+  volatile int* const last_unit_flag = reinterpret_cast<volatile int*>(smem + (empty_bar + kStages * 8 - smem_base));
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
@@ -159,6 +186,12 @@ __device__ void gemm(const TmaDescriptor& tma_a, const TmaDescriptor& tma_b, con
   const int tiles_per_batch = tiles_m * tiles_n;
   const int tiles_total = tiles_per_batch * shape.batch_count();
   const int k_steps = (K + BK - 1) / BK;
+  const int splits = split.splits;
+  const int units = tiles_total * splits;
+  // Unit u = (tile u / splits, slice u % splits of the k-steps); the slices of a tile are
+  // consecutive units, so they run at about the same time.
+  auto k_begin = [&](int unit) { return (unit % splits) * k_steps / splits; };
+  auto k_end = [&](int unit) { return (unit % splits + 1) * k_steps / splits; };
   const int warpgroup = threadIdx.x / 128;
 
   if (warpgroup == 0) {
@@ -166,11 +199,12 @@ __device__ void gemm(const TmaDescriptor& tma_a, const TmaDescriptor& tma_b, con
     if (threadIdx.x == 0) {
       int stage = 0;
       unsigned pass = 0;
-      for (int t = blockIdx.x; t < tiles_total; t += gridDim.x) {
+      for (int u = blockIdx.x; u < units; u += gridDim.x) {
+        const int t = u / splits;
         const BatchIndex batch = shape.batch_index(t / tiles_per_batch);
         const TileCoord tile = grouped_tile<Cfg::kGroupRows>(t % tiles_per_batch, tiles_m, tiles_n);
         const int m0 = tile.m * BM, n0 = tile.n * BN;
-        for (int ks = 0; ks < k_steps; ++ks) {
+        for (int ks = k_begin(u); ks < k_end(u); ++ks) {
           const int k0 = ks * BK;
           mbar_wait(empty_bar + 8 * stage, pass ^ 1);
           const unsigned bar = full_bar + 8 * stage;
@@ -203,13 +237,15 @@ __device__ void gemm(const TmaDescriptor& tma_a, const TmaDescriptor& tma_b, con
     float acc[Cfg::kRowBlocks][BN / 2];
     int stage = 0;
     unsigned pass = 0;
-    for (int t = blockIdx.x; t < tiles_total; t += gridDim.x) {
+    for (int u = blockIdx.x; u < units; u += gridDim.x) {
+      const int t = u / splits;
       const BatchIndex batch = shape.batch_index(t / tiles_per_batch);
       const TileCoord tile = grouped_tile<Cfg::kGroupRows>(t % tiles_per_batch, tiles_m, tiles_n);
       const int m0 = tile.m * BM, n0 = tile.n * BN;
+      const int ks_first = k_begin(u), ks_end = k_end(u);
 
       int previous_stage = -1;
-      for (int ks = 0; ks < k_steps; ++ks) {
+      for (int ks = ks_first; ks < ks_end; ++ks) {
         mbar_wait(full_bar + 8 * stage, pass);
         const unsigned a_tile = tiles_a + stage * Cfg::kATileBytes;
         const unsigned b_tile = tiles_b + stage * Cfg::kBTileBytes;
@@ -226,7 +262,7 @@ __device__ void gemm(const TmaDescriptor& tma_a, const TmaDescriptor& tma_b, con
             const unsigned a_desc_addr = kATrans ? a_tile + (row / 64) * kColumnBlockBytes + kk * 16 * 128
                                                  : a_tile + row * 128 + kk * 32;
             wgmma_bf16<BN, kATrans, kBTrans>(acc[i], smem_descriptor(a_desc_addr, kColumnBlockBytes), b_desc,
-                                             ks > 0 || kk > 0);
+                                             ks > ks_first || kk > 0);
           }
         }
         asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
@@ -238,6 +274,40 @@ __device__ void gemm(const TmaDescriptor& tma_a, const TmaDescriptor& tma_b, con
       }
       asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
       if (lane == 0) mbar_arrive(empty_bar + 8 * previous_stage);
+
+      if (splits > 1) {
+        // Publish this slice's partial tile (st.cg: past L1, which other SMs do not see).
+        float4* const mine = partial_slot<Cfg>(split, t, u % splits, consumer, thread, 0);
+#pragma unroll
+        for (int j = 0; j < Cfg::kAccumulators; j += 4) {
+          const float* a = &acc[j / (BN / 2)][j % (BN / 2)];
+          __stcg(mine + (j / 4) * 128, make_float4(a[0], a[1], a[2], a[3]));
+        }
+        __threadfence();
+        named_barrier(3, 128 * Cfg::kConsumers);
+        if (threadIdx.x == 128) *last_unit_flag = atomicAdd(&split.counters[t], 1) == splits - 1;
+        named_barrier(3, 128 * Cfg::kConsumers);
+        const bool last = *last_unit_flag;
+        if (!last) continue;
+        __threadfence();
+        // Sum all slices (this unit's too, read back) in split order into zeroed accumulators,
+        // slice-outer so that only the accumulators stay live: the result does not depend on which
+        // unit came last.
+#pragma unroll
+        for (int i = 0; i < Cfg::kRowBlocks; ++i)
+#pragma unroll
+          for (int j = 0; j < BN / 2; ++j) acc[i][j] = 0.f;
+        for (int s = 0; s < splits; ++s) {
+          const float4* slice = partial_slot<Cfg>(split, t, s, consumer, thread, 0);
+#pragma unroll
+          for (int j = 0; j < Cfg::kAccumulators; j += 4) {
+            float* a = &acc[j / (BN / 2)][j % (BN / 2)];
+            const float4 p = __ldcg(slice + (j / 4) * 128);
+            a[0] += p.x, a[1] += p.y, a[2] += p.z, a[3] += p.w;
+          }
+        }
+        if (threadIdx.x == 128) split.counters[t] = 0;
+      }
 
       // Epilogue, one 64x64 piece at a time through this consumer's staging buffer. The first
       // barrier waits until the previous piece has been read out.
