@@ -3,7 +3,10 @@
 // One persistent block of 3 warpgroups walks the tiles blockIdx.x, blockIdx.x + gridDim.x, ...
 // of all batches (grid = min(#tiles, #SMs)):
 //  - warpgroup 0, the producer, gives most of its registers away (setmaxnreg) and one of its
-//    threads issues the TMA loads of each k-step into a ring of kStages shared-memory stages;
+//    threads issues the TMA loads of each k-step into a ring of kStages shared-memory stages
+//    (ptxas still fits the whole kernel, consumers with 128 accumulators included, in the 168
+//    registers that __launch_bounds__(384, 1) allows, without spills; keep it so when editing:
+//    check `-Xptxas -v` of an nvcc build for spill stores);
 //  - warpgroups 1 and 2, the consumers, take the registers and each computes half of the
 //    BM x BN tile (BM/2 rows, as BM/128 wgmma m64nBNk16 row blocks) from the stages, then stages
 //    its half through shared memory in 64x64 fp32 pieces and hands it to the epilogue. The
