@@ -1,0 +1,336 @@
+// llmc device library: GEMM tile for sm_90a (Hopper): TMA + mbarrier ring + wgmma, warp-specialised.
+//
+// One persistent block of 3 warpgroups walks the tiles blockIdx.x, blockIdx.x + gridDim.x, ...
+// of all batches (grid = min(#tiles, #SMs)):
+//  - warpgroup 0, the producer, gives most of its registers away (setmaxnreg) and one of its
+//    threads issues the TMA loads of each k-step into a ring of kStages shared-memory stages
+//    (ptxas still fits the whole kernel, consumers with 128 accumulators included, in the 168
+//    registers that __launch_bounds__(384, 1) allows, without spills; keep it so when editing:
+//    check `-Xptxas -v` of an nvcc build for spill stores);
+//  - warpgroups 1 and 2, the consumers, take the registers and each computes half of the
+//    BM x BN tile (BM/2 rows, as BM/128 wgmma m64nBNk16 row blocks) from the stages, then stages
+//    its half through shared memory in 64x64 fp32 pieces and hands it to the epilogue. The
+//    producer meanwhile fills the ring for the next tile.
+//
+// Ring protocol (stage s, pass p = how often the ring wrapped):
+//   full[s]  (count 1): the producer arrives with expect_tx(stage bytes); the TMA's completed
+//            bytes finish the phase. Consumers wait for phase parity p.
+//   empty[s] (count 8 = consumer warps): each consumer warp arrives once its wgmmas that read
+//            stage s have completed (wgmma.wait_group). The producer waits for parity p ^ 1
+//            before refilling (on a fresh barrier, parity 1 counts as complete: the first pass
+//            never waits).
+//
+// Operands come through tensor maps, encoded on the host (runtime/cuda/gemm_tensor_map.h) as
+// rank-4 bf16 maps (contiguous extent, strided extent, batch_inner, batch_outer), 128B swizzle,
+// zero out-of-bounds fill, box {64, kABoxRows or kBBoxRows, 1, 1}. See gemm_common.cuh for the
+// operand conventions, requirements and the epilogue contract. A generated kernel looks like
+//
+//   using Cfg = llmc::sm90::GemmConfig<128, 256, 4, llmc::Major::K, llmc::Major::K>;
+//   extern "C" __global__ void __launch_bounds__(Cfg::kThreads, 1)
+//   my_gemm(const __grid_constant__ llmc::sm90::TmaDescriptor a,
+//           const __grid_constant__ llmc::sm90::TmaDescriptor b, llmc::GemmShape shape, MyEpilogue epi) {
+//     llmc::sm90::gemm<Cfg>(a, b, shape, epi);
+//   }
+//
+// compiled for sm_90a, launched with min(#units, #SMs) blocks (#units = Cfg::tiles(M, N) times the
+// batch count times split.splits), Cfg::kThreads threads and Cfg::kSmemBytes of dynamic shared
+// memory.
+//
+// Split-K (for few output tiles over a long K, as the weight gradients dW = dOutᵀ·X with K = all
+// rows): with SplitK::splits = S > 1 each tile becomes S units over consecutive slices of the
+// k-steps. A unit stores its fp32 partial tile to the workspace and counts itself in the tile's
+// counter; the unit that arrives last adds the S partials in split order (so results do not
+// depend on timing), runs the epilogue, and resets the counter to zero for the next launch.
+#pragma once
+
+#include "llmc/gemm_common.cuh"
+#include "llmc/wgmma_bf16.cuh"
+
+namespace llmc::sm90 {
+
+// A CUtensorMap (cuda.h cannot be included under NVRTC): 128 opaque bytes, 64-byte aligned,
+// passed by value as a __grid_constant__ kernel parameter so that the TMA can read it in place.
+struct alignas(64) TmaDescriptor {
+  unsigned long long opaque[16];
+};
+
+// Split-K work space: S <= ceil(K / 64); workspace holds #tiles * S * BM * BN floats, counters
+// #tiles ints that are zero before the first launch (the kernel leaves them zero). #tiles counts
+// all batches.
+struct SplitK {
+  int splits = 1;
+  float* workspace = nullptr;
+  int* counters = nullptr;
+};
+
+template <int BM_, int BN_, int kStages_, Major kAMajor_, Major kBMajor_>
+struct GemmConfig {
+  static constexpr int BM = BM_, BN = BN_, kStages = kStages_;
+  // A k-step is one 128-byte swizzle atom of k (K-major) or 64 k rows (MN-major).
+  static constexpr int BK = 64;
+  static constexpr Major kAMajor = kAMajor_, kBMajor = kBMajor_;
+
+  static constexpr int kConsumers = 2;
+  static constexpr int kThreads = 128 * (1 + kConsumers);
+  static constexpr int kRowBlocks = BM / kConsumers / 64;  // wgmma m64 blocks per consumer
+  static constexpr int kAccumulators = kRowBlocks * BN / 2;  // fp32 per consumer thread
+
+  static constexpr int kATileBytes = BM * BK * 2, kBTileBytes = BN * BK * 2;
+  static constexpr int kStageBytes = kATileBytes + kBTileBytes;
+  static constexpr int kStagingBytes = kConsumers * 64 * 64 * 4;
+  static constexpr int kBarrierBytes = 2 * kStages * 8 + 16;  // + the split-K "last unit" flag
+  // 1024 bytes of slack to align the swizzled tiles to the 1024-byte swizzle period.
+  static constexpr int kSmemBytes = 1024 + kStages * kStageBytes + kStagingBytes + kBarrierBytes;
+
+  // Rows of the TMA box: a K-major operand is loaded as one box of 64 k x all its rows, an
+  // MN-major one as boxes of 64 (m or n) x 64 k.
+  static constexpr int kABoxRows = kAMajor == Major::K ? BM : BK;
+  static constexpr int kBBoxRows = kBMajor == Major::K ? BN : BK;
+  static constexpr int kGroupRows = 8;
+
+  static_assert(BM % 128 == 0 && BM <= 256, "BM: 128 or 256 (two consumers x m64 blocks)");
+  static_assert(BN % 64 == 0 && BN <= 256, "BN: 64, 128, 192 or 256 (one wgmma instruction)");
+  static_assert(kAccumulators <= 128, "at most 128 fp32 accumulators per consumer thread");
+  static_assert(kSmemBytes <= 227 * 1024, "shared memory per block");
+
+  __host__ __device__ static constexpr int tiles(int M, int N) {
+    return ((M + BM - 1) / BM) * ((N + BN - 1) / BN);
+  }
+};
+
+namespace detail {
+
+__device__ inline void mbar_init(unsigned bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ inline void mbar_arrive(unsigned bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+__device__ inline void mbar_arrive_expect_tx(unsigned bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+__device__ inline void mbar_wait(unsigned bar, unsigned parity) {
+  unsigned done;
+  do {
+    asm volatile(
+        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+  } while (!done);
+}
+
+// TMA: box at coordinates (c0 = contiguous, c1 = strided, batch inner, batch outer) -> smem,
+// completion counted on `bar` in bytes.
+__device__ inline void tma_load(unsigned dst, const TmaDescriptor& map, int c0, int c1, BatchIndex b,
+                                unsigned bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%2, %3, %4, %5}], [%6];\n" ::"r"(dst),
+      "l"(reinterpret_cast<unsigned long long>(&map)), "r"(c0), "r"(c1), "r"(b.inner), "r"(b.outer), "r"(bar)
+      : "memory");
+}
+
+// Split-K partial tiles: unit (tile, split) owns BM * BN floats; consumer thread `thread` of
+// consumer c keeps its accumulator j at float4 index (c * kAccumulators / 4 + j / 4) * 128 + thread,
+// so each float4 access of a warpgroup covers 2 KB contiguously.
+template <class Cfg>
+__device__ inline float4* partial_slot(const SplitK& split, int tile, int s, int consumer, int thread, int j4) {
+  float* base = split.workspace + (static_cast<index_t>(tile) * split.splits + s) * (Cfg::BM * Cfg::BN);
+  return reinterpret_cast<float4*>(base) + (consumer * Cfg::kAccumulators / 4 + j4) * 128 + thread;
+}
+
+__device__ inline void named_barrier(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
+// wgmma shared-memory matrix descriptor for a 128B-swizzled operand: start address, leading
+// byte offset (MN-major: distance between 64-element column blocks; unused for K-major), stride
+// byte offset (distance between 8-row groups: 8 rows x 128 bytes), swizzle mode 1 = 128B.
+__device__ inline unsigned long long smem_descriptor(unsigned addr, unsigned leading_bytes) {
+  return static_cast<unsigned long long>((addr & 0x3FFFF) >> 4) |
+         static_cast<unsigned long long>(leading_bytes >> 4) << 16 |
+         static_cast<unsigned long long>(1024 >> 4) << 32 | 1ull << 62;
+}
+
+}  // namespace detail
+
+template <class Cfg, class Epilogue>
+__device__ void gemm(const TmaDescriptor& tma_a, const TmaDescriptor& tma_b, const GemmShape& shape,
+                     const Epilogue& epilogue, const SplitK& split = {}) {
+  using namespace detail;
+  constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, kStages = Cfg::kStages;
+  constexpr bool kATrans = Cfg::kAMajor == Major::MN, kBTrans = Cfg::kBMajor == Major::MN;
+  // An MN-major tile is stored as column blocks of 64 (m or n) x BK rows of 128 bytes.
+  constexpr unsigned kColumnBlockBytes = BK * 128;
+
+  extern __shared__ unsigned char smem_raw[];
+  const unsigned smem_base = (smem_addr(smem_raw) + 1023) & ~1023u;
+  unsigned char* const smem = smem_raw + (smem_base - smem_addr(smem_raw));
+  const unsigned tiles_a = smem_base;                               // kStages x A tile
+  const unsigned tiles_b = tiles_a + kStages * Cfg::kATileBytes;    // kStages x B tile
+  float* const staging = reinterpret_cast<float*>(smem + kStages * Cfg::kStageBytes);
+  const unsigned full_bar = smem_base + kStages * Cfg::kStageBytes + Cfg::kStagingBytes;
+  const unsigned empty_bar = full_bar + kStages * 8;
+  volatile int* const last_unit_flag = reinterpret_cast<volatile int*>(smem + (empty_bar + kStages * 8 - smem_base));
+
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      mbar_init(full_bar + 8 * s, 1);
+      mbar_init(empty_bar + 8 * s, Cfg::kConsumers * 4);
+    }
+    // Make the initialised barriers visible to the async proxy (TMA) as well.
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+
+  const int M = shape.M, N = shape.N, K = shape.K;
+  const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
+  const int tiles_per_batch = tiles_m * tiles_n;
+  const int tiles_total = tiles_per_batch * shape.batch_count();
+  const int k_steps = (K + BK - 1) / BK;
+  const int splits = split.splits;
+  const int units = tiles_total * splits;
+  // Unit u = (tile u / splits, slice u % splits of the k-steps); the slices of a tile are
+  // consecutive units, so they run at about the same time.
+  auto k_begin = [&](int unit) { return (unit % splits) * k_steps / splits; };
+  auto k_end = [&](int unit) { return (unit % splits + 1) * k_steps / splits; };
+  const int warpgroup = threadIdx.x / 128;
+
+  if (warpgroup == 0) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+    if (threadIdx.x == 0) {
+      int stage = 0;
+      unsigned pass = 0;
+      for (int u = blockIdx.x; u < units; u += gridDim.x) {
+        const int t = u / splits;
+        const BatchIndex batch = shape.batch_index(t / tiles_per_batch);
+        const TileCoord tile = grouped_tile<Cfg::kGroupRows>(t % tiles_per_batch, tiles_m, tiles_n);
+        const int m0 = tile.m * BM, n0 = tile.n * BN;
+        for (int ks = k_begin(u); ks < k_end(u); ++ks) {
+          const int k0 = ks * BK;
+          mbar_wait(empty_bar + 8 * stage, pass ^ 1);
+          const unsigned bar = full_bar + 8 * stage;
+          mbar_arrive_expect_tx(bar, Cfg::kStageBytes);
+          const unsigned a_dst = tiles_a + stage * Cfg::kATileBytes;
+          const unsigned b_dst = tiles_b + stage * Cfg::kBTileBytes;
+          if constexpr (kATrans) {
+#pragma unroll
+            for (int c = 0; c < BM / 64; ++c) tma_load(a_dst + c * kColumnBlockBytes, tma_a, m0 + 64 * c, k0, batch, bar);
+          } else {
+            tma_load(a_dst, tma_a, k0, m0, batch, bar);
+          }
+          if constexpr (kBTrans) {
+#pragma unroll
+            for (int c = 0; c < BN / 64; ++c) tma_load(b_dst + c * kColumnBlockBytes, tma_b, n0 + 64 * c, k0, batch, bar);
+          } else {
+            tma_load(b_dst, tma_b, k0, n0, batch, bar);
+          }
+          if (++stage == kStages) stage = 0, pass ^= 1;
+        }
+      }
+    }
+  } else {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+    const int consumer = warpgroup - 1;
+    const int thread = threadIdx.x % 128, warp = thread / 32, lane = thread % 32;
+    const int row_base = consumer * (BM / Cfg::kConsumers);  // first tile row of this consumer
+    const StagingTile<64, 64> piece{staging + consumer * 64 * 64};
+
+    float acc[Cfg::kRowBlocks][BN / 2];
+    int stage = 0;
+    unsigned pass = 0;
+    for (int u = blockIdx.x; u < units; u += gridDim.x) {
+      const int t = u / splits;
+      const BatchIndex batch = shape.batch_index(t / tiles_per_batch);
+      const TileCoord tile = grouped_tile<Cfg::kGroupRows>(t % tiles_per_batch, tiles_m, tiles_n);
+      const int m0 = tile.m * BM, n0 = tile.n * BN;
+      const int ks_first = k_begin(u), ks_end = k_end(u);
+
+      int previous_stage = -1;
+      for (int ks = ks_first; ks < ks_end; ++ks) {
+        mbar_wait(full_bar + 8 * stage, pass);
+        const unsigned a_tile = tiles_a + stage * Cfg::kATileBytes;
+        const unsigned b_tile = tiles_b + stage * Cfg::kBTileBytes;
+        asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+        for (int kk = 0; kk < BK / 16; ++kk) {
+          // k16 slice kk: K-major rows advance 32 bytes inside the swizzle atom (the hardware
+          // applies the xor on the final address); MN-major tiles advance 16 rows of 128 bytes.
+          const unsigned b_desc_addr = kBTrans ? b_tile + kk * 16 * 128 : b_tile + kk * 32;
+          const unsigned long long b_desc = smem_descriptor(b_desc_addr, kColumnBlockBytes);
+#pragma unroll
+          for (int i = 0; i < Cfg::kRowBlocks; ++i) {
+            const int row = row_base + 64 * i;
+            const unsigned a_desc_addr = kATrans ? a_tile + (row / 64) * kColumnBlockBytes + kk * 16 * 128
+                                                 : a_tile + row * 128 + kk * 32;
+            wgmma_bf16<BN, kATrans, kBTrans>(acc[i], smem_descriptor(a_desc_addr, kColumnBlockBytes), b_desc,
+                                             ks > ks_first || kk > 0);
+          }
+        }
+        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+        // Keep this k-step's wgmmas in flight; the previous step's are done, so its stage is free.
+        asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+        if (previous_stage >= 0 && lane == 0) mbar_arrive(empty_bar + 8 * previous_stage);
+        previous_stage = stage;
+        if (++stage == kStages) stage = 0, pass ^= 1;
+      }
+      asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+      if (lane == 0) mbar_arrive(empty_bar + 8 * previous_stage);
+
+      if (splits > 1) {
+        // Publish this slice's partial tile (st.cg: past L1, which other SMs do not see).
+        float4* const mine = partial_slot<Cfg>(split, t, u % splits, consumer, thread, 0);
+#pragma unroll
+        for (int j = 0; j < Cfg::kAccumulators; j += 4) {
+          const float* a = &acc[j / (BN / 2)][j % (BN / 2)];
+          __stcg(mine + (j / 4) * 128, make_float4(a[0], a[1], a[2], a[3]));
+        }
+        __threadfence();
+        named_barrier(3, 128 * Cfg::kConsumers);
+        if (threadIdx.x == 128) *last_unit_flag = atomicAdd(&split.counters[t], 1) == splits - 1;
+        named_barrier(3, 128 * Cfg::kConsumers);
+        const bool last = *last_unit_flag;
+        if (!last) continue;
+        __threadfence();
+        // Sum all slices (this unit's too, read back) in split order into zeroed accumulators,
+        // slice-outer so that only the accumulators stay live: the result does not depend on which
+        // unit came last.
+#pragma unroll
+        for (int i = 0; i < Cfg::kRowBlocks; ++i)
+#pragma unroll
+          for (int j = 0; j < BN / 2; ++j) acc[i][j] = 0.f;
+        for (int s = 0; s < splits; ++s) {
+          const float4* slice = partial_slot<Cfg>(split, t, s, consumer, thread, 0);
+#pragma unroll
+          for (int j = 0; j < Cfg::kAccumulators; j += 4) {
+            float* a = &acc[j / (BN / 2)][j % (BN / 2)];
+            const float4 p = __ldcg(slice + (j / 4) * 128);
+            a[0] += p.x, a[1] += p.y, a[2] += p.z, a[3] += p.w;
+          }
+        }
+        if (threadIdx.x == 128) split.counters[t] = 0;
+      }
+
+      // Epilogue, one 64x64 piece at a time through this consumer's staging buffer. The first
+      // barrier waits until the previous piece has been read out.
+#pragma unroll
+      for (int i = 0; i < Cfg::kRowBlocks; ++i)
+#pragma unroll
+        for (int c = 0; c < BN / 64; ++c) {
+          named_barrier(1 + consumer, 128);
+#pragma unroll
+          for (int j = 0; j < 8; ++j) {
+            const int row = 16 * warp + lane / 4, col = 8 * j + 2 * (lane % 4);
+            const float* d = &acc[i][4 * (8 * c + j)];
+            piece.store_pair(row, col, d[0], d[1]);
+            piece.store_pair(row + 8, col, d[2], d[3]);
+          }
+          named_barrier(1 + consumer, 128);
+          piece.drain(epilogue, batch, m0 + row_base + 64 * i, n0 + 64 * c, M, N, thread, 128);
+        }
+    }
+  }
+}
+
+}  // namespace llmc::sm90
