@@ -10,13 +10,13 @@ namespace {
 using GetProcAddress = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
 
 template <typename F>
-void lookUp(GetProcAddress getProcAddress, const char* name, F& entry) {
+void lookUp(GetProcAddress getProcAddress, const char* name, int version, F& entry) {
   void* address = nullptr;
   CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SUCCESS;
-  const CUresult result = getProcAddress(name, &address, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &status);
+  const CUresult result = getProcAddress(name, &address, version, CU_GET_PROC_ADDRESS_DEFAULT, &status);
   if (result != CUDA_SUCCESS || status != CU_GET_PROC_ADDRESS_SUCCESS || !address)
     throw NoGpuError(fmt::format("the CUDA driver has no {} of CUDA {}.{} (status {}): update the driver", name,
-                                 CUDA_VERSION / 1000, CUDA_VERSION % 1000 / 10, static_cast<int>(status)));
+                                 version / 1000, version % 1000 / 10, static_cast<int>(status)));
   entry = reinterpret_cast<F>(address);
 }
 
@@ -25,38 +25,15 @@ DriverApi loadDriver() {
   // still exist is unsafe.
   void* library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!library) throw NoGpuError(fmt::format("no CUDA driver: {}", dlerror()));
-  // cuGetProcAddress (rather than dlsym) gives each entry point in the version
-  // that matches cuda.h's prototype: cuMemAlloc is cuMemAlloc_v2, and so on.
+  // cuGetProcAddress (rather than dlsym) hands out each entry point in the
+  // version asked for: cuMemAlloc of 3.2 is the symbol cuMemAlloc_v2, and so on.
   auto getProcAddress = reinterpret_cast<GetProcAddress>(dlsym(library, "cuGetProcAddress_v2"));
   if (!getProcAddress) throw NoGpuError("the CUDA driver is older than CUDA 12 (no cuGetProcAddress_v2)");
 
   DriverApi api;
-  lookUp(getProcAddress, "cuInit", api.init);
-  lookUp(getProcAddress, "cuGetErrorName", api.getErrorName);
-  lookUp(getProcAddress, "cuGetErrorString", api.getErrorString);
-  lookUp(getProcAddress, "cuDeviceGetCount", api.deviceGetCount);
-  lookUp(getProcAddress, "cuDeviceGet", api.deviceGet);
-  lookUp(getProcAddress, "cuDeviceGetName", api.deviceGetName);
-  lookUp(getProcAddress, "cuDeviceGetAttribute", api.deviceGetAttribute);
-  lookUp(getProcAddress, "cuDevicePrimaryCtxRetain", api.devicePrimaryCtxRetain);
-  lookUp(getProcAddress, "cuDevicePrimaryCtxRelease", api.devicePrimaryCtxRelease);
-  lookUp(getProcAddress, "cuCtxSetCurrent", api.ctxSetCurrent);
-  lookUp(getProcAddress, "cuCtxSynchronize", api.ctxSynchronize);
-  lookUp(getProcAddress, "cuMemAlloc", api.memAlloc);
-  lookUp(getProcAddress, "cuMemFree", api.memFree);
-  lookUp(getProcAddress, "cuMemcpyHtoD", api.memcpyHtoD);
-  lookUp(getProcAddress, "cuMemcpyDtoH", api.memcpyDtoH);
-  lookUp(getProcAddress, "cuMemsetD8", api.memsetD8);
-  lookUp(getProcAddress, "cuModuleLoadDataEx", api.moduleLoadDataEx);
-  lookUp(getProcAddress, "cuModuleUnload", api.moduleUnload);
-  lookUp(getProcAddress, "cuModuleGetFunction", api.moduleGetFunction);
-  lookUp(getProcAddress, "cuFuncSetAttribute", api.funcSetAttribute);
-  lookUp(getProcAddress, "cuLaunchKernel", api.launchKernel);
-  lookUp(getProcAddress, "cuEventCreate", api.eventCreate);
-  lookUp(getProcAddress, "cuEventDestroy", api.eventDestroy);
-  lookUp(getProcAddress, "cuEventRecord", api.eventRecord);
-  lookUp(getProcAddress, "cuEventSynchronize", api.eventSynchronize);
-  lookUp(getProcAddress, "cuEventElapsedTime", api.eventElapsedTime);
+#define LLMC_LOOK_UP_DRIVER_ENTRY(member, symbol, version) lookUp(getProcAddress, #symbol, version, api.member);
+  LLMC_CUDA_DRIVER_ENTRIES(LLMC_LOOK_UP_DRIVER_ENTRY)
+#undef LLMC_LOOK_UP_DRIVER_ENTRY
 
   if (CUresult result = api.init(0); result != CUDA_SUCCESS) {
     // Error names come from the driver, which is loaded by now.

@@ -1,11 +1,12 @@
-// The CUDA driver API, opened at run time from libcuda.so.1. cuda.h is
-// included for its types and prototypes only: nothing links libcuda, so every
+// The CUDA driver API, opened at run time from libcuda.so.1. cuda.h and
+// cudaTypedefs.h are included for their types only: nothing links libcuda, so every
 // binary starts, and runs its parts that need no GPU, on a machine without a
 // driver. The first use of driver() loads the library; where that fails (no
 // driver, no GPU) it throws NoGpuError.
 #pragma once
 
 #include <cuda.h>
+#include <cudaTypedefs.h>
 
 #include <stdexcept>
 #include <string>
@@ -28,35 +29,43 @@ class CudaError : public std::runtime_error {
   CUresult result_;
 };
 
-// The entry points llmc uses, each of the version that cuda.h (the toolkit
-// llmc is built with) declares, as cuGetProcAddress hands them out.
+// The entry points llmc uses: (member, symbol, version). Each is asked of
+// the driver in the version whose prototype cudaTypedefs.h names
+// PFN_<symbol>_v<version>: a newer version can take other arguments
+// (cuCtxSynchronize of CUDA 13 takes a context), so the version is fixed here
+// rather than taken from CUDA_VERSION.
+#define LLMC_CUDA_DRIVER_ENTRIES(X)                          \
+  X(init, cuInit, 2000)                                      \
+  X(getErrorName, cuGetErrorName, 6000)                      \
+  X(getErrorString, cuGetErrorString, 6000)                  \
+  X(deviceGetCount, cuDeviceGetCount, 2000)                  \
+  X(deviceGet, cuDeviceGet, 2000)                            \
+  X(deviceGetName, cuDeviceGetName, 2000)                    \
+  X(deviceGetAttribute, cuDeviceGetAttribute, 2000)          \
+  X(devicePrimaryCtxRetain, cuDevicePrimaryCtxRetain, 7000)  \
+  X(devicePrimaryCtxRelease, cuDevicePrimaryCtxRelease, 11000) \
+  X(ctxSetCurrent, cuCtxSetCurrent, 4000)                    \
+  X(ctxSynchronize, cuCtxSynchronize, 2000)                  \
+  X(memAlloc, cuMemAlloc, 3020)                              \
+  X(memFree, cuMemFree, 3020)                                \
+  X(memcpyHtoD, cuMemcpyHtoD, 3020)                          \
+  X(memcpyDtoH, cuMemcpyDtoH, 3020)                          \
+  X(memsetD8, cuMemsetD8, 3020)                              \
+  X(moduleLoadDataEx, cuModuleLoadDataEx, 2010)              \
+  X(moduleUnload, cuModuleUnload, 2000)                      \
+  X(moduleGetFunction, cuModuleGetFunction, 2000)            \
+  X(funcSetAttribute, cuFuncSetAttribute, 9000)              \
+  X(launchKernel, cuLaunchKernel, 4000)                      \
+  X(eventCreate, cuEventCreate, 2000)                        \
+  X(eventDestroy, cuEventDestroy, 4000)                      \
+  X(eventRecord, cuEventRecord, 2000)                        \
+  X(eventSynchronize, cuEventSynchronize, 2000)              \
+  X(eventElapsedTime, cuEventElapsedTime, 12080)
+
 struct DriverApi {
-  decltype(&::cuInit) init = nullptr;
-  decltype(&::cuGetErrorName) getErrorName = nullptr;
-  decltype(&::cuGetErrorString) getErrorString = nullptr;
-  decltype(&::cuDeviceGetCount) deviceGetCount = nullptr;
-  decltype(&::cuDeviceGet) deviceGet = nullptr;
-  decltype(&::cuDeviceGetName) deviceGetName = nullptr;
-  decltype(&::cuDeviceGetAttribute) deviceGetAttribute = nullptr;
-  decltype(&::cuDevicePrimaryCtxRetain) devicePrimaryCtxRetain = nullptr;
-  decltype(&::cuDevicePrimaryCtxRelease) devicePrimaryCtxRelease = nullptr;
-  decltype(&::cuCtxSetCurrent) ctxSetCurrent = nullptr;
-  decltype(&::cuCtxSynchronize) ctxSynchronize = nullptr;
-  decltype(&::cuMemAlloc) memAlloc = nullptr;
-  decltype(&::cuMemFree) memFree = nullptr;
-  decltype(&::cuMemcpyHtoD) memcpyHtoD = nullptr;
-  decltype(&::cuMemcpyDtoH) memcpyDtoH = nullptr;
-  decltype(&::cuMemsetD8) memsetD8 = nullptr;
-  decltype(&::cuModuleLoadDataEx) moduleLoadDataEx = nullptr;
-  decltype(&::cuModuleUnload) moduleUnload = nullptr;
-  decltype(&::cuModuleGetFunction) moduleGetFunction = nullptr;
-  decltype(&::cuFuncSetAttribute) funcSetAttribute = nullptr;
-  decltype(&::cuLaunchKernel) launchKernel = nullptr;
-  decltype(&::cuEventCreate) eventCreate = nullptr;
-  decltype(&::cuEventDestroy) eventDestroy = nullptr;
-  decltype(&::cuEventRecord) eventRecord = nullptr;
-  decltype(&::cuEventSynchronize) eventSynchronize = nullptr;
-  decltype(&::cuEventElapsedTime) eventElapsedTime = nullptr;
+#define LLMC_DECLARE_DRIVER_ENTRY(member, symbol, version) PFN_##symbol##_v##version member = nullptr;
+  LLMC_CUDA_DRIVER_ENTRIES(LLMC_DECLARE_DRIVER_ENTRY)
+#undef LLMC_DECLARE_DRIVER_ENTRY
 };
 
 // The driver, loaded and initialised (cuInit) on first use. Throws NoGpuError
