@@ -407,7 +407,7 @@ class Writer {
     const AccumulatorSlot& slot = stream_.slots[static_cast<size_t>(k)];
     const SlotLayout& layout = slots_[static_cast<size_t>(k)];
     const std::string& position = env.at(plan_.streamAxis).expr;
-    std::string product;
+    std::string product, conditions;
     for (const StreamFactor& f : slot.core) {
       const Node& node = g_.node(f.node);
       std::string v = value(f.node, env);
@@ -421,22 +421,23 @@ class Writer {
           else base = fmt::format("expf({})", v);
           break;
         // A bool's mask (from a where); an integer's is the one-hot of a
-        // gather index along the stream axis.
+        // gather index along the stream axis. Masks select rather than
+        // multiply: a masked-out -inf must give 0, not NaN.
         case StreamFactor::Kind::Mask:
-          base = node.type.dtype == DType::Bool ? fmt::format("({} ? 1.0f : 0.0f)", v)
-                                                : fmt::format("({} == {} ? 1.0f : 0.0f)", v, position);
-          break;
-        case StreamFactor::Kind::NotMask:
-          base = node.type.dtype == DType::Bool ? fmt::format("({} ? 0.0f : 1.0f)", v)
-                                                : fmt::format("({} == {} ? 0.0f : 1.0f)", v, position);
-          break;
+        case StreamFactor::Kind::NotMask: {
+          std::string on = node.type.dtype == DType::Bool ? v : fmt::format("{} == {}", v, position);
+          if (f.kind == StreamFactor::Kind::NotMask) on = fmt::format("!({})", on);
+          conditions = conditions.empty() ? on : conditions + " && " + on;
+          continue;
+        }
       }
       for (int p = 0; p < std::abs(f.power); ++p) {
         std::string term = f.power > 0 ? base : fmt::format("(1.0f / {})", base);
         product = product.empty() ? term : product + " * " + term;
       }
     }
-    return product.empty() ? "1.0f" : product;
+    if (product.empty()) product = "1.0f";
+    return conditions.empty() ? product : fmt::format("({}) ? {} : 0.0f", conditions, product);
   }
 
   void streamLoop(int point, const Env& env, WrittenKernel& out) {
