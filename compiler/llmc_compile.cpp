@@ -9,6 +9,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "emit_cuda.h"
 #include "json_export.h"
 #include "pipeline.h"
 #include "print.h"
@@ -30,11 +31,15 @@ options:
                       streams (for each reduced axis, whether the whole diagram
                       streams over it, with the accumulator it needs),
                       pseudocode (the kernels, partitioned for --arch, as
-                      loops) or perf (the performance model per kernel)
-  --arch ARCH         the target for pseudocode and perf: sm_80, sm_90a, a
+                      loops), perf (the performance model per kernel), cuda
+                      (the CUDA C++ source of every launch, docs/codegen.md)
+                      or launches (the launch description of that source as
+                      JSON: grid, block, parameters, buffers)
+  --arch ARCH         the target for pseudocode, perf and cuda: sm_80, sm_90a, a
                       target .json file, or auto (the GPU present); default sm_90a
   --device NAME       a device of the arch's file (H100-SXM, H200, ...)
-  --storage f32|bf16  bytes per float in memory for the model (default bf16)
+  --storage f32|bf16  how floats are stored in memory, for the model and the
+                      CUDA (default bf16)
   --json              with --emit perf: the report as JSON
   --set NAME=N        bind the size NAME to N; repeat it, or give several at
                       once: --set B=4,T=64
@@ -104,8 +109,9 @@ int main(int argc, char** argv) {
       return 0;
     } else if (arg == "--emit") {
       emit = value("--emit");
-      if (emit != "ir" && emit != "json" && emit != "streams" && emit != "pseudocode" && emit != "perf")
-        usageError(fmt::format("unknown --emit '{}' (known: ir, json, streams, pseudocode, perf)", emit));
+      if (emit != "ir" && emit != "json" && emit != "streams" && emit != "pseudocode" && emit != "perf" &&
+          emit != "cuda" && emit != "launches")
+        usageError(fmt::format("unknown --emit '{}' (known: ir, json, streams, pseudocode, perf, cuda, launches)", emit));
     } else if (arg == "--arch") {
       arch = value("--arch");
     } else if (arg == "--device") {
@@ -161,7 +167,7 @@ int main(int argc, char** argv) {
     // Kernels are planned for a target, whose cost model also decides what
     // the backward pass recomputes.
     std::optional<llmc::Target> target;
-    if (emit == "pseudocode" || emit == "perf") {
+    if (emit == "pseudocode" || emit == "perf" || emit == "cuda" || emit == "launches") {
       target = arch == "auto" ? llmc::detectTarget() : llmc::loadTarget(arch, device);
       options.target = &*target;
       options.cost = cost;
@@ -171,7 +177,12 @@ int main(int argc, char** argv) {
       output = llmc::graphToJson(graph).dump(2) + "\n";
     } else if (target) {
       auto kernels = llmc::planKernels(graph, *target, cost);
-      if (emit == "pseudocode") output = llmc::printPseudocode(graph, kernels, *target);
+      llmc::EmitOptions emitOptions;
+      emitOptions.storage = cost.storageBytes == 4 ? llmc::StorageType::F32 : llmc::StorageType::BF16;
+      if (emit == "cuda") output = llmc::emitCuda(graph, kernels, *target, emitOptions).source;
+      else if (emit == "launches")
+        output = llmc::launchesToJson(llmc::emitCuda(graph, kernels, *target, emitOptions)).dump(2) + "\n";
+      else if (emit == "pseudocode") output = llmc::printPseudocode(graph, kernels, *target);
       else if (json) output = llmc::perfReportJson(graph, kernels, *target).dump(2) + "\n";
       else output = llmc::perfReportText(graph, kernels, *target);
     } else if (emit == "streams") {

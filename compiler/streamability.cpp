@@ -303,6 +303,10 @@ class Analyzer {
   bool aggregate(const Node& n) {
     result_.aggregates.push_back(n.id);
     auto addSlot = [&](AccumulatorSlot::Kind kind, const Term& t) {
+      // The aggregate's value is the sum of its terms: the slot times the scale.
+      auto record = [&](int index) {
+        result_.aggregateTerms[n.id].push_back({t.coefficient, index, t.scale});
+      };
       AccumulatorSlot slot;
       slot.kind = kind;
       slot.core = t.core;
@@ -326,10 +330,12 @@ class Analyzer {
             other.rescaledBy == slot.rescaledBy) {
           if (std::find(other.aggregates.begin(), other.aggregates.end(), n.id) == other.aggregates.end())
             other.aggregates.push_back(n.id);
+          record(static_cast<int>(&other - result_.slots.data()));
           return;
         }
       }
       result_.slots.push_back(slot);
+      record(static_cast<int>(result_.slots.size()) - 1);
     };
     if (n.op == Op::Reduce && n.reduce == ReduceOp::Max) {
       Form in = formOf(n.operands[0]);

@@ -19,6 +19,7 @@
 // whole axis first.
 #pragma once
 
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -46,6 +47,15 @@ struct AccumulatorSlot {
   NodeId rescaledBy = -1;         // a Max aggregate m: kept as sum(core * exp(-m_running))
 };
 
+// One term of an aggregate's value at the end of the stream:
+// coefficient * slot * the product of the scale factors (the stream's own
+// aggregates, or exps of them).
+struct AggregateTerm {
+  double coefficient = 1;
+  int slot = -1;
+  std::vector<StreamFactor> scale;
+};
+
 struct StreamAnalysis {
   std::string axis;
   bool streamable = false;
@@ -54,6 +64,7 @@ struct StreamAnalysis {
   std::vector<AccumulatorSlot> slots;
   std::vector<NodeId> aggregates;  // reductions over the axis, in graph order
   std::vector<NodeId> tail;        // values computed from the aggregates after the stream
+  std::map<NodeId, std::vector<AggregateTerm>> aggregateTerms;  // each aggregate as a sum over slots
 };
 
 // Analyses `region` (node ids; values from outside it are available before

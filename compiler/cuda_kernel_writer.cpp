@@ -1,0 +1,691 @@
+#include "cuda_kernel_writer.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <stdexcept>
+
+#include "print.h"
+#include "streamability.h"
+
+namespace llmc {
+
+namespace {
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// The C type a value is computed in: fp32 for every float, int for integers.
+const char* valueType(DType d) {
+  if (d == DType::Bool) return "bool";
+  if (isInteger(d)) return "int";
+  return "float";
+}
+
+std::string floatLiteral(double v) {
+  if (std::isinf(v)) return v > 0 ? "LLMC_INF" : "(-LLMC_INF)";
+  std::string s = fmt::format("{}", v);
+  if (s.find_first_of(".en") == std::string::npos) s += ".0";
+  return s + "f";
+}
+
+// Where an index comes from: a C expression, and the scope that defines the
+// variables it uses (0: none, a constant).
+struct Binding {
+  std::string expr;
+  int scope = 0;
+};
+using Env = std::map<std::string, Binding>;
+
+class Writer {
+ public:
+  Writer(const Graph& g, const LaunchPlan& plan, const std::map<NodeId, StoredArray>& stored)
+      : g_(g), plan_(plan), stored_(stored), names_(printedNames(g)) {
+    scopes_.push_back({-1, 0, "", {}});
+  }
+
+  WrittenKernel run() {
+    WrittenKernel out;
+    switch (plan_.kind) {
+      case LaunchPlan::Kind::Tile: tile(out); break;
+      case LaunchPlan::Kind::Scatter: scatter(out); break;
+      case LaunchPlan::Kind::Clear: clear(out); break;
+    }
+    for (const std::string& l : scopes_[0].lines) out.body += "  " + l + "\n";
+    out.reads = reads_;
+    return out;
+  }
+
+ private:
+  struct Scope {
+    int parent;
+    int depth;
+    std::string header;
+    std::vector<std::string> lines;
+  };
+
+  // ---- scopes: a block of code under a header (a loop, an if). Code that
+  // depends only on the indices of an outer scope is emitted there, ahead of
+  // the open inner scopes (which join their parent when closed).
+  int open(int parent, std::string header) {
+    scopes_.push_back({parent, scopes_[static_cast<size_t>(parent)].depth + 1, std::move(header), {}});
+    return static_cast<int>(scopes_.size()) - 1;
+  }
+  void close(int s) {
+    Scope& sc = scopes_[static_cast<size_t>(s)];
+    auto& out = scopes_[static_cast<size_t>(sc.parent)].lines;
+    out.push_back(sc.header + " {");
+    for (const std::string& l : sc.lines) out.push_back("  " + l);
+    out.push_back("}");
+    sc.lines.clear();
+  }
+  void emit(int s, std::string line) { scopes_[static_cast<size_t>(s)].lines.push_back(std::move(line)); }
+  int depth(int s) const { return scopes_[static_cast<size_t>(s)].depth; }
+  int deeper(int a, int b) const { return depth(a) >= depth(b) ? a : b; }
+  std::string fresh(const std::string& base) { return fmt::format("{}_{}", base, counter_++); }
+  std::string define(int s, const std::string& ctype, const std::string& base, const std::string& expr) {
+    std::string name = fresh(base);
+    emit(s, fmt::format("const {} {} = {};", ctype, name, expr));
+    return name;
+  }
+  // A loop over a whole axis, binding it in env.
+  int loop(int parent, const Axis& axis, Env& env) {
+    std::string var = fresh("i_" + axis.name);
+    int s = open(parent, fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", var, axis.size));
+    env[axis.name] = {var, s};
+    return s;
+  }
+  void closeAll(std::vector<int>& opened) {
+    for (auto it = opened.rbegin(); it != opened.rend(); ++it) close(*it);
+    opened.clear();
+  }
+
+  int64_t axisSize(NodeId id, const std::string& axis) const {
+    const Axis* a = g_.node(id).type.find(axis);
+    if (!a) throw std::logic_error(fmt::format("emit cuda: {} has no axis '{}'", names_[static_cast<size_t>(id)], axis));
+    return a->size;
+  }
+
+  // ---- values
+  std::string value(NodeId id, const Env& env) {
+    const Node& n = g_.node(id);
+    if (n.op == Op::Constant) {
+      if (n.type.dtype == DType::Bool) return n.value != 0 ? "true" : "false";
+      if (isInteger(n.type.dtype)) return fmt::format("{}", static_cast<int64_t>(n.value));
+      return floatLiteral(n.value);
+    }
+    Env own;
+    for (const Axis& a : n.type.axes) {
+      auto it = env.find(a.name);
+      if (it == env.end())
+        throw std::logic_error(fmt::format("emit cuda: no index for axis '{}' of {}", a.name,
+                                           names_[static_cast<size_t>(id)]));
+      own[a.name] = it->second;
+    }
+    if (n.op == Op::Pos) return own.at(n.axes[0]).expr;
+    int target = floor_;
+    for (const auto& [axis, b] : own) target = deeper(target, b.scope);
+    std::string key = fmt::format("{}@{}", id, target);
+    for (const Axis& a : n.type.axes) key += "|" + own[a.name].expr;
+    if (auto it = cache_.find(key); it != cache_.end()) return it->second;
+    std::string result;
+    if (stream_.streamable && aggregateTerms().count(id)) result = aggregate(n, own, target);
+    else if (stored_.count(id) && !plan_.computed.count(id)) result = load(n, own, target);
+    else result = compute(n, own, target);
+    cache_[key] = result;
+    return result;
+  }
+
+  const std::map<NodeId, std::vector<AggregateTerm>>& aggregateTerms() const { return stream_.aggregateTerms; }
+
+  // Row-major offset of a position of a stored array (Horner form).
+  std::string offset(NodeId id, const Env& env) const {
+    const Type& t = g_.node(id).type;
+    if (t.axes.empty()) return "0";
+    const bool wide = t.elementCount() > INT_MAX;
+    std::string off;
+    for (const Axis& a : t.axes) {
+      const std::string& e = env.at(a.name).expr;
+      if (off.empty()) off = wide ? fmt::format("(long long)({})", e) : e;
+      else off = fmt::format("({}) * {} + {}", off, a.size, e);
+    }
+    return off;
+  }
+
+  std::string load(const Node& n, const Env& own, int target) {
+    const StoredArray& arr = stored_.at(n.id);
+    reads_.insert(n.id);
+    std::string at = fmt::format("{}[{}]", arr.param, offset(n.id, own));
+    std::string expr = at;
+    if (arr.ctype == "llmc_bf16") expr = fmt::format("llmc_bf16_to_f32({})", at);
+    else if (arr.ctype == "unsigned short") expr = fmt::format("(int){}", at);
+    else if (arr.ctype == "unsigned char") expr = fmt::format("({} != 0)", at);
+    else if (arr.ctype == "double") expr = fmt::format("(float){}", at);
+    return define(target, valueType(n.type.dtype), names_[static_cast<size_t>(n.id)], expr);
+  }
+
+  std::string storeConversion(const StoredArray& arr, const std::string& v) const {
+    if (arr.ctype == "llmc_bf16") return fmt::format("llmc_f32_to_bf16({})", v);
+    if (arr.ctype == "unsigned char") return fmt::format("(unsigned char)({} ? 1 : 0)", v);
+    if (arr.ctype == "unsigned short") return fmt::format("(unsigned short)({})", v);
+    return v;
+  }
+
+  std::string compute(const Node& n, const Env& own, int target) {
+    const std::string name = names_[static_cast<size_t>(n.id)];
+    const char* ctype = valueType(n.type.dtype);
+    const bool isF = isFloat(n.type.dtype);
+    auto operand = [&](size_t k) { return value(n.operands[k], own); };
+    auto def = [&](const std::string& expr) { return define(target, ctype, name, expr); };
+    switch (n.op) {
+      case Op::Unary: {
+        std::string x = operand(0);
+        switch (n.unary) {
+          case UnaryOp::Neg: return def(fmt::format("-{}", x));
+          case UnaryOp::Exp: return def(fmt::format("expf({})", x));
+          case UnaryOp::Log: return def(fmt::format("logf({})", x));
+          case UnaryOp::Tanh: return def(fmt::format("tanhf({})", x));
+          case UnaryOp::Sqrt: return def(fmt::format("sqrtf({})", x));
+          case UnaryOp::Rsqrt: return def(fmt::format("1.0f / sqrtf({})", x));  // rsqrtf is 2 ulp: too coarse for the 1e-5 oracle
+          case UnaryOp::Abs: return def(fmt::format(fmt::runtime(isF ? "fabsf({})" : "abs({})"), x));
+        }
+        break;
+      }
+      case Op::Binary: {
+        std::string x = operand(0), y = operand(1);
+        switch (n.binary) {
+          case BinaryOp::Add: return def(fmt::format("{} + {}", x, y));
+          case BinaryOp::Sub: return def(fmt::format("{} - {}", x, y));
+          case BinaryOp::Mul: return def(fmt::format("{} * {}", x, y));
+          case BinaryOp::Div: return def(fmt::format("{} / {}", x, y));
+          case BinaryOp::Maximum: return def(fmt::format(fmt::runtime(isF ? "fmaxf({}, {})" : "max({}, {})"), x, y));
+          case BinaryOp::Minimum: return def(fmt::format(fmt::runtime(isF ? "fminf({}, {})" : "min({}, {})"), x, y));
+        }
+        break;
+      }
+      case Op::Compare: return def(fmt::format("{} {} {}", operand(0), compareSymbol(n.compare), operand(1)));
+      case Op::Select: {
+        std::string c = operand(0), x = operand(1), y = operand(2);
+        return def(fmt::format("{} ? {} : {}", c, x, y));
+      }
+      case Op::Cast: {
+        std::string x = operand(0);
+        DType from = g_.node(n.operands[0]).type.dtype;
+        if (n.type.dtype == DType::Bool) return def(fmt::format("{} != 0", x));
+        if (isInteger(n.type.dtype)) return def(fmt::format("(int)({})", x));  // truncates toward zero
+        if (from == DType::Bool) return def(fmt::format("{} ? 1.0f : 0.0f", x));
+        return def(fmt::format("(float)({})", x));
+      }
+      case Op::Reduce:
+      case Op::Contract: return reduction(n, own, target);
+      case Op::Gather: return gather(n, own, target);
+      case Op::Split: {
+        Env e = own;
+        std::string whole;
+        int scope = 0;
+        for (const std::string& part : n.newAxes) {
+          const Binding& b = own.at(part);
+          whole = whole.empty() ? b.expr : fmt::format("({}) * {} + {}", whole, axisSize(n.id, part), b.expr);
+          scope = deeper(scope, b.scope);
+          e.erase(part);
+        }
+        e[n.axes[0]] = {whole, scope};
+        return value(n.operands[0], e);
+      }
+      case Op::Merge: {
+        Env e = own;
+        const Binding merged = own.at(n.newAxes[0]);
+        e.erase(n.newAxes[0]);
+        int64_t inner = 1;
+        for (size_t k = n.axes.size(); k-- > 0;) {
+          int64_t size = axisSize(n.operands[0], n.axes[k]);
+          std::string expr = inner == 1 ? merged.expr : fmt::format("{} / {}", merged.expr, inner);
+          if (k > 0) expr = fmt::format("({}) % {}", expr, size);
+          e[n.axes[k]] = {fmt::format("({})", expr), merged.scope};
+          inner *= size;
+        }
+        return value(n.operands[0], e);
+      }
+      case Op::Rename: {
+        Env e = own;
+        e.erase(n.newAxes[0]);
+        e[n.axes[0]] = own.at(n.newAxes[0]);
+        return value(n.operands[0], e);
+      }
+      case Op::Index: {
+        Env e = own;
+        e[n.axes[0]] = {fmt::format("{}", n.lo), 0};
+        return value(n.operands[0], e);
+      }
+      case Op::Slice: {
+        Env e = own;
+        const Binding b = own.at(n.newAxes[0]);
+        e.erase(n.newAxes[0]);
+        e[n.axes[0]] = {n.lo == 0 ? b.expr : fmt::format("({} + {})", b.expr, n.lo), b.scope};
+        return value(n.operands[0], e);
+      }
+      case Op::Transpose:
+      case Op::Broadcast: return value(n.operands[0], own);
+      case Op::Concat: {
+        const Binding joined = own.at(n.newAxes[0]);
+        const int64_t part = axisSize(n.operands[0], n.axes[0]);
+        std::string r = fresh(name);
+        emit(target, fmt::format("{} {} = {};", ctype, r, isF ? "0.0f" : "0"));
+        for (size_t k = 0; k < n.operands.size(); ++k) {
+          const int64_t lo = static_cast<int64_t>(k) * part;
+          int s = open(target, fmt::format("if ({0} >= {1} && {0} < {2})", joined.expr, lo, lo + part));
+          Env e = own;
+          e.erase(n.newAxes[0]);
+          e[n.axes[0]] = {lo == 0 ? joined.expr : fmt::format("({} - {})", joined.expr, lo), s};
+          std::string v = value(n.operands[k], e);
+          emit(s, fmt::format("{} = {};", r, v));
+          close(s);
+        }
+        return r;
+      }
+      case Op::Input:
+      case Op::Constant:
+      case Op::Pos:
+      case Op::ScatterAdd: break;
+    }
+    throw std::logic_error(fmt::format("emit cuda: {} ({}) cannot be computed in launch {}", name, opName(n.op),
+                                       plan_.name));
+  }
+
+  // A sum, a max or a contraction over its axes, looped whole.
+  std::string reduction(const Node& n, const Env& own, int target) {
+    const bool isMax = n.op == Op::Reduce && n.reduce == ReduceOp::Max;
+    const char* ctype = valueType(n.type.dtype);
+    std::string acc = fresh(names_[static_cast<size_t>(n.id)]);
+    std::string init = isMax ? (isFloat(n.type.dtype) ? "-LLMC_INF" : "LLMC_INT_MIN") : (isFloat(n.type.dtype) ? "0.0f" : "0");
+    emit(target, fmt::format("{} {} = {};  // {} over {}", ctype, acc, init,
+                             n.op == Op::Contract ? "contraction" : reduceName(n.reduce), joinAxes(n.axes)));
+    Env e = own;
+    std::vector<int> opened;
+    int s = target;
+    for (const std::string& a : n.axes) {
+      s = loop(s, Axis{a, axisSize(n.operands[0], a)}, e);
+      opened.push_back(s);
+    }
+    if (n.op == Op::Contract) {
+      std::string x = value(n.operands[0], e), y = value(n.operands[1], e);
+      emit(s, fmt::format("{} += {} * {};", acc, x, y));
+    } else {
+      std::string x = value(n.operands[0], e);
+      emit(s, isMax ? fmt::format(fmt::runtime(isFloat(n.type.dtype) ? "{0} = fmaxf({0}, {1});" : "{0} = max({0}, {1});"), acc, x)
+                    : fmt::format("{} += {};", acc, x));
+    }
+    closeAll(opened);
+    return acc;
+  }
+
+  // table[a = index]; NaN (0 for integers) for an index out of range.
+  std::string gather(const Node& n, const Env& own, int target) {
+    const std::string& axis = n.axes[0];
+    std::string row = define(target, "int", "row", value(n.operands[1], own));
+    std::string r = fresh(names_[static_cast<size_t>(n.id)]);
+    emit(target, fmt::format("{} {} = {};", valueType(n.type.dtype), r, isFloat(n.type.dtype) ? "LLMC_NAN" : "0"));
+    int s = open(target, fmt::format("if ({0} >= 0 && {0} < {1})", row, axisSize(n.operands[0], axis)));
+    Env e = own;
+    e[axis] = {row, s};
+    std::string v = value(n.operands[0], e);
+    emit(s, fmt::format("{} = {};", r, v));
+    close(s);
+    return r;
+  }
+
+  static std::string joinAxes(const std::vector<std::string>& axes) {
+    std::string out;
+    for (const auto& a : axes) out += (out.empty() ? "" : " ") + a;
+    return out;
+  }
+
+  // ---- the stream: accumulator slots (head), their update per position of
+  // the stream axis (body, with the online-softmax rescaling), and the
+  // aggregates read from them afterwards (tail).
+  struct SlotLayout {
+    std::string name;
+    std::vector<Axis> local;  // the accumulator's axes inside a point of the tile
+    std::vector<std::string> innerAxes;  // reduced axes other than the stream axis, looped whole
+    int maxSlotOfRescale = -1;  // a sum rescaled by a running max: that max's slot
+    bool keepsPrevious = false; // a max some sum is rescaled by: its value before the update is kept
+  };
+
+  std::string slotRef(int k, const Env& env) const {
+    const SlotLayout& s = slots_[static_cast<size_t>(k)];
+    if (s.local.empty()) return s.name;
+    std::string off;
+    for (const Axis& a : s.local) off = off.empty() ? env.at(a.name).expr : fmt::format("({}) * {} + {}", off, a.size, env.at(a.name).expr);
+    return fmt::format("{}[{}]", s.name, off);
+  }
+  std::string previousRef(int k, const Env& env) const {
+    std::string ref = slotRef(k, env);
+    const std::string& name = slots_[static_cast<size_t>(k)].name;
+    return name + "_prev" + ref.substr(name.size());
+  }
+
+  bool setUpStream() {
+    if (plan_.streamAxis.empty() || plan_.streamChunk <= 0) return false;
+    stream_ = analyzeStream(g_, plan_.computed, plan_.streamAxis);
+    if (!stream_.streamable || stream_.slots.empty()) {
+      stream_ = StreamAnalysis{};
+      return false;
+    }
+    std::set<std::string> group;
+    for (const Axis& a : plan_.groupAxes) group.insert(a.name);
+    for (size_t k = 0; k < stream_.slots.size(); ++k) {
+      const AccumulatorSlot& slot = stream_.slots[k];
+      SlotLayout layout;
+      layout.name = fmt::format("S{}", k);
+      std::set<std::string> seen(group.begin(), group.end());
+      seen.insert(slot.axes.begin(), slot.axes.end());
+      for (const StreamFactor& f : slot.core)
+        for (const Axis& a : g_.node(f.node).type.axes)
+          if (seen.insert(a.name).second) layout.local.push_back(a);
+      for (const std::string& a : slot.axes)
+        if (a != plan_.streamAxis) layout.innerAxes.push_back(a);
+      slots_.push_back(layout);
+    }
+    for (size_t k = 0; k < stream_.slots.size(); ++k) {
+      NodeId m = stream_.slots[k].rescaledBy;
+      if (m < 0) continue;
+      for (size_t j = 0; j < stream_.slots.size(); ++j) {
+        const auto& agg = stream_.slots[j].aggregates;
+        if (stream_.slots[j].kind == AccumulatorSlot::Kind::Max && std::find(agg.begin(), agg.end(), m) != agg.end()) {
+          slots_[k].maxSlotOfRescale = static_cast<int>(j);
+          slots_[j].keepsPrevious = true;
+        }
+      }
+      if (slots_[k].maxSlotOfRescale < 0) throw std::logic_error("emit cuda: a rescaled slot without its running max");
+    }
+    return true;
+  }
+
+  // The chunk-local product of a slot's factors at a position of the stream.
+  std::string core(int k, const Env& env) {
+    const AccumulatorSlot& slot = stream_.slots[static_cast<size_t>(k)];
+    const SlotLayout& layout = slots_[static_cast<size_t>(k)];
+    const std::string& position = env.at(plan_.streamAxis).expr;
+    std::string product, conditions;
+    for (const StreamFactor& f : slot.core) {
+      const Node& node = g_.node(f.node);
+      std::string v = value(f.node, env);
+      std::string base;
+      switch (f.kind) {
+        case StreamFactor::Kind::Value: base = isFloat(node.type.dtype) ? v : fmt::format("(float)({})", v); break;
+        case StreamFactor::Kind::Exp:
+          if (layout.maxSlotOfRescale >= 0 && f.node == g_.node(slot.rescaledBy).operands[0])
+            base = streamValue(f.node, layout.maxSlotOfRescale, env, "exp_shifted",
+                               fmt::format("llmc_exp_shifted({}, {})", v, slotRef(layout.maxSlotOfRescale, env)));
+          else base = fmt::format("expf({})", v);
+          break;
+        // A bool's mask (from a where); an integer's is the one-hot of a
+        // gather index along the stream axis. Masks select rather than
+        // multiply: a masked-out -inf must give 0, not NaN.
+        case StreamFactor::Kind::Mask:
+        case StreamFactor::Kind::NotMask: {
+          std::string on = node.type.dtype == DType::Bool ? v : fmt::format("{} == {}", v, position);
+          if (f.kind == StreamFactor::Kind::NotMask) on = fmt::format("!({})", on);
+          conditions = conditions.empty() ? on : conditions + " && " + on;
+          continue;
+        }
+      }
+      for (int p = 0; p < std::abs(f.power); ++p) {
+        std::string term = f.power > 0 ? base : fmt::format("(1.0f / {})", base);
+        product = product.empty() ? term : product + " * " + term;
+      }
+    }
+    if (product.empty()) product = "1.0f";
+    return conditions.empty() ? product : fmt::format("({}) ? {} : 0.0f", conditions, product);
+  }
+
+  void streamLoop(int point, const Env& env, WrittenKernel& out) {
+    const std::string& x = plan_.streamAxis;
+    int64_t extent = 0;
+    for (NodeId id : plan_.computed)
+      for (NodeId o : g_.node(id).operands)
+        if (const Axis* a = g_.node(o).type.find(x)) extent = a->size;
+    // Head.
+    for (size_t k = 0; k < slots_.size(); ++k) {
+      const SlotLayout& s = slots_[k];
+      const bool isMax = stream_.slots[k].kind == AccumulatorSlot::Kind::Max;
+      std::string init = isMax ? "-LLMC_INF" : "0.0f";
+      int64_t n = 1;
+      for (const Axis& a : s.local) n *= a.size;
+      std::string note = fmt::format("  // accumulator head: {} over {}", isMax ? "max" : "sum", joinAxes(stream_.slots[k].axes));
+      if (s.local.empty()) {
+        emit(point, fmt::format("float {} = {};{}", s.name, init, note));
+        if (s.keepsPrevious) emit(point, fmt::format("float {}_prev;", s.name));
+      } else {
+        emit(point, fmt::format("float {}[{}];{}", s.name, n, note));
+        if (s.keepsPrevious) emit(point, fmt::format("float {}_prev[{}];", s.name, n));
+        emit(point, fmt::format("for (int j = 0; j < {}; ++j) {}[j] = {};", n, s.name, init));
+      }
+    }
+    // Body.
+    const std::string chunk = "chunk_" + x, var = "i_" + x;
+    int chunks = open(point, fmt::format("for (int {0} = 0; {0} < {1}; {0} += {2})", chunk, extent, plan_.streamChunk));
+    int positions = open(chunks, fmt::format("for (int {0} = {1}; {0} < min({1} + {2}, {3}); ++{0})", var, chunk,
+                                             plan_.streamChunk, extent));
+    Env e = env;
+    e[x] = {var, positions};
+    positions_ = positions;
+    for (int pass = 0; pass < 2; ++pass) {  // the running maxima first, then the sums they rescale
+      for (size_t k = 0; k < slots_.size(); ++k) {
+        const bool isMax = stream_.slots[k].kind == AccumulatorSlot::Kind::Max;
+        if (isMax != (pass == 0)) continue;
+        const SlotLayout& s = slots_[k];
+        Env se = e;
+        std::vector<int> opened;
+        int scope = positions;
+        for (const Axis& a : s.local) opened.push_back(scope = loop(scope, a, se));
+        std::string ref = slotRef(static_cast<int>(k), se);
+        if (isMax && s.keepsPrevious) emit(scope, fmt::format("{} = {};", previousRef(static_cast<int>(k), se), ref));
+        if (s.maxSlotOfRescale >= 0) {
+          std::string c = rescaleFactor(s.maxSlotOfRescale, se);
+          emit(scope, fmt::format("{} *= {};  // rescaled as the max moves: exp(m_old - m_new)", ref, c));
+        }
+        for (const std::string& a : s.innerAxes) opened.push_back(scope = loop(scope, Axis{a, innerSize(a)}, se));
+        std::string c = core(static_cast<int>(k), se);
+        emit(scope, isMax ? fmt::format("{0} = fmaxf({0}, {1});", ref, c) : fmt::format("{} += {};", ref, c));
+        closeAll(opened);
+      }
+    }
+    close(positions);
+    close(chunks);
+    out.streamNote = fmt::format("stream over {} in chunks of {} with {} accumulator slots", x, plan_.streamChunk,
+                                 slots_.size());
+  }
+
+  int64_t innerSize(const std::string& axis) const {
+    for (NodeId id : plan_.computed)
+      for (NodeId o : g_.node(id).operands)
+        if (const Axis* a = g_.node(o).type.find(axis)) return a->size;
+    throw std::logic_error("emit cuda: no size for axis " + axis);
+  }
+
+  // exp(m_old - m_new) of a running max, once per position of the max.
+  std::string rescaleFactor(int maxSlot, const Env& env) {
+    return streamValue(-1, maxSlot, env, "rescale",
+                       fmt::format("llmc_rescale({}, {})", previousRef(maxSlot, env), slotRef(maxSlot, env)));
+  }
+
+  // A value of the stream body that reads the running max of a slot: computed
+  // once per position of the stream and of the axes of `node` (-1: none) and
+  // of the max, after the max's update.
+  std::string streamValue(NodeId node, int maxSlot, const Env& env, const std::string& base, const std::string& expr) {
+    int target = positions_;
+    std::string key = fmt::format("{}{}:{}", base, maxSlot, node);
+    std::vector<Axis> axes = slots_[static_cast<size_t>(maxSlot)].local;
+    if (node >= 0) axes.insert(axes.end(), g_.node(node).type.axes.begin(), g_.node(node).type.axes.end());
+    for (const Axis& a : axes) {
+      target = deeper(target, env.at(a.name).scope);
+      key += "|" + env.at(a.name).expr;
+    }
+    key += fmt::format("@{}", target);
+    if (auto it = cache_.find(key); it != cache_.end()) return it->second;
+    std::string c = define(target, "float", base, expr);
+    cache_[key] = c;
+    return c;
+  }
+
+  // An aggregate after the stream: the sum of its terms over the slots.
+  std::string aggregate(const Node& n, const Env& own, int target) {
+    std::string sum;
+    for (const AggregateTerm& t : aggregateTerms().at(n.id)) {
+      const AccumulatorSlot& slot = stream_.slots[static_cast<size_t>(t.slot)];
+      std::string term = slotRef(t.slot, own);
+      if (t.coefficient != 1) term = fmt::format("{} * {}", floatLiteral(t.coefficient), term);
+      bool dropped = false;  // a rescaled slot already holds the sum times exp(-m)
+      for (const StreamFactor& f : t.scale) {
+        if (!dropped && slot.rescaledBy == f.node && f.kind == StreamFactor::Kind::Exp && f.power == -1) {
+          dropped = true;
+          continue;
+        }
+        std::string v = value(f.node, own);
+        std::string base = f.kind == StreamFactor::Kind::Exp ? fmt::format("expf({}{})", f.power < 0 ? "-" : "", v) : v;
+        int times = f.kind == StreamFactor::Kind::Exp ? 1 : std::abs(f.power);
+        for (int p = 0; p < times; ++p)
+          term += f.power > 0 || f.kind == StreamFactor::Kind::Exp ? " * " + base : " / " + base;
+      }
+      sum = sum.empty() ? term : sum + " + " + term;
+    }
+    return define(target, "float", names_[static_cast<size_t>(n.id)], sum.empty() ? "0.0f" : sum);
+  }
+
+  // ---- launches
+  void store(int scope, NodeId id, const Env& env) {
+    const StoredArray& arr = stored_.at(id);
+    std::string v = value(id, env);
+    emit(scope, fmt::format("{}[{}] = {};", arr.param, offset(id, env), storeConversion(arr, v)));
+  }
+
+  void tile(WrittenKernel& out) {
+    int64_t points = 1;
+    out.grid = 1;
+    for (const Axis& a : plan_.groupAxes) {
+      points *= plan_.tiles.at(a.name);
+      out.grid *= ceilDiv(a.size, plan_.tiles.at(a.name));
+    }
+    if (points > INT_MAX) throw std::logic_error("emit cuda: a tile of more than 2^31 points");
+    out.block = static_cast<int>(std::min<int64_t>(256, ceilDiv(points, 32) * 32));
+    // Tile origin from the block index, last group axis fastest.
+    if (out.grid > 1) emit(0, "long long block = blockIdx.x;");
+    std::vector<std::string> origins(plan_.groupAxes.size());
+    for (size_t i = plan_.groupAxes.size(); i-- > 0;) {
+      const Axis& a = plan_.groupAxes[i];
+      const int64_t tiles = ceilDiv(a.size, plan_.tiles.at(a.name));
+      origins[i] = "t_" + a.name;
+      if (tiles == 1) {
+        emit(0, fmt::format("const int {} = 0;", origins[i]));
+        continue;
+      }
+      emit(0, fmt::format("const int {} = (int)(block % {}) * {};", origins[i], tiles, plan_.tiles.at(a.name)));
+      if (i > 0) emit(0, fmt::format("block /= {};", tiles));
+    }
+    const int point = open(0, fmt::format("for (int p = threadIdx.x; p < {}; p += blockDim.x)", points));
+    floor_ = point;
+    Env env;
+    int64_t inner = 1;
+    std::string outside;
+    // Threads next to each other take points next to each other along the
+    // last group axis: the innermost axis of the outputs, for coalescing.
+    for (size_t i = plan_.groupAxes.size(); i-- > 0;) {
+      const Axis& a = plan_.groupAxes[i];
+      const int64_t t = plan_.tiles.at(a.name);
+      std::string pos = inner == 1 ? "p" : fmt::format("p / {}", inner);
+      if (i > 0 && t > 1) pos = fmt::format("({}) % {}", pos, t);
+      if (t == 1) pos = "0";
+      std::string var = "i_" + a.name;
+      emit(point, fmt::format("const int {} = {} + {};", var, origins[i], pos));
+      if (a.size % t != 0) outside += fmt::format("{}{} >= {}", outside.empty() ? "" : " || ", var, a.size);
+      env[a.name] = {var, point};
+      inner *= t;
+    }
+    if (!outside.empty()) emit(point, fmt::format("if ({}) continue;  // past the end of a remainder tile", outside));
+    if (setUpStream()) streamLoop(point, env, out);
+    std::set<std::string> group;
+    for (const Axis& a : plan_.groupAxes) group.insert(a.name);
+    for (NodeId o : plan_.outputs) {
+      Env e = env;
+      std::vector<int> opened;
+      int s = point;
+      std::string once;
+      for (const Axis& a : plan_.groupAxes)
+        if (!g_.node(o).type.has(a.name)) once += fmt::format("{}{} == 0", once.empty() ? "" : " && ", "i_" + a.name);
+      if (!once.empty()) opened.push_back(s = open(s, fmt::format("if ({})", once)));  // stored by one point only
+      for (const Axis& a : g_.node(o).type.axes)
+        if (!group.count(a.name)) opened.push_back(s = loop(s, a, e));
+      store(s, o, e);
+      closeAll(opened);
+    }
+    close(point);
+  }
+
+  // Thread index over every element of `t`, with the axes bound in env.
+  int flatPoints(const Type& t, Env& env, WrittenKernel& out) {
+    const int64_t n = t.elementCount();
+    out.grid = std::max<int64_t>(1, ceilDiv(n, 256));
+    out.block = 256;
+    const char* itype = n > INT_MAX ? "long long" : "int";
+    const int point = open(0, fmt::format("for ({0} p = ({0})blockIdx.x * blockDim.x + threadIdx.x; p < {1}; p += ({0})gridDim.x * blockDim.x)",
+                                          itype, n));
+    floor_ = point;
+    int64_t inner = 1;
+    for (size_t i = t.axes.size(); i-- > 0;) {
+      const Axis& a = t.axes[i];
+      std::string pos = inner == 1 ? "p" : fmt::format("p / {}", inner);
+      if (i > 0) pos = fmt::format("({}) % {}", pos, a.size);
+      std::string var = "i_" + a.name;
+      emit(point, fmt::format("const int {} = (int)({});", var, pos));
+      env[a.name] = {var, point};
+      inner *= a.size;
+    }
+    return point;
+  }
+
+  void scatter(WrittenKernel& out) {
+    const Node& s = g_.node(plan_.outputs.at(0));
+    const Node& values = g_.node(s.operands[0]);
+    Env env;
+    const int point = flatPoints(values.type, env, out);
+    std::string v = value(values.id, env);
+    std::string row = define(point, "int", "row", value(s.operands[1], env));
+    Env at = env;
+    at[s.newAxes[0]] = {row, point};
+    const StoredArray& arr = stored_.at(s.id);
+    emit(point, fmt::format("if ({0} >= 0 && {0} < {1}) atomicAdd(&{2}[{3}], {4});", row, s.type.find(s.newAxes[0])->size,
+                            arr.param, offset(s.id, at), v));
+    close(point);
+  }
+
+  void clear(WrittenKernel& out) {
+    const Node& s = g_.node(plan_.outputs.at(0));
+    Env env;
+    const int point = flatPoints(s.type, env, out);
+    emit(point, fmt::format("{}[p] = 0.0f;", stored_.at(s.id).param));
+    close(point);
+  }
+
+  const Graph& g_;
+  const LaunchPlan& plan_;
+  const std::map<NodeId, StoredArray>& stored_;
+  std::vector<std::string> names_;
+  std::vector<Scope> scopes_;
+  std::map<std::string, std::string> cache_;
+  std::set<NodeId> reads_;
+  int floor_ = 0;  // values are computed no further out than this scope
+  int positions_ = 0;  // the loop over the positions of the stream axis
+  int counter_ = 0;
+  StreamAnalysis stream_;
+  std::vector<SlotLayout> slots_;
+};
+
+}  // namespace
+
+WrittenKernel writeKernel(const Graph& graph, const LaunchPlan& plan, const std::map<NodeId, StoredArray>& stored) {
+  return Writer(graph, plan, stored).run();
+}
+
+}  // namespace llmc

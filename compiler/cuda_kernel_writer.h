@@ -1,0 +1,47 @@
+// Writes the CUDA source of one launch (emit_cuda.h): the loop nest of its
+// partition, with every value computed where the indices it depends on are
+// known. Used by emitCuda; a launch is described by a LaunchPlan.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ir.h"
+
+namespace llmc {
+
+// How a stored value is held in GMEM.
+struct StoredArray {
+  std::string param;  // the kernel parameter's name
+  std::string ctype;  // element type: float, llmc_bf16, int, unsigned short, unsigned char, double
+};
+
+struct LaunchPlan {
+  enum class Kind {
+    Tile,     // one block per tile of the group axes, threads over the tile's points
+    Scatter,  // a scatter-add: one thread per value, atomic adds into a zeroed f32 array
+    Clear,    // zero a stored array (before a scatter-add)
+  } kind = Kind::Tile;
+  std::string name;
+  std::set<NodeId> computed;     // values computed here; others are read from GMEM, or are views/constants
+  std::vector<NodeId> outputs;   // Tile: the values it stores; Scatter, Clear: the scatter-add
+  std::vector<Axis> groupAxes;   // Tile: tiled across blocks
+  std::map<std::string, int64_t> tiles;
+  std::string streamAxis;        // Tile: streamed with an accumulator (empty: none)
+  int64_t streamChunk = 0;
+};
+
+struct WrittenKernel {
+  std::string body;             // the function body, without the signature
+  std::set<NodeId> reads;       // stored values it reads
+  int64_t grid = 1;
+  int block = 256;
+  std::string streamNote;       // how the stream was emitted, for the source's comment
+};
+
+WrittenKernel writeKernel(const Graph& graph, const LaunchPlan& plan, const std::map<NodeId, StoredArray>& stored);
+
+}  // namespace llmc

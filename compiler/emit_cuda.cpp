@@ -1,0 +1,396 @@
+#include "emit_cuda.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <stdexcept>
+
+#include "cuda_kernel_writer.h"
+#include "print.h"
+
+namespace llmc {
+
+namespace {
+
+// Self-contained (no #include), so that NVRTC compiles it without include paths.
+const char* kPrelude = R"(// Values are computed in fp32; bf16 arrays are stored as their upper 16 bits.
+#define LLMC_INF __int_as_float(0x7f800000)
+#define LLMC_NAN __int_as_float(0x7fffffff)
+#define LLMC_INT_MIN (-2147483647 - 1)
+typedef unsigned short llmc_bf16;
+
+__device__ __forceinline__ float llmc_bf16_to_f32(llmc_bf16 v) { return __uint_as_float(((unsigned)v) << 16); }
+
+// Round to nearest, ties to even; NaN stays NaN.
+__device__ __forceinline__ llmc_bf16 llmc_f32_to_bf16(float f) {
+  unsigned u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (llmc_bf16)((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (llmc_bf16)(u >> 16);
+}
+
+// exp(s - m) against a running max m: 0 for s = -inf, also while m is still -inf.
+__device__ __forceinline__ float llmc_exp_shifted(float s, float m) { return s == -LLMC_INF ? 0.0f : expf(s - m); }
+
+// exp(m_old - m_new), the online-softmax rescaling: 1 while the max has not moved.
+__device__ __forceinline__ float llmc_rescale(float m_old, float m_new) { return m_old == m_new ? 1.0f : expf(m_old - m_new); }
+)";
+
+struct Storage {
+  std::string dtype, ctype;
+  int bytes;
+};
+
+Storage storageOf(DType d, StorageType storage, bool accumulatedByAtomics) {
+  switch (d) {
+    case DType::Bool: return {"bool", "unsigned char", 1};
+    case DType::I32: return {"i32", "int", 4};
+    case DType::U16: return {"u16", "unsigned short", 2};
+    case DType::F64: return {"f64", "double", 8};
+    case DType::F16:
+    case DType::BF16:
+    case DType::F32: break;
+  }
+  // Atomic adds (a scatter-add) accumulate in f32 whatever the storage.
+  if (storage == StorageType::BF16 && !accumulatedByAtomics) return {"bf16", "llmc_bf16", 2};
+  return {"f32", "float", 4};
+}
+
+std::set<NodeId> ancestorsWithin(const Graph& g, NodeId id, const std::set<NodeId>& within) {
+  std::set<NodeId> out;
+  std::vector<NodeId> work = g.node(id).operands;
+  while (!work.empty()) {
+    NodeId n = work.back();
+    work.pop_back();
+    if (!within.count(n) || !out.insert(n).second) continue;
+    for (NodeId o : g.node(n).operands) work.push_back(o);
+  }
+  return out;
+}
+
+struct Planned {
+  LaunchPlan plan;
+  int kernel = -1;
+  std::string role;
+  WrittenKernel written;
+};
+
+
+// The stored values a launch reads: operands of what it computes, looked
+// through the views and constants it computes inline.
+std::set<NodeId> readsOf(const Graph& g, const LaunchPlan& plan, const std::set<NodeId>& stored) {
+  std::set<NodeId> reads;
+  if (plan.kind == LaunchPlan::Kind::Clear) return reads;
+  std::set<NodeId> seen;
+  std::vector<NodeId> work;
+  for (NodeId n : plan.computed) work.insert(work.end(), g.node(n).operands.begin(), g.node(n).operands.end());
+  for (NodeId n : plan.outputs) work.insert(work.end(), g.node(n).operands.begin(), g.node(n).operands.end());
+  while (!work.empty()) {
+    NodeId n = work.back();
+    work.pop_back();
+    if (plan.computed.count(n) || !seen.insert(n).second) continue;
+    if (stored.count(n)) reads.insert(n);
+    else work.insert(work.end(), g.node(n).operands.begin(), g.node(n).operands.end());
+  }
+  return reads;
+}
+
+// The nodes of plan p that depend on p's own values through other launches:
+// they cannot run in the same launch as the rest of p.
+std::set<NodeId> reachedThroughOthers(const Graph& g, const LaunchPlan& p, const std::vector<std::vector<NodeId>>& consumers,
+                                      const std::set<NodeId>& elsewhere) {
+  std::set<NodeId> late;
+  std::set<std::pair<NodeId, bool>> seen;
+  std::vector<std::pair<NodeId, bool>> work;  // (node, whether the path has left p)
+  for (NodeId n : p.computed) work.push_back({n, false});
+  while (!work.empty()) {
+    auto [n, left] = work.back();
+    work.pop_back();
+    for (NodeId c : consumers[static_cast<size_t>(n)]) {
+      bool inP = p.computed.count(c) > 0;
+      if (inP && !left) continue;  // p's own dataflow
+      if (inP) late.insert(c);
+      bool nowLeft = left || (!inP && elsewhere.count(c));
+      if (seen.insert({c, nowLeft}).second) work.push_back({c, nowLeft});
+    }
+  }
+  (void)g;
+  return late;
+}
+
+// Launch order: a launch after those that write what it reads, and after
+// earlier writers of what it writes (a clear before its scatter). Where the
+// fusion made kernels that need each other's results, the part of a kernel
+// that depends on another launch moves to a launch of its own, after it.
+std::vector<size_t> orderLaunches(const Graph& g, std::vector<Planned>& plans, std::set<NodeId>& stored) {
+  std::vector<std::vector<NodeId>> consumers(g.nodes.size());
+  for (const Node& n : g.nodes)
+    for (NodeId o : n.operands) consumers[static_cast<size_t>(o)].push_back(n.id);
+  for (;;) {
+    std::map<NodeId, std::vector<size_t>> writers;
+    for (size_t i = 0; i < plans.size(); ++i)
+      for (NodeId o : plans[i].plan.outputs) writers[o].push_back(i);
+    std::vector<std::set<size_t>> after(plans.size());
+    for (size_t i = 0; i < plans.size(); ++i) {
+      for (NodeId r : readsOf(g, plans[i].plan, stored))
+        for (size_t w : writers[r]) after[i].insert(w);
+      for (NodeId o : plans[i].plan.outputs)
+        for (size_t w : writers[o])
+          if (w < i) after[i].insert(w);
+    }
+    std::vector<size_t> order;
+    std::vector<bool> done(plans.size(), false);
+    while (order.size() < plans.size()) {
+      size_t next = plans.size();
+      for (size_t i = 0; i < plans.size() && next == plans.size(); ++i)
+        if (!done[i] && std::all_of(after[i].begin(), after[i].end(), [&](size_t d) { return done[d]; })) next = i;
+      if (next == plans.size()) break;
+      done[next] = true;
+      order.push_back(next);
+    }
+    if (order.size() == plans.size()) return order;
+
+    // Split the first tile launch left that has a part depending on itself.
+    bool split = false;
+    for (size_t i = 0; i < plans.size() && !split; ++i) {
+      if (done[i] || plans[i].plan.kind != LaunchPlan::Kind::Tile) continue;
+      std::set<NodeId> elsewhere;
+      for (size_t j = 0; j < plans.size(); ++j)
+        if (j != i) elsewhere.insert(plans[j].plan.computed.begin(), plans[j].plan.computed.end());
+      std::set<NodeId> late = reachedThroughOthers(g, plans[i].plan, consumers, elsewhere);
+      if (late.empty() || late.size() == plans[i].plan.computed.size()) continue;
+      Planned early = plans[i], rest = plans[i];
+      early.plan.computed.clear();
+      early.plan.outputs.clear();
+      rest.plan.computed = late;
+      rest.plan.outputs.clear();
+      rest.plan.name += "_late";
+      for (NodeId n : plans[i].plan.computed)
+        if (!late.count(n)) early.plan.computed.insert(n);
+      // What the late part reads of the early part is stored.
+      for (NodeId r : readsOf(g, rest.plan, early.plan.computed)) stored.insert(r), early.plan.outputs.push_back(r);
+      for (NodeId o : plans[i].plan.outputs) {
+        if (late.count(o)) rest.plan.outputs.push_back(o);
+        else if (std::find(early.plan.outputs.begin(), early.plan.outputs.end(), o) == early.plan.outputs.end())
+          early.plan.outputs.push_back(o);
+      }
+      for (Planned* part : {&early, &rest}) {
+        std::vector<Axis> group;
+        for (const Axis& a : part->plan.groupAxes)
+          if (std::any_of(part->plan.outputs.begin(), part->plan.outputs.end(),
+                          [&](NodeId o) { return g.node(o).type.has(a.name); }))
+            group.push_back(a);
+        part->plan.groupAxes = group;
+      }
+      plans[i] = early;
+      plans.insert(plans.begin() + static_cast<std::ptrdiff_t>(i) + 1, rest);
+      split = true;
+    }
+    if (!split) {
+      std::string cycle;
+      for (size_t i = 0; i < plans.size(); ++i)
+        if (!done[i]) cycle += " " + plans[i].plan.name;
+      throw std::logic_error("emit cuda: these launches depend on each other in a cycle:" + cycle);
+    }
+  }
+}
+
+}  // namespace
+
+CudaModule emitCuda(const Graph& graph, const std::vector<PlannedKernel>& kernels, const Target& target,
+                    const EmitOptions& options) {
+  const std::vector<std::string> names = printedNames(graph);
+  auto name = [&](NodeId id) { return names[static_cast<size_t>(id)]; };
+
+  // What is stored in GMEM: the graph's inputs, what crosses kernels, the
+  // scatter-adds (accumulated by atomics), and graph outputs no kernel makes.
+  std::set<NodeId> stored(graph.inputs.begin(), graph.inputs.end());
+  std::set<NodeId> atomics;
+  for (const PlannedKernel& pk : kernels) {
+    stored.insert(pk.kernel.outputs.begin(), pk.kernel.outputs.end());
+    for (NodeId id : pk.kernel.nodes)
+      if (graph.node(id).op == Op::ScatterAdd) stored.insert(id), atomics.insert(id);
+  }
+
+  std::vector<Planned> plans;
+  for (const PlannedKernel& pk : kernels) {
+    const Kernel& k = pk.kernel;
+    std::set<NodeId> nodes(k.nodes.begin(), k.nodes.end());
+    // A scatter-add is a launch of its own over its values, into an array
+    // zeroed first; the kernel's other work reads its result from GMEM.
+    for (NodeId id : k.nodes) {
+      if (!atomics.count(id)) continue;
+      Planned clear;
+      clear.plan.kind = LaunchPlan::Kind::Clear;
+      clear.plan.name = fmt::format("{}_clear_{}", k.name, name(id));
+      clear.plan.outputs = {id};
+      clear.kernel = k.id;
+      clear.role = "clear";
+      plans.push_back(clear);
+      Planned scatter;
+      scatter.plan.kind = LaunchPlan::Kind::Scatter;
+      scatter.plan.name = fmt::format("{}_scatter_{}", k.name, name(id));
+      scatter.plan.outputs = {id};
+      scatter.plan.computed = ancestorsWithin(graph, id, nodes);
+      scatter.kernel = k.id;
+      scatter.role = "scatter";
+      plans.push_back(scatter);
+    }
+    Planned tile;
+    tile.plan.name = k.name;
+    tile.kernel = k.id;
+    tile.role = "tile";
+    for (NodeId id : k.nodes)
+      if (!atomics.count(id)) tile.plan.computed.insert(id);
+    for (NodeId id : k.outputs)
+      if (!atomics.count(id)) tile.plan.outputs.push_back(id);
+    if (tile.plan.outputs.empty()) continue;
+    for (const Axis& a : pk.shape.groupAxes) {
+      bool used = std::any_of(tile.plan.outputs.begin(), tile.plan.outputs.end(),
+                              [&](NodeId o) { return graph.node(o).type.has(a.name); });
+      if (!used) continue;
+      tile.plan.groupAxes.push_back(a);
+      auto t = pk.partition.groupTiles.find(a.name);
+      tile.plan.tiles[a.name] = t == pk.partition.groupTiles.end() ? a.size : std::min(t->second, a.size);
+    }
+    tile.plan.streamAxis = k.streamAxis;
+    tile.plan.streamChunk = pk.partition.streamChunk;
+    plans.push_back(tile);
+  }
+  // Graph outputs that are views or constants: copied into an array of their own.
+  for (const GraphOutput& o : graph.outputs) {
+    if (stored.count(o.node)) continue;
+    stored.insert(o.node);
+    Planned copy;
+    copy.plan.name = fmt::format("copy_{}", name(o.node));
+    copy.plan.outputs = {o.node};
+    copy.plan.computed = {o.node};
+    copy.role = "copy";
+    const Type& t = graph.node(o.node).type;
+    copy.plan.groupAxes = t.axes;
+    for (size_t i = 0; i < t.axes.size(); ++i)
+      copy.plan.tiles[t.axes[i].name] = i + 1 == t.axes.size() ? std::min<int64_t>(t.axes[i].size, 256) : 1;
+    plans.push_back(copy);
+  }
+
+  std::vector<size_t> order = orderLaunches(graph, plans, stored);
+  std::map<NodeId, StoredArray> arrays;
+  for (NodeId id : stored)
+    arrays[id] = {"g_" + name(id), storageOf(graph.node(id).type.dtype, options.storage, atomics.count(id) > 0).ctype};
+  for (Planned& p : plans) p.written = writeKernel(graph, p.plan, arrays);
+
+  CudaModule module;
+  module.arch = target.arch;
+  std::map<NodeId, int> bufferOf;
+  auto addBuffer = [&](NodeId id) {
+    if (bufferOf.count(id)) return;
+    const Node& n = graph.node(id);
+    Storage s = storageOf(n.type.dtype, options.storage, atomics.count(id) > 0);
+    BufferDesc b;
+    b.node = id;
+    b.name = name(id);
+    b.dtype = s.dtype;
+    b.ctype = s.ctype;
+    b.axes = n.type.axes;
+    b.elements = n.type.elementCount();
+    b.bytes = b.elements * s.bytes;
+    b.graphInput = n.op == Op::Input;
+    for (const GraphOutput& o : graph.outputs)
+      if (o.node == id) b.graphOutputs.push_back(o.name);
+    bufferOf[id] = static_cast<int>(module.buffers.size());
+    module.buffers.push_back(b);
+  };
+  for (NodeId id : graph.inputs) addBuffer(id);
+  for (size_t i : order)
+    for (NodeId o : plans[i].plan.outputs) addBuffer(o);
+
+  module.source = fmt::format("// Generated by llmc-compile --emit cuda from diagram '{}' for {} ({}); floats stored as {}.\n"
+                              "// One launch per function, in this order; the launch description (--emit launches)\n"
+                              "// gives each one's grid, block and parameters.\n\n{}",
+                              graph.name, target.arch, target.device,
+                              options.storage == StorageType::BF16 ? "bf16" : "f32", kPrelude);
+  const bool bf16 = options.storage == StorageType::BF16;
+  for (size_t i : order) {
+    const Planned& p = plans[i];
+    KernelLaunch launch;
+    launch.name = p.plan.name;
+    launch.kernel = p.kernel;
+    launch.role = p.role;
+    launch.grid = p.written.grid;
+    launch.block = p.written.block;
+    launch.instructions = selectInstructions(graph, p.plan.computed, stored, bf16);
+    std::string params;
+    for (NodeId o : p.plan.outputs) {
+      launch.params.push_back({bufferOf.at(o), true});
+      params += fmt::format("{}{}* __restrict__ {}", params.empty() ? "" : ", ", arrays.at(o).ctype, arrays.at(o).param);
+    }
+    for (NodeId r : p.written.reads) {
+      launch.params.push_back({bufferOf.at(r), false});
+      params += fmt::format("{}const {}* __restrict__ {}", params.empty() ? "" : ", ", arrays.at(r).ctype,
+                            arrays.at(r).param);
+    }
+    std::string about;
+    if (p.plan.kind == LaunchPlan::Kind::Tile) {
+      std::string axes;
+      for (const Axis& a : p.plan.groupAxes)
+        axes += fmt::format("{}{}:{}/{}", axes.empty() ? "" : " ", a.name, a.size, p.plan.tiles.at(a.name));
+      about = fmt::format("// GRID: one block per tile of [{}] (size/tile); threads over the tile's points.\n",
+                          axes.empty() ? "one point" : axes);
+      if (!p.written.streamNote.empty()) about += "// " + p.written.streamNote + ".\n";
+    } else if (p.plan.kind == LaunchPlan::Kind::Scatter) {
+      about = "// A scatter-add: one thread per value, atomic adds into the zeroed f32 array.\n";
+    } else {
+      about = "// Zeroes the array a scatter-add accumulates into.\n";
+    }
+    module.source += fmt::format("\n// {}: {} blocks x {} threads. Instruction selection: {}.\n{}"
+                                 "extern \"C\" __global__ void __launch_bounds__({}) {}({}) {{\n{}}}\n",
+                                 launch.name, launch.grid, launch.block, launch.instructions.describe(), about,
+                                 launch.block, launch.name, params, p.written.body);
+    module.launches.push_back(std::move(launch));
+  }
+  return module;
+}
+
+nlohmann::json launchesToJson(const CudaModule& module) {
+  using nlohmann::json;
+  auto axesJson = [](const std::vector<Axis>& axes) {
+    json out = json::array();
+    for (const Axis& a : axes) out.push_back({{"name", a.name}, {"size", a.size}});
+    return out;
+  };
+  json buffers = json::array();
+  for (const BufferDesc& b : module.buffers)
+    buffers.push_back({{"name", b.name},
+                       {"node", b.node},
+                       {"dtype", b.dtype},
+                       {"axes", axesJson(b.axes)},
+                       {"elements", b.elements},
+                       {"bytes", b.bytes},
+                       {"graph_input", b.graphInput},
+                       {"graph_outputs", b.graphOutputs}});
+  json launches = json::array();
+  for (const KernelLaunch& l : module.launches) {
+    json params = json::array();
+    for (const LaunchParam& p : l.params) {
+      const BufferDesc& b = module.buffers.at(static_cast<size_t>(p.buffer));
+      params.push_back({{"buffer", p.buffer},
+                        {"name", b.name},
+                        {"access", p.written ? "write" : "read"},
+                        {"dtype", b.dtype},
+                        {"axes", axesJson(b.axes)}});
+    }
+    launches.push_back({{"name", l.name},
+                        {"kernel", l.kernel},
+                        {"role", l.role},
+                        {"grid", {l.grid, 1, 1}},
+                        {"block", {l.block, 1, 1}},
+                        {"dynamic_smem_bytes", l.dynamicSmemBytes},
+                        {"params", params},
+                        {"instructions", l.instructions.describe()}});
+  }
+  return {{"arch", module.arch}, {"buffers", buffers}, {"launches", launches}};
+}
+
+}  // namespace llmc

@@ -1,0 +1,26 @@
+// A CUDA event: a marker in a stream, for timing work on the GPU.
+#pragma once
+
+#include "cuda_driver.h"
+
+namespace llmc::cuda {
+
+class Event {
+ public:
+  Event();  // in the current context
+  ~Event();
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+
+  void record(CUstream stream = nullptr);
+  // Waits until the work recorded before the event has finished.
+  void synchronize() const;
+
+  // Milliseconds of GPU time between two recorded events; waits for `end`.
+  static float elapsedMilliseconds(const Event& start, const Event& end);
+
+ private:
+  CUevent event_ = nullptr;
+};
+
+}  // namespace llmc::cuda

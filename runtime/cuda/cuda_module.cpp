@@ -1,0 +1,61 @@
+#include "cuda_module.h"
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <utility>
+
+namespace llmc::cuda {
+
+void Kernel::setMaxDynamicSharedMemory(unsigned bytes) {
+  check(driver().funcSetAttribute(function_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(bytes)),
+        fmt::format("cuFuncSetAttribute({}, max dynamic shared memory = {} bytes)", name_, bytes));
+  maxDynamicSharedMemory_ = bytes;
+}
+
+void Kernel::launch(const LaunchConfig& config, void** args) {
+  if (config.dynamicSharedMemoryBytes > maxDynamicSharedMemory_) setMaxDynamicSharedMemory(config.dynamicSharedMemoryBytes);
+  const Dim3& g = config.grid;
+  const Dim3& b = config.block;
+  check(driver().launchKernel(function_, g.x, g.y, g.z, b.x, b.y, b.z, config.dynamicSharedMemoryBytes, config.stream,
+                              args, nullptr),
+        fmt::format("cuLaunchKernel({}, grid {}x{}x{}, block {}x{}x{}, {} bytes dynamic shared memory)", name_, g.x,
+                    g.y, g.z, b.x, b.y, b.z, config.dynamicSharedMemoryBytes));
+}
+
+Module::Module(const std::string& image, std::string what) : what_(std::move(what)) {
+  char errorLog[16384] = {};
+  CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  // cuModuleLoadDataEx takes option values as pointers, numbers included.
+  void* values[] = {errorLog, reinterpret_cast<void*>(static_cast<uintptr_t>(sizeof errorLog))};
+  const CUresult result = driver().moduleLoadDataEx(&module_, image.c_str(), 2, options, values);
+  if (result != CUDA_SUCCESS) {
+    const std::string log = errorLog[0] ? fmt::format("\n{}", errorLog) : "";
+    throw CudaError(fmt::format("cuModuleLoadDataEx({}): {}{}", what_, describeCudaResult(result), log), result);
+  }
+}
+
+Module::~Module() {
+  if (module_) driver().moduleUnload(module_);
+}
+
+Module::Module(Module&& other) noexcept
+    : module_(std::exchange(other.module_, nullptr)), what_(std::move(other.what_)) {}
+
+Module& Module::operator=(Module&& other) noexcept {
+  if (this != &other) {
+    if (module_) driver().moduleUnload(module_);
+    module_ = std::exchange(other.module_, nullptr);
+    what_ = std::move(other.what_);
+  }
+  return *this;
+}
+
+Kernel Module::kernel(const std::string& name) const {
+  CUfunction function = nullptr;
+  check(driver().moduleGetFunction(&function, module_, name.c_str()),
+        fmt::format("cuModuleGetFunction({} in {})", name, what_));
+  return Kernel(function, name);
+}
+
+}  // namespace llmc::cuda

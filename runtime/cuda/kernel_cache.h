@@ -1,0 +1,51 @@
+// The disk cache of compiled kernels: the second start of a program finds its
+// kernels here instead of compiling them again.
+//
+// An entry is one file, <directory>/<key as 16 hex digits>.kernel, keyed by a
+// hash of everything that determines NVRTC's output (see kernelCacheKey). It
+// starts with a header (magic, format version, key, the payload's field sizes
+// and checksum), so a truncated, corrupt or stale entry is detected, reported
+// as a one-line warning on stderr and compiled anew: never trusted. Entries
+// are written to a temporary file in the same folder and renamed into place,
+// so readers see a whole entry or none, and concurrent writers of one entry
+// (threads or processes) are safe: the last rename wins, with the same bytes.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+
+#include "nvrtc_compiler.h"
+
+namespace llmc::cuda {
+
+// The hash of the kernel's name, source, arch and options, the language
+// standard, NVRTC's version and the contents of llmc's device headers.
+uint64_t kernelCacheKey(const KernelSource& kernel);
+
+class KernelCache {
+ public:
+  // The folder is created if missing; a failure to create it throws.
+  explicit KernelCache(std::filesystem::path directory);
+
+  // $LLMC_CACHE_DIR, else $XDG_CACHE_HOME/llmc/kernels, else ~/.cache/llmc/kernels.
+  static std::filesystem::path defaultDirectory();
+
+  const std::filesystem::path& directory() const { return directory_; }
+  std::filesystem::path entryPath(const KernelSource& kernel) const;
+
+  // The cached compilation of `kernel`, or nothing when there is no sound entry
+  // (a broken one is reported on stderr).
+  std::optional<CompiledKernel> find(const KernelSource& kernel) const;
+
+  // Stores `compiled` as the entry of `kernel`. A failure to write is reported
+  // on stderr, not thrown: the cache only saves time.
+  void store(const KernelSource& kernel, const CompiledKernel& compiled) const;
+
+ private:
+  std::filesystem::path entryPath(uint64_t key) const;
+
+  std::filesystem::path directory_;
+};
+
+}  // namespace llmc::cuda

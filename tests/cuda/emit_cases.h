@@ -1,0 +1,69 @@
+// The diagrams the CUDA emission tests run: GPT-2 (forward and training step)
+// and diagrams GPT-2 does not use, at shapes that are not multiples of the
+// tiles. Paths are relative to the source tree.
+#pragma once
+
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "pipeline.h"
+
+namespace llmc::testing {
+
+struct EmitCase {
+  std::string name;
+  std::string path;  // relative to LLMC_SOURCE_DIR
+  std::string entry;
+  SizeBindings sizes;
+  bool grad = false;
+  std::map<std::string, double> indexBound;  // integer inputs: drawn from [0, bound)
+};
+
+// The source tree: $LLMC_SOURCE_DIR (a copy on another machine), else the
+// one the tests were built from.
+inline std::string sourceDir() {
+  const char* dir = std::getenv("LLMC_SOURCE_DIR");
+  return dir ? dir : LLMC_SOURCE_DIR;
+}
+
+inline PipelineOptions pipelineOptions(const EmitCase& c) {
+  PipelineOptions o;
+  o.path = sourceDir() + "/" + c.path;
+  o.entry = c.entry;
+  o.sizes = c.sizes;
+  o.grad = c.grad;
+  return o;
+}
+
+inline std::vector<EmitCase> gpt2Cases() {
+  SizeBindings small = {{"B", 2}, {"T", 16}, {"maxT", 16}, {"L", 1}, {"C", 32}, {"H", 2}, {"V", 100}, {"Vp", 128}};
+  SizeBindings odd = {{"B", 3}, {"T", 37}, {"maxT", 40}, {"L", 2}, {"C", 40}, {"H", 4}, {"V", 101}, {"Vp", 120}};
+  std::map<std::string, double> tokens = {{"tokens", 100}, {"targets", 100}};
+  return {
+      {"gpt2 forward, small", "diagrams/gpt2/model.dg", "gpt2", small, false, tokens},
+      {"gpt2 forward, odd sizes", "diagrams/gpt2/model.dg", "gpt2", odd, false, tokens},
+      {"gpt2 logits, odd sizes", "diagrams/gpt2/model.dg", "gpt2_logits", odd, false, tokens},
+      {"gpt2 training step, small", "diagrams/gpt2/model.dg", "gpt2", small, true, tokens},
+      {"gpt2 training step, odd sizes", "diagrams/gpt2/model.dg", "gpt2", odd, true, tokens},
+  };
+}
+
+inline std::vector<EmitCase> otherCases() {
+  return {
+      {"rmsnorm", "diagrams/examples/rmsnorm.dg", "", {{"N", 100}, {"C", 771}}},
+      {"rmsnorm training step", "tests/cuda/Inputs/rmsnorm_loss.dg", "", {{"N", 37}, {"C", 80}}, true},
+      {"grouped-query attention", "diagrams/examples/grouped_query_attention.dg", "",
+       {{"B", 2}, {"H", 4}, {"G", 2}, {"T", 50}, {"X", 70}, {"D", 24}}},
+      {"contraction chain", "diagrams/examples/contraction_chain.dg", "",
+       {{"I", 30}, {"J", 17}, {"K", 65}, {"Lr", 9}, {"M", 33}}},
+      {"causal attention T=1000 d=80", "tests/lit/pseudocode/attention.dg", "", {{"B", 1}, {"H", 2}, {"T", 1000}, {"D", 80}}},
+      {"classifier with cross-entropy", "tests/lit/pseudocode/classifier.dg", "", {{"N", 100}, {"C", 48}, {"V", 771}},
+       false, {{"target", 771}}},
+      {"layernorm", "tests/lit/pseudocode/layernorm.dg", "", {{"N", 100}, {"C", 771}}},
+      {"matmul", "tests/lit/pseudocode/matmul.dg", "", {{"M", 1000}, {"K", 80}, {"N", 771}}},
+  };
+}
+
+}  // namespace llmc::testing

@@ -1,0 +1,190 @@
+// The emitted CUDA against the reference interpreter, on the GPU: for each
+// diagram of emit_cases.h and each storage (f32, bf16), a small executor
+// allocates a device buffer per stored value (the launch description),
+// uploads random inputs, poisons every other buffer with NaN (0xFF bytes),
+// runs the launches in order and compares every graph output with the
+// interpreter's: relative error <= 1e-5 with f32 storage, <= 1e-2 with bf16
+// (the interpreter gets the same bf16-rounded inputs). Exits 77 (ctest:
+// skipped) without a driver or a GPU.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "cuda_context.h"
+#include "cuda_module.h"
+#include "device_buffer.h"
+#include "emit_cases.h"
+#include "emit_cuda.h"
+#include "interpreter.h"
+#include "low_precision.h"
+#include "nvrtc_compiler.h"
+#include "pipeline.h"
+#include "pseudocode.h"
+#include "target.h"
+#include "tensor.h"
+
+namespace cuda = llmc::cuda;
+using llmc::testing::EmitCase;
+
+namespace {
+
+// The bytes of a host array as the buffer stores it.
+std::vector<unsigned char> toDevice(const llmc::BufferDesc& b, const std::vector<double>& values) {
+  std::vector<unsigned char> bytes(static_cast<size_t>(b.bytes));
+  for (size_t i = 0; i < values.size(); ++i) {
+    const double v = values[i];
+    if (b.dtype == "f32") { float f = static_cast<float>(v); std::memcpy(&bytes[4 * i], &f, 4); }
+    else if (b.dtype == "bf16") {
+      float f = static_cast<float>(v);  // already rounded to bf16: the upper half is exact
+      uint32_t u;
+      std::memcpy(&u, &f, 4);
+      uint16_t h = static_cast<uint16_t>(u >> 16);
+      std::memcpy(&bytes[2 * i], &h, 2);
+    } else if (b.dtype == "f64") std::memcpy(&bytes[8 * i], &v, 8);
+    else if (b.dtype == "i32") { int32_t x = static_cast<int32_t>(v); std::memcpy(&bytes[4 * i], &x, 4); }
+    else if (b.dtype == "u16") { uint16_t x = static_cast<uint16_t>(v); std::memcpy(&bytes[2 * i], &x, 2); }
+    else bytes[i] = v != 0;
+  }
+  return bytes;
+}
+
+std::vector<double> fromDevice(const llmc::BufferDesc& b, const std::vector<unsigned char>& bytes) {
+  std::vector<double> out(static_cast<size_t>(b.elements));
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (b.dtype == "f32") { float f; std::memcpy(&f, &bytes[4 * i], 4); out[i] = f; }
+    else if (b.dtype == "bf16") {
+      uint16_t h;
+      std::memcpy(&h, &bytes[2 * i], 2);
+      uint32_t u = uint32_t(h) << 16;
+      float f;
+      std::memcpy(&f, &u, 4);
+      out[i] = f;
+    } else if (b.dtype == "f64") std::memcpy(&out[i], &bytes[8 * i], 8);
+    else if (b.dtype == "i32") { int32_t x; std::memcpy(&x, &bytes[4 * i], 4); out[i] = x; }
+    else if (b.dtype == "u16") { uint16_t x; std::memcpy(&x, &bytes[2 * i], 2); out[i] = x; }
+    else out[i] = bytes[i];
+  }
+  return out;
+}
+
+// Random inputs: normal floats (rounded to bf16 for bf16 storage), integers
+// in [0, bound).
+std::map<std::string, llmc::HostTensor> randomInputs(const llmc::Graph& g, const EmitCase& c, bool bf16, uint64_t seed) {
+  std::map<std::string, llmc::HostTensor> inputs;
+  for (llmc::NodeId id : g.inputs) {
+    const llmc::Node& n = g.node(id);
+    llmc::HostTensor t;
+    if (llmc::isFloat(n.type.dtype)) {
+      t = llmc::randomNormal(n.type, seed + static_cast<uint64_t>(id), 0, 1);
+      if (bf16)
+        for (double& v : t.data) v = llmc::roundToDType(v, llmc::DType::BF16);
+    } else {
+      auto bound = c.indexBound.find(n.name);
+      t = llmc::randomUniform(n.type, seed + static_cast<uint64_t>(id), 0, bound == c.indexBound.end() ? 2 : bound->second);
+    }
+    inputs[n.name] = t;
+  }
+  return inputs;
+}
+
+struct Outcome {
+  int failed = 0;
+  int checked = 0;
+};
+
+void runCase(const EmitCase& c, bool bf16, const cuda::Context& context, Outcome& outcome) {
+  const std::string label = fmt::format("{} ({} storage)", c.name, bf16 ? "bf16" : "f32");
+  llmc::Graph graph = llmc::compileToIR(llmc::testing::pipelineOptions(c));
+  llmc::Target target = llmc::loadTarget(context.computeCapability() >= 90 ? "sm_90a" : "sm_80");
+  llmc::CostOptions cost;
+  cost.storageBytes = bf16 ? 2 : 4;
+  llmc::CudaModule module = llmc::emitCuda(graph, llmc::planKernels(graph, target, cost), target,
+                                           {bf16 ? llmc::StorageType::BF16 : llmc::StorageType::F32});
+  cuda::CompiledKernel compiled = cuda::compileWithNvrtc({module.launches.at(0).name, module.source, context.arch(), {}});
+  cuda::Module loaded(compiled.cubin, label);
+
+  auto inputs = randomInputs(graph, c, bf16, 1234);
+  std::vector<cuda::DeviceBuffer> buffers;
+  for (const llmc::BufferDesc& b : module.buffers) {
+    buffers.emplace_back(static_cast<size_t>(std::max<int64_t>(b.bytes, 1)));
+    if (b.graphInput) {
+      const llmc::HostTensor laidOut = llmc::permuteTo(inputs.at(graph.node(b.node).name), graph.node(b.node).type);
+      std::vector<unsigned char> bytes = toDevice(b, laidOut.data);
+      buffers.back().copyFromHost(bytes.data(), bytes.size());
+    } else {
+      buffers.back().fillBytes(0xFF);  // NaN: what a launch fails to write shows
+    }
+  }
+  for (const llmc::KernelLaunch& l : module.launches) {
+    std::vector<CUdeviceptr> addresses;
+    for (const llmc::LaunchParam& p : l.params) addresses.push_back(buffers.at(static_cast<size_t>(p.buffer)).address());
+    std::vector<void*> args;
+    for (CUdeviceptr& a : addresses) args.push_back(&a);
+    cuda::Kernel kernel = loaded.kernel(l.name);
+    cuda::LaunchConfig config;
+    config.grid = {static_cast<unsigned>(l.grid), 1, 1};
+    config.block = {static_cast<unsigned>(l.block), 1, 1};
+    config.dynamicSharedMemoryBytes = static_cast<unsigned>(l.dynamicSmemBytes);
+    kernel.launch(config, args.data());
+  }
+  context.synchronize();
+
+  llmc::InterpreterOptions options;
+  options.precision = llmc::Precision::F32;
+  std::vector<llmc::HostTensor> expected = llmc::interpret(graph, inputs, options);
+  const double tolerance = bf16 ? 1e-2 : 1e-5;
+  for (size_t i = 0; i < graph.outputs.size(); ++i) {
+    const std::string& name = graph.outputs[i].name;
+    const llmc::BufferDesc* buffer = nullptr;
+    size_t index = 0;
+    for (size_t k = 0; k < module.buffers.size(); ++k)
+      for (const std::string& o : module.buffers[k].graphOutputs)
+        if (o == name) buffer = &module.buffers[k], index = k;
+    if (!buffer) {
+      fmt::print("FAIL {}: output {} has no buffer\n", label, name);
+      ++outcome.failed;
+      continue;
+    }
+    std::vector<unsigned char> bytes(static_cast<size_t>(buffer->bytes));
+    buffers[index].copyToHost(bytes.data(), bytes.size());
+    llmc::HostTensor got{graph.node(graph.outputs[i].node).type, fromDevice(*buffer, bytes)};
+    const double error = llmc::relativeError(got, expected[i]);
+    const bool ok = error <= tolerance;  // false for NaN
+    ++outcome.checked;
+    if (!ok) ++outcome.failed;
+    fmt::print("{} {}: {} relative error {:.3g} (tolerance {:.0e}; {} launches)\n", ok ? "ok  " : "FAIL", label, name,
+               error, tolerance, module.launches.size());
+  }
+}
+
+}  // namespace
+
+int main() {
+  std::optional<cuda::Context> context;
+  try {
+    context.emplace(0);
+  } catch (const cuda::NoGpuError& error) {
+    fmt::print("skipped: {}\n", error.what());
+    return 77;
+  }
+  fmt::print("GPU 0: {}, compiling for {}\n", context->name(), context->arch());
+  std::vector<EmitCase> cases = llmc::testing::gpt2Cases();
+  for (const EmitCase& c : llmc::testing::otherCases()) cases.push_back(c);
+  Outcome outcome;
+  for (const EmitCase& c : cases)
+    for (bool bf16 : {false, true}) {
+      try {
+        runCase(c, bf16, *context, outcome);
+      } catch (const std::exception& e) {
+        fmt::print("FAIL {} ({}): {}\n", c.name, bf16 ? "bf16" : "f32", e.what());
+        ++outcome.failed;
+      }
+    }
+  fmt::print("{} outputs checked, {} failed\n", outcome.checked, outcome.failed);
+  return outcome.failed ? 1 : 0;
+}

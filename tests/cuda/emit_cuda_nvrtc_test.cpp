@@ -1,0 +1,57 @@
+// Every launch llmc emits compiles with NVRTC, for sm_80 and sm_90a: GPT-2's
+// forward and training step (small, and d12's channel, head, context and
+// vocabulary sizes with two layers), the examples and the pseudocode tests'
+// diagrams. Needs the CUDA toolkit's NVRTC, not a GPU.
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include "emit_cases.h"
+#include "emit_cuda.h"
+#include "nvrtc_compiler.h"
+#include "pipeline.h"
+#include "pseudocode.h"
+#include "target.h"
+
+namespace {
+
+using llmc::testing::EmitCase;
+
+void compilesEverywhere(const EmitCase& c) {
+  llmc::Graph graph = llmc::compileToIR(llmc::testing::pipelineOptions(c));
+  for (const char* arch : {"sm_80", "sm_90a"}) {
+    for (auto storage : {llmc::StorageType::F32, llmc::StorageType::BF16}) {
+      llmc::Target target = llmc::loadTarget(arch);
+      llmc::CostOptions cost;
+      cost.storageBytes = storage == llmc::StorageType::BF16 ? 2 : 4;
+      llmc::CudaModule module = llmc::emitCuda(graph, llmc::planKernels(graph, target, cost), target, {storage});
+      const std::string what = fmt::format("{} for {}, {} storage", c.name, arch,
+                                           storage == llmc::StorageType::BF16 ? "bf16" : "f32");
+      INFO(what);
+      llmc::cuda::CompiledKernel compiled;
+      try {
+        compiled = llmc::cuda::compileWithNvrtc({module.launches.at(0).name, module.source, arch, {}});
+      } catch (const llmc::cuda::KernelCompileError& e) {
+        FAIL(e.what());
+      }
+      CHECK(!compiled.cubin.empty());
+      for (const llmc::KernelLaunch& launch : module.launches) {
+        INFO(launch.name);
+        CHECK(compiled.ptx.find(fmt::format(".entry {}(", launch.name)) != std::string::npos);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("emitted CUDA of GPT-2 compiles with NVRTC", "[emit_cuda][nvrtc]") {
+  for (const EmitCase& c : llmc::testing::gpt2Cases()) compilesEverywhere(c);
+  EmitCase d12{"gpt2 training step, d12 sizes (2 layers)", "diagrams/gpt2/model.dg", "gpt2",
+               {{"B", 4}, {"T", 1024}, {"maxT", 1024}, {"L", 2}, {"C", 768}, {"H", 12}, {"V", 50257}, {"Vp", 50304}},
+               true, {}};
+  compilesEverywhere(d12);
+}
+
+TEST_CASE("emitted CUDA of the examples compiles with NVRTC", "[emit_cuda][nvrtc]") {
+  for (const EmitCase& c : llmc::testing::otherCases()) compilesEverywhere(c);
+}

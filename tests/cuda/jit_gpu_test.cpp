@@ -1,0 +1,171 @@
+// Kernels compiled by the JIT, loaded and run on the GPU, checked against the
+// CPU: a vectorised saxpy over 10M floats (from its CUBIN, and from PTX that
+// the driver compiles), and a kernel using more than 48 KiB of dynamic shared
+// memory. Output buffers are poisoned with NaN first. Exits 77 (ctest:
+// skipped) when there is no driver or GPU.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <random>
+#include <span>
+#include <vector>
+
+#include "cuda_context.h"
+#include "cuda_event.h"
+#include "cuda_test_support.h"
+#include "device_buffer.h"
+#include "jit.h"
+#include "loaded_kernels.h"
+
+namespace cuda = llmc::cuda;
+
+namespace {
+
+// out = a*x + y, four floats per thread with 16-byte accesses, the tail one by one.
+const std::string kSaxpy = R"(
+#include <vector_access.h>
+extern "C" __global__ void saxpy(float a, const float* x, const float* y, float* out, long long n) {
+  const long long i = 4 * (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x);
+  if (i + 3 < n) {
+    const float4 xv = llmc::device::load16(x + i), yv = llmc::device::load16(y + i);
+    llmc::device::store16(out + i, make_float4(a * xv.x + yv.x, a * xv.y + yv.y, a * xv.z + yv.z, a * xv.w + yv.w));
+  } else {
+    for (long long j = i; j < n; ++j) out[j] = a * x[j] + y[j];
+  }
+}
+)";
+
+// Each block reverses a chunk of `chunk` floats through shared memory.
+const std::string kReverseChunks = R"(
+extern "C" __global__ void reverse_chunks(const float* in, float* out, int chunk) {
+  extern __shared__ float tile[];
+  const long long base = static_cast<long long>(blockIdx.x) * chunk;
+  for (int j = threadIdx.x; j < chunk; j += blockDim.x) tile[j] = in[base + j];
+  __syncthreads();
+  for (int j = threadIdx.x; j < chunk; j += blockDim.x) out[base + j] = tile[chunk - 1 - j];
+}
+)";
+
+struct Checks {
+  int failed = 0;
+  void expect(bool ok, const std::string& what) {
+    fmt::print("{} {}\n", ok ? "ok  " : "FAIL", what);
+    if (!ok) ++failed;
+  }
+};
+
+std::vector<float> randomFloats(size_t n, std::mt19937& rng) {
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::vector<float> values(n);
+  for (float& v : values) v = uniform(rng);
+  return values;
+}
+
+// ‖out − ref‖ / ‖ref‖; infinite when out holds a NaN (the poison left in place).
+double relativeError(std::span<const float> out, std::span<const double> ref) {
+  double difference = 0, norm = 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (std::isnan(out[i])) return INFINITY;
+    difference += (out[i] - ref[i]) * (out[i] - ref[i]);
+    norm += ref[i] * ref[i];
+  }
+  return std::sqrt(difference / norm);
+}
+
+void checkSaxpy(cuda::Kernel& saxpy, const std::string& what, Checks& checks) {
+  constexpr long long n = 10'000'003;  // not a multiple of 4: the tail path runs too
+  constexpr float a = 1.5f;
+  std::mt19937 rng(std::random_device{}());
+  const std::vector<float> x = randomFloats(n, rng), y = randomFloats(n, rng);
+  std::vector<double> reference(n);
+  for (long long i = 0; i < n; ++i) reference[i] = double(a) * x[i] + y[i];
+
+  cuda::DeviceBuffer dx(n * sizeof(float)), dy(n * sizeof(float)), dout(n * sizeof(float));
+  dx.upload(std::span<const float>(x));
+  dy.upload(std::span<const float>(y));
+  dout.fillBytes(0xFF);  // NaN
+  const unsigned threads = 256;
+  const unsigned blocks = static_cast<unsigned>((n + 4 * threads - 1) / (4 * threads));
+  cuda::Event start, end;
+  start.record();
+  saxpy({.grid = {blocks}, .block = {threads}}, a, dx.address(), dy.address(), dout.address(), n);
+  end.record();
+  const float ms = cuda::Event::elapsedMilliseconds(start, end);
+  std::vector<float> out(n);
+  dout.download(std::span<float>(out));
+  const double error = relativeError(out, reference);
+  checks.expect(error < 1e-6, fmt::format("{}: saxpy over {} floats, relative error {:.2e}, {:.3f} ms ({:.0f} GB/s)",
+                                          what, n, error, ms, 3.0 * n * sizeof(float) / (ms * 1e6)));
+}
+
+void checkReverseChunks(cuda::Kernel& reverse, const cuda::Context& context, Checks& checks) {
+  constexpr int chunk = 25'600;  // 100 KiB of floats per block
+  constexpr int blocks = 264;
+  constexpr unsigned smem = chunk * sizeof(float);
+  if (static_cast<int>(smem) > context.maxDynamicSharedMemoryPerBlock()) {
+    checks.expect(false, fmt::format("{} offers {} bytes of shared memory per block, less than {}", context.name(),
+                                     context.maxDynamicSharedMemoryPerBlock(), smem));
+    return;
+  }
+  std::mt19937 rng(std::random_device{}());
+  const std::vector<float> in = randomFloats(size_t(chunk) * blocks, rng);
+  cuda::DeviceBuffer din(in.size() * sizeof(float)), dout(in.size() * sizeof(float));
+  din.upload(std::span<const float>(in));
+  dout.fillBytes(0xFF);
+  reverse({.grid = {blocks}, .block = {512}, .dynamicSharedMemoryBytes = smem}, din.address(), dout.address(), chunk);
+  context.synchronize();
+  std::vector<float> out(in.size());
+  dout.download(std::span<float>(out));
+  size_t wrong = 0;
+  for (int b = 0; b < blocks; ++b)
+    for (int j = 0; j < chunk; ++j) wrong += out[size_t(b) * chunk + j] != in[size_t(b) * chunk + chunk - 1 - j];
+  checks.expect(wrong == 0, fmt::format("reverse_chunks with {} KiB of dynamic shared memory per block: {} wrong of {}",
+                                        smem / 1024, wrong, out.size()));
+}
+
+}  // namespace
+
+int main() {
+  try {
+    std::optional<cuda::Context> context;
+    try {
+      context.emplace(0);
+    } catch (const cuda::NoGpuError& error) {
+      fmt::print("skipped: {}\n", error.what());
+      return 77;
+    }
+    fmt::print("GPU 0: {}, compiling for {}\n", context->name(), context->arch());
+    Checks checks;
+
+    llmc::testing::CacheTempDir cacheDir("jit_gpu_cache");
+    const cuda::KernelCache cache(cacheDir.path);
+    const std::vector<cuda::KernelSource> sources = {
+        {.name = "saxpy", .source = kSaxpy, .arch = context->arch()},
+        {.name = "reverse_chunks", .source = kReverseChunks, .arch = context->arch()},
+    };
+    const cuda::JitResult compiled = cuda::compileKernels(sources, &cache);
+    fmt::print("{}\n", compiled.summary.describe());
+    const cuda::JitResult again = cuda::compileKernels(sources, &cache);
+    fmt::print("{}\n", again.summary.describe());
+    checks.expect(again.summary.fromCache == 2, "the second compile comes from the cache");
+
+    cuda::LoadedKernels kernels(again.kernels);
+    checkSaxpy(kernels["saxpy"], fmt::format("CUBIN for {}", context->arch()), checks);
+    checkReverseChunks(kernels["reverse_chunks"], *context, checks);
+
+    // A CUBIN for an older architecture does not run here: the loader falls
+    // back to its PTX, which the driver compiles for this GPU.
+    const std::string older = context->computeCapability() >= 90 ? "sm_80" : "sm_75";
+    const auto portable = cuda::compileKernels({{.name = "saxpy", .source = kSaxpy, .arch = older}}, &cache);
+    cuda::LoadedKernels fromPtx(portable.kernels);
+    checkSaxpy(fromPtx["saxpy"], fmt::format("PTX for {}", older), checks);
+
+    fmt::print("{}\n", checks.failed ? fmt::format("{} checks FAILED", checks.failed) : "all checks passed");
+    return checks.failed ? 1 : 0;
+  } catch (const std::exception& error) {
+    fmt::print("error: {}\n", error.what());
+    return 1;
+  }
+}
