@@ -121,11 +121,18 @@ KernelShape kernelShape(const Graph& g, const Kernel& k, const Target& target, c
     }
   for (const auto& name : k.innerAxes) {
     int64_t extent = innerExtent[name];
-    bool looped = extent > kInnerLimit ||
-                  (!s.streamAxis.empty() && !outputAxes.count(name) && analyzeStream(g, members, name).streamable);
+    StreamAnalysis stream = analyzeStream(g, members, name);
+    bool looped = extent > kInnerLimit || (!s.streamAxis.empty() && !outputAxes.count(name) && stream.streamable);
     if (!looped) continue;
     s.loopAxes.push_back(name);
     s.loopExtent[name] = extent;
+    // Blocks may share the axis (split-K) when the outputs are plain sums
+    // over it: partial sums then simply add up.
+    bool linear = stream.streamable && stream.tail.empty() &&
+                  std::all_of(stream.slots.begin(), stream.slots.end(), [](const AccumulatorSlot& slot) {
+                    return slot.kind == AccumulatorSlot::Kind::Sum && slot.rescaledBy < 0;
+                  });
+    if (linear && !outputAxes.count(name)) s.splitAxes.push_back(name);
   }
 
   // Coalescing: the innermost axis of every array in GMEM moves in whole
@@ -307,7 +314,8 @@ Partition searchPartition(const Graph& g, const Kernel& k, const KernelShape& s,
   // Split-K candidates: positions per block, halving from the whole axis.
   for (const auto& axis : s.loopAxes) {
     std::vector<int64_t> perBlock;
-    for (int64_t n = s.loopExtent.at(axis); n >= 1; n /= 2) perBlock.push_back(n);
+    const bool splits = std::find(s.splitAxes.begin(), s.splitAxes.end(), axis) != s.splitAxes.end();
+    for (int64_t n = s.loopExtent.at(axis); n >= 1 && (splits || perBlock.empty()); n /= 2) perBlock.push_back(n);
     options.push_back(perBlock);
   }
   std::vector<int64_t> chunks = {0};

@@ -72,6 +72,7 @@ struct KernelShape {
   std::map<std::string, int64_t> tileMultiple; // axis -> tiles must be multiples (lcm of the constraints)
   std::vector<std::string> loopAxes;           // other reduced axes looped over around the stream, one position at a time
   std::map<std::string, int64_t> loopExtent;   // loop axis -> its extent
+  std::vector<std::string> splitAxes;          // loop axes blocks may share (split-K): the outputs are sums over them
 };
 
 // The operations a node performs and the unit that performs them

@@ -40,6 +40,10 @@ namespace {
 // streamed (a row of 8192 f32 is 32 KiB).
 constexpr int64_t kWholeAxisLimit = 8192;
 
+// The longest axis a contraction may reduce inside another reduction's
+// stream, recomputed for each of its chunks.
+constexpr int64_t kRedoneContractionLimit = 256;
+
 // The axes an anchor reduces.
 std::vector<std::string> reducedBy(const Node& n) {
   switch (n.op) {
@@ -198,6 +202,16 @@ class Fuser {
           bool contracts = std::any_of(members.begin(), members.end(),
                                        [&](NodeId m) { return g_.node(m).op == Op::Contract; });
           if (!streams && (reducedExtent(r, x) > kWholeAxisLimit || contracts)) continue;
+          // A contraction over another, long axis stays a matmul of its own:
+          // inside x's stream it would be redone for every tile of the outer
+          // contraction (attention's q·k over d = 64 is short enough to redo).
+          bool longInner = std::any_of(members.begin(), members.end(), [&](NodeId m) {
+            const Node& n = g_.node(m);
+            if (n.op != Op::Contract) return false;
+            return std::any_of(n.axes.begin(), n.axes.end(),
+                               [&](const std::string& a) { return a != x && reducedExtent(n, a) > kRedoneContractionLimit; });
+          });
+          if (longInner) continue;
           if (!staysAcyclic([&](NodeId m) { return members.count(m) > 0; })) continue;
           int keep = *groups.begin();
           for (auto& gr : group_)

@@ -510,6 +510,8 @@ class Evaluator {
       if (options_.roundLowPrecision && isLowPrecision(node.type.dtype))
         for (T& v : values_[i])
           v = static_cast<T>(roundToDType(static_cast<double>(v), node.type.dtype));
+      if (isFloat(node.type.dtype) && options_.storedAsBf16.count(node.id))
+        for (T& v : values_[i]) v = static_cast<T>(roundToDType(static_cast<double>(v), DType::BF16));
       // Free what no later node reads, to bound memory on large graphs.
       if (lastUse[i] == kUnused) std::vector<T>().swap(values_[i]);
       for (NodeId operand : node.operands)

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,9 @@ struct InterpreterOptions {
   // Round the values of bf16 and f16 nodes (inputs included) to that format,
   // ties to even, as storing them would.
   bool roundLowPrecision = true;
+  // Values rounded to bf16 after they are computed, as a run that stores them
+  // in bf16 would (the kernel boundaries of a GPU run with bf16 storage).
+  std::set<NodeId> storedAsBf16;
 };
 
 // Runs g on the given inputs, keyed by input name, and returns its outputs in

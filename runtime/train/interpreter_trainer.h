@@ -66,7 +66,12 @@ class InterpreterTrainer {
   std::vector<double> gradient_;  // accumulated, packed like the optimizer's arrays
   std::vector<double> decayMask_;
   OptimizerState state_;
-  InterpreterOptions precision_{Precision::F32, true};
+  // f32 arithmetic; bf16 and f16 values rounded as stored (the defaults otherwise).
+  InterpreterOptions precision_ = [] {
+    InterpreterOptions o;
+    o.precision = Precision::F32;
+    return o;
+  }();
 };
 
 }  // namespace llmc

@@ -3,8 +3,9 @@
 // allocates a device buffer per stored value (the launch description),
 // uploads random inputs, poisons every other buffer with NaN (0xFF bytes),
 // runs the launches in order and compares every graph output with the
-// interpreter's: relative error <= 1e-5 with f32 storage, <= 1e-2 with bf16
-// (the interpreter gets the same bf16-rounded inputs). Exits 77 (ctest:
+// interpreter's (f64): relative error <= 1e-5 with f32 storage (1e-4 for
+// gradients), <= 1e-2 with bf16 (the interpreter gets the same bf16-rounded
+// inputs). Exits 77 (ctest:
 // skipped) without a driver or a GPU.
 #include <fmt/format.h>
 
@@ -72,15 +73,15 @@ std::vector<double> fromDevice(const llmc::BufferDesc& b, const std::vector<unsi
   return out;
 }
 
-// Random inputs: normal floats (rounded to bf16 for bf16 storage), integers
-// in [0, bound).
+// Random inputs: normal floats at the case's scale (rounded to bf16 for bf16
+// storage), integers in [0, bound).
 std::map<std::string, llmc::HostTensor> randomInputs(const llmc::Graph& g, const EmitCase& c, bool bf16, uint64_t seed) {
   std::map<std::string, llmc::HostTensor> inputs;
   for (llmc::NodeId id : g.inputs) {
     const llmc::Node& n = g.node(id);
     llmc::HostTensor t;
     if (llmc::isFloat(n.type.dtype)) {
-      t = llmc::randomNormal(n.type, seed + static_cast<uint64_t>(id), 0, 1);
+      t = llmc::randomNormal(n.type, seed + static_cast<uint64_t>(id), 0, c.inputScale);
       if (bf16)
         for (double& v : t.data) v = llmc::roundToDType(v, llmc::DType::BF16);
     } else {
@@ -134,10 +135,13 @@ void runCase(const EmitCase& c, bool bf16, const cuda::Context& context, Outcome
   }
   context.synchronize();
 
+  // The oracle computes in f64 from the same (bf16-rounded) inputs. Values
+  // stored in bf16 between kernels move GPT-2's results by up to ~1e-2 at its
+  // scale (tests/unit/storage_precision_test.cpp bounds it on the CPU).
   llmc::InterpreterOptions options;
-  options.precision = llmc::Precision::F32;
-  std::vector<llmc::HostTensor> expected = llmc::interpret(graph, inputs, options);
-  const double tolerance = bf16 ? 1e-2 : 1e-5;
+  options.precision = llmc::Precision::F64;
+  const std::vector<llmc::HostTensor> expected = llmc::interpret(graph, inputs, options);
+  const double tolerance = bf16 ? 1e-2 : c.grad ? 1e-4 : 1e-5;
   for (size_t i = 0; i < graph.outputs.size(); ++i) {
     const std::string& name = graph.outputs[i].name;
     const llmc::BufferDesc* buffer = nullptr;

@@ -160,7 +160,9 @@ double lossAndGradient(const Options& options, const Gpt2Weights& weights, const
   std::map<std::string, HostTensor> inputs = weights.inputs();
   inputs["tokens"] = tokens;
   inputs["targets"] = targets;
-  const std::vector<HostTensor> out = interpret(graph, inputs, InterpreterOptions{Precision::F32, true});
+  InterpreterOptions f32;
+  f32.precision = Precision::F32;
+  const std::vector<HostTensor> out = interpret(graph, inputs, f32);
 
   const std::vector<Gpt2Parameter> params = gpt2Parameters(weights.config);
   if (out.size() != params.size() + 1)
