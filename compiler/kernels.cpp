@@ -202,14 +202,19 @@ class Fuser {
           bool contracts = std::any_of(members.begin(), members.end(),
                                        [&](NodeId m) { return g_.node(m).op == Op::Contract; });
           if (!streams && (reducedExtent(r, x) > kWholeAxisLimit || contracts)) continue;
-          // A contraction over another, long axis stays a matmul of its own:
-          // inside x's stream it would be redone for every tile of the outer
-          // contraction (attention's q·k over d = 64 is short enough to redo).
+          // A contraction over another, long axis whose result lacks an axis
+          // of r's stays a matmul of its own: inside x's stream it would be
+          // redone for every tile of that axis (the MLP's two matmuls). The
+          // classifier's logits are not redone (the loss has only their
+          // rows); attention's q·k over d = 64 is short enough to redo.
           bool longInner = std::any_of(members.begin(), members.end(), [&](NodeId m) {
             const Node& n = g_.node(m);
-            if (n.op != Op::Contract) return false;
-            return std::any_of(n.axes.begin(), n.axes.end(),
-                               [&](const std::string& a) { return a != x && reducedExtent(n, a) > kRedoneContractionLimit; });
+            if (n.op != Op::Contract || m == r.id) return false;
+            bool redone = std::any_of(r.type.axes.begin(), r.type.axes.end(),
+                                      [&](const Axis& a) { return !n.type.has(a.name); });
+            return redone && std::any_of(n.axes.begin(), n.axes.end(), [&](const std::string& a) {
+                     return a != x && reducedExtent(n, a) > kRedoneContractionLimit;
+                   });
           });
           if (longInner) continue;
           if (!staysAcyclic([&](NodeId m) { return members.count(m) > 0; })) continue;
