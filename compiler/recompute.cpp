@@ -1,6 +1,10 @@
 #include "recompute.h"
 
+#include <algorithm>
+#include <cmath>
 #include <map>
+#include <set>
+#include <string>
 
 #include "kernels.h"
 
@@ -89,10 +93,139 @@ class Recomputer {
   std::map<NodeId, Decision> decisions_;
 };
 
+// A value read by reductions over different axes cannot be made inside both
+// of their streams: one kernel would have to store it for the other (the
+// gradient of attention's scores, read by dK's sum over the queries and dQ's
+// sum over the keys). When making it costs less than writing and reading it,
+// each group of readers that reduce over the same axes gets its own copy, so
+// that every stream recomputes it on chip.
+class StreamSplitter {
+ public:
+  StreamSplitter(const Graph& g, const Target& t, const CostOptions& o)
+      : g_(g), t_(t), o_(o), nodes_(g.nodes), readers_(g.nodes.size()), copiesAfter_(g.nodes.size()) {}
+
+  Graph run() {
+    for (const Node& n : g_.nodes)
+      for (NodeId operand : n.operands) readers_[idx(operand)].push_back(n.id);
+    for (const GraphOutput& o : g_.outputs) outputs_.insert(o.node);
+    keys_.resize(g_.nodes.size());
+    for (size_t i = g_.nodes.size(); i-- > 0;) split(static_cast<NodeId>(i));
+    return renumbered();
+  }
+
+ private:
+  static size_t idx(NodeId id) { return static_cast<size_t>(id); }
+
+  // Where a reader leads: the axes it reduces, or (not reducing) where its
+  // own readers lead.
+  std::string keyOf(NodeId reader) const {
+    const Node& n = nodes_[idx(reader)];
+    if ((n.op == Op::Contract || n.op == Op::Reduce) && !n.axes.empty()) {
+      std::string key;
+      for (const auto& a : n.axes) key += a + " ";
+      return key;
+    }
+    return keys_[idx(reader)];
+  }
+
+  void split(NodeId v) {
+    const Node& n = nodes_[idx(v)];
+    std::map<std::string, std::vector<NodeId>> byKey;
+    for (NodeId r : readers_[idx(v)]) byKey[keyOf(r)].push_back(r);
+    if (outputs_.count(v)) byKey["@output"];
+    // Only the backward's values are split: the forward's readers of one
+    // value reduce over one axis already (its streams were planned whole).
+    const bool movable =
+        n.adjoint && n.op != Op::Input && !isFree(g_, n) && n.op != Op::Gather && n.op != Op::ScatterAdd;
+    if (byKey.size() < 2 || !movable || !cheaperToRemake(n)) {
+      keys_[idx(v)] = byKey.size() == 1 ? byKey.begin()->first : "@" + std::to_string(v);
+      return;
+    }
+    // The readers of the first group keep v; every other group gets a copy.
+    auto group = byKey.begin();
+    keys_[idx(v)] = group->first;
+    for (++group; group != byKey.end(); ++group) {
+      Node copy = n;
+      copy.id = static_cast<NodeId>(nodes_.size());
+      for (NodeId r : group->second) {
+        for (NodeId& operand : nodes_[idx(r)].operands)
+          if (operand == v) operand = copy.id;
+        std::erase(readers_[idx(v)], r);
+      }
+      for (NodeId operand : copy.operands) readers_[idx(operand)].push_back(copy.id);
+      readers_.push_back(group->second);
+      keys_.push_back(group->first);
+      copiesAfter_[idx(v)].push_back(copy.id);
+      nodes_.push_back(std::move(copy));
+    }
+  }
+
+  // Making the value again costs less than writing it and reading it back.
+  bool cheaperToRemake(const Node& n) {
+    return isView(n) || remakeSeconds(n.id) < 2 * storedBytes(n.type, o_) / t_.level("GMEM").attainableBandwidth;
+  }
+
+  // Making a value again: its own work at its unit's peak, plus having each
+  // operand, read or made again, whichever costs less (memoised). A chain
+  // that reads many stored arrays (the residual's gradient summed over
+  // layers) costs what those reads cost.
+  double remakeSeconds(NodeId v) {
+    if (auto it = remake_.find(v); it != remake_.end()) return it->second;
+    const Node& n = g_.node(v);
+    const double bandwidth = t_.level("GMEM").attainableBandwidth;
+    double seconds = 0;
+    if (n.op == Op::Input) {
+      seconds = INFINITY;
+    } else if (!isFree(g_, n)) {
+      if (!isView(n)) {
+        NodeWork work = nodeWork(g_, n, t_, o_);
+        seconds = work.operations / t_.unit(work.unit).attainable;
+      }
+      for (NodeId operand : n.operands) {
+        const Node& o = g_.node(operand);
+        if (!isFree(g_, o)) seconds += std::min(storedBytes(o.type, o_) / bandwidth, remakeSeconds(operand));
+      }
+    }
+    remake_[v] = seconds;
+    return seconds;
+  }
+
+  // The graph in topological order: each copy right after the node it copies
+  // (its operands come before that node; copies of them right after theirs).
+  Graph renumbered() const {
+    Graph out;
+    out.name = g_.name;
+    std::vector<NodeId> newId(nodes_.size(), -1);
+    auto place = [&](NodeId id) {
+      Node n = nodes_[idx(id)];
+      for (NodeId& operand : n.operands) operand = newId[idx(operand)];
+      newId[idx(id)] = out.add(std::move(n));
+    };
+    for (const Node& n : g_.nodes) {
+      place(n.id);
+      for (NodeId copy : copiesAfter_[idx(n.id)]) place(copy);
+    }
+    for (NodeId input : g_.inputs) out.inputs.push_back(newId[idx(input)]);
+    for (const GraphOutput& o : g_.outputs) out.outputs.push_back({o.name, newId[idx(o.node)]});
+    return out;
+  }
+
+  const Graph& g_;
+  const Target& t_;
+  const CostOptions& o_;
+  std::vector<Node> nodes_;                     // the graph's nodes, then the copies
+  std::vector<std::vector<NodeId>> readers_;    // per node (copies included)
+  std::vector<std::string> keys_;               // per node: where its readers lead
+  std::vector<std::vector<NodeId>> copiesAfter_;  // per original node: its copies
+  std::set<NodeId> outputs_;
+  std::map<NodeId, double> remake_;
+};
+
 }  // namespace
 
 Graph recompute(const Graph& graph, const Target& target, const CostOptions& options) {
-  return Recomputer(graph, target, options).run();
+  Graph remade = Recomputer(graph, target, options).run();
+  return StreamSplitter(remade, target, options).run();
 }
 
 }  // namespace llmc

@@ -2,6 +2,7 @@
 // diagrams GPT-2 does not use: what the training step's kernels store in GMEM.
 #include <catch2/catch.hpp>
 
+#include "interpreter.h"
 #include "kernels.h"
 #include "pipeline.h"
 #include "target.h"
@@ -68,5 +69,27 @@ TEST_CASE("the classifier's forward stores its logits, never the normalised ones
   for (const Node* n : stored) {
     INFO(n->name << " " << n->type.str());
     CHECK(n->op == Op::Contract);
+  }
+}
+
+TEST_CASE("the recomputing training step computes the same values", "[recompute]") {
+  // The pass only copies nodes and rewires readers: the interpreter must give
+  // the same loss and gradients, bit for bit in f64, with and without it.
+  const Target target = loadTarget("sm_90a");
+  PipelineOptions options;
+  options.path = testing::repoPath("diagrams/gpt2/model.dg");
+  options.sizes = {{"B", 3}, {"T", 37}, {"maxT", 40}, {"L", 2}, {"C", 40}, {"H", 4}, {"V", 101}, {"Vp", 120}};
+  options.grad = true;
+  const Graph plain = compileToIR(options);
+  options.target = &target;
+  const Graph recomputing = compileToIR(options);
+  REQUIRE(recomputing.nodes.size() > plain.nodes.size());
+  const auto inputs = testing::randomInputs(plain, 11, 100);
+  const auto expected = interpret(plain, inputs);
+  const auto got = interpret(recomputing, inputs);
+  REQUIRE(got.size() == expected.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    INFO(plain.outputs[i].name);
+    CHECK(got[i].data == expected[i].data);
   }
 }
