@@ -321,7 +321,7 @@ Partition searchPartition(const Graph& g, const Kernel& k, const KernelShape& s,
   std::vector<int64_t> chunks = {0};
   if (!s.streamAxis.empty() && s.streamExtent > 0) {
     auto m = s.tileMultiple.find(s.streamAxis);
-    chunks = tileCandidates(s.streamExtent, m == s.tileMultiple.end() ? 16 : m->second, growth);
+    chunks = tileCandidates(s.streamExtent, m == s.tileMultiple.end() ? 1 : m->second, growth);
   }
   Partition best, smallest;
   double bestTime = INFINITY, smallestMemory = INFINITY;

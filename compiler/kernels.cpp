@@ -150,6 +150,35 @@ class Fuser {
     });
   }
 
+  // A reduction over another, long axis whose result lacks an axis of r's
+  // would be redone for every tile of that axis inside x's stream: it stays
+  // a kernel of its own (the MLP's two matmuls; attention's row sums over
+  // the keys beside the stream over the queries). The classifier's logits
+  // are not redone (its loss has only their rows); attention's q·k over
+  // d = 64 is short enough to redo.
+  bool redoneInside(NodeId m, const Node& r, const std::string& x) const {
+    const Node& n = g_.node(m);
+    if ((n.op != Op::Contract && n.op != Op::Reduce) || m == r.id) return false;
+    bool redone = std::any_of(r.type.axes.begin(), r.type.axes.end(), [&](const Axis& a) { return !n.type.has(a.name); });
+    return redone && std::any_of(n.axes.begin(), n.axes.end(), [&](const std::string& a) {
+             return a != x && reducedExtent(n, a) > kRedoneContractionLimit;
+           });
+  }
+
+  bool holdsRedoneWork(int group, const Node& r, const std::string& x) const {
+    for (NodeId m : membersOf({group}))
+      if (redoneInside(m, r, x)) return true;
+    return false;
+  }
+
+  bool reducesIn(int group, const std::string& x) const {
+    for (NodeId m : membersOf({group})) {
+      const auto axes = reducedBy(g_.node(m));
+      if (std::find(axes.begin(), axes.end(), x) != axes.end()) return true;
+    }
+    return false;
+  }
+
   std::set<NodeId> membersOf(const std::set<int>& groups) const {
     std::set<NodeId> out;
     for (const Node& n : g_.nodes)
@@ -170,9 +199,13 @@ class Fuser {
         // it would leave them nothing to spread over blocks.
         if (!isAnchor(r) || reducedBy(r).size() != 1) continue;
         for (const std::string& x : reducedBy(r)) {
+          // The kernels that make what r's kernel reads along x (r's operands,
+          // and those of its prologue).
           std::set<int> groups = {group_[idx(r.id)]};
-          for (NodeId o : r.operands)
-            if (g_.node(o).type.has(x) && group_[idx(o)] >= 0) groups.insert(group_[idx(o)]);
+          for (NodeId m : membersOf({group_[idx(r.id)]}))
+            for (NodeId o : g_.node(m).operands)
+              if (g_.node(o).type.has(x) && group_[idx(o)] >= 0 && !holdsRedoneWork(group_[idx(o)], r, x))
+                groups.insert(group_[idx(o)]);
           // Every other reduction over x of a value in those kernels, with the
           // kernels between (the softmax's normaliser feeding the contraction).
           for (bool grew = true; grew;) {
@@ -184,7 +217,8 @@ class Fuser {
                 int gc = group_[idx(c)];
                 if (gc < 0 || groups.count(gc)) continue;
                 const auto axes = reducedBy(g_.node(c));
-                if (std::find(axes.begin(), axes.end(), x) != axes.end() || (!isAnchor(g_.node(c)) && g_.node(c).type.has(x))) {
+                if (std::find(axes.begin(), axes.end(), x) != axes.end() ||
+                    (!isAnchor(g_.node(c)) && g_.node(c).type.has(x) && reducesIn(gc, x))) {
                   groups.insert(gc);
                   grew = true;
                 }
@@ -202,21 +236,8 @@ class Fuser {
           bool contracts = std::any_of(members.begin(), members.end(),
                                        [&](NodeId m) { return g_.node(m).op == Op::Contract; });
           if (!streams && (reducedExtent(r, x) > kWholeAxisLimit || contracts)) continue;
-          // A contraction over another, long axis whose result lacks an axis
-          // of r's stays a matmul of its own: inside x's stream it would be
-          // redone for every tile of that axis (the MLP's two matmuls). The
-          // classifier's logits are not redone (the loss has only their
-          // rows); attention's q·k over d = 64 is short enough to redo.
-          bool longInner = std::any_of(members.begin(), members.end(), [&](NodeId m) {
-            const Node& n = g_.node(m);
-            if (n.op != Op::Contract || m == r.id) return false;
-            bool redone = std::any_of(r.type.axes.begin(), r.type.axes.end(),
-                                      [&](const Axis& a) { return !n.type.has(a.name); });
-            return redone && std::any_of(n.axes.begin(), n.axes.end(), [&](const std::string& a) {
-                     return a != x && reducedExtent(n, a) > kRedoneContractionLimit;
-                   });
-          });
-          if (longInner) continue;
+          // Nothing may be redone for every tile of r's kernel (redoneInside).
+          if (std::any_of(members.begin(), members.end(), [&](NodeId m) { return redoneInside(m, r, x); })) continue;
           if (!staysAcyclic([&](NodeId m) { return members.count(m) > 0; })) continue;
           int keep = *groups.begin();
           for (auto& gr : group_)

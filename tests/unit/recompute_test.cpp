@@ -56,10 +56,6 @@ TEST_CASE("attention's backward recomputes the probabilities instead of storing 
 TEST_CASE("the classifier's forward stores its logits, never the normalised ones", "[recompute]") {
   const Target target = loadTarget("sm_90a");
   const SizeBindings sizes = {{"N", 4096}, {"C", 768}, {"V", 50304}};
-  // Without the recompute pass the forward stores exp(logits - max) too.
-  std::vector<const Node*> unplanned = forwardStoredWith(trainingStep("classifier_loss", sizes, {"h", "wv"}, nullptr),
-                                                         {"n", "v"});
-  CHECK(std::any_of(unplanned.begin(), unplanned.end(), [](const Node* n) { return n->op != Op::Contract; }));
   Graph step = trainingStep("classifier_loss", sizes, {"h", "wv"}, &target);
   // The logits (a contraction over 768 channels: recomputing costs more than
   // a write and a read) are stored; what the softmax makes of them is
