@@ -171,6 +171,17 @@ class Fuser {
     return false;
   }
 
+  // Whether c computes what a member already does: a copy the recompute
+  // pass made for another stream (CSE leaves no other duplicates), which
+  // must stay out of this kernel.
+  bool copiesAMember(NodeId c, const std::set<NodeId>& members) const {
+    const Node& n = g_.node(c);
+    return std::any_of(members.begin(), members.end(), [&](NodeId m) {
+      const Node& o = g_.node(m);
+      return m != c && o.op == n.op && o.operands == n.operands && o.axes == n.axes && o.type.axes == n.type.axes;
+    });
+  }
+
   bool reducesIn(int group, const std::string& x) const {
     for (NodeId m : membersOf({group})) {
       const auto axes = reducedBy(g_.node(m));
@@ -204,7 +215,8 @@ class Fuser {
           std::set<int> groups = {group_[idx(r.id)]};
           for (NodeId m : membersOf({group_[idx(r.id)]}))
             for (NodeId o : g_.node(m).operands)
-              if (g_.node(o).type.has(x) && group_[idx(o)] >= 0 && !holdsRedoneWork(group_[idx(o)], r, x))
+              if (g_.node(o).type.has(x) && group_[idx(o)] >= 0 && !holdsRedoneWork(group_[idx(o)], r, x) &&
+                  !copiesAMember(r.id, membersOf({group_[idx(o)]})))
                 groups.insert(group_[idx(o)]);
           // Every other reduction over x of a value in those kernels, with the
           // kernels between (the softmax's normaliser feeding the contraction).
@@ -215,7 +227,7 @@ class Fuser {
               if (!g_.node(m).type.has(x)) continue;
               for (NodeId c : consumers_[idx(m)]) {
                 int gc = group_[idx(c)];
-                if (gc < 0 || groups.count(gc)) continue;
+                if (gc < 0 || groups.count(gc) || copiesAMember(c, members)) continue;
                 const auto axes = reducedBy(g_.node(c));
                 if (std::find(axes.begin(), axes.end(), x) != axes.end() ||
                     (!isAnchor(g_.node(c)) && g_.node(c).type.has(x) && reducesIn(gc, x))) {

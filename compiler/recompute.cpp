@@ -116,14 +116,15 @@ class StreamSplitter {
  private:
   static size_t idx(NodeId id) { return static_cast<size_t>(id); }
 
-  // Where a reader leads: the axes it reduces, or (not reducing) where its
-  // own readers lead.
+  // Where a reader leads: the axes it reduces and where its result goes (a
+  // contraction over d copied for two streams leads to both), or (not
+  // reducing) where its own readers lead.
   std::string keyOf(NodeId reader) const {
     const Node& n = nodes_[idx(reader)];
     if ((n.op == Op::Contract || n.op == Op::Reduce) && !n.axes.empty()) {
       std::string key;
       for (const auto& a : n.axes) key += a + " ";
-      return key;
+      return key + "-> " + keys_[idx(reader)];
     }
     return keys_[idx(reader)];
   }

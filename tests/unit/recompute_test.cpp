@@ -24,14 +24,15 @@ Graph trainingStep(const std::string& entry, const SizeBindings& sizes, const st
   return compileToIR(options);
 }
 
-// The values of the forward pass that some kernel writes to GMEM and that
-// have every one of `axes`.
-std::vector<const Node*> forwardStoredWith(const Graph& g, const std::vector<std::string>& axes) {
+// The values some kernel writes to GMEM that have every one of `axes`
+// (those of the forward pass only, or all).
+std::vector<const Node*> storedWith(const Graph& g, const std::vector<std::string>& axes, bool forwardOnly) {
   std::vector<const Node*> out;
   for (const Kernel& k : formKernels(g))
     for (NodeId id : k.outputs) {
       const Node& n = g.node(id);
-      if (!n.adjoint && std::all_of(axes.begin(), axes.end(), [&](const std::string& a) { return n.type.has(a); }))
+      if ((!forwardOnly || !n.adjoint) &&
+          std::all_of(axes.begin(), axes.end(), [&](const std::string& a) { return n.type.has(a); }))
         out.push_back(&n);
     }
   return out;
@@ -44,13 +45,14 @@ TEST_CASE("attention's backward recomputes the probabilities instead of storing 
   const SizeBindings sizes = {{"B", 8}, {"H", 12}, {"T", 1024}, {"D", 64}};
   // Without the recompute pass the forward stores arrays over both t and x
   // for the backward to read.
-  CHECK_FALSE(forwardStoredWith(trainingStep("attention_loss", sizes, {"q", "k", "v"}, nullptr), {"t", "x"}).empty());
-  // With it, the forward stores nothing of size B·H·T·T: the backward
+  CHECK_FALSE(storedWith(trainingStep("attention_loss", sizes, {"q", "k", "v"}, nullptr), {"t", "x"}, true).empty());
+  // With it, no kernel stores anything of size B·H·T·T: the backward
   // recomputes the scores from q and k (2d operations per element cost less
-  // than writing and reading 2 × 2 bytes) and the probabilities from them and
-  // the saved row statistics.
+  // than writing and reading 2 × 2 bytes), the probabilities from them and
+  // the saved row statistics, and each of its streams (dK and dV over the
+  // queries, dQ over the keys) makes its own copy of dP and dS.
   Graph step = trainingStep("attention_loss", sizes, {"q", "k", "v"}, &target);
-  for (const Node* n : forwardStoredWith(step, {"t", "x"})) FAIL("stored: " << n->name << " " << n->type.str());
+  for (const Node* n : storedWith(step, {"t", "x"}, false)) FAIL("stored: " << n->name << " " << n->type.str());
 }
 
 TEST_CASE("the classifier's forward stores its logits, never the normalised ones", "[recompute]") {
@@ -60,7 +62,7 @@ TEST_CASE("the classifier's forward stores its logits, never the normalised ones
   // The logits (a contraction over 768 channels: recomputing costs more than
   // a write and a read) are stored; what the softmax makes of them is
   // recomputed inside the backward's kernels from them and the row statistics.
-  std::vector<const Node*> stored = forwardStoredWith(step, {"n", "v"});
+  std::vector<const Node*> stored = storedWith(step, {"n", "v"}, true);
   REQUIRE_FALSE(stored.empty());
   for (const Node* n : stored) {
     INFO(n->name << " " << n->type.str());
