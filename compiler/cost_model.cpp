@@ -194,16 +194,20 @@ KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const
   for (NodeId in : k.inputs) {
     const Type& ty = g.node(in).type;
     double bytes = static_cast<double>(ty.elementCount()) * elementBytes(ty, o);
-    // A table read through a gather moves only the rows gathered.
+    // A table read through a gather moves only the rows gathered, each by
+    // the block whose positions index it.
+    bool gathered = false;
     for (NodeId id : k.nodes) {
       const Node& n = g.node(id);
-      if (n.op == Op::Gather && n.operands[0] == in)
+      if (n.op == Op::Gather && n.operands[0] == in) {
         bytes = std::min(bytes, static_cast<double>(n.type.elementCount()) * elementBytes(ty, o));
+        gathered = true;
+      }
     }
     unique += bytes;
     double replication = 1;
     for (const auto& a : s.groupAxes)
-      if (!ty.has(a.name)) replication *= static_cast<double>(ceilDiv(a.size, p.groupTiles.at(a.name)));
+      if (!ty.has(a.name) && !gathered) replication *= static_cast<double>(ceilDiv(a.size, p.groupTiles.at(a.name)));
     moved += bytes * replication;
     double tile = tileElements(ty, s, p) * elementBytes(ty, o);
     for (NodeId id : k.nodes) {  // a gathered table holds only the rows of this tile
