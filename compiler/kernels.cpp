@@ -29,7 +29,8 @@ bool isView(const Node& n) {
     case Op::Index:
     case Op::Concat:
     case Op::Transpose:
-    case Op::Broadcast: return true;
+    case Op::Broadcast:
+    case Op::StopGradient: return true;
     default: return false;
   }
 }

@@ -141,6 +141,12 @@ class Analyzer {
 
   bool visit(const Node& n) {
     const size_t i = static_cast<size_t>(n.id);
+    if (n.op == Op::StopGradient) {
+      // The same values: a softmax's stop_gradient'ed max is still the running
+      // max that rescales its sums.
+      forms_[i] = formOf(n.operands[0]);
+      return true;
+    }
     if (reduces(n)) {
       if (!aggregate(n)) return false;
       forms_[i] = aggregateValue(n.id);
