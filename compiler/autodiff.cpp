@@ -120,13 +120,17 @@ class Differentiator {
     return wrt;
   }
 
-  // A node needs an adjoint only if it depends on an input we differentiate.
+  // A node needs an adjoint only if it depends on an input we differentiate,
+  // other than through a stop_gradient: what only a stop_gradient leads to
+  // is a constant to the loss.
   void markRequired(const std::vector<NodeId>& wrt) {
     required_.assign(g_.nodes.size(), false);
     for (NodeId id : wrt) required_[static_cast<size_t>(id)] = true;
-    for (const Node& n : g_.nodes)
+    for (const Node& n : g_.nodes) {
+      if (n.op == Op::StopGradient || !isFloat(n.type.dtype)) continue;
       for (NodeId o : n.operands)
-        if (required_[static_cast<size_t>(o)] && isFloat(n.type.dtype)) required_[static_cast<size_t>(n.id)] = true;
+        if (required_[static_cast<size_t>(o)]) required_[static_cast<size_t>(n.id)] = true;
+    }
   }
 
   // Adds a contribution to x's adjoint: in x's dtype, summed over the axes x
@@ -193,6 +197,7 @@ class Differentiator {
       case Op::Constant:
       case Op::Pos:
       case Op::Compare:
+      case Op::StopGradient:
         return;
       case Op::Unary: {
         NodeId x = operand(0);

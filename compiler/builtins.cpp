@@ -36,6 +36,7 @@ const BuiltinInfo kBuiltins[] = {
     {"concat", K::Concat, 3, -1, "concat(x, y, ..., a -> e)"},
     {"broadcast", K::Broadcast, 2, -1, "broadcast(x, axis...)"},
     {"scatter_add", K::ScatterAdd, 3, -1, "scatter_add(values, index, axis, summed axis...)"},
+    {"stop_gradient", K::StopGradient, 1, 1, "stop_gradient(x)"},
 };
 }  // namespace
 

@@ -25,6 +25,7 @@ enum class BuiltinKind {
   Concat,    // concat(x, y, ..., a -> e)
   Broadcast, // broadcast(x, a...)
   ScatterAdd,// scatter_add(values, index, a, summed...)
+  StopGradient, // stop_gradient(x)
 };
 
 struct BuiltinInfo {

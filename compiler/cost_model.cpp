@@ -65,7 +65,7 @@ bool isSpecialFunction(const Node& n) {
 }  // namespace
 
 NodeWork nodeWork(const Graph& g, const Node& n, const Target& t, const CostOptions& o) {
-  if (n.op == Op::Input || n.op == Op::Constant || n.op == Op::Pos) return {"fp32", 0};
+  if (n.op == Op::Input || n.op == Op::Constant || n.op == Op::Pos || n.op == Op::StopGradient) return {"fp32", 0};
   std::vector<Axis> space = n.type.axes;
   for (NodeId op : n.operands)
     for (const auto& a : g.node(op).type.axes)

@@ -266,7 +266,8 @@ class Writer {
         return value(n.operands[0], e);
       }
       case Op::Transpose:
-      case Op::Broadcast: return value(n.operands[0], own);
+      case Op::Broadcast:
+      case Op::StopGradient: return value(n.operands[0], own);
       case Op::Concat: {
         const Binding joined = own.at(n.newAxes[0]);
         const int64_t part = axisSize(n.operands[0], n.axes[0]);

@@ -691,6 +691,13 @@ class Elaborator {
       case BuiltinKind::Concat: return evalConcat(f, e);
       case BuiltinKind::Broadcast: return evalBroadcast(f, e);
       case BuiltinKind::ScatterAdd: return evalScatterAdd(f, e);
+      case BuiltinKind::StopGradient: {
+        Node n;
+        n.op = Op::StopGradient;
+        n.operands = {requireArray(eval(f, *args[0]), args[0]->loc, "stop_gradient")};
+        n.type = typeOf(n.operands[0]);
+        return arrayValue(add(std::move(n), e.loc));
+      }
     }
     fail(e.loc, "unhandled built-in");
   }

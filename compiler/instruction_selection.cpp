@@ -28,6 +28,7 @@ bool readsStoredArray(const Graph& g, NodeId id, const std::set<NodeId>& compute
       case Op::Slice:
       case Op::Transpose:
       case Op::Broadcast:
+      case Op::StopGradient:
       case Op::Cast: id = n.operands[0]; break;
       default: return false;
     }

@@ -85,6 +85,7 @@ const char* opName(Op op) {
     case Op::Transpose: return "transpose";
     case Op::Broadcast: return "broadcast";
     case Op::ScatterAdd: return "scatter_add";
+    case Op::StopGradient: return "stop_gradient";
   }
   return "?";
 }

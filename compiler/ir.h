@@ -66,6 +66,7 @@ enum class Op {
   Broadcast, // the operand repeated along newAxes (sizes in type)
   ScatterAdd,// operands values, index: out[newAxes[0] = index[p], rest] += values[p],
              // summing over axes (index axes the output lacks); Gather's adjoint
+  StopGradient, // the operand unchanged; autodiff passes nothing back through it
 };
 
 enum class UnaryOp { Neg, Exp, Log, Tanh, Sqrt, Rsqrt, Abs };

@@ -29,7 +29,8 @@ bool isView(const Node& n) {
     case Op::Index:
     case Op::Concat:
     case Op::Transpose:
-    case Op::Broadcast: return true;
+    case Op::Broadcast:
+    case Op::StopGradient: return true;
     default: return false;
   }
 }
@@ -315,15 +316,22 @@ class Fuser {
     std::vector<Kernel> kernels;
     for (int gr : runOrder(byGroup)) {
       Kernel& k = byGroup[gr];
-      std::set<NodeId> inside(k.nodes.begin(), k.nodes.end());
-      std::set<NodeId> inputs;
-      for (NodeId id : k.nodes) {
+      // The kernel's values, read through stop_gradients: one of them read
+      // inside is no input, and what it passes out of the kernel is an output.
+      const std::set<NodeId> inside = withStopGradients(g_, {k.nodes.begin(), k.nodes.end()});
+      std::set<NodeId> inputs, leaving;
+      for (auto it = inside.rbegin(); it != inside.rend(); ++it) {
+        const NodeId id = *it;
         for (NodeId o : g_.node(id).operands)
           if (!inside.count(o) && !isFree(g_, g_.node(o))) inputs.insert(o);
-        bool leaves = isOutput_.count(id) > 0;
+        bool leaves = isOutput_.count(id) > 0 || leaving.count(id) > 0;
         for (NodeId c : consumers_[idx(id)]) leaves |= !inside.count(c) && !isFree(g_, g_.node(c));
-        if (leaves) k.outputs.push_back(id);
+        if (!leaves) continue;
+        if (g_.node(id).op == Op::StopGradient) leaving.insert(g_.node(id).operands[0]);
+        else leaving.insert(id);
       }
+      for (NodeId id : k.nodes)
+        if (leaving.count(id)) k.outputs.push_back(id);
       k.inputs.assign(inputs.begin(), inputs.end());
       if (auto s = streamAxis_.find(gr); s != streamAxis_.end()) k.streamAxis = s->second;
       // Reduced axes: the stream axis if the fusion chose one, else the one

@@ -39,7 +39,7 @@ bool isFree(const Graph& g, const Node& n);
 // transpose, index, broadcast) are views: a kernel reads its input through
 // them, strided, instead of a kernel copying the data. A concat is a view too:
 // its parts are stored into their slices of one array (stacked per-layer
-// gradients).
+// gradients); and so is a stop_gradient, the identity once autodiff is done.
 bool isView(const Node& n);
 
 }  // namespace llmc

@@ -109,6 +109,7 @@ class Printer {
       case Op::Index: return fmt::format("{}[{}={}]", operand(n, 0), n.axes[0], n.lo);
       case Op::Transpose: return operand(n, 0);
       case Op::Broadcast: return fmt::format("broadcast({}, {})", operand(n, 0), joinAxes(n.newAxes, ", "));
+      case Op::StopGradient: return fmt::format("stop_gradient({})", operand(n, 0));
       case Op::ScatterAdd:
         return fmt::format("scatter_add({}, {}, {}{}{})", operand(n, 0), operand(n, 1), n.newAxes[0],
                            n.axes.empty() ? "" : ", ", joinAxes(n.axes, ", "));

@@ -141,6 +141,12 @@ class Analyzer {
 
   bool visit(const Node& n) {
     const size_t i = static_cast<size_t>(n.id);
+    if (n.op == Op::StopGradient) {
+      // The same values: a softmax's stop_gradient'ed max is still the running
+      // max that rescales its sums.
+      forms_[i] = formOf(n.operands[0]);
+      return true;
+    }
     if (reduces(n)) {
       if (!aggregate(n)) return false;
       forms_[i] = aggregateValue(n.id);
@@ -375,8 +381,14 @@ class Analyzer {
 
 }  // namespace
 
+std::set<NodeId> withStopGradients(const Graph& graph, std::set<NodeId> nodes) {
+  for (const Node& n : graph.nodes)  // topological: a stop_gradient of one is seen after it
+    if (n.op == Op::StopGradient && nodes.count(n.operands[0])) nodes.insert(n.id);
+  return nodes;
+}
+
 StreamAnalysis analyzeStream(const Graph& graph, const std::set<NodeId>& region, const std::string& axis) {
-  return Analyzer(graph, region, axis).run();
+  return Analyzer(graph, withStopGradients(graph, region), axis).run();
 }
 
 std::vector<std::string> reducedAxes(const Graph& graph) {

@@ -67,8 +67,13 @@ struct StreamAnalysis {
   std::map<NodeId, std::vector<AggregateTerm>> aggregateTerms;  // each aggregate as a sum over slots
 };
 
+// `nodes` and every stop_gradient of one of them (of those, too). A kernel
+// computes no stop_gradient (it is a view) but holds its value: its operand's.
+std::set<NodeId> withStopGradients(const Graph& graph, std::set<NodeId> nodes);
+
 // Analyses `region` (node ids; values from outside it are available before
-// the stream starts) streamed over `axis`.
+// the stream starts) streamed over `axis`. The region reads through the
+// stop_gradients of its values.
 StreamAnalysis analyzeStream(const Graph& graph, const std::set<NodeId>& region, const std::string& axis);
 
 // The axes some node of the graph reduces (sum, max, contraction, gather).

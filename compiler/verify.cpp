@@ -179,6 +179,10 @@ class Verifier {
         expectAxisSet(n, expected);
         return;
       }
+      case Op::StopGradient:
+        expectOperands(n, 1);
+        if (n.type != in(n, 0)) fail(n, "is not of its operand's type");
+        return;
       case Op::Concat: {
         if (n.operands.size() < 2) fail(n, "joins fewer than two arrays");
         for (size_t i = 1; i < n.operands.size(); ++i)

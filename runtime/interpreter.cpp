@@ -633,6 +633,12 @@ class Evaluator {
       case Op::ScatterAdd:
         requireOperands(node, 2);
         return scatterAdd(node, arg(node, 0), arg(node, 1));
+      case Op::StopGradient: {  // only autodiff tells it from its operand
+        requireOperands(node, 1);
+        const Arg<T> x = arg(node, 0);
+        if (*x.type != node.type) fail(node, fmt::format("stop_gradient of {} is typed {}", x.type->str(), node.type.str()));
+        return std::vector<T>(x.data, x.data + node.type.elementCount());
+      }
       case Op::Concat: {
         std::vector<Arg<T>> parts;
         for (size_t k = 0; k < node.operands.size(); ++k) parts.push_back(arg(node, k));

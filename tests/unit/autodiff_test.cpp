@@ -115,3 +115,18 @@ TEST_CASE("a maximum's adjoint is split evenly between tied positions", "[autodi
   CHECK(out.at(0).data.at(0) == 8);
   CHECK(out.at(1).data == std::vector<double>{0, 0.5, 0.5, 0, 1, 0, 0, 0});
 }
+
+TEST_CASE("nothing flows back through stop_gradient", "[autodiff]") {
+  // Finite differences see through stop_gradient (it is the identity), so the
+  // rule is checked on exact values: sum(x * stop_gradient(x)) has gradient x,
+  // not 2x, and y, read only through stop_gradient, has gradient zero.
+  Graph g = compileFile("tests/diagrams/gradient_rules.dg", {{"N", 2}, {"M", 3}}, "stop_gradient_");
+  auto inputs = randomInputs(g, 31);
+  auto out = interpret(differentiate(g, {"", {"x", "y"}}), inputs);
+  double loss = 0;
+  for (const auto* input : {&inputs.at("x"), &inputs.at("y")})
+    for (double v : input->data) loss += v * v;
+  CHECK(out.at(0).data.at(0) == Approx(loss).epsilon(1e-12));
+  CHECK(out.at(1).data == inputs.at("x").data);
+  CHECK(out.at(2).data == std::vector<double>(6, 0.0));
+}
