@@ -40,14 +40,16 @@ using Env = std::map<std::string, Binding>;
 
 class Writer {
  public:
-  Writer(const Graph& g, const LaunchPlan& plan, const std::map<NodeId, StoredArray>& stored)
-      : g_(g), plan_(plan), stored_(stored), names_(printedNames(g)) {
+  Writer(const Graph& g, const LaunchPlan& plan, const std::map<NodeId, StoredArray>& stored,
+         const GemmEpilogueAxes* epilogue = nullptr)
+      : g_(g), plan_(plan), stored_(stored), names_(printedNames(g)), epilogue_(epilogue) {
     scopes_.push_back({-1, 0, "", {}});
   }
 
   WrittenKernel run() {
     WrittenKernel out;
-    switch (plan_.kind) {
+    if (epilogue_) gemmEpilogue();
+    else switch (plan_.kind) {
       case LaunchPlan::Kind::Tile: tile(out); break;
       case LaunchPlan::Kind::Scatter: scatter(out); break;
       case LaunchPlan::Kind::Clear: clear(out); break;
@@ -124,6 +126,13 @@ class Writer {
       own[a.name] = it->second;
     }
     if (n.op == Op::Pos) return own.at(n.axes[0]).expr;
+    if (epilogue_ && id == epilogue_->contraction) {
+      for (const Axis& a : n.type.axes)
+        if (own.at(a.name).expr != contractionAt_.at(a.name).expr)
+          throw EpilogueUnsupported(fmt::format("the epilogue reads {} at other positions than the one it stores",
+                                                names_[static_cast<size_t>(id)]));
+      return "v[e]";
+    }
     int target = floor_;
     for (const auto& [axis, b] : own) target = deeper(target, b.scope);
     std::string key = fmt::format("{}@{}", id, target);
@@ -156,6 +165,13 @@ class Writer {
   std::string load(const Node& n, const Env& own, int target) {
     const StoredArray& arr = stored_.at(n.id);
     reads_.insert(n.id);
+    if (epilogue_ && columnsVectorised_ && arr.ctype == "llmc_bf16" && atContraction(n, own)) {
+      // The epilogue's 8 columns of a bf16 array laid out like the output: one 16-byte load, before the column loop.
+      std::string v = fresh(names_[static_cast<size_t>(n.id)]);
+      emit(0, fmt::format("float {}[8];", v));
+      emit(0, fmt::format("llmc_load_bf16x8({} + {}, {});", arr.param, offset(n.id, firstColumn_), v));
+      return v + "[e]";
+    }
     std::string at = fmt::format("{}[{}]", arr.param, offset(n.id, own));
     std::string expr = at;
     if (arr.ctype == "llmc_bf16") expr = fmt::format("llmc_bf16_to_f32({})", at);
@@ -163,6 +179,20 @@ class Writer {
     else if (arr.ctype == "unsigned char") expr = fmt::format("({} != 0)", at);
     else if (arr.ctype == "double") expr = fmt::format("(float){}", at);
     return define(target, valueType(n.type.dtype), names_[static_cast<size_t>(n.id)], expr);
+  }
+
+  // Whether `n` is read at the contraction's position and its innermost axes
+  // are the epilogue's columns, in order.
+  bool atContraction(const Node& n, const Env& own) const {
+    const std::vector<Axis>& columns = epilogue_->columns;
+    if (n.type.axes.size() < columns.size()) return false;
+    for (size_t i = 0; i < columns.size(); ++i)
+      if (n.type.axes[n.type.axes.size() - columns.size() + i].name != columns[i].name) return false;
+    for (const Axis& a : n.type.axes) {
+      auto at = contractionAt_.find(a.name);
+      if (at == contractionAt_.end() || at->second.expr != own.at(a.name).expr) return false;
+    }
+    return true;
   }
 
   std::string storeConversion(const StoredArray& arr, const std::string& v) const {
@@ -624,6 +654,59 @@ class Writer {
     close(point);
   }
 
+  // Binds `axes` (outermost first) to the digits of the flat index `flat`.
+  static void bindDigits(const std::vector<Axis>& axes, const std::string& flat, int scope, Env& env) {
+    int64_t inner = 1;
+    for (size_t i = axes.size(); i-- > 0;) {
+      std::string pos = inner == 1 ? flat : fmt::format("{} / {}", flat, inner);
+      if (i > 0) pos = fmt::format("({}) % {}", pos, axes[i].size);
+      env[axes[i].name] = {fmt::format("({})", pos), scope};
+      inner *= axes[i].size;
+    }
+  }
+
+  // operator()(batch, row, col, v, count) of a GEMM's epilogue functor: a
+  // loop over the 8 columns (unrolled, so v stays in registers); values that
+  // depend on the row alone are computed once, before it.
+  void gemmEpilogue() {
+    const GemmEpilogueAxes& ax = *epilogue_;
+    Env env;
+    if (ax.batch.size() == 2) env[ax.batch[0].name] = {"batch.outer", 0};
+    if (!ax.batch.empty()) env[ax.batch.back().name] = {"batch.inner", 0};
+    bindDigits(ax.rows, "row", 0, env);
+    firstColumn_ = env;
+    bindDigits(ax.columns, "col", 0, firstColumn_);
+    const Env& firstColumn = firstColumn_;
+    const int column = open(0, "for (int e = 0; e < 8; ++e)");
+    emit(column, "if (e >= count) break;");
+    bindDigits(ax.columns, "(col + e)", column, env);
+    contractionAt_ = env;
+    int64_t columns = 1;
+    for (const Axis& a : ax.columns) columns *= a.size;
+    columnsVectorised_ = columns % 8 == 0;  // count is then always 8, and rows are 16-byte aligned
+    std::vector<std::string> after;
+    for (NodeId o : plan_.outputs) {
+      const StoredArray& arr = stored_.at(o);
+      const std::vector<Axis>& axes = g_.node(o).type.axes;
+      // bf16 rows of a multiple of 8 columns: one 16-byte store of all 8 (aligned: col % 8 == 0).
+      bool vector = arr.ctype == "llmc_bf16" && columnsVectorised_ && axes.size() >= ax.columns.size();
+      for (size_t i = 0; vector && i < ax.columns.size(); ++i)
+        vector = axes[axes.size() - ax.columns.size() + i].name == ax.columns[i].name;
+      if (!vector) {
+        store(column, o, env);
+        continue;
+      }
+      std::string staged = fresh("out_" + names_[static_cast<size_t>(o)]);
+      emit(0, fmt::format("float {}[8];", staged));
+      emit(column, fmt::format("{}[e] = {};", staged, value(o, env)));
+      after.push_back(fmt::format("llmc::store_bf16x8(reinterpret_cast<llmc::bf16*>({}) + {}, {}, count);", arr.param,
+                                  offset(o, firstColumn), staged));
+    }
+    emit(0, "#pragma unroll");
+    close(column);
+    for (std::string& line : after) emit(0, std::move(line));
+  }
+
   // Thread index over every element of `t`, with the axes bound in env.
   int flatPoints(const Type& t, Env& env, WrittenKernel& out) {
     const int64_t n = t.elementCount();
@@ -681,12 +764,21 @@ class Writer {
   int counter_ = 0;
   StreamAnalysis stream_;
   std::vector<SlotLayout> slots_;
+  const GemmEpilogueAxes* epilogue_ = nullptr;  // set: writing a GEMM's epilogue functor
+  Env contractionAt_;  // the epilogue's position of the contraction, v[e]
+  Env firstColumn_;    // the same at column col (e = 0)
+  bool columnsVectorised_ = false;  // the epilogue's rows hold a multiple of 8 columns
 };
 
 }  // namespace
 
 WrittenKernel writeKernel(const Graph& graph, const LaunchPlan& plan, const std::map<NodeId, StoredArray>& stored) {
   return Writer(graph, plan, stored).run();
+}
+
+WrittenKernel writeGemmEpilogue(const Graph& graph, const LaunchPlan& plan, const std::map<NodeId, StoredArray>& stored,
+                                const GemmEpilogueAxes& axes) {
+  return Writer(graph, plan, stored, &axes).run();
 }
 
 }  // namespace llmc

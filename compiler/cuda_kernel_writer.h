@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -43,5 +44,30 @@ struct WrittenKernel {
 };
 
 WrittenKernel writeKernel(const Graph& graph, const LaunchPlan& plan, const std::map<NodeId, StoredArray>& stored);
+
+// The axes of a tile-library GEMM launch (tensor_core_gemm.h) as its epilogue
+// functor sees them (gemm_common.cuh, "Epilogue contract"): it is called with
+// (batch, row, col, v, count), and v[e] is the contraction at the batch index,
+// the row and column col + e, decomposed into these axes.
+struct GemmEpilogueAxes {
+  NodeId contraction = -1;
+  std::vector<Axis> batch;    // (outer, inner), or (inner)
+  std::vector<Axis> rows;     // outermost first
+  std::vector<Axis> columns;  // outermost first
+};
+
+// The work after the contraction cannot be written as that functor (it reads
+// the contraction at other positions than the one being stored).
+class EpilogueUnsupported : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// The body of the epilogue functor's operator(): the launch's values after
+// the contraction computed at the 8 columns, its outputs stored (bf16 outputs
+// whose innermost axes are the columns with one 16-byte store). `reads`: the
+// stored values it loads. Throws EpilogueUnsupported.
+WrittenKernel writeGemmEpilogue(const Graph& graph, const LaunchPlan& plan, const std::map<NodeId, StoredArray>& stored,
+                                const GemmEpilogueAxes& axes);
 
 }  // namespace llmc

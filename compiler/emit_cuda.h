@@ -14,7 +14,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +24,7 @@
 #include "ir.h"
 #include "pseudocode.h"
 #include "target.h"
+#include "tensor_core_gemm.h"
 
 namespace llmc {
 
@@ -50,20 +53,36 @@ struct LaunchParam {
   bool written = false;  // the launch writes it (its outputs); otherwise reads it
 };
 
+// A TMA tensor map a launch takes by value (a 128-byte CUtensorMap, as a
+// __grid_constant__ parameter), described so that a runtime can build it with
+// cuTensorMapEncodeTiled: data type bf16, rank 4, no interleave, element
+// strides 1, L2 promotion 256B, out-of-bounds elements read as zero.
+struct TensorMapParam {
+  std::string operand;  // "A" or "B" of the GEMM
+  int buffer = -1;      // index into CudaModule::buffers
+  int64_t offsetBytes = 0;              // globalAddress = the buffer's address + offsetBytes
+  std::array<uint64_t, 4> dims{};       // globalDim, innermost first (contiguous, rows, batch inner, batch outer)
+  std::array<uint64_t, 3> stridesBytes{};  // globalStrides of dims 1..3
+  std::array<uint32_t, 4> box{};        // boxDim
+  std::string swizzle = "128B";
+};
+
 struct KernelLaunch {
   std::string name;          // the __global__ function
   int kernel = -1;           // the planned kernel it comes from (PlannedKernel::kernel.id); -1: made by the emitter
   std::string role;          // "tile" (a planned kernel), "scatter" (atomic adds), "clear" (zero a buffer), "copy" (a view as output)
-  int64_t grid = 1;          // blocks, one dimension
+  std::array<int64_t, 3> grid = {1, 1, 1};  // blocks
   int block = 256;           // threads per block, one dimension
   int64_t dynamicSmemBytes = 0;
-  std::vector<LaunchParam> params;  // in the function's parameter order
+  std::vector<TensorMapParam> tensorMaps;  // the function's first parameters, in this order
+  std::vector<LaunchParam> params;  // then these pointers, in the function's parameter order
   InstructionChoice instructions;   // what the instruction selection made of it
+  std::optional<TensorCoreGemm> gemm;  // set where it runs on the tensor-core tile library
 };
 
 struct CudaModule {
   std::string arch;
-  std::string source;                // every kernel, after a self-contained prelude (no #include)
+  std::string source;                // every kernel, after a prelude; includes llmc's device headers (runtime/cuda/device) where a launch uses the tile library
   std::vector<BufferDesc> buffers;   // graph inputs first (signature order), then in order of first write
   std::vector<KernelLaunch> launches;  // to run in this order
 };

@@ -40,11 +40,13 @@ bool readsStoredArray(const Graph& g, NodeId id, const std::set<NodeId>& compute
 std::string InstructionChoice::describe() const {
   switch (kind) {
     case Kind::Elementwise: return "elementwise (CUDA cores)";
-    case Kind::Reduction: return "reduction (CUDA cores)";
+    case Kind::Reduction: return scalarReason.empty() ? "reduction (CUDA cores)" : "reduction (CUDA cores, because " + scalarReason + ")";
     case Kind::MatmulLike:
-      return fmt::format("{} matmul-like contraction (batch: {}; m: {}; n: {}; k: {}): tensor-core candidate, "
-                         "emitted on CUDA cores",
-                         lowPrecisionOperands ? "bf16" : "f32", joined(batch), joined(m), joined(n), joined(k));
+      return fmt::format("{} matmul-like contraction (batch: {}; m: {}; n: {}; k: {}): {}",
+                         lowPrecisionOperands ? "bf16" : "f32", joined(batch), joined(m), joined(n), joined(k),
+                         !tensorCores.empty() ? tensorCores
+                         : scalarReason.empty() ? std::string("CUDA cores")
+                                                : "CUDA cores, because " + scalarReason);
   }
   return "";
 }
@@ -64,8 +66,13 @@ InstructionChoice selectInstructions(const Graph& g, const std::set<NodeId>& com
   // the A·B of a tile GEMM, the rest of the launch its prologue-free epilogue.
   if (contractions.size() != 1) return choice;
   const Node& c = g.node(contractions[0]);
-  if (!readsStoredArray(g, c.operands[0], computed, stored) || !readsStoredArray(g, c.operands[1], computed, stored))
-    return choice;
+  for (NodeId operand : c.operands)
+    if (!readsStoredArray(g, operand, computed, stored)) {
+      choice.scalarReason = fmt::format("its contraction's operand {} is computed in the launch (a prologue), which the "
+                                        "tensor-core tile library cannot take",
+                                        g.node(operand).name.empty() ? fmt::format("%{}", operand) : g.node(operand).name);
+      return choice;
+    }
   const Type& a = g.node(c.operands[0]).type;
   const Type& b = g.node(c.operands[1]).type;
   choice.kind = InstructionChoice::Kind::MatmulLike;

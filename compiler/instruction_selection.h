@@ -1,8 +1,8 @@
 // Instruction selection: what a launch's computation is, read from the IR's
 // structure (never from node or composite names), so that the emitter can pick
-// the instructions that suit it. Today every launch is emitted with plain
-// loads and fp32 FMAs; a launch recognised as a matmul-like contraction is
-// where the tensor-core tile library (mma.sync / wgmma) is to be instantiated.
+// the instructions that suit it: a launch recognised as a bf16 matmul-like
+// contraction instantiates the tensor-core tile library (tensor_core_gemm.h)
+// where it can; every other launch uses plain loads and fp32 FMAs.
 #pragma once
 
 #include <set>
@@ -25,6 +25,11 @@ struct InstructionChoice {
   std::vector<std::string> n;      // axes of the second operand only (columns of B)
   std::vector<std::string> k;      // contracted axes
   bool lowPrecisionOperands = false;  // the operands are stored as bf16: a bf16 tensor-core candidate
+  // Set by the emitter for MatmulLike: the tile-library GEMM it instantiated
+  // (empty: none), or why the launch stays on CUDA cores (also set here for a
+  // single contraction with a prologue).
+  std::string tensorCores;
+  std::string scalarReason;
 
   std::string describe() const;  // one line, for the generated source and the JSON
 };

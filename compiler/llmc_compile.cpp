@@ -17,6 +17,9 @@
 #include "pseudocode.h"
 #include "streamability.h"
 #include "target.h"
+#ifdef LLMC_HAVE_NVRTC
+#include "nvrtc_compiler.h"
+#endif
 
 namespace {
 
@@ -34,7 +37,9 @@ options:
                       loops), perf (the performance model per kernel), cuda
                       (the CUDA C++ source of every launch, docs/codegen.md)
                       or launches (the launch description of that source as
-                      JSON: grid, block, parameters, buffers)
+                      JSON: grid, block, parameters, tensor maps, buffers),
+                      or ptx (that source compiled with NVRTC for --arch; no
+                      GPU needed)
   --arch ARCH         the target for pseudocode, perf and cuda: sm_80, sm_90a, a
                       target .json file, or auto (the GPU present); default sm_90a
   --device NAME       a device of the arch's file (H100-SXM, H200, ...)
@@ -110,8 +115,8 @@ int main(int argc, char** argv) {
     } else if (arg == "--emit") {
       emit = value("--emit");
       if (emit != "ir" && emit != "json" && emit != "streams" && emit != "pseudocode" && emit != "perf" &&
-          emit != "cuda" && emit != "launches")
-        usageError(fmt::format("unknown --emit '{}' (known: ir, json, streams, pseudocode, perf, cuda, launches)", emit));
+          emit != "cuda" && emit != "launches" && emit != "ptx")
+        usageError(fmt::format("unknown --emit '{}' (known: ir, json, streams, pseudocode, perf, cuda, launches, ptx)", emit));
     } else if (arg == "--arch") {
       arch = value("--arch");
     } else if (arg == "--device") {
@@ -167,7 +172,7 @@ int main(int argc, char** argv) {
     // Kernels are planned for a target, whose cost model also decides what
     // the backward pass recomputes.
     std::optional<llmc::Target> target;
-    if (emit == "pseudocode" || emit == "perf" || emit == "cuda" || emit == "launches") {
+    if (emit == "pseudocode" || emit == "perf" || emit == "cuda" || emit == "launches" || emit == "ptx") {
       target = arch == "auto" ? llmc::detectTarget() : llmc::loadTarget(arch, device);
       options.target = &*target;
       options.cost = cost;
@@ -180,7 +185,15 @@ int main(int argc, char** argv) {
       llmc::EmitOptions emitOptions;
       emitOptions.storage = cost.storageBytes == 4 ? llmc::StorageType::F32 : llmc::StorageType::BF16;
       if (emit == "cuda") output = llmc::emitCuda(graph, kernels, *target, emitOptions).source;
-      else if (emit == "launches")
+      else if (emit == "ptx") {
+#ifdef LLMC_HAVE_NVRTC
+        llmc::CudaModule module = llmc::emitCuda(graph, kernels, *target, emitOptions);
+        output = llmc::cuda::compileWithNvrtc({graph.name, module.source, target->arch, {}}).ptx;
+#else
+        std::fputs("llmc-compile: --emit ptx needs NVRTC; this llmc-compile was built without the CUDA toolkit\n", stderr);
+        return 2;
+#endif
+      } else if (emit == "launches")
         output = llmc::launchesToJson(llmc::emitCuda(graph, kernels, *target, emitOptions)).dump(2) + "\n";
       else if (emit == "pseudocode") output = llmc::printPseudocode(graph, kernels, *target);
       else if (json) output = llmc::perfReportJson(graph, kernels, *target).dump(2) + "\n";

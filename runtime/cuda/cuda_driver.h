@@ -60,7 +60,8 @@ class CudaError : public std::runtime_error {
   X(eventDestroy, cuEventDestroy, 4000)                      \
   X(eventRecord, cuEventRecord, 2000)                        \
   X(eventSynchronize, cuEventSynchronize, 2000)              \
-  X(eventElapsedTime, cuEventElapsedTime, 12080)
+  X(eventElapsedTime, cuEventElapsedTime, 12080)              \
+  X(tensorMapEncodeTiled, cuTensorMapEncodeTiled, 12000)
 
 struct DriverApi {
 #define LLMC_DECLARE_DRIVER_ENTRY(member, symbol, version) PFN_##symbol##_v##version member = nullptr;

@@ -24,6 +24,10 @@ struct EmitCase {
   // ill-conditioned that bf16 rounding alone moves them by 40%
   // (tests/unit/storage_precision_test.cpp).
   double inputScale = 1;
+  // With bf16 storage: how many launches must run on tensor cores (-1: not
+  // checked), and whether the GPU test also runs the sm_80 code on Hopper.
+  int tensorCoreLaunches = -1;
+  bool alsoSm80 = false;
 };
 
 // The source tree: $LLMC_SOURCE_DIR (a copy on another machine), else the
@@ -50,7 +54,7 @@ inline std::vector<EmitCase> gpt2Cases() {
       {"gpt2 forward, small", "diagrams/gpt2/model.dg", "gpt2", small, false, tokens, 0.1},
       {"gpt2 forward, odd sizes", "diagrams/gpt2/model.dg", "gpt2", odd, false, tokens, 0.1},
       {"gpt2 logits, odd sizes", "diagrams/gpt2/model.dg", "gpt2_logits", odd, false, tokens, 0.1},
-      {"gpt2 training step, small", "diagrams/gpt2/model.dg", "gpt2", small, true, tokens, 0.1},
+      {"gpt2 training step, small", "diagrams/gpt2/model.dg", "gpt2", small, true, tokens, 0.1, -1, true},
       {"gpt2 training step, odd sizes", "diagrams/gpt2/model.dg", "gpt2", odd, true, tokens, 0.1},
   };
 }
@@ -67,7 +71,13 @@ inline std::vector<EmitCase> otherCases() {
       {"classifier with cross-entropy", "tests/lit/pseudocode/classifier.dg", "", {{"N", 100}, {"C", 48}, {"V", 771}},
        false, {{"target", 771}}},
       {"layernorm", "tests/lit/pseudocode/layernorm.dg", "", {{"N", 100}, {"C", 771}}},
-      {"matmul", "tests/lit/pseudocode/matmul.dg", "", {{"M", 1000}, {"K", 80}, {"N", 771}}},
+      {"matmul", "tests/lit/pseudocode/matmul.dg", "", {{"M", 1000}, {"K", 80}, {"N", 771}}, false, {}, 1, 1, true},
+      // Tensor cores at shapes that are not multiples of the tiles; a K that
+      // is not a multiple of 8 leaves rows misaligned for the library: CUDA cores.
+      {"matmul M=1000 N=80 K=776", "tests/lit/pseudocode/matmul.dg", "", {{"M", 1000}, {"K", 776}, {"N", 80}}, false, {},
+       1, 1, true},
+      {"matmul K=771 (CUDA cores)", "tests/lit/pseudocode/matmul.dg", "", {{"M", 1000}, {"K", 771}, {"N", 80}}, false, {},
+       1, 0, true},
   };
 }
 

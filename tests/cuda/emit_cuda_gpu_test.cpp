@@ -5,8 +5,11 @@
 // runs the launches in order and compares every graph output with the
 // interpreter's (f64): relative error <= 1e-5 with f32 storage (1e-4 for
 // gradients), <= 1e-2 with bf16 (the interpreter gets the same bf16-rounded
-// inputs). Exits 77 (ctest:
-// skipped) without a driver or a GPU.
+// inputs). Matmul-like launches run on the tensor-core tile library (TMA
+// tensor maps built from the launch description); with bf16 storage on a
+// Hopper GPU the cases marked so also run as compiled for sm_80 (mma.sync),
+// and each case's count of tensor-core launches is checked where it states
+// one. Exits 77 (ctest: skipped) without a driver or a GPU.
 #include <fmt/format.h>
 
 #include <cmath>
@@ -22,6 +25,7 @@
 #include "emit_cases.h"
 #include "emit_cuda.h"
 #include "interpreter.h"
+#include "launch_tensor_map.h"
 #include "low_precision.h"
 #include "nvrtc_compiler.h"
 #include "pipeline.h"
@@ -98,16 +102,22 @@ struct Outcome {
   int checked = 0;
 };
 
-void runCase(const EmitCase& c, bool bf16, const cuda::Context& context, Outcome& outcome) {
-  const std::string label = fmt::format("{} ({} storage)", c.name, bf16 ? "bf16" : "f32");
+void runCase(const EmitCase& c, bool bf16, const std::string& arch, const cuda::Context& context, Outcome& outcome) {
+  const std::string label = fmt::format("{} ({} storage, {})", c.name, bf16 ? "bf16" : "f32", arch);
   llmc::Graph graph = llmc::compileToIR(llmc::testing::pipelineOptions(c));
-  llmc::Target target = llmc::loadTarget(context.computeCapability() >= 90 ? "sm_90a" : "sm_80");
+  llmc::Target target = llmc::loadTarget(arch);
   llmc::CostOptions cost;
   cost.storageBytes = bf16 ? 2 : 4;
   llmc::CudaModule module = llmc::emitCuda(graph, llmc::planKernels(graph, target, cost), target,
                                            {bf16 ? llmc::StorageType::BF16 : llmc::StorageType::F32});
   cuda::CompiledKernel compiled = cuda::compileWithNvrtc({module.launches.at(0).name, module.source, context.arch(), {}});
   cuda::Module loaded(compiled.cubin, label);
+  int tensorCoreLaunches = 0;
+  for (const llmc::KernelLaunch& l : module.launches) tensorCoreLaunches += !l.instructions.tensorCores.empty();
+  if (bf16 && c.tensorCoreLaunches >= 0 && tensorCoreLaunches != c.tensorCoreLaunches) {
+    fmt::print("FAIL {}: {} tensor-core launches, expected {}\n", label, tensorCoreLaunches, c.tensorCoreLaunches);
+    ++outcome.failed;
+  }
 
   auto inputs = randomInputs(graph, c, bf16, 1234);
   std::vector<cuda::DeviceBuffer> buffers;
@@ -122,13 +132,17 @@ void runCase(const EmitCase& c, bool bf16, const cuda::Context& context, Outcome
     }
   }
   for (const llmc::KernelLaunch& l : module.launches) {
+    std::vector<CUtensorMap> maps;
+    for (const llmc::TensorMapParam& m : l.tensorMaps)
+      maps.push_back(cuda::encodeTensorMap(m, buffers.at(static_cast<size_t>(m.buffer)).address()));
     std::vector<CUdeviceptr> addresses;
     for (const llmc::LaunchParam& p : l.params) addresses.push_back(buffers.at(static_cast<size_t>(p.buffer)).address());
     std::vector<void*> args;
+    for (CUtensorMap& m : maps) args.push_back(&m);
     for (CUdeviceptr& a : addresses) args.push_back(&a);
     cuda::Kernel kernel = loaded.kernel(l.name);
     cuda::LaunchConfig config;
-    config.grid = {static_cast<unsigned>(l.grid), 1, 1};
+    config.grid = {static_cast<unsigned>(l.grid[0]), static_cast<unsigned>(l.grid[1]), static_cast<unsigned>(l.grid[2])};
     config.block = {static_cast<unsigned>(l.block), 1, 1};
     config.dynamicSharedMemoryBytes = static_cast<unsigned>(l.dynamicSmemBytes);
     kernel.launch(config, args.data());
@@ -161,8 +175,8 @@ void runCase(const EmitCase& c, bool bf16, const cuda::Context& context, Outcome
     const bool ok = error <= tolerance;  // false for NaN
     ++outcome.checked;
     if (!ok) ++outcome.failed;
-    fmt::print("{} {}: {} relative error {:.3g} (tolerance {:.0e}; {} launches)\n", ok ? "ok  " : "FAIL", label, name,
-               error, tolerance, module.launches.size());
+    fmt::print("{} {}: {} relative error {:.3g} (tolerance {:.0e}; {} launches, {} on tensor cores)\n", ok ? "ok  " : "FAIL",
+               label, name, error, tolerance, module.launches.size(), tensorCoreLaunches);
   }
 }
 
@@ -180,13 +194,18 @@ int main() {
   std::vector<EmitCase> cases = llmc::testing::gpt2Cases();
   for (const EmitCase& c : llmc::testing::otherCases()) cases.push_back(c);
   Outcome outcome;
+  const std::string native = context->computeCapability() >= 90 ? "sm_90a" : "sm_80";
   for (const EmitCase& c : cases)
     for (bool bf16 : {false, true}) {
-      try {
-        runCase(c, bf16, *context, outcome);
-      } catch (const std::exception& e) {
-        fmt::print("FAIL {} ({}): {}\n", c.name, bf16 ? "bf16" : "f32", e.what());
-        ++outcome.failed;
+      std::vector<std::string> archs = {native};
+      if (bf16 && native == "sm_90a" && c.alsoSm80) archs.push_back("sm_80");  // mma.sync runs on Hopper too
+      for (const std::string& arch : archs) {
+        try {
+          runCase(c, bf16, arch, *context, outcome);
+        } catch (const std::exception& e) {
+          fmt::print("FAIL {} ({}, {}): {}\n", c.name, bf16 ? "bf16" : "f32", arch, e.what());
+          ++outcome.failed;
+        }
       }
     }
   fmt::print("{} outputs checked, {} failed\n", outcome.checked, outcome.failed);

@@ -1,7 +1,9 @@
 // Every launch llmc emits compiles with NVRTC, for sm_80 and sm_90a: GPT-2's
 // forward and training step (small, and d12's channel, head, context and
 // vocabulary sizes with two layers), the examples and the pseudocode tests'
-// diagrams. Needs the CUDA toolkit's NVRTC, not a GPU.
+// diagrams. With bf16 storage GPT-2's matmuls run on the tensor-core tile
+// library: their PTX holds wgmma and TMA copies for sm_90a, mma.sync for
+// sm_80. Needs the CUDA toolkit's NVRTC, not a GPU.
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
@@ -16,7 +18,9 @@ namespace {
 
 using llmc::testing::EmitCase;
 
-void compilesEverywhere(const EmitCase& c) {
+// `tensorCores`: with bf16 storage, matmul-like launches must use the tile
+// library, and the PTX must show its tensor-core instructions.
+void compilesEverywhere(const EmitCase& c, bool tensorCores = false) {
   llmc::Graph graph = llmc::compileToIR(llmc::testing::pipelineOptions(c));
   for (const char* arch : {"sm_80", "sm_90a"}) {
     for (auto storage : {llmc::StorageType::F32, llmc::StorageType::BF16}) {
@@ -34,9 +38,20 @@ void compilesEverywhere(const EmitCase& c) {
         FAIL(e.what());
       }
       CHECK(!compiled.cubin.empty());
+      int onTensorCores = 0;
       for (const llmc::KernelLaunch& launch : module.launches) {
         INFO(launch.name);
         CHECK(compiled.ptx.find(fmt::format(".entry {}(", launch.name)) != std::string::npos);
+        onTensorCores += !launch.instructions.tensorCores.empty();
+      }
+      if (!tensorCores || storage != llmc::StorageType::BF16) continue;
+      CHECK(onTensorCores > 0);
+      auto has = [&](const char* instruction) { return compiled.ptx.find(instruction) != std::string::npos; };
+      if (std::string(arch) == "sm_90a") {
+        CHECK(has("wgmma.mma_async"));
+        CHECK(has("cp.async.bulk.tensor"));
+      } else {
+        CHECK(has("mma.sync.aligned.m16n8k16"));
       }
     }
   }
@@ -45,11 +60,11 @@ void compilesEverywhere(const EmitCase& c) {
 }  // namespace
 
 TEST_CASE("emitted CUDA of GPT-2 compiles with NVRTC", "[emit_cuda][nvrtc]") {
-  for (const EmitCase& c : llmc::testing::gpt2Cases()) compilesEverywhere(c);
+  for (const EmitCase& c : llmc::testing::gpt2Cases()) compilesEverywhere(c, true);
   EmitCase d12{"gpt2 training step, d12 sizes (2 layers)", "diagrams/gpt2/model.dg", "gpt2",
                {{"B", 4}, {"T", 1024}, {"maxT", 1024}, {"L", 2}, {"C", 768}, {"H", 12}, {"V", 50257}, {"Vp", 50304}},
                true, {}};
-  compilesEverywhere(d12);
+  compilesEverywhere(d12, true);
 }
 
 TEST_CASE("emitted CUDA of the examples compiles with NVRTC", "[emit_cuda][nvrtc]") {

@@ -1,0 +1,68 @@
+// Tensor-core GEMMs for matmul-like launches: whether a launch that the
+// instruction selection calls a bf16 matmul-like contraction can run on the
+// tile library (runtime/cuda/device/llmc: gemm_sm90.cuh, TMA + wgmma, for
+// sm_90a; gemm_sm80.cuh, cp.async + mma.sync, for sm_80), and how: which
+// stored arrays are A and B, their majorness, leading dimensions and batch
+// strides (read through the views between the arrays and the contraction),
+// the tile configuration (the planned partition's tiles where the library
+// allows them), the grid, block and shared memory. Where the library cannot
+// express the launch the plan says why, and the launch stays on CUDA cores.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "cuda_kernel_writer.h"
+#include "instruction_selection.h"
+#include "ir.h"
+#include "target.h"
+
+namespace llmc {
+
+// One GEMM operand in memory, in the library's terms (gemm_common.cuh): rows
+// of `contiguous` elements `ld` apart, in batch_outer x batch_inner copies.
+struct GemmOperandPlacement {
+  NodeId array = -1;       // the stored array it reads
+  int64_t offset = 0;      // elements from the array's start (views: index, slice)
+  bool kMajor = true;      // contiguous along k; otherwise along m (A) or n (B)
+  int64_t contiguous = 0;  // extent of the contiguous GEMM dimension
+  int64_t rows = 0;        // extent of the other one
+  int64_t ld = 0;          // elements between rows
+  int64_t batchOuterStride = 0, batchInnerStride = 0;  // elements
+};
+
+struct TensorCoreGemm {
+  enum class Library { Sm90, Sm80 } library = Library::Sm90;
+  NodeId contraction = -1;
+  // GEMM axes of the contraction, each group outermost first: the row index
+  // decomposes into `m`, the column index into `n`, the k index into `k`.
+  // `batch` holds at most two axes: (outer, inner) or (inner).
+  std::vector<Axis> batch, m, n, k;
+  int64_t M = 1, N = 1, K = 1;
+  int batchOuter = 1, batchInner = 1;
+  GemmOperandPlacement a, b;  // a holds the m axes, b the n axes
+  bool swapped = false;       // a is the contraction's second operand (so that n is the output's innermost axis)
+  // Tile configuration: sm90 GemmConfig<BM, BN, stages>; sm80 GemmConfig<BM, BN, BK, stages, warpsM, warpsN>.
+  int BM = 128, BN = 128, BK = 64, stages = 4, warpsM = 2, warpsN = 2;
+  std::string tileChoice;     // how the tile relates to the planned partition, for the source's comment
+  int threads = 0;
+  int64_t smemBytes = 0;      // the config's kSmemBytes
+  int64_t grid[3] = {1, 1, 1};
+
+  std::string configType() const;  // "llmc::sm90::GemmConfig<128, 256, 4, llmc::Major::K, llmc::Major::K>"
+  std::string describe() const;    // one line: library, tile, layouts
+};
+
+struct TensorCorePlan {
+  std::optional<TensorCoreGemm> gemm;
+  std::string scalarReason;  // why not, where the launch is matmul-like
+};
+
+// `stored`: values read from GMEM; `target`: sm_90a or sm_80.
+TensorCorePlan planTensorCoreGemm(const Graph& graph, const LaunchPlan& plan, const InstructionChoice& choice,
+                                  const std::set<NodeId>& stored, const Target& target);
+
+}  // namespace llmc
