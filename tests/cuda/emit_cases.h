@@ -18,7 +18,7 @@ struct EmitCase {
   std::string entry;
   SizeBindings sizes;
   bool grad = false;
-  std::map<std::string, double> indexBound;  // integer inputs: drawn from [0, bound)
+  std::map<std::string, double> indexBound = {};  // integer inputs: drawn from [0, bound)
   // Float inputs are N(0, scale²). GPT-2 gets a trained model's scale: with
   // N(0, 1) weights every softmax saturates and the gradients become so
   // ill-conditioned that bf16 rounding alone moves them by 40%
@@ -62,7 +62,7 @@ inline std::vector<EmitCase> gpt2Cases() {
 inline std::vector<EmitCase> otherCases() {
   return {
       {"rmsnorm", "diagrams/examples/rmsnorm.dg", "", {{"N", 100}, {"C", 771}}},
-      {"rmsnorm training step", "tests/cuda/Inputs/rmsnorm_loss.dg", "", {{"N", 37}, {"C", 80}}, true},
+      {"rmsnorm training step", "tests/cuda/Inputs/rmsnorm_loss.dg", "", {{"N", 37}, {"C", 80}}, true, {}},
       {"grouped-query attention", "diagrams/examples/grouped_query_attention.dg", "",
        {{"B", 2}, {"H", 4}, {"G", 2}, {"T", 50}, {"X", 70}, {"D", 24}}},
       {"contraction chain", "diagrams/examples/contraction_chain.dg", "",
