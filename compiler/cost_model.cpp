@@ -232,7 +232,14 @@ KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const
     // Split blocks add their partial results: an f32 atomic per element each.
     moved += splits > 1 ? 2 * 4 * static_cast<double>(ty.elementCount() * splits)
                         : static_cast<double>(ty.elementCount()) * elementBytes(ty, o);
-    accumulator += tileElements(ty, s, p) * 4;  // accumulated in f32
+  }
+  // The accumulators: the tiles of the kernel's reductions that outlive a
+  // chunk, in f32. Outputs made from them elementwise (a bias, GELU) are
+  // written as they are made.
+  for (NodeId id : k.nodes) {
+    const Node& n = g.node(id);
+    const bool chunkLocal = !s.streamAxis.empty() && n.type.has(s.streamAxis);
+    if ((n.op == Op::Contract || n.op == Op::Reduce) && !chunkLocal) accumulator += tileElements(n.type, s, p) * 4;
   }
   double intermediate = 0;
   std::set<NodeId> boundary(k.inputs.begin(), k.inputs.end());

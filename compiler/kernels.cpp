@@ -77,15 +77,26 @@ class Fuser {
   static size_t idx(NodeId id) { return static_cast<size_t>(id); }
   bool light(const Node& n) const { return n.op != Op::Input && !isFree(g_, n) && !isView(n) && !isAnchor(n); }
 
-  // A light node whose consumers all sit in one kernel is computed there.
+  // A light node whose consumers all sit in one kernel is computed there,
+  // unless it is an operand of a contraction: tensor cores are fed stored
+  // tiles (by TMA or cp.async), so a layernorm's normalisation before a
+  // matmul is the epilogue of the kernel that makes its statistics.
   void attachPrologues() {
     for (size_t i = g_.nodes.size(); i-- > 0;) {
       const Node& n = g_.nodes[i];
-      if (!light(n) || isOutput_.count(n.id)) continue;
+      if (!light(n) || isOutput_.count(n.id) || feedsContraction(n.id)) continue;
       std::set<int> groups;
       for (NodeId c : consumers_[i]) groups.insert(group_[idx(c)]);
       if (groups.size() == 1 && *groups.begin() >= 0) group_[i] = *groups.begin();
     }
+  }
+
+  // (In the forward pass only: the backward's operand chains are recomputed
+  // copies that its streams are built from.)
+  bool feedsContraction(NodeId id) const {
+    if (g_.node(id).adjoint) return false;
+    return std::any_of(consumers_[idx(id)].begin(), consumers_[idx(id)].end(),
+                       [&](NodeId c) { return g_.node(c).op == Op::Contract && isFloat(g_.node(c).type.dtype); });
   }
 
   // The rest join the kernel of their latest computed operand; those computed
@@ -109,7 +120,7 @@ class Fuser {
     }
     for (auto it = orphans.rbegin(); it != orphans.rend(); ++it) {
       for (NodeId c : consumers_[idx(*it)])
-        if (int gc = group_[idx(c)]; gc >= 0 && !readsScatterIn(*it, gc) &&
+        if (int gc = group_[idx(c)]; gc >= 0 && !readsScatterIn(*it, gc) && !feedsContraction(*it) &&
                                      staysAcyclic([&](NodeId m) { return m == *it || group_[idx(m)] == gc; })) {
           group_[idx(*it)] = group_[idx(c)];
           break;
