@@ -12,6 +12,7 @@
 // one. Exits 77 (ctest: skipped) without a driver or a GPU.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -182,7 +183,10 @@ void runCase(const EmitCase& c, bool bf16, const std::string& arch, const cuda::
 
 }  // namespace
 
-int main() {
+// usage: emit_cuda_gpu_test [NAME...]  — only the cases whose name contains
+// one of the NAMEs (for compute-sanitizer runs of a few kernels); all without.
+int main(int argc, char** argv) {
+  const std::vector<std::string> only(argv + 1, argv + argc);
   std::optional<cuda::Context> context;
   try {
     context.emplace(0);
@@ -193,6 +197,10 @@ int main() {
   fmt::print("GPU 0: {}, compiling for {}\n", context->name(), context->arch());
   std::vector<EmitCase> cases = llmc::testing::gpt2Cases();
   for (const EmitCase& c : llmc::testing::otherCases()) cases.push_back(c);
+  if (!only.empty())
+    std::erase_if(cases, [&](const EmitCase& c) {
+      return std::none_of(only.begin(), only.end(), [&](const std::string& n) { return c.name.find(n) != std::string::npos; });
+    });
   Outcome outcome;
   const std::string native = context->computeCapability() >= 90 ? "sm_90a" : "sm_80";
   for (const EmitCase& c : cases)
