@@ -78,6 +78,10 @@ struct KernelLaunch {
   std::vector<LaunchParam> params;  // then these pointers, in the function's parameter order
   InstructionChoice instructions;   // what the instruction selection made of it
   std::optional<TensorCoreGemm> gemm;  // set where it runs on the tensor-core tile library
+  // The launch's function alone, with the prelude and what it includes: a
+  // translation unit of its own, so that a JIT compiles launches in parallel
+  // and caches each one.
+  std::string source;
 };
 
 struct CudaModule {

@@ -26,7 +26,9 @@
 #include "emit_cases.h"
 #include "emit_cuda.h"
 #include "interpreter.h"
+#include "jit.h"
 #include "launch_tensor_map.h"
+#include "loaded_kernels.h"
 #include "low_precision.h"
 #include "nvrtc_compiler.h"
 #include "pipeline.h"
@@ -111,8 +113,11 @@ void runCase(const EmitCase& c, bool bf16, const std::string& arch, const cuda::
   cost.storageBytes = bf16 ? 2 : 4;
   llmc::CudaModule module = llmc::emitCuda(graph, llmc::planKernels(graph, target, cost), target,
                                            {bf16 ? llmc::StorageType::BF16 : llmc::StorageType::F32});
-  cuda::CompiledKernel compiled = cuda::compileWithNvrtc({module.launches.at(0).name, module.source, context.arch(), {}});
-  cuda::Module loaded(compiled.cubin, label);
+  // Each launch is its own translation unit, compiled in parallel (no cache:
+  // every run compiles what it tests).
+  std::vector<cuda::KernelSource> sources;
+  for (const llmc::KernelLaunch& l : module.launches) sources.push_back({l.name, l.source, context.arch(), {}});
+  cuda::LoadedKernels loaded(cuda::compileKernels(sources, nullptr).kernels);
   int tensorCoreLaunches = 0;
   for (const llmc::KernelLaunch& l : module.launches) tensorCoreLaunches += !l.instructions.tensorCores.empty();
   if (bf16 && c.tensorCoreLaunches >= 0 && tensorCoreLaunches != c.tensorCoreLaunches) {
@@ -141,7 +146,7 @@ void runCase(const EmitCase& c, bool bf16, const std::string& arch, const cuda::
     std::vector<void*> args;
     for (CUtensorMap& m : maps) args.push_back(&m);
     for (CUdeviceptr& a : addresses) args.push_back(&a);
-    cuda::Kernel kernel = loaded.kernel(l.name);
+    cuda::Kernel& kernel = loaded[l.name];
     cuda::LaunchConfig config;
     config.grid = {static_cast<unsigned>(l.grid[0]), static_cast<unsigned>(l.grid[1]), static_cast<unsigned>(l.grid[2])};
     config.block = {static_cast<unsigned>(l.block), 1, 1};

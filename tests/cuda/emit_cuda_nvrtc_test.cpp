@@ -1,4 +1,5 @@
-// Every launch llmc emits compiles with NVRTC, for sm_80 and sm_90a: GPT-2's
+// Every launch llmc emits compiles with NVRTC, each as its own translation
+// unit, for sm_80 and sm_90a: GPT-2's
 // forward and training step (small, and d12's channel, head, context and
 // vocabulary sizes with two layers), the examples and the pseudocode tests'
 // diagrams. With bf16 storage GPT-2's matmuls run on the tensor-core tile
@@ -9,6 +10,7 @@
 
 #include "emit_cases.h"
 #include "emit_cuda.h"
+#include "jit.h"
 #include "nvrtc_compiler.h"
 #include "pipeline.h"
 #include "pseudocode.h"
@@ -31,22 +33,29 @@ void compilesEverywhere(const EmitCase& c, bool tensorCores = false) {
       const std::string what = fmt::format("{} for {}, {} storage", c.name, arch,
                                            storage == llmc::StorageType::BF16 ? "bf16" : "f32");
       INFO(what);
-      llmc::cuda::CompiledKernel compiled;
+      // Each launch is a translation unit of its own, compiled in parallel.
+      std::vector<llmc::cuda::KernelSource> sources;
+      for (const llmc::KernelLaunch& launch : module.launches) sources.push_back({launch.name, launch.source, arch, {}});
+      llmc::cuda::JitResult compiled;
       try {
-        compiled = llmc::cuda::compileWithNvrtc({module.launches.at(0).name, module.source, arch, {}});
+        compiled = llmc::cuda::compileKernels(sources, nullptr);
       } catch (const llmc::cuda::KernelCompileError& e) {
         FAIL(e.what());
       }
-      CHECK(!compiled.cubin.empty());
+      std::string ptx;
       int onTensorCores = 0;
-      for (const llmc::KernelLaunch& launch : module.launches) {
+      for (size_t i = 0; i < module.launches.size(); ++i) {
+        const llmc::KernelLaunch& launch = module.launches[i];
+        const llmc::cuda::CompiledKernel& kernel = compiled.kernels.at(i).compiled;
         INFO(launch.name);
-        CHECK(compiled.ptx.find(fmt::format(".entry {}(", launch.name)) != std::string::npos);
+        CHECK(!kernel.cubin.empty());
+        CHECK(kernel.ptx.find(fmt::format(".entry {}(", launch.name)) != std::string::npos);
+        ptx += kernel.ptx;
         onTensorCores += !launch.instructions.tensorCores.empty();
       }
       if (!tensorCores || storage != llmc::StorageType::BF16) continue;
       CHECK(onTensorCores > 0);
-      auto has = [&](const char* instruction) { return compiled.ptx.find(instruction) != std::string::npos; };
+      auto has = [&](const char* instruction) { return ptx.find(instruction) != std::string::npos; };
       if (std::string(arch) == "sm_90a") {
         CHECK(has("wgmma.mma_async"));
         CHECK(has("cp.async.bulk.tensor"));

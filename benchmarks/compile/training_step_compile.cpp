@@ -1,0 +1,143 @@
+// How long llmc takes from a diagram to loaded kernels, cold and warm: the
+// compiler's passes (with the recompute pass), the partition search, CUDA
+// emission, then NVRTC on every launch through the JIT — first with an empty
+// kernel cache (cold), then again from that cache (warm) — and, where a GPU is
+// present, loading the modules. NVRTC needs no GPU, so the compile figures
+// come out on any machine with the CUDA toolkit.
+//
+// usage: training_step_compile [--set B=32,T=1024,...] [--arch sm_90a|sm_80] [--storage bf16|f32]
+//                              [--threads N] [--forward]
+// Defaults: GPT-2 d12's training step (diagrams/gpt2/model.dg --grad) at B=32, T=1024, for sm_90a,
+// bf16, one compile thread per hardware thread. LLMC_SOURCE_DIR: the source tree.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cuda_context.h"
+#include "emit_cuda.h"
+#include "jit.h"
+#include "kernel_cache.h"
+#include "loaded_kernels.h"
+#include "pipeline.h"
+#include "pseudocode.h"
+#include "target.h"
+
+namespace {
+
+double secondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+llmc::SizeBindings parseSizes(const std::string& text) {
+  llmc::SizeBindings sizes;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t comma = text.find(',', start);
+    std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    size_t eq = item.find('=');
+    if (eq == std::string::npos) throw std::invalid_argument("--set expects NAME=N, got '" + item + "'");
+    sizes[item.substr(0, eq)] = std::stoll(item.substr(eq + 1));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return sizes;
+}
+
+// Loads the kernels on the GPU when there is one; the time it took, or none.
+std::optional<double> loadOnGpu(const std::vector<llmc::cuda::JitKernel>& kernels) {
+  try {
+    llmc::cuda::Context context(0);
+    auto start = std::chrono::steady_clock::now();
+    llmc::cuda::LoadedKernels loaded(kernels);
+    return secondsSince(start);
+  } catch (const llmc::NoGpuError&) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string sizes = "B=32,T=1024,maxT=1024,L=12,C=768,H=12,V=50257,Vp=50304";
+  std::string arch = "sm_90a";
+  bool bf16 = true, grad = true;
+  unsigned threads = 0;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        fmt::print(stderr, "{} needs a value\n", arg);
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (arg == "--set") sizes = value();
+    else if (arg == "--arch") arch = value();
+    else if (arg == "--storage") bf16 = value() == "bf16";
+    else if (arg == "--threads") threads = static_cast<unsigned>(std::stoul(value()));
+    else if (arg == "--forward") grad = false;
+    else {
+      fmt::print(stderr, "usage: {} [--set SIZES] [--arch sm_90a|sm_80] [--storage bf16|f32] [--threads N] [--forward]\n",
+                 argv[0]);
+      return 2;
+    }
+  }
+  const char* sourceDir = std::getenv("LLMC_SOURCE_DIR");
+  const llmc::Target target = llmc::loadTarget(arch);
+  llmc::CostOptions cost;
+  cost.storageBytes = bf16 ? 2 : 4;
+
+  auto start = std::chrono::steady_clock::now();
+  llmc::PipelineOptions options;
+  options.path = std::string(sourceDir ? sourceDir : LLMC_SOURCE_DIR) + "/diagrams/gpt2/model.dg";
+  options.sizes = parseSizes(sizes);
+  options.grad = grad;
+  options.target = &target;
+  options.cost = cost;
+  const llmc::Graph graph = llmc::compileToIR(options);
+  const double passes = secondsSince(start);
+
+  start = std::chrono::steady_clock::now();
+  const auto planned = llmc::planKernels(graph, target, cost);
+  const double planning = secondsSince(start);
+
+  start = std::chrono::steady_clock::now();
+  const llmc::CudaModule module =
+      llmc::emitCuda(graph, planned, target, {bf16 ? llmc::StorageType::BF16 : llmc::StorageType::F32});
+  const double emission = secondsSince(start);
+
+  std::vector<llmc::cuda::KernelSource> sources;
+  for (const llmc::KernelLaunch& l : module.launches) sources.push_back({l.name, l.source, arch, {}});
+  const std::filesystem::path cacheDir =
+      std::filesystem::temp_directory_path() / fmt::format("llmc-compile-bench-{}", std::random_device{}());
+  const llmc::cuda::KernelCache cache(cacheDir);
+  const llmc::cuda::JitResult cold = llmc::cuda::compileKernels(sources, &cache, threads);
+  const llmc::cuda::JitResult warm = llmc::cuda::compileKernels(sources, &cache, threads);
+  const std::optional<double> loading = loadOnGpu(warm.kernels);
+  std::filesystem::remove_all(cacheDir);
+
+  int onTensorCores = 0;
+  for (const llmc::KernelLaunch& l : module.launches) onTensorCores += !l.instructions.tensorCores.empty();
+  fmt::print("{} ({}) for {}, {} storage, {} compile threads\n", grad ? "training step" : "forward", sizes, arch,
+             bf16 ? "bf16" : "f32", threads ? threads : std::thread::hardware_concurrency());
+  fmt::print("  passes (parse .. recompute)   {:8.2f} s  ({} nodes)\n", passes, graph.nodes.size());
+  fmt::print("  partition search              {:8.2f} s  ({} kernels)\n", planning, planned.size());
+  fmt::print("  CUDA emission                 {:8.2f} s  ({} launches, {} on tensor cores)\n", emission,
+             module.launches.size(), onTensorCores);
+  fmt::print("  NVRTC, cold cache             {:8.2f} s  ({})\n", cold.summary.wallSeconds, cold.summary.describe());
+  fmt::print("  NVRTC, warm cache             {:8.2f} s  ({})\n", warm.summary.wallSeconds, warm.summary.describe());
+  if (loading) fmt::print("  loading on the GPU            {:8.2f} s\n", *loading);
+  else fmt::print("  loading on the GPU            (no GPU here)\n");
+  fmt::print("cold start {:.2f} s, warm start {:.2f} s (diagram to {})\n",
+             passes + planning + emission + cold.summary.wallSeconds + loading.value_or(0),
+             passes + planning + emission + warm.summary.wallSeconds + loading.value_or(0),
+             loading ? "loaded kernels" : "compiled kernels");
+  return 0;
+}
