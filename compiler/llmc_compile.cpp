@@ -40,7 +40,7 @@ options:
                       JSON: grid, block, parameters, tensor maps, buffers),
                       or ptx (that source compiled with NVRTC for --arch; no
                       GPU needed)
-  --arch ARCH         the target for pseudocode, perf and cuda: sm_80, sm_90a, a
+  --arch ARCH         the target for pseudocode, perf, cuda, launches and ptx: sm_80, sm_90a, a
                       target .json file, or auto (the GPU present); default sm_90a
   --device NAME       a device of the arch's file (H100-SXM, H200, ...)
   --storage f32|bf16  how floats are stored in memory, for the model and the
@@ -50,13 +50,15 @@ options:
                       once: --set B=4,T=64
   --entry NAME        the diagram to compile (default: the last one in FILE)
   --grad              add the backward pass: the outputs become the loss and
-                      the gradient of every param input (grad_NAME)
+                      the gradient of every param input (grad_NAME); with a
+                      target (pseudocode, perf, cuda, launches, ptx) the cost
+                      model then decides what the backward recomputes
   --loss NAME         with --grad: the output to differentiate (default: the
                       only output)
   --wrt A,B,...       with --grad: differentiate against these inputs instead
                       of the params
   --dump-after PASS   also print the IR after PASS to stderr; passes with IR:
-                      elaborate, canonicalize, autodiff
+                      elaborate, canonicalize, autodiff, recompute
   --time-passes       print each pass's time to stderr
   --no-comments       leave the per-line comments (woven axes, composite path)
                       out of --emit ir
