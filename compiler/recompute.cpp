@@ -12,10 +12,53 @@ namespace llmc {
 
 namespace {
 
+// What remaking a value costs: its own work at its unit's peak, plus having
+// each operand, read or remade, whichever costs less (memoised); views cost
+// what their operands cost, constants and positions nothing, inputs cannot be
+// remade. A chain that reads many stored arrays (the residual's gradient
+// summed over layers) costs what those reads cost. Remaking pays when it
+// costs less than storing: writing the value once and reading it back.
+class RemakeCost {
+ public:
+  RemakeCost(const Graph& g, const Target& t, const CostOptions& o)
+      : g_(g), t_(t), o_(o), bandwidth_(t.level("GMEM").attainableBandwidth) {}
+
+  bool cheaperThanStoring(NodeId v) {
+    const Node& n = g_.node(v);
+    return isView(n) || isFree(g_, n) || seconds(v) < 2 * storedBytes(n.type, o_) / bandwidth_;
+  }
+
+ private:
+  double seconds(NodeId v) {
+    if (auto it = memo_.find(v); it != memo_.end()) return it->second;
+    const Node& n = g_.node(v);
+    double total = 0;
+    if (n.op == Op::Input) {
+      total = INFINITY;
+    } else if (!isFree(g_, n)) {
+      if (!isView(n)) {
+        NodeWork work = nodeWork(g_, n, t_, o_);
+        total = work.operations / t_.unit(work.unit).attainable;
+      }
+      for (NodeId operand : n.operands) {
+        const Node& o = g_.node(operand);
+        if (!isFree(g_, o)) total += std::min(storedBytes(o.type, o_) / bandwidth_, seconds(operand));
+      }
+    }
+    memo_[v] = total;
+    return total;
+  }
+
+  const Graph& g_;
+  const Target& t_;
+  const CostOptions& o_;
+  const double bandwidth_;
+  std::map<NodeId, double> memo_;
+};
+
 class Recomputer {
  public:
-  Recomputer(const Graph& g, const Target& t, const CostOptions& o)
-      : g_(g), t_(t), o_(o), remap_(g.nodes.size(), -1) {}
+  Recomputer(const Graph& g, const Target& t, const CostOptions& o) : g_(g), cost_(g, t, o), remap_(g.nodes.size(), -1) {}
 
   Graph run() {
     out_.name = g_.name;
@@ -38,7 +81,7 @@ class Recomputer {
   NodeId materialize(NodeId v) {
     if (auto it = copies_.find(v); it != copies_.end()) return it->second;
     const Node& n = g_.node(v);
-    if (n.op == Op::Input || isFree(g_, n) || (!isView(n) && !decide(v).recompute)) return remap_[idx(v)];
+    if (n.op == Op::Input || isFree(g_, n) || !cost_.cheaperThanStoring(v)) return remap_[idx(v)];
     Node copy = n;
     bool changed = false;
     for (NodeId& operand : copy.operands) {
@@ -54,43 +97,11 @@ class Recomputer {
     return id;
   }
 
-  struct Decision {
-    bool recompute = false;
-    double seconds = 0;  // what the backward pays to have the value: a read, or the recomputation
-  };
-
-  // Recomputing costs the node's work at its unit's peak plus having its
-  // operands (each read, or itself recomputed); storing costs writing the
-  // result once and reading it back. Views cost what their operand costs.
-  Decision decide(NodeId v) {
-    if (auto it = decisions_.find(v); it != decisions_.end()) return it->second;
-    const Node& n = g_.node(v);
-    const double bandwidth = t_.level("GMEM").attainableBandwidth;
-    const double read = storedBytes(n.type, o_) / bandwidth;
-    Decision d;
-    if (n.op == Op::Input) {
-      d = {false, read};
-    } else if (isFree(g_, n)) {
-      d = {true, 0};
-    } else {
-      NodeWork work = nodeWork(g_, n, t_, o_);
-      double recompute = isView(n) ? 0 : work.operations / t_.unit(work.unit).attainable;
-      for (NodeId operand : n.operands) recompute += decide(operand).seconds;
-      if (isView(n)) d = {true, recompute};
-      else if (recompute < 2 * read) d = {true, recompute};
-      else d = {false, read};
-    }
-    decisions_[v] = d;
-    return d;
-  }
-
   const Graph& g_;
-  const Target& t_;
-  const CostOptions& o_;
+  RemakeCost cost_;
   Graph out_;
   std::vector<NodeId> remap_;       // forward graph id -> id in out_
   std::map<NodeId, NodeId> copies_; // forward graph id -> its recomputed copy in out_
-  std::map<NodeId, Decision> decisions_;
 };
 
 // A value read by reductions over different axes cannot be made inside both
@@ -102,7 +113,7 @@ class Recomputer {
 class StreamSplitter {
  public:
   StreamSplitter(const Graph& g, const Target& t, const CostOptions& o)
-      : g_(g), t_(t), o_(o), nodes_(g.nodes), readers_(g.nodes.size()), copiesAfter_(g.nodes.size()) {}
+      : g_(g), cost_(g, t, o), nodes_(g.nodes), readers_(g.nodes.size()), copiesAfter_(g.nodes.size()) {}
 
   Graph run() {
     for (const Node& n : g_.nodes)
@@ -138,7 +149,7 @@ class StreamSplitter {
     // value reduce over one axis already (its streams were planned whole).
     const bool movable =
         n.adjoint && n.op != Op::Input && !isFree(g_, n) && n.op != Op::Gather && n.op != Op::ScatterAdd;
-    if (byKey.size() < 2 || !movable || !cheaperToRemake(n)) {
+    if (byKey.size() < 2 || !movable || !cost_.cheaperThanStoring(v)) {
       keys_[idx(v)] = byKey.size() == 1 ? byKey.begin()->first : "@" + std::to_string(v);
       return;
     }
@@ -159,36 +170,6 @@ class StreamSplitter {
       copiesAfter_[idx(v)].push_back(copy.id);
       nodes_.push_back(std::move(copy));
     }
-  }
-
-  // Making the value again costs less than writing it and reading it back.
-  bool cheaperToRemake(const Node& n) {
-    return isView(n) || remakeSeconds(n.id) < 2 * storedBytes(n.type, o_) / t_.level("GMEM").attainableBandwidth;
-  }
-
-  // Making a value again: its own work at its unit's peak, plus having each
-  // operand, read or made again, whichever costs less (memoised). A chain
-  // that reads many stored arrays (the residual's gradient summed over
-  // layers) costs what those reads cost.
-  double remakeSeconds(NodeId v) {
-    if (auto it = remake_.find(v); it != remake_.end()) return it->second;
-    const Node& n = g_.node(v);
-    const double bandwidth = t_.level("GMEM").attainableBandwidth;
-    double seconds = 0;
-    if (n.op == Op::Input) {
-      seconds = INFINITY;
-    } else if (!isFree(g_, n)) {
-      if (!isView(n)) {
-        NodeWork work = nodeWork(g_, n, t_, o_);
-        seconds = work.operations / t_.unit(work.unit).attainable;
-      }
-      for (NodeId operand : n.operands) {
-        const Node& o = g_.node(operand);
-        if (!isFree(g_, o)) seconds += std::min(storedBytes(o.type, o_) / bandwidth, remakeSeconds(operand));
-      }
-    }
-    remake_[v] = seconds;
-    return seconds;
   }
 
   // The graph in topological order: each copy right after the node it copies
@@ -212,14 +193,12 @@ class StreamSplitter {
   }
 
   const Graph& g_;
-  const Target& t_;
-  const CostOptions& o_;
+  RemakeCost cost_;
   std::vector<Node> nodes_;                     // the graph's nodes, then the copies
   std::vector<std::vector<NodeId>> readers_;    // per node (copies included)
   std::vector<std::string> keys_;               // per node: where its readers lead
   std::vector<std::vector<NodeId>> copiesAfter_;  // per original node: its copies
   std::set<NodeId> outputs_;
-  std::map<NodeId, double> remake_;
 };
 
 }  // namespace
