@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
+#include <stdexcept>
 #include <random>
 #include <string>
 #include <thread>
@@ -43,7 +44,17 @@ llmc::SizeBindings parseSizes(const std::string& text) {
     std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     size_t eq = item.find('=');
     if (eq == std::string::npos) throw std::invalid_argument("--set expects NAME=N, got '" + item + "'");
-    sizes[item.substr(0, eq)] = std::stoll(item.substr(eq + 1));
+    const std::string value = item.substr(eq + 1);
+    size_t used = 0;
+    long long n = 0;
+    try {
+      n = std::stoll(value, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != value.size() || n <= 0)
+      throw std::invalid_argument("--set " + item.substr(0, eq) + ": '" + value + "' is not a positive whole number");
+    sizes[item.substr(0, eq)] = n;
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
@@ -64,7 +75,7 @@ std::optional<double> loadOnGpu(const std::vector<llmc::cuda::JitKernel>& kernel
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   std::string sizes = "B=32,T=1024,maxT=1024,L=12,C=768,H=12,V=50257,Vp=50304";
   std::string arch = "sm_90a";
   bool bf16 = true, grad = true;
@@ -81,7 +92,12 @@ int main(int argc, char** argv) {
     if (arg == "--set") sizes = value();
     else if (arg == "--arch") arch = value();
     else if (arg == "--storage") bf16 = value() == "bf16";
-    else if (arg == "--threads") threads = static_cast<unsigned>(std::stoul(value()));
+    else if (arg == "--threads") {
+      const std::string n = value();
+      if (n.empty() || n.find_first_not_of("0123456789") != std::string::npos)
+        throw std::invalid_argument("--threads: '" + n + "' is not a whole number");
+      threads = static_cast<unsigned>(std::stoul(n));
+    }
     else if (arg == "--forward") grad = false;
     else {
       fmt::print(stderr, "usage: {} [--set SIZES] [--arch sm_90a|sm_80] [--storage bf16|f32] [--threads N] [--forward]\n",
@@ -140,4 +156,16 @@ int main(int argc, char** argv) {
              passes + planning + emission + warm.summary.wallSeconds + loading.value_or(0),
              loading ? "loaded kernels" : "compiled kernels");
   return 0;
+}
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::invalid_argument& e) {  // a bad command line
+    fmt::print(stderr, "training_step_compile: {}\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {  // a diagram, target, compile or cache error, with its own message
+    fmt::print(stderr, "training_step_compile: {}\n", e.what());
+    return 1;
+  }
 }

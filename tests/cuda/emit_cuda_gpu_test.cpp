@@ -192,6 +192,16 @@ void runCase(const EmitCase& c, bool bf16, const std::string& arch, const cuda::
 // one of the NAMEs (for compute-sanitizer runs of a few kernels); all without.
 int main(int argc, char** argv) {
   const std::vector<std::string> only(argv + 1, argv + argc);
+  std::vector<EmitCase> cases = llmc::testing::gpt2Cases();
+  for (const EmitCase& c : llmc::testing::otherCases()) cases.push_back(c);
+  if (!only.empty())
+    std::erase_if(cases, [&](const EmitCase& c) {
+      return std::none_of(only.begin(), only.end(), [&](const std::string& n) { return c.name.find(n) != std::string::npos; });
+    });
+  if (cases.empty()) {
+    fmt::print(stderr, "emit_cuda_gpu_test: no case is named like the ones given\n");
+    return 2;
+  }
   std::optional<cuda::Context> context;
   try {
     context.emplace(0);
@@ -200,12 +210,6 @@ int main(int argc, char** argv) {
     return 77;
   }
   fmt::print("GPU 0: {}, compiling for {}\n", context->name(), context->arch());
-  std::vector<EmitCase> cases = llmc::testing::gpt2Cases();
-  for (const EmitCase& c : llmc::testing::otherCases()) cases.push_back(c);
-  if (!only.empty())
-    std::erase_if(cases, [&](const EmitCase& c) {
-      return std::none_of(only.begin(), only.end(), [&](const std::string& n) { return c.name.find(n) != std::string::npos; });
-    });
   Outcome outcome;
   const std::string native = context->computeCapability() >= 90 ? "sm_90a" : "sm_80";
   for (const EmitCase& c : cases)
