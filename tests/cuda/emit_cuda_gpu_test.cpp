@@ -107,10 +107,14 @@ struct Outcome {
 
 void runCase(const EmitCase& c, bool bf16, const std::string& arch, const cuda::Context& context, Outcome& outcome) {
   const std::string label = fmt::format("{} ({} storage, {})", c.name, bf16 ? "bf16" : "f32", arch);
-  llmc::Graph graph = llmc::compileToIR(llmc::testing::pipelineOptions(c));
   llmc::Target target = llmc::loadTarget(arch);
   llmc::CostOptions cost;
   cost.storageBytes = bf16 ? 2 : 4;
+  // With the target, as llmc-compile plans: training steps get the recompute pass.
+  llmc::PipelineOptions pipeline = llmc::testing::pipelineOptions(c);
+  pipeline.target = &target;
+  pipeline.cost = cost;
+  llmc::Graph graph = llmc::compileToIR(pipeline);
   llmc::CudaModule module = llmc::emitCuda(graph, llmc::planKernels(graph, target, cost), target,
                                            {bf16 ? llmc::StorageType::BF16 : llmc::StorageType::F32});
   // Each launch is its own translation unit, compiled in parallel (no cache:

@@ -23,12 +23,16 @@ using llmc::testing::EmitCase;
 // `tensorCores`: with bf16 storage, matmul-like launches must use the tile
 // library, and the PTX must show its tensor-core instructions.
 void compilesEverywhere(const EmitCase& c, bool tensorCores = false) {
-  llmc::Graph graph = llmc::compileToIR(llmc::testing::pipelineOptions(c));
   for (const char* arch : {"sm_80", "sm_90a"}) {
     for (auto storage : {llmc::StorageType::F32, llmc::StorageType::BF16}) {
       llmc::Target target = llmc::loadTarget(arch);
       llmc::CostOptions cost;
       cost.storageBytes = storage == llmc::StorageType::BF16 ? 2 : 4;
+      // With the target, as llmc-compile plans: training steps get the recompute pass.
+      llmc::PipelineOptions pipeline = llmc::testing::pipelineOptions(c);
+      pipeline.target = &target;
+      pipeline.cost = cost;
+      llmc::Graph graph = llmc::compileToIR(pipeline);
       llmc::CudaModule module = llmc::emitCuda(graph, llmc::planKernels(graph, target, cost), target, {storage});
       const std::string what = fmt::format("{} for {}, {} storage", c.name, arch,
                                            storage == llmc::StorageType::BF16 ? "bf16" : "f32");
