@@ -316,9 +316,19 @@ CudaModule emitCuda(const Graph& graph, const std::vector<PlannedKernel>& kernel
   }
 
   std::vector<size_t> order = orderLaunches(graph, plans, stored);
-  std::map<NodeId, StoredArray> arrays;
+  std::set<NodeId> keptWhole;  // stored as f32 whatever the storage
+  for (NodeId id : graph.inputs)
+    if (options.f32Values.count(graph.node(id).name)) keptWhole.insert(id);
+  for (const GraphOutput& o : graph.outputs)
+    if (options.f32Values.count(o.name)) keptWhole.insert(o.node);
   for (NodeId id : stored)
-    arrays[id] = {"g_" + name(id), storageOf(graph.node(id).type.dtype, options.storage, atomics.count(id) > 0).ctype};
+    if (graph.node(id).type.axes.empty()) keptWhole.insert(id);
+  auto storageOfValue = [&](NodeId id) {
+    return storageOf(graph.node(id).type.dtype, keptWhole.count(id) ? StorageType::F32 : options.storage,
+                     atomics.count(id) > 0);
+  };
+  std::map<NodeId, StoredArray> arrays;
+  for (NodeId id : stored) arrays[id] = {"g_" + name(id), storageOfValue(id).ctype};
   for (Planned& p : plans) p.written = writeKernel(graph, p.plan, arrays);
 
   CudaModule module;
@@ -327,7 +337,7 @@ CudaModule emitCuda(const Graph& graph, const std::vector<PlannedKernel>& kernel
   auto addBuffer = [&](NodeId id) {
     if (bufferOf.count(id)) return;
     const Node& n = graph.node(id);
-    Storage s = storageOf(n.type.dtype, options.storage, atomics.count(id) > 0);
+    Storage s = storageOfValue(id);
     BufferDesc b;
     b.node = id;
     b.name = name(id);

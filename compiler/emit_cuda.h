@@ -17,6 +17,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,11 @@ enum class StorageType { F32, BF16 };
 
 struct EmitOptions {
   StorageType storage = StorageType::BF16;  // how float arrays are stored in GMEM
+  // Under bf16 storage, graph inputs and outputs named here are stored as f32
+  // (mixed precision: a training step writes its gradients in f32 for the
+  // optimizer's f32 master weights). Scalars are always f32: a loss in bf16
+  // would keep two decimal digits, and a scalar costs nothing to keep whole.
+  std::set<std::string> f32Values;
 };
 
 // How one array is held in device memory: a buffer per stored graph value.

@@ -66,7 +66,7 @@ class Fuser {
   std::vector<Kernel> run() {
     int next = 0;
     for (const Node& n : g_.nodes)
-      if (isAnchor(n)) group_[idx(n.id)] = next++;
+      if (isAnchor(n)) anchorOf_[next] = n.id, group_[idx(n.id)] = next++;
     attachPrologues();
     attachEpilogues(next);
     mergeStreams();
@@ -99,6 +99,17 @@ class Fuser {
                        [&](NodeId c) { return g_.node(c).op == Op::Contract && isFloat(g_.node(c).type.dtype); });
   }
 
+  // Whether n, joining `group`, would spread a reduction of the group to a
+  // scalar back over an axis it reduced (a gradient scaled by its global
+  // norm): the kernel would need all of that axis in one block, with nothing
+  // left to spread over the others. A reduction that keeps axes (a
+  // layernorm's rows) spreads over those, and its epilogue stays.
+  bool spreadsScalarReduction(const Node& n, int group) const {
+    const auto anchor = anchorOf_.find(group);
+    if (anchor == anchorOf_.end()) return false;
+    return g_.node(anchor->second).type.axes.empty();
+  }
+
   // The rest join the kernel of their latest computed operand; those computed
   // from inputs and constants alone (a mask from positions) join the kernel of
   // a consumer; what is left starts a kernel of its own.
@@ -114,6 +125,7 @@ class Fuser {
       // what reads it cannot run in the same kernel.
       for (NodeId o : n.operands)
         if (g_.node(o).op == Op::ScatterAdd && group_[idx(o)] == chosen) chosen = -1;
+      if (chosen >= 0 && spreadsScalarReduction(n, chosen)) chosen = -1;
       if (chosen >= 0 && !staysAcyclic([&](NodeId m) { return m == n.id || group_[idx(m)] == chosen; })) chosen = -1;
       if (chosen >= 0) group_[idx(n.id)] = chosen;
       else orphans.push_back(n.id);
@@ -380,6 +392,7 @@ class Fuser {
   std::vector<std::vector<NodeId>> consumers_;
   std::set<NodeId> isOutput_;
   std::map<int, std::string> streamAxis_;
+  std::map<int, NodeId> anchorOf_;  // each anchor's own group, before merging
   std::map<int, std::set<std::string>> wholeAxes_;  // reduced axes a kernel holds whole
 };
 

@@ -126,7 +126,7 @@ int run(int argc, char** argv) {
 
   start = std::chrono::steady_clock::now();
   const llmc::CudaModule module =
-      llmc::emitCuda(graph, planned, target, {bf16 ? llmc::StorageType::BF16 : llmc::StorageType::F32});
+      llmc::emitCuda(graph, planned, target, {.storage = bf16 ? llmc::StorageType::BF16 : llmc::StorageType::F32});
   const double emission = secondsSince(start);
 
   std::vector<llmc::cuda::KernelSource> sources;

@@ -125,7 +125,7 @@ int main(int argc, char** argv) {
     options.cost = cost;
     llmc::Graph graph = llmc::compileToIR(options);
     std::vector<llmc::PlannedKernel> planned = llmc::planKernels(graph, target, cost);
-    llmc::CudaModule module = llmc::emitCuda(graph, planned, target, {llmc::StorageType::BF16});
+    llmc::CudaModule module = llmc::emitCuda(graph, planned, target, {.storage = llmc::StorageType::BF16});
     cuda::CompiledKernel compiled = cuda::compileWithNvrtc({options.entry, module.source, arch, {}});
     cuda::Module loaded(compiled.cubin, options.entry);
     fmt::print("GPU 0: {} ({}), {} launches, {} on tensor cores; sizes", context.name(), arch, module.launches.size(),

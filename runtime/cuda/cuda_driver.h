@@ -51,6 +51,19 @@ class CudaError : public std::runtime_error {
   X(memcpyHtoD, cuMemcpyHtoD, 3020)                          \
   X(memcpyDtoH, cuMemcpyDtoH, 3020)                          \
   X(memsetD8, cuMemsetD8, 3020)                              \
+  X(memGetInfo, cuMemGetInfo, 3020)                          \
+  X(memcpyHtoDAsync, cuMemcpyHtoDAsync, 3020)                \
+  X(memcpyDtoHAsync, cuMemcpyDtoHAsync, 3020)                \
+  X(memsetD8Async, cuMemsetD8Async, 3020)                    \
+  X(streamCreate, cuStreamCreate, 2000)                      \
+  X(streamDestroy, cuStreamDestroy, 4000)                    \
+  X(streamSynchronize, cuStreamSynchronize, 2000)            \
+  X(streamBeginCapture, cuStreamBeginCapture, 10010)         \
+  X(streamEndCapture, cuStreamEndCapture, 10000)             \
+  X(graphInstantiateWithFlags, cuGraphInstantiateWithFlags, 11040) \
+  X(graphLaunch, cuGraphLaunch, 10000)                       \
+  X(graphExecDestroy, cuGraphExecDestroy, 10000)             \
+  X(graphDestroy, cuGraphDestroy, 10000)                     \
   X(moduleLoadDataEx, cuModuleLoadDataEx, 2010)              \
   X(moduleUnload, cuModuleUnload, 2000)                      \
   X(moduleGetFunction, cuModuleGetFunction, 2000)            \

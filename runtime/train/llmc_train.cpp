@@ -3,6 +3,7 @@
 // sampling, logs and checkpoints around an executor of the step.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -10,12 +11,15 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <optional>
 #include <random>
 
 #include "data_loader.h"
 #include "gpt2_checkpoint.h"
+#include "gpu_trainer.h"
 #include "interpreter_trainer.h"
+#include "loss_plot.h"
 #include "lr_schedule.h"
 #include "tokenizer.h"
 #include "train_options.h"
@@ -27,6 +31,9 @@ using namespace llmc;
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// When the process started: the time to the first step counts from here.
+const Clock::time_point processStart = Clock::now();
 
 double secondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -103,10 +110,9 @@ class TrainingRun {
   explicit TrainingRun(const TrainOptions& o) : o_(o) {}
 
   int run() {
-    chooseDevice();
     auto start = Clock::now();
     Gpt2Weights weights = loadOrCreateModel(o_);
-    const Gpt2Config& c = weights.config;
+    const Gpt2Config c = weights.config;
     fmt::print("model: L={} C={} H={} maxT={} V={} Vp={}, {:.2f}M parameters\n", c.L, c.C, c.H, c.T, c.V, c.Vp,
                static_cast<double>(c.parameterCount()) / 1e6);
 
@@ -125,13 +131,18 @@ class TrainingRun {
     fmt::print("batch: {} tokens per step = {} micro-batch(es) of {}x{}; {} steps\n", o_.totalBatchTokens,
                accumulation_, o_.batchSize, o_.seqLen, totalSteps_);
 
-    auto compileStart = Clock::now();
-    trainer_.emplace(diagramsDir(), std::move(weights), o_.batchSize, o_.seqLen);
-    fmt::print("compiled the training step from {} in {:.2f} s (CPU path: reference interpreter)\n", diagramsDir(),
-               secondsSince(compileStart));
-
+    // A resumed run starts from the checkpoint's model; the trainer is made
+    // once, for it.
+    std::optional<TrainState> resumed;
     int64_t firstStep = 0;
-    if (o_.resume) firstStep = resumeFromCheckpoint();
+    if (o_.resume) firstStep = readResumePoint(weights, resumed);
+
+    makeTrainer(std::move(weights));
+    if (resumed) {
+      trainer_->restoreOptimizerState(resumed->optimizer);
+      train_->restore(unpackLoaderState(resumed->loaderState, stateCheckpointPath(o_.outputDir, firstStep)));
+      fmt::print("resumed from {} (step {})\n", modelCheckpointPath(o_.outputDir, firstStep), firstStep);
+    }
     if (!o_.outputDir.empty()) {
       fs::create_directories(o_.outputDir);
       if (!o_.resume) fs::remove(o_.outputDir + "/samples.txt");  // a fresh run starts its samples anew
@@ -151,21 +162,48 @@ class TrainingRun {
       if (last) break;
       trainStep(step);
     }
+    plotLosses();
     fmt::print("done: {} steps in {:.1f} s{}\n", totalSteps_ - firstStep, secondsSince(start),
                std::isnan(lastVal) ? "" : fmt::format(", final val loss {:.4f}", lastVal));
+    printResult();
     return 0;
   }
 
  private:
-  void chooseDevice() {
-    // The GPU executor is not built yet: the CPU path runs the diagrams in the
-    // reference interpreter. Asking for CUDA explicitly is an error, not a
-    // silent fallback.
-    if (o_.device == DeviceChoice::Cuda)
-      throw std::runtime_error("--device cuda: the GPU path is not available in this build yet; use --device cpu");
-    fmt::print("device: cpu (reference interpreter){}\n",
-               o_.device == DeviceChoice::Auto ? "; the GPU path is not available in this build yet" : "");
+  // The GPU path where there is a GPU (or where --device cuda asks for it:
+  // then its absence is an error), else the CPU path.
+  void makeTrainer(Gpt2Weights weights) {
+    auto start = Clock::now();
+    if (o_.device != DeviceChoice::Cpu) {
+      try {
+        GpuTrainerOptions g;
+        g.bf16 = o_.bf16;
+        g.cudaGraph = o_.cudaGraph;
+        auto gpu = std::make_unique<GpuTrainer>(diagramsDir(), weights, o_.batchSize, o_.seqLen, g);
+        const GpuStartup& s = gpu->startup();
+        fmt::print("device: {} ({}), {} storage{}\n", s.device, s.arch, o_.bf16 ? "bf16 (fp32 master weights)" : "fp32",
+                   o_.cudaGraph ? ", step replayed as a CUDA graph" : "");
+        fmt::print("compiled the training step from {} in {:.2f} s: planned in {:.2f} s, kernels {}\n", diagramsDir(),
+                   secondsSince(start), s.planSeconds, s.jit.describe());
+        fmt::print("device memory: {:.2f} GiB allocated ({} launches per step; activations arena {:.2f} GiB, "
+                   "{:.2f} GiB without the memory plan)\n",
+                   gib(s.deviceBytes), s.stepLaunches, gib(s.arenaBytes), gib(s.arenaSeparateBytes));
+        gpu_ = gpu.get();
+        trainer_ = std::move(gpu);
+        return;
+      } catch (const NoGpuError& e) {
+        if (o_.device == DeviceChoice::Cuda) throw std::runtime_error(fmt::format("--device cuda: {}", e.what()));
+        fmt::print("device: cpu (reference interpreter): no GPU ({})\n", e.what());
+      }
+    } else {
+      fmt::print("device: cpu (reference interpreter)\n");
+    }
+    trainer_ = std::make_unique<InterpreterTrainer>(diagramsDir(), std::move(weights), o_.batchSize, o_.seqLen);
+    fmt::print("compiled the training step from {} in {:.2f} s (CPU path: reference interpreter)\n", diagramsDir(),
+               secondsSince(start));
   }
+
+  static double gib(int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0); }
 
   void trainStep(int64_t step) {
     auto start = Clock::now();
@@ -179,11 +217,29 @@ class TrainingRun {
     settings.learningRate = schedule().at(step);
     settings.weightDecay = o_.weightDecay;
     settings.maxGradNorm = o_.maxGradNorm;
+    if (!std::isfinite(loss))
+      throw std::runtime_error(fmt::format("step {}: the loss is {} (diverged: try a lower -l, or warmup -u)", step + 1, loss));
     double norm = trainer_->optimizerStep(settings);
+    if (!std::isfinite(norm))
+      throw std::runtime_error(fmt::format("step {}: the gradient norm is {} (diverged: try a lower -l, or warmup -u)",
+                                           step + 1, norm));
     double seconds = secondsSince(start);
-    fmt::print("step {:5d}/{} | loss {:.6f} | norm {:.4f} | lr {:.2e} | {:.1f} ms | {:.0f} tok/s\n", step + 1,
-               totalSteps_, loss, norm, settings.learningRate, seconds * 1e3,
-               static_cast<double>(o_.totalBatchTokens) / seconds);
+    if (!firstStepSeconds_) firstStepSeconds_ = secondsSince(processStart);
+    stepMilliseconds_.push_back(seconds * 1e3);
+    finalLoss_ = loss;
+    const double tokensPerSecond = static_cast<double>(o_.totalBatchTokens) / seconds;
+    std::string device;
+    if (gpu_) {
+      // MFU as llm.c counts it (DESIGN.md section 7): 6N + 6LCT FLOPs per token,
+      // N with the padded vocabulary, against the GPU's nominal bf16 peak.
+      const Gpt2Config& c = trainer_->config();
+      const double flopsPerToken = 6.0 * static_cast<double>(c.parameterCount()) +
+                                   6.0 * static_cast<double>(c.L * c.C * o_.seqLen);
+      device = fmt::format(" | MFU {:.1f}% | {:.2f} GiB", 100.0 * flopsPerToken * tokensPerSecond / gpu_->peakFlops(),
+                           gib(gpu_->startup().deviceBytes));
+    }
+    fmt::print("step {:5d}/{} | loss {:.6f} | norm {:.4f} | lr {:.2e} | {:.1f} ms | {:.0f} tok/s{}\n", step + 1,
+               totalSteps_, loss, norm, settings.learningRate, seconds * 1e3, tokensPerSecond, device);
     std::fflush(stdout);
     log_->line(fmt::format("s:{} trl:{:.6f} norm:{:.4f} lr:{:.6e} ms:{:.1f}", step + 1, loss, norm,
                            settings.learningRate, seconds * 1e3));
@@ -212,7 +268,7 @@ class TrainingRun {
   // real vocabulary; the generator is seeded from (seed, step), so a resumed
   // run prints the same samples.
   void sample(int64_t step) {
-    const Gpt2Config& c = trainer_->weights().config;
+    const Gpt2Config& c = trainer_->config();
     std::mt19937_64 rng(o_.seed * 1000003u + static_cast<uint64_t>(step));
     std::vector<int32_t> context = {static_cast<int32_t>(c.V - 1)};  // <|endoftext|>
     std::vector<int> generated;
@@ -247,9 +303,24 @@ class TrainingRun {
                     TrainState{trainer_->optimizerState(), packLoaderState(train_->state())});
     fmt::print("checkpoint: {} and {}\n", modelCheckpointPath(o_.outputDir, step),
                stateCheckpointPath(o_.outputDir, step));
+    plotLosses();
   }
 
-  int64_t resumeFromCheckpoint() {
+  // The loss curve as a picture, OUTDIR/loss.svg. A log it cannot read costs
+  // the picture, not the run.
+  void plotLosses() const {
+    if (o_.outputDir.empty()) return;
+    try {
+      writeLossPlot(o_.outputDir);
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "llmc-train: warning: no loss plot: {}\n", e.what());
+    }
+  }
+
+  // The newest checkpoint in -o, checked against the model of this run:
+  // its weights replace `weights`, its state goes to `state`. Returns its step
+  // (0 when there is none).
+  int64_t readResumePoint(Gpt2Weights& weights, std::optional<TrainState>& state) {
     int64_t step = newestCheckpointStep(o_.outputDir);
     if (step < 0) {
       fmt::print("resume: no checkpoint in {}; starting from step 0\n", o_.outputDir);
@@ -257,29 +328,45 @@ class TrainingRun {
     }
     const std::string modelPath = modelCheckpointPath(o_.outputDir, step);
     const std::string statePath = stateCheckpointPath(o_.outputDir, step);
-    Gpt2Weights weights = readCheckpoint(modelPath);
-    const Gpt2Config& want = trainer_->weights().config;
-    const Gpt2Config& have = weights.config;
+    Gpt2Weights saved = readCheckpoint(modelPath);
+    const Gpt2Config& want = weights.config;
+    const Gpt2Config& have = saved.config;
     if (have.L != want.L || have.C != want.C || have.H != want.H || have.V != want.V || have.Vp != want.Vp ||
         have.T != want.T)
       throw std::runtime_error(fmt::format("{}: the checkpoint is a model of L={} C={} H={} maxT={} V={}, not the "
                                            "L={} C={} H={} maxT={} V={} of this run",
                                            modelPath, have.L, have.C, have.H, have.T, have.V, want.L, want.C,
                                            want.H, want.T, want.V));
-    TrainState state = readTrainState(statePath);
-    if (state.optimizer.step != step)
-      throw std::runtime_error(fmt::format("{}: holds step {}, but its name says {}", statePath, state.optimizer.step, step));
-    trainer_.emplace(diagramsDir(), std::move(weights), o_.batchSize, o_.seqLen);
-    trainer_->restoreOptimizerState(state.optimizer);
-    train_->restore(unpackLoaderState(state.loaderState, statePath));
-    fmt::print("resumed from {} (step {})\n", modelPath, step);
+    state = readTrainState(statePath);
+    if (state->optimizer.step != step)
+      throw std::runtime_error(fmt::format("{}: holds step {}, but its name says {}", statePath, state->optimizer.step, step));
+    weights = std::move(saved);
     return step;
+  }
+
+  // One line for benchmarks/train: the median step time (after the first
+  // three, which include warm-up and graph capture, where there are more),
+  // tokens/s, device memory, the time from start to the end of the first step.
+  void printResult() const {
+    if (stepMilliseconds_.empty()) return;
+    std::vector<double> timed(stepMilliseconds_.begin() + (stepMilliseconds_.size() > 5 ? 3 : 0), stepMilliseconds_.end());
+    std::sort(timed.begin(), timed.end());
+    const double median = timed[timed.size() / 2];
+    fmt::print("RESULT {{\"implementation\": \"llmc\", \"device\": \"{}\", \"ms_per_step\": {:.3f}, "
+               "\"tokens_per_s\": {:.0f}, \"peak_memory_bytes\": {}, \"time_to_first_step_s\": {:.2f}, "
+               "\"final_loss\": {:.6f}, \"steps\": {}}}\n",
+               gpu_ ? "cuda" : "cpu", median, static_cast<double>(o_.totalBatchTokens) / (median / 1e3),
+               gpu_ ? gpu_->startup().deviceBytes : 0, firstStepSeconds_.value_or(0), finalLoss_, stepMilliseconds_.size());
   }
 
   const TrainOptions& o_;
   std::optional<DataLoader> train_, val_;
   std::optional<Tokenizer> tokenizer_;
-  std::optional<InterpreterTrainer> trainer_;
+  std::unique_ptr<Trainer> trainer_;
+  GpuTrainer* gpu_ = nullptr;  // trainer_, where it is the GPU path
+  std::vector<double> stepMilliseconds_;
+  std::optional<double> firstStepSeconds_;
+  double finalLoss_ = NAN;
   TrainLog* log_ = nullptr;
   int64_t accumulation_ = 1;
   int64_t totalSteps_ = 0;

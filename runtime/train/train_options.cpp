@@ -54,6 +54,9 @@ evaluation:
 execution:
       --device cpu|cuda|auto where to run (default auto: a GPU if the GPU path can use one)
   -r, --recompute N          recompute activations in the backward pass (GPU path; default 1)
+      --precision bf16|fp32  GPU path: bf16 activations and parameters with fp32 master
+                             weights, gradients and optimizer state (default), or fp32 throughout
+      --cuda-graph 0|1       GPU path: replay the training step as a CUDA graph (default 1)
   -h, --help                 show this help
 )";
 }
@@ -133,6 +136,17 @@ TrainOptions parseTrainOptions(int argc, char** argv) {
       {"", "--tokenizer", [&](auto&, auto& v) { o.tokenizerDir = v; }},
       {"", "--seed", [&](auto& f, auto& v) { o.seed = static_cast<uint64_t>(nonNegative(f, parseInt(f, v))); }},
       {"-r", "--recompute", [&](auto& f, auto& v) { o.recompute = static_cast<int>(nonNegative(f, parseInt(f, v))); }},
+      {"", "--precision",
+       [&](auto& f, auto& v) {
+         if (v == "bf16") o.bf16 = true;
+         else if (v == "fp32") o.bf16 = false;
+         else throw std::invalid_argument(fmt::format("{} expects bf16 or fp32, got '{}'", f, v));
+       }},
+      {"", "--cuda-graph",
+       [&](auto& f, auto& v) {
+         if (v != "0" && v != "1") throw std::invalid_argument(fmt::format("{} expects 0 or 1, got '{}'", f, v));
+         o.cudaGraph = v == "1";
+       }},
       {"", "--device",
        [&](auto& f, auto& v) {
          if (v == "cpu") o.device = DeviceChoice::Cpu;

@@ -32,6 +32,8 @@ struct TrainOptions {
   bool resume = false;              // -y 1: continue from the newest checkpoint in -o
   int recompute = 1;                // -r: recompute activations in backward (GPU path)
   DeviceChoice device = DeviceChoice::Auto;
+  bool bf16 = true;                 // --precision bf16|fp32: the GPU path's storage (mixed precision or fp32)
+  bool cudaGraph = true;            // --cuda-graph 0|1: replay the GPU step as a CUDA graph
   uint64_t seed = 1337;             // --seed: initialisation, shuffling, sampling
   std::optional<int64_t> channels;  // --channels: override the width of a dN model
   std::optional<int64_t> heads;     // --heads: override the heads of a dN model

@@ -116,7 +116,7 @@ void runCase(const EmitCase& c, bool bf16, const std::string& arch, const cuda::
   pipeline.cost = cost;
   llmc::Graph graph = llmc::compileToIR(pipeline);
   llmc::CudaModule module = llmc::emitCuda(graph, llmc::planKernels(graph, target, cost), target,
-                                           {bf16 ? llmc::StorageType::BF16 : llmc::StorageType::F32});
+                                           {.storage = bf16 ? llmc::StorageType::BF16 : llmc::StorageType::F32});
   // Each launch is its own translation unit, compiled in parallel (no cache:
   // every run compiles what it tests).
   std::vector<cuda::KernelSource> sources;

@@ -33,7 +33,7 @@ void compilesEverywhere(const EmitCase& c, bool tensorCores = false) {
       pipeline.target = &target;
       pipeline.cost = cost;
       llmc::Graph graph = llmc::compileToIR(pipeline);
-      llmc::CudaModule module = llmc::emitCuda(graph, llmc::planKernels(graph, target, cost), target, {storage});
+      llmc::CudaModule module = llmc::emitCuda(graph, llmc::planKernels(graph, target, cost), target, {.storage = storage});
       const std::string what = fmt::format("{} for {}, {} storage", c.name, arch,
                                            storage == llmc::StorageType::BF16 ? "bf16" : "f32");
       INFO(what);

@@ -24,7 +24,7 @@ TEST_CASE("bf16 storage between kernels keeps GPT-2's gradients within 2e-2", "[
   const Target target = loadTarget("sm_90a");
   CostOptions cost;
   cost.storageBytes = 2;
-  const CudaModule module = emitCuda(step, planKernels(step, target, cost), target, {StorageType::BF16});
+  const CudaModule module = emitCuda(step, planKernels(step, target, cost), target, {.storage = StorageType::BF16});
 
   // Weights at the scale of a trained model's (std 0.1). With N(0, 1)
   // weights every softmax saturates and the first layers' gradients become so

@@ -1,0 +1,83 @@
+#include "memory_plan.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace llmc {
+
+namespace {
+
+struct Lifetime {
+  int64_t first = -1, last = -1;  // launch indices, inclusive
+  bool overlaps(const Lifetime& o) const { return first <= o.last && o.first <= last; }
+};
+
+int64_t roundUp(int64_t bytes, int64_t alignment) { return (bytes + alignment - 1) / alignment * alignment; }
+
+}  // namespace
+
+MemoryPlan planMemory(const CudaModule& module, const std::vector<bool>& placedByCaller, int64_t alignment) {
+  const size_t count = module.buffers.size();
+  if (placedByCaller.size() != count)
+    throw std::invalid_argument("planMemory: one placedByCaller flag per buffer is needed");
+  const int64_t end = static_cast<int64_t>(module.launches.size());
+
+  std::vector<Lifetime> lifetimes(count);
+  auto touch = [&](int buffer, int64_t launch) {
+    Lifetime& l = lifetimes.at(static_cast<size_t>(buffer));
+    l.first = l.first < 0 ? launch : std::min(l.first, launch);
+    l.last = std::max(l.last, launch);
+  };
+  for (int64_t i = 0; i < end; ++i) {
+    for (const LaunchParam& p : module.launches[static_cast<size_t>(i)].params) touch(p.buffer, i);
+    for (const TensorMapParam& m : module.launches[static_cast<size_t>(i)].tensorMaps) touch(m.buffer, i);
+  }
+  for (size_t b = 0; b < count; ++b) {
+    // Filled before the first launch; read after the last.
+    if (module.buffers[b].graphInput) touch(static_cast<int>(b), -1);
+    if (!module.buffers[b].graphOutputs.empty()) touch(static_cast<int>(b), end);
+  }
+
+  MemoryPlan plan;
+  plan.offsets.assign(count, MemoryPlan::kOutside);
+  std::vector<size_t> order;
+  for (size_t b = 0; b < count; ++b)
+    if (!placedByCaller[b] && lifetimes[b].first <= lifetimes[b].last) order.push_back(b);
+  // Largest first, then by first use: big arrays get the low offsets and the
+  // small ones fill the gaps between them.
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (module.buffers[a].bytes != module.buffers[b].bytes) return module.buffers[a].bytes > module.buffers[b].bytes;
+    return lifetimes[a].first < lifetimes[b].first;
+  });
+
+  std::vector<size_t> placed;
+  for (size_t b : order) {
+    const int64_t bytes = roundUp(std::max<int64_t>(module.buffers[b].bytes, 1), alignment);
+    plan.separateBytes += bytes;
+    // The arrays alive with this one, by offset; the lowest gap that fits.
+    std::vector<std::pair<int64_t, int64_t>> busy;  // [offset, offset + bytes)
+    for (size_t p : placed)
+      if (lifetimes[p].overlaps(lifetimes[b]))
+        busy.push_back({plan.offsets[p], plan.offsets[p] + roundUp(std::max<int64_t>(module.buffers[p].bytes, 1), alignment)});
+    std::sort(busy.begin(), busy.end());
+    int64_t offset = 0;
+    for (const auto& [from, to] : busy) {
+      if (offset + bytes <= from) break;
+      offset = std::max(offset, to);
+    }
+    plan.offsets[b] = offset;
+    plan.arenaBytes = std::max(plan.arenaBytes, offset + bytes);
+    placed.push_back(b);
+  }
+
+  for (int64_t i = -1; i <= end; ++i) {
+    int64_t live = 0;
+    for (size_t b : order)
+      if (lifetimes[b].first <= i && i <= lifetimes[b].last)
+        live += roundUp(std::max<int64_t>(module.buffers[b].bytes, 1), alignment);
+    plan.peakLiveBytes = std::max(plan.peakLiveBytes, live);
+  }
+  return plan;
+}
+
+}  // namespace llmc

@@ -1,0 +1,32 @@
+// The device memory plan of a module: every stored array that the caller does
+// not place itself gets an offset in one arena, and two arrays share bytes
+// only when no launch sees both alive. Lifetimes come from the launch order:
+// an array lives from the first launch that touches it to the last (inputs
+// from before the first, outputs until after the last), so a step's
+// activations, its backward's temporaries and its gradients' partial sums
+// reuse the same memory, with no allocation while the step runs.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "emit_cuda.h"
+
+namespace llmc {
+
+struct MemoryPlan {
+  static constexpr int64_t kOutside = -1;
+  // Per buffer of the module: its byte offset in the arena, or kOutside for
+  // the buffers the caller places.
+  std::vector<int64_t> offsets;
+  int64_t arenaBytes = 0;     // what the arena needs
+  int64_t separateBytes = 0;  // what the same arrays would take allocated one by one
+  int64_t peakLiveBytes = 0;  // the most bytes alive at one launch: the least any plan needs
+};
+
+// `placedByCaller[i]`: buffer i lives outside the arena (parameters,
+// gradients, token batches the caller owns). Offsets are multiples of
+// `alignment` bytes (TMA wants 16; 256 keeps every array on its own sectors).
+MemoryPlan planMemory(const CudaModule& module, const std::vector<bool>& placedByCaller, int64_t alignment = 256);
+
+}  // namespace llmc

@@ -1,0 +1,111 @@
+#include "module_executor.h"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+#include "launch_tensor_map.h"
+
+namespace llmc::cuda {
+
+std::vector<KernelSource> kernelSources(const CudaModule& module, const std::string& arch) {
+  std::vector<KernelSource> sources;
+  sources.reserve(module.launches.size());
+  for (const KernelLaunch& l : module.launches) sources.push_back({l.name, l.source, arch, {}});
+  return sources;
+}
+
+int ModuleExecutor::bufferIndex(const std::string& name) const {
+  for (size_t b = 0; b < module_.buffers.size(); ++b) {
+    const BufferDesc& d = module_.buffers[b];
+    if (d.graphInput && d.name == name) return static_cast<int>(b);
+    for (const std::string& o : d.graphOutputs)
+      if (o == name) return static_cast<int>(b);
+  }
+  return -1;
+}
+
+ModuleExecutor::ModuleExecutor(CudaModule module, std::map<std::string, CUdeviceptr> bindings)
+    : module_(std::move(module)), bound_(module_.buffers.size(), 0) {
+  for (const auto& [name, address] : bindings) {
+    const int b = bufferIndex(name);
+    if (b < 0) throw std::invalid_argument(fmt::format("module has no input or output named {} to bind", name));
+    if (address % 16 != 0)
+      throw std::invalid_argument(fmt::format("{} bound at a device address that is not 16-byte aligned", name));
+    bound_[static_cast<size_t>(b)] = address;
+  }
+  std::vector<bool> placedByCaller(bound_.size());
+  for (size_t b = 0; b < bound_.size(); ++b) placedByCaller[b] = bound_[b] != 0;
+  plan_ = planMemory(module_, placedByCaller);
+}
+
+void ModuleExecutor::load(const std::vector<JitKernel>& compiled) {
+  if (compiled.size() != module_.launches.size())
+    throw std::invalid_argument(fmt::format("{} compiled kernels for a module of {} launches", compiled.size(),
+                                            module_.launches.size()));
+  kernels_ = std::make_unique<LoadedKernels>(compiled);
+  launchKernels_.clear();
+  for (const KernelLaunch& l : module_.launches) launchKernels_.push_back(&(*kernels_)[l.name]);
+}
+
+void ModuleExecutor::setArena(CUdeviceptr arena, size_t bytes) {
+  if (static_cast<int64_t>(bytes) < plan_.arenaBytes)
+    throw std::invalid_argument(fmt::format("an arena of {} bytes for a memory plan of {}", bytes, plan_.arenaBytes));
+  arena_ = arena;
+  arenaBytes_ = bytes;
+  addresses_.assign(module_.buffers.size(), 0);
+  for (size_t b = 0; b < module_.buffers.size(); ++b)
+    addresses_[b] = bound_[b] ? bound_[b] : arena + static_cast<CUdeviceptr>(plan_.offsets[b]);
+
+  arguments_.clear();
+  arguments_.resize(module_.launches.size());
+  for (size_t i = 0; i < module_.launches.size(); ++i) {
+    const KernelLaunch& l = module_.launches[i];
+    LaunchArguments& a = arguments_[i];
+    for (const TensorMapParam& m : l.tensorMaps)
+      a.maps.push_back(encodeTensorMap(m, addresses_.at(static_cast<size_t>(m.buffer))));
+    for (const LaunchParam& p : l.params) a.pointers.push_back(addresses_.at(static_cast<size_t>(p.buffer)));
+    // The vectors are complete: pointers into them stay valid.
+    for (CUtensorMap& m : a.maps) a.args.push_back(&m);
+    for (CUdeviceptr& p : a.pointers) a.args.push_back(&p);
+    a.config.grid = {static_cast<unsigned>(l.grid[0]), static_cast<unsigned>(l.grid[1]), static_cast<unsigned>(l.grid[2])};
+    a.config.block = {static_cast<unsigned>(l.block), 1, 1};
+    a.config.dynamicSharedMemoryBytes = static_cast<unsigned>(l.dynamicSmemBytes);
+  }
+}
+
+void ModuleExecutor::rebind(const std::string& name, CUdeviceptr address) {
+  const int b = bufferIndex(name);
+  if (b < 0 || !bound_[static_cast<size_t>(b)])
+    throw std::invalid_argument(fmt::format("{} was not bound when the module was set up; it cannot be rebound", name));
+  if (address % 16 != 0)
+    throw std::invalid_argument(fmt::format("{} bound at a device address that is not 16-byte aligned", name));
+  if (bound_[static_cast<size_t>(b)] == address) return;
+  bound_[static_cast<size_t>(b)] = address;
+  if (!addresses_.empty()) setArena(arena_, arenaBytes_);
+}
+
+void ModuleExecutor::run(CUstream stream) {
+  if (!kernels_ || arguments_.size() != module_.launches.size())
+    throw std::logic_error("ModuleExecutor::run before load() and setArena()");
+  for (size_t i = 0; i < arguments_.size(); ++i) {
+    arguments_[i].config.stream = stream;
+    launchKernels_[i]->launch(arguments_[i].config, arguments_[i].args.data());
+  }
+}
+
+const BufferDesc& ModuleExecutor::buffer(const std::string& name) const {
+  const int b = bufferIndex(name);
+  if (b < 0) throw std::invalid_argument(fmt::format("module has no input or output named {}", name));
+  return module_.buffers[static_cast<size_t>(b)];
+}
+
+CUdeviceptr ModuleExecutor::address(const std::string& name) const {
+  const int b = bufferIndex(name);
+  if (b < 0) throw std::invalid_argument(fmt::format("module has no input or output named {}", name));
+  if (bound_[static_cast<size_t>(b)]) return bound_[static_cast<size_t>(b)];
+  if (addresses_.empty()) throw std::logic_error("ModuleExecutor::address of an arena array before setArena()");
+  return addresses_[static_cast<size_t>(b)];
+}
+
+}  // namespace llmc::cuda

@@ -1,0 +1,413 @@
+#include "gpu_trainer.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+
+#include "cuda_driver.h"
+#include "jit.h"
+#include "kernel_cache.h"
+#include "pipeline.h"
+#include "pseudocode.h"
+#include "target.h"
+
+namespace llmc {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+double gib(int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0); }
+
+// Each parameter starts on a 128-element boundary of the packed arrays (256
+// bytes of bf16): TMA and 16-byte vector accesses need aligned rows.
+constexpr int64_t kParameterAlignment = 128;
+
+// The scalar slots, 16 bytes apart (bindings are 16-byte aligned).
+enum Slot : int {
+  kStepLoss, kEvalLoss, kGradNorm, kLearningRate, kBeta1, kBeta2, kEps, kWeightDecay, kStepNumber, kMaxNorm,
+  kAccumulateScale, kSlotCount
+};
+
+CUdeviceptr at(const cuda::DeviceBuffer& buffer, int64_t elements, int64_t elementBytes) {
+  return buffer.address() + static_cast<CUdeviceptr>(elements * elementBytes);
+}
+
+}  // namespace
+
+// One emitted module and its executor.
+struct GpuTrainer::Module {
+  CudaModule code;
+  std::unique_ptr<cuda::ModuleExecutor> executor;
+};
+
+GpuTrainer::Module& GpuTrainer::module(const std::string& name) { return *modules_.at(name); }
+
+GpuTrainer::~GpuTrainer() = default;
+
+GpuTrainer::GpuTrainer(const std::string& diagramsDir, Gpt2Weights weights, int64_t B, int64_t T,
+                       GpuTrainerOptions options)
+    : config_(weights.config), B_(B), T_(T), options_(std::move(options)), context_(options_.gpu) {
+  if (T > config_.T)
+    throw std::invalid_argument(fmt::format("sequence length {} exceeds the model's maximum {}", T, config_.T));
+  stream_ = std::make_unique<cuda::Stream>();
+  const Target target = loadTarget(context_.arch());
+  peakFlops_ = target.unit("tensor_bf16").peak;
+  startup_.device = context_.name();
+  startup_.arch = context_.arch();
+
+  // The packed layout: parameter order, each aligned.
+  for (const Gpt2Parameter& p : gpt2Parameters(config_)) {
+    const int64_t count = p.type.elementCount();
+    slices_.push_back({p.name, p.member, packedCount_, count});
+    parameterCount_ += count;
+    packedCount_ += (count + kParameterAlignment - 1) / kParameterAlignment * kParameterAlignment;
+  }
+
+  // Plan and emit every module from its diagram.
+  auto planStart = Clock::now();
+  const StorageType storage = options_.bf16 ? StorageType::BF16 : StorageType::F32;
+  CostOptions cost;
+  cost.storageBytes = options_.bf16 ? 2 : 4;
+  CostOptions costF32;
+  costF32.storageBytes = 4;
+  auto emit = [&](const std::string& file, const std::string& entry, const SizeBindings& sizes, bool grad,
+                  StorageType s, const CostOptions& c, std::set<std::string> f32Values) {
+    PipelineOptions p;
+    p.path = diagramsDir + "/" + file;
+    p.entry = entry;
+    p.sizes = sizes;
+    p.grad = grad;
+    p.target = &target;
+    p.cost = c;
+    const Graph graph = compileToIR(p);
+    EmitOptions e;
+    e.storage = s;
+    e.f32Values = std::move(f32Values);
+    auto m = std::make_unique<Module>();
+    m->code = emitCuda(graph, planKernels(graph, target, c), target, e);
+    return m;
+  };
+  std::set<std::string> gradients;
+  for (const Slice& s : slices_) gradients.insert("grad_" + s.name);
+  const SizeBindings packedSize = {{"N", packedCount_}};
+  modules_["step"] = emit("gpt2/model.dg", "gpt2", config_.sizes(B, T), true, storage, cost, gradients);
+  modules_["eval"] = emit("gpt2/model.dg", "gpt2", config_.sizes(B, T), false, storage, cost, {});
+  modules_["logits"] = emit("gpt2/model.dg", "gpt2_logits", config_.sizes(1, T), false, storage, cost, {"logits"});
+  modules_["optimizer"] = emit("gpt2/optimizer.dg", "optimizer_step", packedSize, false, StorageType::F32, costF32, {});
+  modules_["to_params"] = emit("gpt2/mixed_precision.dg", "master_to_params", packedSize, false, storage, cost, {"w"});
+  modules_["accumulate"] =
+      emit("gpt2/mixed_precision.dg", "accumulate_gradient", packedSize, false, StorageType::F32, costF32, {});
+  startup_.planSeconds = secondsSince(planStart);
+  startup_.stepLaunches = static_cast<int64_t>(module("step").code.launches.size());
+
+  // Device memory: the packed arrays, then the arena. Checked against what
+  // is free first, so that a model too big says so with the sizes.
+  const int64_t storageBytes = options_.bf16 ? 2 : 4;
+  const int64_t packedF32 = packedCount_ * 4;
+  const int64_t tokenBytes = B * T * 4;
+  const int64_t fixedBytes = packedCount_ * storageBytes + 7 * packedF32 + packedF32 /* decay mask */ +
+                             2 * tokenBytes + T * 4 + kSlotCount * 16;
+
+  auto allocate = [&](int64_t bytes, const char* what) {
+    try {
+      return cuda::DeviceBuffer(static_cast<size_t>(bytes));
+    } catch (const cuda::CudaError& e) {
+      if (e.result() != CUDA_ERROR_OUT_OF_MEMORY) throw;
+      size_t free = 0, total = 0;
+      cuda::driver().memGetInfo(&free, &total);
+      throw std::runtime_error(fmt::format(
+          "out of device memory allocating {} ({:.2f} GiB): {:.2f} GiB free of {:.2f} GiB on {}. Try a smaller "
+          "micro-batch (-b {}, with -d keeping the tokens per step), a shorter sequence (-t), or a smaller model",
+          what, gib(bytes), gib(static_cast<int64_t>(free)), gib(static_cast<int64_t>(total)), context_.name(),
+          std::max<int64_t>(1, B / 2)));
+    }
+  };
+
+  params_ = allocate(packedCount_ * storageBytes, "the step's parameters");
+  for (int i = 0; i < 2; ++i) {
+    master_[i] = allocate(packedF32, "master weights");
+    m_[i] = allocate(packedF32, "AdamW's first moments");
+    v_[i] = allocate(packedF32, "AdamW's second moments");
+  }
+  gradient_ = allocate(packedF32, "gradients");
+  decayMask_ = allocate(packedF32, "the weight-decay mask");
+  tokens_ = allocate(tokenBytes, "tokens");
+  targets_ = allocate(tokenBytes, "targets");
+  sampleTokens_ = allocate(T * 4, "the sampler's tokens");
+  scalars_ = allocate(kSlotCount * 16, "scalars");
+  // Packing pads stay zero: zero gradients, zero moments, zero weights.
+  for (cuda::DeviceBuffer* b : {&params_, &master_[0], &master_[1], &m_[0], &m_[1], &v_[0], &v_[1], &gradient_,
+                                &tokens_, &targets_, &sampleTokens_, &scalars_})
+    b->fillBytes(0);
+
+  auto slot = [&](int s) { return scalars_.address() + static_cast<CUdeviceptr>(16 * s); };
+  auto parameterBindings = [&](std::map<std::string, CUdeviceptr>& b) {
+    for (const Slice& s : slices_) b[s.name] = at(params_, s.offset, storageBytes);
+  };
+  {
+    std::map<std::string, CUdeviceptr> b = {{"tokens", tokens_.address()}, {"targets", targets_.address()},
+                                            {"loss", slot(kStepLoss)}};
+    parameterBindings(b);
+    for (const Slice& s : slices_) b["grad_" + s.name] = at(gradient_, s.offset, 4);
+    module("step").executor = std::make_unique<cuda::ModuleExecutor>(module("step").code, b);
+  }
+  {
+    std::map<std::string, CUdeviceptr> b = {{"tokens", tokens_.address()}, {"targets", targets_.address()},
+                                            {"loss", slot(kEvalLoss)}};
+    parameterBindings(b);
+    module("eval").executor = std::make_unique<cuda::ModuleExecutor>(module("eval").code, b);
+  }
+  {
+    std::map<std::string, CUdeviceptr> b = {{"tokens", sampleTokens_.address()}};
+    parameterBindings(b);
+    module("logits").executor = std::make_unique<cuda::ModuleExecutor>(module("logits").code, b);
+  }
+  module("optimizer").executor = std::make_unique<cuda::ModuleExecutor>(
+      module("optimizer").code,
+      std::map<std::string, CUdeviceptr>{{"w", master_[0].address()}, {"g", gradient_.address()},
+                                         {"m", m_[0].address()}, {"v", v_[0].address()},
+                                         {"decay_mask", decayMask_.address()}, {"lr", slot(kLearningRate)},
+                                         {"beta1", slot(kBeta1)}, {"beta2", slot(kBeta2)}, {"eps", slot(kEps)},
+                                         {"weight_decay", slot(kWeightDecay)}, {"t", slot(kStepNumber)},
+                                         {"max_norm", slot(kMaxNorm)}, {"w_next", master_[1].address()},
+                                         {"m_next", m_[1].address()}, {"v_next", v_[1].address()},
+                                         {"grad_norm", slot(kGradNorm)}});
+  module("to_params").executor = std::make_unique<cuda::ModuleExecutor>(
+      module("to_params").code,
+      std::map<std::string, CUdeviceptr>{{"w", master_[0].address()}, {"p", params_.address()}});
+  // The accumulator's arrays are bound when first used (allocated then).
+  module("accumulate").executor = std::make_unique<cuda::ModuleExecutor>(
+      module("accumulate").code,
+      std::map<std::string, CUdeviceptr>{{"acc", gradient_.address()}, {"g", gradient_.address()},
+                                         {"scale", slot(kAccumulateScale)}, {"acc_next", gradient_.address()}});
+
+  int64_t arenaBytes = 0;
+  for (const auto& [name, m] : modules_) {
+    arenaBytes = std::max(arenaBytes, m->executor->memoryPlan().arenaBytes);
+    startup_.arenaSeparateBytes = std::max(startup_.arenaSeparateBytes, m->executor->memoryPlan().separateBytes);
+  }
+  arena_ = allocate(arenaBytes, fmt::format("the activations' arena (B={}, T={})", B, T).c_str());
+  startup_.arenaBytes = arenaBytes;
+  startup_.deviceBytes = fixedBytes + arenaBytes;
+
+  // Compile (or find in the cache) every launch of every module at once, then
+  // load each module's kernels.
+  auto compileStart = Clock::now();
+  std::vector<cuda::KernelSource> sources;
+  std::vector<std::pair<std::string, size_t>> ranges;  // module, first source
+  for (const auto& [name, m] : modules_) {
+    ranges.push_back({name, sources.size()});
+    for (cuda::KernelSource& s : cuda::kernelSources(m->code, context_.arch())) sources.push_back(std::move(s));
+  }
+  const cuda::KernelCache cache(options_.kernelCache.empty() ? cuda::KernelCache::defaultDirectory() : options_.kernelCache);
+  cuda::JitResult jit = cuda::compileKernels(sources, &cache, options_.compileThreads);
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    const size_t from = ranges[i].second, to = i + 1 < ranges.size() ? ranges[i + 1].second : sources.size();
+    Module& m = module(ranges[i].first);
+    m.executor->load(std::vector<cuda::JitKernel>(jit.kernels.begin() + static_cast<long>(from),
+                                                  jit.kernels.begin() + static_cast<long>(to)));
+    m.executor->setArena(arena_.address(), arena_.bytes());
+  }
+  startup_.jit = jit.summary;
+  startup_.compileSeconds = secondsSince(compileStart);
+
+  // The state: master weights from the model, moments zero, the decay mask
+  // (the matrices: parameters with an in and an out axis, as the CPU path).
+  std::vector<double> flat;
+  std::vector<double> mask;
+  for (const Gpt2Parameter& p : gpt2Parameters(config_)) {
+    const std::vector<double>& data = (weights.*p.member).data;
+    flat.insert(flat.end(), data.begin(), data.end());
+    const bool matrix = p.type.axes.size() >= 2 && !(p.type.axes.size() == 2 && p.type.axes[0].name == "l");
+    mask.insert(mask.end(), data.size(), matrix ? 1.0 : 0.0);
+  }
+  upload(master_[0], packed(flat));
+  upload(decayMask_, packed(mask));
+  module("to_params").executor->run(stream_->get());
+  stream_->synchronize();
+  hostWeights_ = std::move(weights);
+}
+
+std::vector<float> GpuTrainer::packed(const std::vector<double>& perParameter) const {
+  if (static_cast<int64_t>(perParameter.size()) != parameterCount_)
+    throw std::invalid_argument(fmt::format("{} values for {} parameters", perParameter.size(), parameterCount_));
+  std::vector<float> out(static_cast<size_t>(packedCount_), 0.0f);
+  size_t from = 0;
+  for (const Slice& s : slices_)
+    for (int64_t i = 0; i < s.count; ++i) out[static_cast<size_t>(s.offset + i)] = static_cast<float>(perParameter[from++]);
+  return out;
+}
+
+void GpuTrainer::upload(const cuda::DeviceBuffer& buffer, const std::vector<float>& values) {
+  const_cast<cuda::DeviceBuffer&>(buffer).copyFromHost(values.data(), values.size() * sizeof(float));
+}
+
+void GpuTrainer::uploadTokens(const cuda::DeviceBuffer& buffer, const std::vector<int32_t>& tokens, int64_t expected) {
+  if (static_cast<int64_t>(tokens.size()) != expected)
+    throw std::invalid_argument(fmt::format("expected {} tokens, got {}", expected, tokens.size()));
+  for (int32_t id : tokens)
+    if (id < 0 || id >= config_.V)
+      throw std::invalid_argument(fmt::format("token {} is outside the vocabulary of {}", id, config_.V));
+  const_cast<cuda::DeviceBuffer&>(buffer).copyFromHost(tokens.data(), tokens.size() * sizeof(int32_t));
+}
+
+void GpuTrainer::setScalar(int slot, float value) {
+  cuda::check(cuda::driver().memcpyHtoD(scalars_.address() + static_cast<CUdeviceptr>(16 * slot), &value, sizeof value),
+              "cuMemcpyHtoD(scalar)");
+}
+
+float GpuTrainer::readScalar(int slot) const {
+  float value = 0;
+  cuda::check(cuda::driver().memcpyDtoH(&value, scalars_.address() + static_cast<CUdeviceptr>(16 * slot), sizeof value),
+              "cuMemcpyDtoH(scalar)");
+  return value;
+}
+
+void GpuTrainer::runStep() {
+  cuda::ModuleExecutor& step = *module("step").executor;
+  // The first run goes launch by launch (kernels opt in to their shared
+  // memory then); later ones replay it captured as one graph.
+  if (!options_.cudaGraph || stepRuns_ == 0) {
+    step.run(stream_->get());
+  } else {
+    if (!stepGraph_) stepGraph_ = std::make_unique<cuda::CapturedGraph>(*stream_, [&](CUstream s) { step.run(s); });
+    stepGraph_->launch(*stream_);
+  }
+  ++stepRuns_;
+}
+
+double GpuTrainer::forwardBackward(const std::vector<int32_t>& inputs, const std::vector<int32_t>& targets,
+                                   double gradScale) {
+  uploadTokens(tokens_, inputs, B_ * T_);
+  uploadTokens(targets_, targets, B_ * T_);
+  runStep();
+  // One micro-batch per step with scale 1: the optimizer reads the step's
+  // gradient as it is. Otherwise the scaled gradients add up.
+  if (gradScale != 1.0 || microBatches_ > 0) {
+    if (gradScale == 1.0)
+      throw std::logic_error("GpuTrainer: a second micro-batch with gradScale 1 (scale each by 1/micro-batches)");
+    if (!accumulated_[0].bytes())
+      for (cuda::DeviceBuffer& b : accumulated_) b = cuda::DeviceBuffer(static_cast<size_t>(packedCount_ * 4));
+    const int into = accumulatedIn_ < 0 ? 0 : 1 - accumulatedIn_;
+    if (accumulatedIn_ < 0)
+      cuda::check(cuda::driver().memsetD8Async(accumulated_[1].address(), 0, accumulated_[1].bytes(), stream_->get()),
+                  "cuMemsetD8Async");
+    cuda::ModuleExecutor& accumulate = *module("accumulate").executor;
+    accumulate.rebind("acc", accumulated_[1 - into].address());
+    accumulate.rebind("acc_next", accumulated_[into].address());
+    stream_->synchronize();  // the scale slot is written by a synchronous copy
+    setScalar(kAccumulateScale, static_cast<float>(gradScale));
+    accumulate.run(stream_->get());
+    accumulatedIn_ = into;
+  }
+  ++microBatches_;
+  stream_->synchronize();
+  return readScalar(kStepLoss);
+}
+
+double GpuTrainer::loss(const std::vector<int32_t>& inputs, const std::vector<int32_t>& targets) {
+  uploadTokens(tokens_, inputs, B_ * T_);
+  uploadTokens(targets_, targets, B_ * T_);
+  module("eval").executor->run(stream_->get());
+  stream_->synchronize();
+  return readScalar(kEvalLoss);
+}
+
+double GpuTrainer::optimizerStep(const OptimizerSettings& s) {
+  if (microBatches_ == 0) throw std::logic_error("GpuTrainer: an optimizer step without a gradient");
+  state_.step += 1;
+  setScalar(kLearningRate, static_cast<float>(s.learningRate));
+  setScalar(kBeta1, static_cast<float>(s.beta1));
+  setScalar(kBeta2, static_cast<float>(s.beta2));
+  setScalar(kEps, static_cast<float>(s.eps));
+  setScalar(kWeightDecay, static_cast<float>(s.weightDecay));
+  setScalar(kStepNumber, static_cast<float>(state_.step));
+  setScalar(kMaxNorm, static_cast<float>(s.maxGradNorm));
+  const int next = 1 - current_;
+  cuda::ModuleExecutor& optimizer = *module("optimizer").executor;
+  optimizer.rebind("w", master_[current_].address());
+  optimizer.rebind("m", m_[current_].address());
+  optimizer.rebind("v", v_[current_].address());
+  optimizer.rebind("g", accumulatedIn_ < 0 ? gradient_.address() : accumulated_[accumulatedIn_].address());
+  optimizer.rebind("w_next", master_[next].address());
+  optimizer.rebind("m_next", m_[next].address());
+  optimizer.rebind("v_next", v_[next].address());
+  optimizer.run(stream_->get());
+  cuda::ModuleExecutor& toParams = *module("to_params").executor;
+  toParams.rebind("w", master_[next].address());
+  toParams.run(stream_->get());
+  stream_->synchronize();
+  current_ = next;
+  microBatches_ = 0;
+  accumulatedIn_ = -1;
+  hostWeights_.reset();
+  return readScalar(kGradNorm);
+}
+
+std::vector<double> GpuTrainer::nextTokenLogits(const std::vector<int32_t>& context) {
+  const int64_t length = static_cast<int64_t>(context.size());
+  if (length < 1 || length > T_)
+    throw std::invalid_argument(fmt::format("a context of {} tokens does not fit the sampler (1 to {})", length, T_));
+  // Causal attention: the positions after the context do not change the
+  // scores at its last one; they are padded with token 0.
+  std::vector<int32_t> padded = context;
+  padded.resize(static_cast<size_t>(T_), 0);
+  uploadTokens(sampleTokens_, padded, T_);
+  cuda::ModuleExecutor& logits = *module("logits").executor;
+  logits.run(stream_->get());
+  stream_->synchronize();
+  std::vector<float> row(static_cast<size_t>(config_.Vp));
+  const CUdeviceptr address = logits.address("logits") + static_cast<CUdeviceptr>((length - 1) * config_.Vp * 4);
+  cuda::check(cuda::driver().memcpyDtoH(row.data(), address, row.size() * sizeof(float)), "cuMemcpyDtoH(logits)");
+  return std::vector<double>(row.begin(), row.end());
+}
+
+const Gpt2Weights& GpuTrainer::weights() {
+  if (hostWeights_) return *hostWeights_;
+  std::vector<float> flat(static_cast<size_t>(packedCount_));
+  master_[current_].copyToHost(flat.data(), flat.size() * sizeof(float));
+  Gpt2Weights w = zeroGpt2Weights(config_);
+  for (const Slice& s : slices_) {
+    std::vector<double>& data = (w.*s.member).data;
+    for (int64_t i = 0; i < s.count; ++i) data[static_cast<size_t>(i)] = flat[static_cast<size_t>(s.offset + i)];
+  }
+  hostWeights_ = std::move(w);
+  return *hostWeights_;
+}
+
+std::vector<double> GpuTrainer::unpacked(const cuda::DeviceBuffer& buffer) const {
+  std::vector<float> flat(static_cast<size_t>(packedCount_));
+  buffer.copyToHost(flat.data(), flat.size() * sizeof(float));
+  std::vector<double> out;
+  out.reserve(static_cast<size_t>(parameterCount_));
+  for (const Slice& s : slices_) out.insert(out.end(), flat.begin() + s.offset, flat.begin() + s.offset + s.count);
+  return out;
+}
+
+const OptimizerState& GpuTrainer::optimizerState() {
+  state_.m = unpacked(m_[current_]);
+  state_.v = unpacked(v_[current_]);
+  return state_;
+}
+
+std::vector<double> GpuTrainer::gradient() {
+  if (microBatches_ == 0) throw std::logic_error("GpuTrainer::gradient: no micro-batch since the last optimizer step");
+  return unpacked(accumulatedIn_ < 0 ? gradient_ : accumulated_[accumulatedIn_]);
+}
+
+void GpuTrainer::restoreOptimizerState(OptimizerState state) {
+  if (static_cast<int64_t>(state.m.size()) != parameterCount_ || static_cast<int64_t>(state.v.size()) != parameterCount_)
+    throw std::invalid_argument(fmt::format("optimizer state holds {} values, the model has {} parameters",
+                                            state.m.size(), parameterCount_));
+  upload(m_[current_], packed(state.m));
+  upload(v_[current_], packed(state.v));
+  state_.step = state.step;
+}
+
+}  // namespace llmc

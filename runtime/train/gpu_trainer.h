@@ -1,0 +1,129 @@
+// GPT-2 training on the GPU: every kernel generated from the diagrams —
+// the training step (forward, backward by autodiff, recomputation where the
+// cost model chose it), the validation loss, the sampler's scores, gradient
+// clipping and AdamW (gpt2/optimizer.dg) and the mixed-precision glue
+// (gpt2/mixed_precision.dg) — compiled by NVRTC through the kernel cache and
+// run on one stream, the step replayed as a CUDA graph.
+//
+// Mixed precision as llm.c: the step reads bf16 parameters and keeps its
+// activations in bf16; it writes fp32 gradients for the optimizer, which
+// keeps fp32 master weights and moments, then rounds the new weights to the
+// step's bf16 copy. With fp32 storage every array is fp32.
+//
+// Device memory is planned once: the parameters and the optimizer's arrays
+// packed into flat arrays (each parameter 128-element aligned), and one arena
+// for everything else, shared by the modules since they never run at once,
+// each module's arrays placed in it by the memory plan (compiler/memory_plan.h).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cuda_context.h"
+#include "cuda_stream.h"
+#include "device_buffer.h"
+#include "module_executor.h"
+#include "trainer.h"
+
+namespace llmc {
+
+struct GpuTrainerOptions {
+  bool bf16 = true;        // storage of the step's arrays (false: fp32 everywhere)
+  bool cudaGraph = true;   // replay the step as a CUDA graph
+  std::filesystem::path kernelCache;  // empty: KernelCache::defaultDirectory()
+  unsigned compileThreads = 0;        // 0: one per hardware thread
+  int gpu = 0;
+};
+
+// What starting took, for the log.
+struct GpuStartup {
+  std::string device, arch;
+  double planSeconds = 0;     // diagrams to planned, emitted kernels
+  double compileSeconds = 0;  // NVRTC or the cache, and loading
+  cuda::JitSummary jit;
+  int64_t stepLaunches = 0;
+  int64_t arenaBytes = 0, arenaSeparateBytes = 0;  // the shared arena, and its arrays one by one
+  int64_t deviceBytes = 0;    // everything the trainer allocated
+};
+
+class GpuTrainer final : public Trainer {
+ public:
+  // Throws NoGpuError without a usable GPU, and std::runtime_error naming
+  // the sizes when the model does not fit its memory.
+  GpuTrainer(const std::string& diagramsDir, Gpt2Weights weights, int64_t B, int64_t T, GpuTrainerOptions options);
+  ~GpuTrainer() override;
+
+  double forwardBackward(const std::vector<int32_t>& inputs, const std::vector<int32_t>& targets,
+                         double gradScale) override;
+  double loss(const std::vector<int32_t>& inputs, const std::vector<int32_t>& targets) override;
+  double optimizerStep(const OptimizerSettings& settings) override;
+  std::vector<double> nextTokenLogits(const std::vector<int32_t>& context) override;
+
+  const Gpt2Config& config() const override { return config_; }
+  const Gpt2Weights& weights() override;
+  const OptimizerState& optimizerState() override;
+  void restoreOptimizerState(OptimizerState state) override;
+  int64_t parameterCount() const override { return parameterCount_; }
+
+  // The gradient the next optimizer step applies (the sum over this step's
+  // micro-batches), in gpt2Parameters() order and layout: for checks.
+  std::vector<double> gradient();
+
+  const GpuStartup& startup() const { return startup_; }
+  // Nominal dense bf16 tensor-core rate of the GPU (its target file), for MFU.
+  double peakFlops() const { return peakFlops_; }
+
+ private:
+  struct Slice {
+    std::string name;
+    HostTensor Gpt2Weights::*member;
+    int64_t offset = 0, count = 0;  // elements in the packed arrays
+  };
+  struct Module;
+
+  Module& module(const std::string& name);
+  void upload(const cuda::DeviceBuffer& buffer, const std::vector<float>& values);
+  std::vector<float> packed(const std::vector<double>& perParameter) const;  // parameter order -> padded
+  std::vector<double> unpacked(const cuda::DeviceBuffer& buffer) const;     // padded -> parameter order
+  void uploadTokens(const cuda::DeviceBuffer& buffer, const std::vector<int32_t>& tokens, int64_t expected);
+  void setScalar(int slot, float value);
+  float readScalar(int slot) const;
+  void runStep();
+
+  Gpt2Config config_;
+  int64_t B_, T_;
+  GpuTrainerOptions options_;
+  cuda::Context context_;
+  std::unique_ptr<cuda::Stream> stream_;
+  std::vector<Slice> slices_;
+  int64_t parameterCount_ = 0, packedCount_ = 0;
+  double peakFlops_ = 0;
+
+  // Device arrays (packed: packedCount_ elements).
+  cuda::DeviceBuffer params_;                // the step's copy, in its storage
+  cuda::DeviceBuffer master_[2], m_[2], v_[2];  // f32; [current_] holds the present state
+  cuda::DeviceBuffer gradient_;              // f32, what the last step wrote
+  cuda::DeviceBuffer accumulated_[2];        // f32 sums over micro-batches, allocated on first use
+  cuda::DeviceBuffer decayMask_;
+  cuda::DeviceBuffer tokens_, targets_, sampleTokens_;
+  cuda::DeviceBuffer scalars_;               // 16-byte slots: losses, norm, the optimizer's settings
+  cuda::DeviceBuffer arena_;
+  int current_ = 0;
+  int accumulatedIn_ = -1;   // accumulated_[i] holds this optimizer step's sum; -1: none yet
+  int64_t microBatches_ = 0;  // since the last optimizer step
+
+  std::map<std::string, std::unique_ptr<Module>> modules_;
+  std::unique_ptr<cuda::CapturedGraph> stepGraph_;
+  int64_t stepRuns_ = 0;
+
+  GpuStartup startup_;
+  std::optional<Gpt2Weights> hostWeights_;  // weights() since the last update
+  OptimizerState state_;                    // step count; m and v filled by optimizerState()
+};
+
+}  // namespace llmc

@@ -1,0 +1,53 @@
+// What llmc-train's loop asks of an executor of the training step: the CPU
+// path (InterpreterTrainer: the reference interpreter) and the GPU path
+// (GpuTrainer: generated kernels) answer the same questions.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "gpt2_weights.h"
+
+namespace llmc {
+
+struct OptimizerSettings {
+  double learningRate = 3e-4;
+  double beta1 = 0.9, beta2 = 0.95, eps = 1e-8;
+  double weightDecay = 0.0;  // applied to the matrices only
+  double maxGradNorm = 1.0;
+};
+
+// The optimizer's state besides the weights: AdamW's moments, one value per
+// parameter in gpt2Parameters() order, and the number of steps taken.
+struct OptimizerState {
+  std::vector<double> m, v;
+  int64_t step = 0;
+};
+
+class Trainer {
+ public:
+  virtual ~Trainer() = default;
+
+  // Forward and backward on one micro-batch (B*T inputs and targets); adds the
+  // gradients times gradScale to the accumulated gradient. Returns the loss.
+  virtual double forwardBackward(const std::vector<int32_t>& inputs, const std::vector<int32_t>& targets,
+                                 double gradScale) = 0;
+  // The loss alone (validation).
+  virtual double loss(const std::vector<int32_t>& inputs, const std::vector<int32_t>& targets) = 0;
+  // Clips and applies the accumulated gradient with AdamW, then clears it.
+  // Returns the gradient's global norm before clipping.
+  virtual double optimizerStep(const OptimizerSettings& settings) = 0;
+  // Scores for the token after `context` (1..maxT tokens), over the padded
+  // vocabulary.
+  virtual std::vector<double> nextTokenLogits(const std::vector<int32_t>& context) = 0;
+
+  virtual const Gpt2Config& config() const = 0;
+  // The model and the optimizer's state as they are now (the GPU path copies
+  // them to the host).
+  virtual const Gpt2Weights& weights() = 0;
+  virtual const OptimizerState& optimizerState() = 0;
+  virtual void restoreOptimizerState(OptimizerState state) = 0;
+  virtual int64_t parameterCount() const = 0;
+};
+
+}  // namespace llmc
