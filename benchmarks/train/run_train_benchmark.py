@@ -1,0 +1,363 @@
+#!/usr/bin/env python3
+"""GPT-2 training step: llmc-train against PyTorch (torch.compile and eager), in one run.
+
+Runs, one after the other on the same GPU, with the same model, batch, steps
+and data:
+  llmc      build/bin/llmc-train --device cuda -e d12 -b 32 -t 1024 -x STEPS -v 0 -s 0 -i GLOB
+  compile   train_gpt2_torch.py --compile 1 (same flags)
+  eager     train_gpt2_torch.py --compile 0
+and prints a table: the median time per step over the steps after the
+warm-up, the tokens per second it implies, the peak memory, the time from the
+process's start to the end of its first step, the final loss; then llmc's
+ratios to each PyTorch mode.
+
+Each implementation's own `RESULT {json}` line is preferred; without one (an
+llmc-train that does not print it yet), the figures come from its step lines
+`step N/M | loss L | ... | X ms | Y tok/s [| mem Z GiB]`, the time to the first
+step from when that line came out. Device memory is also read from
+nvidia-smi while each one runs (the most in use, less what was in use before
+it started), the same measure for all three. Each PyTorch run compiles into
+empty caches (--warm-torch-cache: its usual ones), so that its time to the
+first step is the cold figure.
+
+exit status: 0 when every implementation ran, 1 when one failed (its row
+says why), 2 for bad arguments or missing shards.
+"""
+
+import argparse
+import glob
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+TORCH_TRAINER = Path(__file__).resolve().parent / "train_gpt2_torch.py"
+DEFAULT_DATA = "data/shards/corpus_train_*.bin"
+GIB = 1024 ** 3
+
+# One step line of llmc-train (and of train_gpt2_torch.py, which prints the
+# same): "step     3/50 | loss 10.1 | norm 1.2 | lr 3.00e-04 | 62.1 ms | 527000 tok/s | MFU 40% | mem 12.3 GiB".
+STEP_LINE = re.compile(r"^\s*step\s+(\d+)\s*/\s*(\d+)\s*\|(.*)$")
+NUMBER = r"([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf)"
+FIELD_MS = re.compile(NUMBER + r"\s*ms\b")
+FIELD_TOKS = re.compile(NUMBER + r"\s*tok/s\b")
+FIELD_LOSS = re.compile(r"\bloss\s+" + NUMBER)
+FIELD_MEM = re.compile(r"\bmem\s+" + NUMBER + r"\s*(GiB|MiB|GB|MB)\b")
+MEM_UNITS = {"GiB": GIB, "MiB": 1024 ** 2, "GB": 1e9, "MB": 1e6}
+
+
+def parse_step_line(line):
+    """The fields of one step line: {step, steps, ms, tok_s, loss, mem_bytes}
+    (absent fields None), or None when the line is no step line."""
+    match = STEP_LINE.match(line)
+    if not match:
+        return None
+    rest = match.group(3)
+
+    def number(pattern):
+        found = pattern.search(rest)
+        return float(found.group(1)) if found else None
+
+    mem = FIELD_MEM.search(rest)
+    return {"step": int(match.group(1)), "steps": int(match.group(2)), "ms": number(FIELD_MS),
+            "tok_s": number(FIELD_TOKS), "loss": number(FIELD_LOSS),
+            "mem_bytes": float(mem.group(1)) * MEM_UNITS[mem.group(2)] if mem else None}
+
+
+def parse_result_line(line):
+    """The JSON of a `RESULT {...}` line, or None."""
+    if not line.startswith("RESULT "):
+        return None
+    try:
+        value = json.loads(line[len("RESULT "):])
+    except json.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def summarize(lines, warmup_steps, tokens_per_step, first_step_s=None):
+    """One implementation's figures from its output lines: its RESULT line's
+    where it printed one, each missing figure from the step lines (the median
+    over the steps after warmup_steps). first_step_s: seconds from its start to
+    the first step line, when the caller timed it."""
+    steps, result = [], None
+    for line in lines:
+        step = parse_step_line(line)
+        if step:
+            steps.append(step)
+        result = parse_result_line(line) or result
+    summary = {"steps_seen": len(steps), "from_result_line": result is not None}
+    timed = [s for s in steps if s["step"] > warmup_steps and s["ms"] is not None]
+    if timed:
+        ms = statistics.median(s["ms"] for s in timed)
+        summary["ms_per_step"] = ms
+        summary["tokens_per_s"] = tokens_per_step / (ms / 1e3)
+    memories = [s["mem_bytes"] for s in steps if s["mem_bytes"] is not None]
+    if memories:
+        summary["peak_memory_bytes"] = max(memories)
+    if steps and steps[-1]["loss"] is not None:
+        summary["final_loss"] = steps[-1]["loss"]
+    if first_step_s is not None:
+        summary["time_to_first_step_s"] = first_step_s
+    for key, value in (result or {}).items():
+        if value is not None:
+            summary[key] = value
+    return summary
+
+
+class GpuMemoryWatcher:
+    """The most device memory in use while a program runs, as nvidia-smi sees
+    it, less what was in use before: the same measure for llmc and PyTorch
+    (their own reports count different things: PyTorch's allocator leaves out
+    the CUDA context and its cache, llm.c counts everything). None without
+    nvidia-smi."""
+
+    def __init__(self, gpu_index, interval_s=0.2):
+        self.smi = shutil.which("nvidia-smi")
+        self.gpu, self.interval = gpu_index, interval_s
+        self.baseline = self.peak = None
+        self._stop = threading.Event()
+        self._thread = None
+
+    def _used_mib(self):
+        try:
+            out = subprocess.run([self.smi, "--query-gpu=memory.used", "--format=csv,noheader,nounits",
+                                  f"--id={self.gpu}"], capture_output=True, text=True, timeout=10)
+            return float(out.stdout.strip().splitlines()[0])
+        except (OSError, ValueError, IndexError, subprocess.TimeoutExpired):
+            return None
+
+    def __enter__(self):
+        if self.smi:
+            self.baseline = self._used_mib()
+            self.peak = self.baseline
+            self._thread = threading.Thread(target=self._poll, daemon=True)
+            self._thread.start()
+        return self
+
+    def _poll(self):
+        while not self._stop.wait(self.interval):
+            used = self._used_mib()
+            if used is not None and (self.peak is None or used > self.peak):
+                self.peak = used
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        if self._thread:
+            self._thread.join()
+
+    def used_bytes(self):
+        if self.baseline is None or self.peak is None:
+            return None
+        return (self.peak - self.baseline) * 1024 ** 2
+
+
+def run_one(name, command, env, log_path, timeout_s, gpu_index):
+    """Runs one implementation, echoing and logging its output; returns
+    (exit status or a reason it did not finish, its lines, seconds to its first step line, nvidia-smi bytes)."""
+    print(f"\n=== {name}: {' '.join(command)}", flush=True)
+    lines, first_step_s = [], None
+    # llmc-train flushes each step line; stdbuf keeps any other C stdio output
+    # line-buffered through the pipe so that the timestamps mean something.
+    if shutil.which("stdbuf"):
+        command = ["stdbuf", "-oL", "-eL"] + command
+    with GpuMemoryWatcher(gpu_index) as memory, open(log_path, "w") as log:
+        start = time.time()
+        try:
+            process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                       env=env, cwd=REPO, bufsize=1, errors="replace")
+        except OSError as error:
+            return f"could not start: {error}", lines, None, None
+        timer = threading.Timer(timeout_s, process.kill)
+        timer.start()
+        for line in process.stdout:
+            if first_step_s is None and STEP_LINE.match(line):
+                first_step_s = time.time() - start
+            lines.append(line.rstrip("\n"))
+            log.write(line)
+            print(f"  {line}", end="", flush=True)
+        status = process.wait()
+        timer.cancel()
+        if status != 0 and time.time() - start >= timeout_s:
+            status = f"killed after {timeout_s} s"
+    return status, lines, first_step_s, memory.used_bytes()
+
+
+def failure_reason(status, lines):
+    """A short reason for a failed run: its exit status and its last words."""
+    last = next((line.strip() for line in reversed(lines) if line.strip()), "no output")
+    reason = status if isinstance(status, str) else f"exit {status}"
+    return f"{reason}: {last[:160]}"
+
+
+def format_table(rows):
+    headers = ["implementation", "mode", "ms/step", "tok/s", "peak mem GiB", "device mem GiB", "first step s",
+               "final loss", "status"]
+
+    def fmt(value, spec):
+        return "-" if value is None else format(value, spec)
+
+    body = []
+    for row in rows:
+        s = row["summary"]
+        mem = s.get("peak_memory_bytes")
+        device_mem = row["device_memory_bytes"]
+        body.append([row["name"], str(s.get("mode", row["mode"])), fmt(s.get("ms_per_step"), ".1f"),
+                     fmt(s.get("tokens_per_s"), ",.0f"), fmt(mem / GIB if mem else None, ".2f"),
+                     fmt(device_mem / GIB if device_mem else None, ".2f"), fmt(s.get("time_to_first_step_s"), ".1f"),
+                     fmt(s.get("final_loss"), ".4f"), row["status"]])
+    widths = [max(len(h), *(len(r[i]) for r in body)) for i, h in enumerate(headers)]
+    line = lambda cells: "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"  # noqa: E731
+    return "\n".join([line(headers), "|" + "|".join("-" * (w + 2) for w in widths) + "|"] + [line(r) for r in body])
+
+
+def ratio_lines(rows):
+    """llmc against each PyTorch mode: time per step, tokens per second and
+    peak memory as llmc's figure over PyTorch's."""
+    by_name = {row["name"]: row for row in rows}
+    llmc = by_name.get("llmc")
+    out = []
+    for name in ("torch.compile", "eager"):
+        other = by_name.get(name)
+        if not llmc or not other:
+            continue
+        a, b = llmc["summary"], other["summary"]
+        if not (llmc["ok"] and other["ok"] and a.get("ms_per_step") and b.get("ms_per_step")):
+            out.append(f"llmc / {name}: n/a (a run failed)")
+            continue
+        parts = [f"time per step {a['ms_per_step'] / b['ms_per_step']:.3f}x",
+                 f"tokens/s {a['tokens_per_s'] / b['tokens_per_s']:.3f}x"]
+        if a.get("peak_memory_bytes") and b.get("peak_memory_bytes"):
+            parts.append(f"peak memory {a['peak_memory_bytes'] / b['peak_memory_bytes']:.3f}x")
+        if llmc["device_memory_bytes"] and other["device_memory_bytes"]:
+            parts.append(f"device memory {llmc['device_memory_bytes'] / other['device_memory_bytes']:.3f}x")
+        if a.get("time_to_first_step_s") and b.get("time_to_first_step_s"):
+            parts.append(f"first step {a['time_to_first_step_s'] / b['time_to_first_step_s']:.3f}x")
+        out.append(f"llmc / {name}: " + ", ".join(parts))
+    return out
+
+
+def first_visible_gpu():
+    first = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
+    return int(first) if first.isdigit() else 0
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--llmc-train", default=str(REPO / "build/bin/llmc-train"), help="the llmc-train binary")
+    p.add_argument("-i", "--data", default=DEFAULT_DATA, help=f"training shards glob (default {DEFAULT_DATA})")
+    p.add_argument("-e", "--model", default="d12", help="dN or an llm.c checkpoint file (default d12)")
+    p.add_argument("-b", "--batch-size", type=int, default=32, help="default 32")
+    p.add_argument("-t", "--seq-len", type=int, default=1024, help="default 1024")
+    p.add_argument("-x", "--steps", type=int, default=50, help="steps of each run, warm-up included (default 50)")
+    p.add_argument("--warmup-steps", type=int, default=5, help="first steps left out of the median (default 5)")
+    p.add_argument("-l", "--lr", type=float, default=3e-4, help="learning rate, passed to all (default 3e-4)")
+    p.add_argument("--device", choices=("cuda", "cpu"), default="cuda",
+                   help="cuda (default); cpu only to try the runner on a small model")
+    p.add_argument("--only", default="llmc,compile,eager", help="which to run, of llmc,compile,eager (default all)")
+    p.add_argument("--llmc-arg", action="append", default=[], help="one more argument for llmc-train (repeatable)")
+    p.add_argument("--torch-arg", action="append", default=[],
+                   help="one more argument for train_gpt2_torch.py (repeatable), e.g. --torch-arg=--attention=cudnn")
+    p.add_argument("--python", default=sys.executable, help="python for the PyTorch runs (default this one)")
+    p.add_argument("--log-dir", default=str(REPO / "out/train_benchmark"),
+                   help="each run's full output and summary.json go here (default out/train_benchmark)")
+    p.add_argument("--warm-torch-cache", action="store_true",
+                   help="let PyTorch use its usual compile caches (default: fresh empty ones for each run)")
+    p.add_argument("--timeout", type=float, default=900, help="seconds each run may take (default 900)")
+    p.add_argument("--gpu", type=int, default=first_visible_gpu(),
+                   help="the GPU index nvidia-smi watches (default the first of CUDA_VISIBLE_DEVICES, else 0)")
+    args = p.parse_args(argv)
+    args.only = [name.strip() for name in args.only.split(",") if name.strip()]
+    if unknown := set(args.only) - {"llmc", "compile", "eager"}:
+        p.error(f"--only: unknown {', '.join(sorted(unknown))}")
+    if not 0 <= args.warmup_steps < args.steps:
+        p.error(f"--warmup-steps {args.warmup_steps} leaves no timed step of -x {args.steps}")
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    if not glob.glob(args.data if os.path.isabs(args.data) else str(REPO / args.data)):
+        print(f"run_train_benchmark.py: no shards match \"{args.data}\". Make them (on a machine with the text):\n"
+              f"  build/bin/llmc-data --tokenizer ../shared/data/gpt2-bpe --out data/shards --name corpus "
+              f"--val-fraction 0.05 ../shared/data/text\n(scripts/run.sh makes the same), and carry data/shards "
+              f"to the GPU machine.", file=sys.stderr)
+        return 2
+    log_dir = Path(args.log_dir)
+    log_dir.mkdir(parents=True, exist_ok=True)
+
+    common = ["-i", args.data, "-e", args.model, "-b", str(args.batch_size), "-t", str(args.seq_len),
+              "-x", str(args.steps), "-l", str(args.lr)]
+    env = dict(os.environ)
+    # llmc-train's JIT finds its sources, targets and device headers in this
+    # tree (as the GPU tests do on the copied tree); PyTorch's output unbuffered.
+    env.setdefault("LLMC_SOURCE_DIR", str(REPO))
+    env.setdefault("LLMC_TARGETS", str(REPO / "compiler/targets"))
+    env.setdefault("LLMC_DEVICE_INCLUDE", str(REPO / "runtime/cuda/device"))
+    env["PYTHONUNBUFFERED"] = "1"
+    cache_root = None
+    if not args.warm_torch_cache:
+        # Each PyTorch run compiles into empty Inductor and Triton caches, so
+        # that its time to the first step is the cold figure whatever ran before.
+        cache_root = Path(tempfile.mkdtemp(prefix="train_benchmark_cache_"))
+
+    plans = []
+    if "llmc" in args.only:
+        plans.append(("llmc", "llmc", [args.llmc_train, "--device", args.device] + common
+                      + ["-v", "0", "-s", "0"] + args.llmc_arg))
+    for mode, name, flag in (("compile", "torch.compile", "1"), ("eager", "eager", "0")):
+        if mode in args.only:
+            plans.append((name, mode, [args.python, str(TORCH_TRAINER), "--device", args.device] + common
+                          + ["--compile", flag, "--warmup-steps", str(args.warmup_steps)] + args.torch_arg))
+
+    rows = []
+    for name, mode, command in plans:
+        log_path = log_dir / f"{mode}.log"
+        run_env = dict(env)
+        if cache_root and mode != "llmc":
+            run_env["TORCHINDUCTOR_CACHE_DIR"] = str(cache_root / mode / "inductor")
+            run_env["TRITON_CACHE_DIR"] = str(cache_root / mode / "triton")
+        if not os.access(command[0], os.X_OK):
+            status, lines, first_step_s, device_memory = "not run", [f"no executable {command[0]}"], None, None
+        else:
+            status, lines, first_step_s, device_memory = run_one(name, command, run_env, log_path, args.timeout,
+                                                                 args.gpu)
+        summary = summarize(lines, args.warmup_steps, args.batch_size * args.seq_len, first_step_s)
+        ok = status == 0 and "ms_per_step" in summary
+        if ok:
+            state = "ok" + ("" if summary["from_result_line"] else " (from step lines)")
+        elif status == 0:
+            state = f"failed: no timed step lines (saw {summary['steps_seen']})"
+        else:
+            state = "failed: " + failure_reason(status, lines)
+        rows.append({"name": name, "mode": mode, "command": command, "ok": ok, "status": state,
+                     "summary": summary, "device_memory_bytes": device_memory, "log": str(log_path)})
+
+    if cache_root:
+        shutil.rmtree(cache_root, ignore_errors=True)
+
+    print(f"\nGPT-2 {args.model} training step, B={args.batch_size} T={args.seq_len}, {args.steps} steps "
+          f"(median over the last {args.steps - args.warmup_steps}), data {args.data}, device {args.device}")
+    print(format_table(rows))
+    for line in ratio_lines(rows):
+        print(line)
+    print("(ratios are llmc's figure over PyTorch's: below 1 is faster for time per step, above 1 for tokens/s; "
+          "peak mem is each one's own report, device mem nvidia-smi's)")
+    (log_dir / "summary.json").write_text(json.dumps(
+        {"model": args.model, "B": args.batch_size, "T": args.seq_len, "steps": args.steps,
+         "warmup_steps": args.warmup_steps, "data": args.data, "rows": rows}, indent=2) + "\n")
+    print(f"logs and summary.json in {log_dir}")
+    return 0 if all(row["ok"] for row in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
