@@ -1,8 +1,19 @@
-// gpt2-train-dump: llmc's fp32 GPT-2 training step for a small random model,
-// written to files that compare_gpt2_train.py checks against PyTorch.
+// gpt2-train-dump: llmc's GPT-2 training step for a small random model,
+// written to files that compare_gpt2_train.py checks against PyTorch: on the
+// CPU (the reference interpreter, fp32) or on the GPU (GpuTrainer, fp32 or
+// bf16 mixed precision).
 //
 // usage: gpt2-train-dump --out DIR [--seed N] [--sizes B=4,T=32,...] [--steps 10]
 //                        [--lr 1e-3] [--weight-decay 0.1] [--grad-clip 5] [--diagrams DIR]
+//                        [--device cpu|cuda] [--precision fp32|bf16]
+//
+// --device cpu (the default): the step-0 gradient from the interpreter, the
+// steps from an InterpreterTrainer, all in fp32. --device cuda: everything from
+// one GpuTrainer (generated kernels): the step-0 loss and gradient are its
+// first forwardBackward (gradScale 1) and gradient(), read before that step's
+// optimizerStep; --precision bf16 (cuda only) keeps the step's parameters and
+// activations in bf16, its gradients, master weights and AdamW in fp32. Without
+// a usable GPU, --device cuda prints "skipped: ..." and exits 77 (ctest's skip).
 //
 // Writes, in DIR (all little-endian, no headers except model.bin's):
 //   model.bin       llm.c fp32 checkpoint of the random starting weights
@@ -11,15 +22,18 @@
 //   targets.bin     int32 [B, T], row-major, the next-token targets in [0, V)
 //   grads.bin       float32: the gradient of the step-0 loss with respect to
 //                   every parameter, llm.c's order and layout (as model.bin's
-//                   parameters), from model.dg's entry gpt2 compiled with
-//                   autodiff and run by the interpreter in fp32, as
-//                   InterpreterTrainer::forwardBackward computes it
-//   loss0.txt       that graph's step-0 loss, 9 significant digits
-//   losses.txt      steps + 1 lines: the loss before each of the InterpreterTrainer's
+//                   parameters); on the CPU from model.dg's entry gpt2 compiled
+//                   with autodiff and run by the interpreter in fp32, as
+//                   InterpreterTrainer::forwardBackward computes it; on the GPU
+//                   GpuTrainer::gradient() after the first forwardBackward
+//   loss0.txt       that step-0 loss, 9 significant digits
+//   losses.txt      steps + 1 lines: the loss before each of the trainer's
 //                   optimizer steps (forwardBackward, gradScale 1, on the same
 //                   batch every step), then the loss after the last one
 //   grad_norms.txt  steps lines: each step's global gradient norm before clipping
-//   config.json     the sizes, the seed, the steps and the optimizer's settings
+//   config.json     the sizes, the seed, the steps, the optimizer's settings,
+//                   "device" ("cpu" or "cuda", and "gpu": its name) and
+//                   "precision" ("f32" or "bf16")
 //
 // The default gradient clip (5) clips the first steps of the default model
 // and not the last ones, so both branches of the clip are compared.
@@ -32,6 +46,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
@@ -39,6 +54,8 @@
 #include <vector>
 
 #include "gpt2_checkpoint.h"
+#include "gpu_query.h"
+#include "gpu_trainer.h"
 #include "interpreter.h"
 #include "interpreter_trainer.h"
 #include "dump_support.h"
@@ -55,10 +72,13 @@ using namespace llmc;
 constexpr const char* kUsage =
     "usage: gpt2-train-dump --out DIR [--seed N] [--sizes B=4,T=32,maxT=64,L=2,C=64,H=4,V=500,Vp=512]\n"
     "                       [--steps 10] [--lr 1e-3] [--weight-decay 0.1] [--grad-clip 5]\n"
-    "                       [--diagrams DIR]\n"
+    "                       [--diagrams DIR] [--device cpu|cuda] [--precision fp32|bf16]\n"
     "Writes model.bin, tokens.bin, targets.bin, grads.bin, loss0.txt, losses.txt, grad_norms.txt\n"
-    "and config.json to DIR: llmc's fp32 GPT-2 gradient and AdamW steps for a random model,\n"
-    "for compare_gpt2_train.py. --diagrams holds gpt2/model.dg and gpt2/optimizer.dg.\n";
+    "and config.json to DIR: llmc's GPT-2 gradient and AdamW steps for a random model,\n"
+    "for compare_gpt2_train.py. --diagrams holds gpt2/model.dg and gpt2/optimizer.dg.\n"
+    "--device cpu (default): the reference interpreter, fp32. --device cuda: the GPU path\n"
+    "(GpuTrainer), --precision fp32 (default) or bf16 (mixed precision); without a GPU it\n"
+    "prints 'skipped: ...' and exits 77.\n";
 
 struct Options {
   std::string out;
@@ -67,6 +87,8 @@ struct Options {
   int64_t steps = 10;
   OptimizerSettings optimizer{/*learningRate=*/1e-3, 0.9, 0.95, 1e-8, /*weightDecay=*/0.1, /*maxGradNorm=*/5.0};
   std::string diagrams = LLMC_SOURCE_DIR "/diagrams";
+  bool cuda = false;  // --device cuda: GpuTrainer; otherwise the interpreter
+  bool bf16 = false;  // --precision bf16 (cuda only)
 };
 
 
@@ -111,10 +133,22 @@ std::optional<Options> parseOptions(int argc, char** argv) {
       options.optimizer.maxGradNorm = parseNonNegative("--grad-clip", value());
     else if (arg == "--diagrams")
       options.diagrams = value();
-    else
+    else if (arg == "--device") {
+      const std::string device = value();
+      if (device != "cpu" && device != "cuda")
+        throw std::invalid_argument(fmt::format("--device: '{}' is not cpu or cuda", device));
+      options.cuda = device == "cuda";
+    } else if (arg == "--precision") {
+      const std::string precision = value();
+      if (precision != "fp32" && precision != "bf16")
+        throw std::invalid_argument(fmt::format("--precision: '{}' is not fp32 or bf16", precision));
+      options.bf16 = precision == "bf16";
+    } else
       throw std::invalid_argument(fmt::format("unknown option '{}'", arg));
   }
   if (options.out.empty()) throw std::invalid_argument("--out DIR is required");
+  if (options.bf16 && !options.cuda)
+    throw std::invalid_argument("--precision bf16 needs --device cuda (the interpreter computes in fp32)");
   if (options.sizes.at("T") > options.sizes.at("maxT"))
     throw std::invalid_argument("--sizes: T must not exceed maxT");
   if (options.sizes.at("V") > options.sizes.at("Vp")) throw std::invalid_argument("--sizes: V must not exceed Vp");
@@ -184,37 +218,66 @@ void dump(const Options& options) {
   const Gpt2Config config = configFromSizes(options.sizes);
   const int64_t B = options.sizes.at("B"), T = options.sizes.at("T");
   const std::filesystem::path out = options.out;
-  std::filesystem::create_directories(out);
 
   const Gpt2Weights weights = randomGpt2TestWeights(config, options.seed);
   const Type tokenType{DType::I32, {{"b", B}, {"t", T}}};
   const HostTensor tokens = randomUniform(tokenType, options.seed + 1, 0, static_cast<double>(config.V));
   const HostTensor targets = randomUniform(tokenType, options.seed + 2, 0, static_cast<double>(config.V));
+  const std::vector<int32_t> tokenIds = toTokens(tokens), targetIds = toTokens(targets);
+
+  // On the GPU the trainer starts first: without a GPU (NoGpuError, a skip)
+  // nothing is written.
+  std::unique_ptr<GpuTrainer> gpu;
+  std::string gpuName;
+  if (options.cuda) {
+    GpuTrainerOptions gpuOptions;
+    gpuOptions.bf16 = options.bf16;
+    gpu = std::make_unique<GpuTrainer>(options.diagrams, weights, B, T, gpuOptions);
+    const GpuStartup& s = gpu->startup();
+    gpuName = s.device;
+    fmt::print("gpu: {} ({}), {} storage: planned in {:.1f} s, kernels compiled or loaded in {:.1f} s, "
+               "{} launches a step\n",
+               s.device, s.arch, options.bf16 ? "bf16" : "fp32", s.planSeconds, s.compileSeconds, s.stepLaunches);
+  }
+
+  std::filesystem::create_directories(out);
   writeCheckpoint((out / "model.bin").string(), weights, /*bf16=*/false);
   writeRaw<int32_t>(out / "tokens.bin", tokens.data);
   writeRaw<int32_t>(out / "targets.bin", targets.data);
 
+  // The step-0 loss and gradient. On the GPU they are the trainer's first
+  // forwardBackward, whose gradient is the one its first optimizerStep below
+  // applies: one trainer for both, so the steps start from the same point.
   std::vector<double> gradient;
-  const double loss0 = lossAndGradient(options, weights, tokens, targets, gradient);
+  std::unique_ptr<Trainer> trainer;
+  double loss0 = 0;
+  if (gpu) {
+    loss0 = gpu->forwardBackward(tokenIds, targetIds, /*gradScale=*/1.0);
+    gradient = gpu->gradient();
+    trainer = std::move(gpu);
+  } else {
+    loss0 = lossAndGradient(options, weights, tokens, targets, gradient);
+  }
   writeRaw<float>(out / "grads.bin", gradient);
   writeText(out / "loss0.txt", fmt::format("{:.9g}\n", loss0));
 
   // The steps, by the trainer itself: the loss before each step, the global
   // gradient norm each step clips, and the loss after the last.
-  InterpreterTrainer trainer(options.diagrams, weights, B, T);
-  const std::vector<int32_t> tokenIds = toTokens(tokens), targetIds = toTokens(targets);
+  const bool firstStepRan = trainer != nullptr;  // the GPU's step 0 forwardBackward, above
+  if (!trainer) trainer = std::make_unique<InterpreterTrainer>(options.diagrams, weights, B, T);
   std::string losses, norms;
   int clipped = 0;
   for (int64_t step = 0; step < options.steps; ++step) {
-    const double loss = trainer.forwardBackward(tokenIds, targetIds, /*gradScale=*/1.0);
-    const double norm = trainer.optimizerStep(options.optimizer);
+    const double loss =
+        step == 0 && firstStepRan ? loss0 : trainer->forwardBackward(tokenIds, targetIds, /*gradScale=*/1.0);
+    const double norm = trainer->optimizerStep(options.optimizer);
     const bool clips = norm + 1e-6 > options.optimizer.maxGradNorm;  // as optimizer.dg clips
     clipped += clips;
     fmt::print("step {:3}: loss {:.9g}  grad norm {:.6g}{}\n", step, loss, norm, clips ? " (clipped)" : "");
     losses += fmt::format("{:.9g}\n", loss);
     norms += fmt::format("{:.9g}\n", norm);
   }
-  const double finalLoss = trainer.loss(tokenIds, targetIds);
+  const double finalLoss = trainer->loss(tokenIds, targetIds);
   fmt::print("final   : loss {:.9g}\n", finalLoss);
   losses += fmt::format("{:.9g}\n", finalLoss);
   writeText(out / "losses.txt", losses);
@@ -222,7 +285,7 @@ void dump(const Options& options) {
 
   const OptimizerSettings& s = options.optimizer;
   const nlohmann::json decayed = nlohmann::json::array({"wte", "wpe", "qkvw", "attprojw", "fcw", "fcprojw"});
-  const nlohmann::json json = {{"B", B},
+  nlohmann::json json = {{"B", B},
                                {"T", T},
                                {"maxT", config.T},
                                {"L", config.L},
@@ -231,7 +294,8 @@ void dump(const Options& options) {
                                {"V", config.V},
                                {"Vp", config.Vp},
                                {"seed", options.seed},
-                               {"precision", "f32"},
+                               {"device", options.cuda ? "cuda" : "cpu"},
+                               {"precision", options.bf16 ? "bf16" : "f32"},
                                {"steps", options.steps},
                                {"lr", s.learningRate},
                                {"beta1", s.beta1},
@@ -240,11 +304,13 @@ void dump(const Options& options) {
                                {"weight_decay", s.weightDecay},
                                {"grad_clip", s.maxGradNorm},
                                {"decayed", decayed}};
+  if (options.cuda) json["gpu"] = gpuName;
   writeText(out / "config.json", json.dump(2) + "\n");
   fmt::print(
-      "gpt2-train-dump: B={} T={} maxT={} L={} C={} H={} V={} Vp={} seed={}: loss0 {:.9g}, {} steps (lr {:g}, "
+      "gpt2-train-dump: {} {}: B={} T={} maxT={} L={} C={} H={} V={} Vp={} seed={}: loss0 {:.9g}, {} steps (lr {:g}, "
       "weight decay {:g}, clip {:g}, clipped {} times): loss {:.9g} -> {:.9g}; files in {}\n",
-      B, T, config.T, config.L, config.C, config.H, config.V, config.Vp, options.seed, loss0, options.steps,
+      options.cuda ? "cuda" : "cpu", options.bf16 ? "bf16" : "fp32", B, T, config.T, config.L, config.C, config.H,
+      config.V, config.Vp, options.seed, loss0, options.steps,
       s.learningRate, s.weightDecay, s.maxGradNorm, clipped, loss0, finalLoss, out.string());
 }
 
@@ -264,6 +330,9 @@ int main(int argc, char** argv) {
   }
   try {
     dump(*options);
+  } catch (const llmc::NoGpuError& e) {
+    fmt::print("gpt2-train-dump: skipped: --device cuda: no usable GPU: {}\n", e.what());
+    return 77;
   } catch (const std::exception& e) {
     fmt::print(stderr, "gpt2-train-dump: {}\n", e.what());
     return 1;
