@@ -38,6 +38,9 @@ struct Binding {
 };
 using Env = std::map<std::string, Binding>;
 
+// Blocks of a grid-wide sum (isGridSum): a few per SM of the largest GPU.
+constexpr int64_t kGridSumBlocks = 1024;
+
 class Writer {
  public:
   Writer(const Graph& g, const LaunchPlan& plan, const std::map<NodeId, StoredArray>& stored,
@@ -50,7 +53,10 @@ class Writer {
     WrittenKernel out;
     if (epilogue_) gemmEpilogue();
     else switch (plan_.kind) {
-      case LaunchPlan::Kind::Tile: tile(out); break;
+      case LaunchPlan::Kind::Tile:
+        if (isGridSum(g_, plan_)) gridSum(out);
+        else tile(out);
+        break;
       case LaunchPlan::Kind::Scatter: scatter(out); break;
       case LaunchPlan::Kind::Clear: clear(out); break;
     }
@@ -674,6 +680,10 @@ class Writer {
     if (ax.batch.size() == 2) env[ax.batch[0].name] = {"batch.outer", 0};
     if (!ax.batch.empty()) env[ax.batch.back().name] = {"batch.inner", 0};
     bindDigits(ax.rows, "row", 0, env);
+    // Axes of extent 1 are no GEMM dimension (tensor_core_gemm.cpp leaves
+    // them out): their position is always 0.
+    for (const Axis& a : g_.node(ax.contraction).type.axes)
+      if (a.size == 1 && !env.count(a.name)) env[a.name] = {"0", 0};
     firstColumn_ = env;
     bindDigits(ax.columns, "col", 0, firstColumn_);
     const Env& firstColumn = firstColumn_;
@@ -708,9 +718,11 @@ class Writer {
   }
 
   // Thread index over every element of `t`, with the axes bound in env.
-  int flatPoints(const Type& t, Env& env, WrittenKernel& out) {
+  // A grid-stride loop over the points of `t`, binding its axes; at most
+  // `maxBlocks` blocks.
+  int flatPoints(const Type& t, Env& env, WrittenKernel& out, int64_t maxBlocks = INT_MAX) {
     const int64_t n = t.elementCount();
-    out.grid = std::max<int64_t>(1, ceilDiv(n, 256));
+    out.grid = std::clamp<int64_t>(ceilDiv(n, 256), 1, maxBlocks);
     out.block = 256;
     const char* itype = n > INT_MAX ? "long long" : "int";
     const int point = open(0, fmt::format("for ({0} p = ({0})blockIdx.x * blockDim.x + threadIdx.x; p < {1}; p += ({0})gridDim.x * blockDim.x)",
@@ -727,6 +739,23 @@ class Writer {
       inner *= a.size;
     }
     return point;
+  }
+
+  // isGridSum: each thread sums its share of the array in a grid-stride
+  // loop, the lanes of a warp combine theirs with shuffles, and one atomic add
+  // per warp lands in the zeroed output. A few blocks per SM keep the atomics
+  // few (8 per block) while every SM streams.
+  void gridSum(WrittenKernel& out) {
+    const Node& r = g_.node(plan_.outputs.at(0));
+    const Node& x = g_.node(r.operands.at(0));
+    emit(0, "float partial = 0.0f;");
+    Env env;
+    const int point = flatPoints(x.type, env, out, kGridSumBlocks);
+    emit(point, fmt::format("partial += {};", value(x.id, env)));
+    close(point);
+    emit(0, "for (int offset = 16; offset > 0; offset /= 2) partial += __shfl_xor_sync(0xffffffffu, partial, offset);");
+    emit(0, fmt::format("if ((threadIdx.x & 31) == 0) atomicAdd(&{}[0], partial);", stored_.at(r.id).param));
+    out.streamNote = fmt::format("a sum over the whole grid: {} blocks, warp shuffles, one atomic add per warp", out.grid);
   }
 
   void scatter(WrittenKernel& out) {
@@ -774,6 +803,17 @@ class Writer {
 
 WrittenKernel writeKernel(const Graph& graph, const LaunchPlan& plan, const std::map<NodeId, StoredArray>& stored) {
   return Writer(graph, plan, stored).run();
+}
+
+bool isGridSum(const Graph& graph, const LaunchPlan& plan) {
+  if (plan.kind != LaunchPlan::Kind::Tile || plan.outputs.size() != 1) return false;
+  const Node& r = graph.node(plan.outputs[0]);
+  if (r.op != Op::Reduce || r.reduce != ReduceOp::Sum || !r.type.axes.empty() || !isFloat(r.type.dtype)) return false;
+  // What it sums is elementwise work on stored arrays: no other reduction.
+  return std::none_of(plan.computed.begin(), plan.computed.end(), [&](NodeId id) {
+    const Op op = graph.node(id).op;
+    return id != r.id && (op == Op::Reduce || op == Op::Contract || op == Op::Gather || op == Op::ScatterAdd);
+  });
 }
 
 WrittenKernel writeGemmEpilogue(const Graph& graph, const LaunchPlan& plan, const std::map<NodeId, StoredArray>& stored,

@@ -45,6 +45,12 @@ struct WrittenKernel {
 
 WrittenKernel writeKernel(const Graph& graph, const LaunchPlan& plan, const std::map<NodeId, StoredArray>& stored);
 
+// Whether a tile launch is one float sum of a whole array to a scalar (a
+// gradient's global norm): it is written as a reduction over the whole grid,
+// each warp adding its partial sum atomically, so its output is stored f32
+// and zeroed by a clear launch first.
+bool isGridSum(const Graph& graph, const LaunchPlan& plan);
+
 // The axes of a tile-library GEMM launch (tensor_core_gemm.h) as its epilogue
 // functor sees them (gemm_common.cuh, "Epilogue contract"): it is called with
 // (batch, row, col, v, count), and v[e] is the contraction at the batch index,

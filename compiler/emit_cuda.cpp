@@ -255,6 +255,7 @@ CudaModule emitCuda(const Graph& graph, const std::vector<PlannedKernel>& kernel
   }
 
   std::vector<Planned> plans;
+  std::set<NodeId> gridSums;  // isGridSum's outputs: accumulated by atomics too
   for (const PlannedKernel& pk : kernels) {
     const Kernel& k = pk.kernel;
     std::set<NodeId> nodes(k.nodes.begin(), k.nodes.end());
@@ -297,6 +298,19 @@ CudaModule emitCuda(const Graph& graph, const std::vector<PlannedKernel>& kernel
     }
     tile.plan.streamAxis = k.streamAxis;
     tile.plan.streamChunk = pk.partition.streamChunk;
+    // A sum of a whole array to a scalar adds up across the grid by atomics,
+    // into an f32 array zeroed first.
+    if (isGridSum(graph, tile.plan)) {
+      const NodeId sum = tile.plan.outputs[0];
+      gridSums.insert(sum);
+      Planned clear;
+      clear.plan.kind = LaunchPlan::Kind::Clear;
+      clear.plan.name = fmt::format("{}_clear_{}", k.name, name(sum));
+      clear.plan.outputs = {sum};
+      clear.kernel = k.id;
+      clear.role = "clear";
+      plans.push_back(clear);
+    }
     plans.push_back(tile);
   }
   // Graph outputs that are views or constants: copied into an array of their own.
@@ -325,7 +339,7 @@ CudaModule emitCuda(const Graph& graph, const std::vector<PlannedKernel>& kernel
     if (graph.node(id).type.axes.empty()) keptWhole.insert(id);
   auto storageOfValue = [&](NodeId id) {
     return storageOf(graph.node(id).type.dtype, keptWhole.count(id) ? StorageType::F32 : options.storage,
-                     atomics.count(id) > 0);
+                     atomics.count(id) > 0 || gridSums.count(id) > 0);
   };
   std::map<NodeId, StoredArray> arrays;
   for (NodeId id : stored) arrays[id] = {"g_" + name(id), storageOfValue(id).ctype};
@@ -489,7 +503,7 @@ CudaModule emitCuda(const Graph& graph, const std::vector<PlannedKernel>& kernel
     } else if (p.plan.kind == LaunchPlan::Kind::Scatter) {
       about = "// A scatter-add: one thread per value, atomic adds into the zeroed f32 array.\n";
     } else {
-      about = "// Zeroes the array a scatter-add accumulates into.\n";
+      about = "// Zeroes an array that atomic adds accumulate into.\n";
     }
     const std::string function =
         fmt::format("\n// {}: {} blocks x {} threads. Instruction selection: {}.\n{}"

@@ -37,7 +37,7 @@ struct EmitOptions {
   // (mixed precision: a training step writes its gradients in f32 for the
   // optimizer's f32 master weights). Scalars are always f32: a loss in bf16
   // would keep two decimal digits, and a scalar costs nothing to keep whole.
-  std::set<std::string> f32Values;
+  std::set<std::string> f32Values = {};
 };
 
 // How one array is held in device memory: a buffer per stored graph value.

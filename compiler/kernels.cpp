@@ -99,11 +99,13 @@ class Fuser {
                        [&](NodeId c) { return g_.node(c).op == Op::Contract && isFloat(g_.node(c).type.dtype); });
   }
 
-  // Whether n, joining `group`, would spread a reduction of the group to a
-  // scalar back over an axis it reduced (a gradient scaled by its global
-  // norm): the kernel would need all of that axis in one block, with nothing
-  // left to spread over the others. A reduction that keeps axes (a
-  // layernorm's rows) spreads over those, and its epilogue stays.
+  // Whether `group` reduces to a scalar (a gradient's global norm, a loss):
+  // it takes no epilogue. What follows would spread the scalar back over
+  // the axes it reduced (the gradient scaled by its norm) with all of them in
+  // one block, and the reduction alone is a plain sum that the whole grid
+  // shares (cuda_kernel_writer.h, isGridSum); scalar work after it is
+  // recomputed where it is read. A reduction that keeps axes (a layernorm's
+  // rows) spreads over those, and its epilogue stays.
   bool spreadsScalarReduction(const Node& n, int group) const {
     const auto anchor = anchorOf_.find(group);
     if (anchor == anchorOf_.end()) return false;

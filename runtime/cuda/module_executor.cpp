@@ -86,12 +86,14 @@ void ModuleExecutor::rebind(const std::string& name, CUdeviceptr address) {
 }
 
 void ModuleExecutor::run(CUstream stream) {
+  for (size_t i = 0; i < module_.launches.size(); ++i) runLaunch(i, stream);
+}
+
+void ModuleExecutor::runLaunch(size_t i, CUstream stream) {
   if (!kernels_ || arguments_.size() != module_.launches.size())
     throw std::logic_error("ModuleExecutor::run before load() and setArena()");
-  for (size_t i = 0; i < arguments_.size(); ++i) {
-    arguments_[i].config.stream = stream;
-    launchKernels_[i]->launch(arguments_[i].config, arguments_[i].args.data());
-  }
+  arguments_.at(i).config.stream = stream;
+  launchKernels_[i]->launch(arguments_[i].config, arguments_[i].args.data());
 }
 
 const BufferDesc& ModuleExecutor::buffer(const std::string& name) const {

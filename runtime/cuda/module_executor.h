@@ -44,8 +44,9 @@ class ModuleExecutor {
   // arrays); the launches' arguments follow.
   void rebind(const std::string& name, CUdeviceptr address);
 
-  // Enqueues every launch on `stream`.
+  // Enqueues every launch on `stream`; or the i-th alone (to time it).
   void run(CUstream stream);
+  void runLaunch(size_t i, CUstream stream);
 
   // Where a graph input or output is: its binding, or its place in the arena.
   CUdeviceptr address(const std::string& name) const;

@@ -49,11 +49,15 @@ inline PipelineOptions pipelineOptions(const EmitCase& c) {
 inline std::vector<EmitCase> gpt2Cases() {
   SizeBindings small = {{"B", 2}, {"T", 16}, {"maxT", 16}, {"L", 1}, {"C", 32}, {"H", 2}, {"V", 100}, {"Vp", 128}};
   SizeBindings odd = {{"B", 3}, {"T", 37}, {"maxT", 40}, {"L", 2}, {"C", 40}, {"H", 4}, {"V", 101}, {"Vp", 120}};
+  SizeBindings one = small;
+  one["B"] = 1;
   std::map<std::string, double> tokens = {{"tokens", 100}, {"targets", 100}};
   return {
       {"gpt2 forward, small", "diagrams/gpt2/model.dg", "gpt2", small, false, tokens, 0.1},
       {"gpt2 forward, odd sizes", "diagrams/gpt2/model.dg", "gpt2", odd, false, tokens, 0.1},
       {"gpt2 logits, odd sizes", "diagrams/gpt2/model.dg", "gpt2_logits", odd, false, tokens, 0.1},
+      // One row, as the sampler runs it: the GEMMs' batch axis of extent 1.
+      {"gpt2 logits, one row", "diagrams/gpt2/model.dg", "gpt2_logits", one, false, tokens, 0.1},
       {"gpt2 training step, small", "diagrams/gpt2/model.dg", "gpt2", small, true, tokens, 0.1, -1, true},
       {"gpt2 training step, odd sizes", "diagrams/gpt2/model.dg", "gpt2", odd, true, tokens, 0.1},
   };

@@ -1,0 +1,235 @@
+// Every launch of a compiled diagram timed on the GPU beside the cost
+// model's prediction for it: the performance model inspected, kernel by
+// kernel. For GPT-2's training step (the default) that is each of its
+// hundreds of launches; any other diagram works the same (--diagram, --entry).
+//
+// The module is planned and emitted for the GPU's arch as llmc-train does
+// (the recompute pass included with --grad), its kernels compiled through the
+// kernel cache, its arrays placed by the memory plan in one arena; float
+// inputs random normal (std 0.02), integer inputs 0 (valid indices). The
+// whole module runs twice (warm-up), then --reps times with an event before
+// each launch: a launch's time is the median over the repetitions of the gap
+// to the next event. Activations of the training step are far larger than L2
+// (50 MB on the H200), so consecutive launches do not find their inputs cached
+// any more than in training.
+//
+// Prints the launches sorted by measured time (--top N of them), then totals:
+// the sum predicted against the sum measured and the count of launches whose
+// prediction is off by more than 2x either way. --json FILE writes every row.
+//
+// usage: step_kernels_bench [--diagram FILE] [--entry NAME] [--set SIZES] [--forward]
+//                           [--storage bf16|f32] [--reps N] [--top N] [--json FILE]
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cuda_context.h"
+#include "cuda_driver.h"
+#include "cuda_event.h"
+#include "cuda_stream.h"
+#include "device_buffer.h"
+#include "emit_cuda.h"
+#include "kernel_cache.h"
+#include "module_executor.h"
+#include "pipeline.h"
+#include "pseudocode.h"
+#include "target.h"
+
+namespace {
+
+using llmc::cuda::DeviceBuffer;
+
+llmc::SizeBindings parseSizes(const std::string& text) {
+  llmc::SizeBindings sizes;
+  size_t at = 0;
+  while (at < text.size()) {
+    size_t comma = text.find(',', at);
+    std::string item = text.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+    size_t eq = item.find('=');
+    if (eq == std::string::npos) throw std::invalid_argument("--set: '" + item + "' is not NAME=VALUE");
+    sizes[item.substr(0, eq)] = std::stoll(item.substr(eq + 1));
+    if (comma == std::string::npos) break;
+    at = comma + 1;
+  }
+  return sizes;
+}
+
+// Random normal values in a buffer's storage type; zeros for integers.
+void fillInput(const llmc::BufferDesc& b, CUdeviceptr address, std::mt19937& rng) {
+  std::vector<unsigned char> bytes(static_cast<size_t>(b.bytes), 0);
+  std::normal_distribution<float> normal(0.0f, 0.02f);
+  for (int64_t i = 0; i < b.elements; ++i) {
+    if (b.dtype == "f32") {
+      float f = normal(rng);
+      std::memcpy(&bytes[static_cast<size_t>(4 * i)], &f, 4);
+    } else if (b.dtype == "bf16") {
+      float f = normal(rng);
+      uint32_t u;
+      std::memcpy(&u, &f, 4);
+      uint16_t h = static_cast<uint16_t>(u >> 16);
+      std::memcpy(&bytes[static_cast<size_t>(2 * i)], &h, 2);
+    }
+  }
+  llmc::cuda::check(llmc::cuda::driver().memcpyHtoD(address, bytes.data(), bytes.size()), "cuMemcpyHtoD(input)");
+}
+
+int run(int argc, char** argv) {
+  const char* sourceDir = std::getenv("LLMC_SOURCE_DIR");
+  std::string diagram = std::string(sourceDir ? sourceDir : LLMC_SOURCE_DIR) + "/diagrams/gpt2/model.dg";
+  std::string entry = "gpt2", sizes = "B=32,T=1024,maxT=1024,L=12,C=768,H=12,V=50257,Vp=50304", json;
+  bool grad = true, bf16 = true;
+  int reps = 10, top = 40;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw std::invalid_argument(arg + " needs a value");
+      return argv[++i];
+    };
+    if (arg == "--diagram") diagram = value();
+    else if (arg == "--entry") entry = value();
+    else if (arg == "--set") sizes = value();
+    else if (arg == "--forward") grad = false;
+    else if (arg == "--storage") {
+      const std::string s = value();
+      if (s != "bf16" && s != "f32") throw std::invalid_argument("--storage expects bf16 or f32");
+      bf16 = s == "bf16";
+    } else if (arg == "--reps") reps = std::max(1, std::stoi(value()));
+    else if (arg == "--top") top = std::stoi(value());
+    else if (arg == "--json") json = value();
+    else throw std::invalid_argument("unknown argument " + arg + " (see the comment at the top of step_kernels_bench.cpp)");
+  }
+
+  std::optional<llmc::cuda::Context> context;
+  try {
+    context.emplace(0);
+  } catch (const llmc::NoGpuError& e) {
+    fmt::print("skipped: {}\n", e.what());
+    return 77;
+  }
+  const llmc::Target target = llmc::loadTarget(context->arch());
+  llmc::CostOptions cost;
+  cost.storageBytes = bf16 ? 2 : 4;
+  llmc::PipelineOptions options;
+  options.path = diagram;
+  options.entry = entry;
+  options.sizes = parseSizes(sizes);
+  options.grad = grad;
+  options.target = &target;
+  options.cost = cost;
+  const llmc::Graph graph = llmc::compileToIR(options);
+  const std::vector<llmc::PlannedKernel> planned = llmc::planKernels(graph, target, cost);
+  llmc::EmitOptions emit;
+  emit.storage = bf16 ? llmc::StorageType::BF16 : llmc::StorageType::F32;
+  llmc::cuda::ModuleExecutor executor(llmc::emitCuda(graph, planned, target, emit), {});
+  const llmc::CudaModule& module = executor.module();
+
+  const llmc::cuda::KernelCache cache(llmc::cuda::KernelCache::defaultDirectory());
+  const llmc::cuda::JitResult jit = llmc::cuda::compileKernels(llmc::cuda::kernelSources(module, context->arch()), &cache);
+  executor.load(jit.kernels);
+  DeviceBuffer arena(static_cast<size_t>(executor.memoryPlan().arenaBytes));
+  executor.setArena(arena.address(), arena.bytes());
+  std::mt19937 rng(1234);
+  for (const llmc::BufferDesc& b : module.buffers)
+    if (b.graphInput) fillInput(b, executor.address(b.name), rng);
+
+  llmc::cuda::Stream stream;
+  for (int warm = 0; warm < 2; ++warm) executor.run(stream.get());
+  stream.synchronize();
+  const size_t n = module.launches.size();
+  std::vector<llmc::cuda::Event> events(n + 1);
+  std::vector<std::vector<double>> samples(n);
+  for (int r = 0; r < reps; ++r) {
+    for (size_t i = 0; i < n; ++i) {
+      events[i].record(stream.get());
+      executor.runLaunch(i, stream.get());
+    }
+    events[n].record(stream.get());
+    stream.synchronize();
+    for (size_t i = 0; i < n; ++i)
+      samples[i].push_back(1e3 * llmc::cuda::Event::elapsedMilliseconds(events[i], events[i + 1]));
+  }
+
+  // Predictions by planned kernel; a kernel's launches (its tile launch and
+  // any scatter or clear launch made for it) are compared together.
+  std::map<int, double> predictedUs;
+  std::map<int, std::string> bound;
+  for (const llmc::PlannedKernel& p : planned) {
+    predictedUs[p.kernel.id] = p.cost.predicted * 1e6;
+    bound[p.kernel.id] = p.cost.bottleneck;
+  }
+  struct Row {
+    std::string name, role, bound;
+    int kernel;
+    double measured, predicted;
+    bool tensorCores;
+  };
+  std::vector<Row> rows;
+  std::map<int, double> measuredByKernel;
+  double totalMeasured = 0;
+  for (size_t i = 0; i < n; ++i) {
+    std::sort(samples[i].begin(), samples[i].end());
+    const double median = samples[i][samples[i].size() / 2];
+    const llmc::KernelLaunch& l = module.launches[i];
+    rows.push_back({l.name, l.role, bound.count(l.kernel) ? bound[l.kernel] : "", l.kernel, median,
+                    predictedUs.count(l.kernel) ? predictedUs[l.kernel] : -1, !l.instructions.tensorCores.empty()});
+    totalMeasured += median;
+    if (l.kernel >= 0) measuredByKernel[l.kernel] += median;
+  }
+  double totalPredicted = 0;
+  int within = 0, slower = 0, faster = 0;
+  for (const auto& [kernel, measured] : measuredByKernel) {
+    const double predicted = predictedUs.count(kernel) ? predictedUs[kernel] : 0;
+    totalPredicted += predicted;
+    const double ratio = measured / std::max(predicted, 1e-3);
+    if (ratio > 2) ++slower;
+    else if (ratio < 0.5) ++faster;
+    else ++within;
+  }
+
+  std::vector<Row> sorted = rows;
+  std::sort(sorted.begin(), sorted.end(), [](const Row& a, const Row& b) { return a.measured > b.measured; });
+  fmt::print("{} ({}{}, {}) on {}: {} launches, {}\n", graph.name, sizes, grad ? ", training step" : "",
+             bf16 ? "bf16" : "f32", context->name(), n, jit.summary.describe());
+  fmt::print("{:<34} {:>7} {:>3} {:>12} {:>12} {:>8}  {}\n", "launch", "role", "TC", "measured us", "predicted us",
+             "meas/pred", "model's bound");
+  for (int i = 0; i < std::min<int>(top, static_cast<int>(sorted.size())); ++i) {
+    const Row& r = sorted[static_cast<size_t>(i)];
+    fmt::print("{:<34} {:>7} {:>3} {:>12.1f} {:>12} {:>8}  {}\n", r.name.substr(0, 34), r.role, r.tensorCores ? "yes" : "",
+               r.measured, r.predicted >= 0 ? fmt::format("{:.1f}", r.predicted) : "-",
+               r.predicted > 0 ? fmt::format("{:.2f}", r.measured / r.predicted) : "-", r.bound);
+  }
+  fmt::print("total: measured {:.3f} ms (launch by launch, sum of medians), predicted {:.3f} ms; "
+             "{} kernels within 2x of the prediction, {} slower than 2x, {} faster than 2x\n",
+             totalMeasured / 1e3, totalPredicted / 1e3, within, slower, faster);
+
+  if (!json.empty()) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const Row& r : rows)
+      out.push_back({{"launch", r.name}, {"role", r.role}, {"kernel", r.kernel}, {"tensor_cores", r.tensorCores},
+                     {"measured_us", r.measured}, {"predicted_us", r.predicted}, {"bound", r.bound}});
+    std::ofstream(json) << out.dump(1) << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::invalid_argument& e) {
+    fmt::print(stderr, "step_kernels_bench: {}\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "step_kernels_bench: {}\n", e.what());
+    return 1;
+  }
+}
