@@ -91,12 +91,45 @@ class Fuser {
     }
   }
 
-  // (In the forward pass only: the backward's operand chains are recomputed
-  // copies that its streams are built from.)
+  // In the backward pass, the operand chains the recompute pass built stay
+  // prologues (attention's probabilities, remade from q·k over a head's 64
+  // channels inside the stream over the keys); an operand made elementwise
+  // from stored arrays for a long contraction (the classifier's dlogits from
+  // the stored logits, for the matmuls over the vocabulary and the tokens) is
+  // stored: it costs one write and read, where a prologue would take the
+  // matmul off the tensor cores.
   bool feedsContraction(NodeId id) const {
-    if (g_.node(id).adjoint) return false;
-    return std::any_of(consumers_[idx(id)].begin(), consumers_[idx(id)].end(),
-                       [&](NodeId c) { return g_.node(c).op == Op::Contract && isFloat(g_.node(c).type.dtype); });
+    const bool adjoint = g_.node(id).adjoint;
+    return std::any_of(consumers_[idx(id)].begin(), consumers_[idx(id)].end(), [&](NodeId c) {
+      const Node& n = g_.node(c);
+      if (n.op != Op::Contract || !isFloat(n.type.dtype)) return false;
+      if (!adjoint) return true;
+      return isLongContraction(n) && !remadeFromContraction(id);
+    });
+  }
+
+  bool isLongContraction(const Node& n) const {
+    return std::any_of(n.axes.begin(), n.axes.end(),
+                       [&](const std::string& a) { return reducedExtent(n, a) > kRedoneContractionLimit; });
+  }
+
+  // Whether id's chain of light nodes and views reaches a short contraction:
+  // a value the recompute pass remakes inside a stream.
+  bool remadeFromContraction(NodeId id) const {
+    std::vector<NodeId> work = {id};
+    std::set<NodeId> seen;
+    while (!work.empty()) {
+      const Node& n = g_.node(work.back());
+      work.pop_back();
+      if (!seen.insert(n.id).second) continue;
+      if (n.op == Op::Contract) {
+        if (!isLongContraction(n)) return true;
+        continue;
+      }
+      if (n.id != id && !light(n) && !isView(n)) continue;
+      work.insert(work.end(), n.operands.begin(), n.operands.end());
+    }
+    return false;
   }
 
   // Whether `group` reduces to a scalar (a gradient's global norm, a loss):
@@ -191,9 +224,23 @@ class Fuser {
            });
   }
 
+  // A long float contraction whose output runs along x (the classifier's
+  // logits, 768 channels per score, along the vocabulary) is a matmul for the
+  // tensor cores, which make whole output tiles: their epilogue is elementwise
+  // and cannot carry a reduction along the tile's columns across blocks, and
+  // on CUDA cores its chunks would cost the GEMM itself. It stays a kernel of
+  // its own, its output stored; the reduction over x reads it. (Attention's
+  // q·k over d = 64 is short: its scores are made inside the stream.)
+  bool matmulAlong(NodeId m, const std::string& x) const {
+    const Node& n = g_.node(m);
+    if (n.op != Op::Contract || !isFloat(n.type.dtype) || !n.type.has(x)) return false;
+    return std::any_of(n.axes.begin(), n.axes.end(),
+                       [&](const std::string& a) { return reducedExtent(n, a) > kRedoneContractionLimit; });
+  }
+
   bool holdsRedoneWork(int group, const Node& r, const std::string& x) const {
     for (NodeId m : membersOf({group}))
-      if (redoneInside(m, r, x)) return true;
+      if (redoneInside(m, r, x) || matmulAlong(m, x)) return true;
     return false;
   }
 
@@ -275,7 +322,9 @@ class Fuser {
                                        [&](NodeId m) { return g_.node(m).op == Op::Contract; });
           if (!streams && (reducedExtent(r, x) > kWholeAxisLimit || contracts)) continue;
           // Nothing may be redone for every tile of r's kernel (redoneInside).
-          if (std::any_of(members.begin(), members.end(), [&](NodeId m) { return redoneInside(m, r, x); })) continue;
+          if (std::any_of(members.begin(), members.end(),
+                          [&](NodeId m) { return redoneInside(m, r, x) || matmulAlong(m, x); }))
+            continue;
           if (!staysAcyclic([&](NodeId m) { return members.count(m) > 0; })) continue;
           int keep = *groups.begin();
           for (auto& gr : group_)
