@@ -55,6 +55,37 @@ std::vector<std::string> reducedBy(const Node& n) {
   }
 }
 
+int64_t operandExtent(const Graph& g, const Node& r, const std::string& x) {
+  for (NodeId o : r.operands)
+    if (const Axis* a = g.node(o).type.find(x)) return a->size;
+  return 0;
+}
+
+bool isLongContraction(const Graph& g, const Node& n) {
+  return n.op == Op::Contract && isFloat(n.type.dtype) &&
+         std::any_of(n.axes.begin(), n.axes.end(),
+                     [&](const std::string& a) { return operandExtent(g, n, a) > kRedoneContractionLimit; });
+}
+
+// Whether id's chain of elementwise nodes and views reaches a short
+// contraction: a value the recompute pass remakes inside a stream.
+bool remadeFromShortContraction(const Graph& g, NodeId id) {
+  std::vector<NodeId> work = {id};
+  std::set<NodeId> seen;
+  while (!work.empty()) {
+    const Node& n = g.node(work.back());
+    work.pop_back();
+    if (!seen.insert(n.id).second) continue;
+    if (n.op == Op::Contract) {
+      if (!isLongContraction(g, n)) return true;
+      continue;
+    }
+    if (n.id != id && (n.op == Op::Input || isAnchor(n))) continue;
+    work.insert(work.end(), n.operands.begin(), n.operands.end());
+  }
+  return false;
+}
+
 class Fuser {
  public:
   explicit Fuser(const Graph& g) : g_(g), group_(g.nodes.size(), -1), consumers_(g.nodes.size()) {
@@ -91,45 +122,23 @@ class Fuser {
     }
   }
 
-  // In the backward pass, the operand chains the recompute pass built stay
-  // prologues (attention's probabilities, remade from q·k over a head's 64
-  // channels inside the stream over the keys); an operand made elementwise
-  // from stored arrays for a long contraction (the classifier's dlogits from
-  // the stored logits, for the matmuls over the vocabulary and the tokens) is
-  // stored: it costs one write and read, where a prologue would take the
-  // matmul off the tensor cores.
+  // In the backward pass, only what storedForMatmul says; the operand chains
+  // the recompute pass built stay prologues.
   bool feedsContraction(NodeId id) const {
-    const bool adjoint = g_.node(id).adjoint;
+    if (g_.node(id).adjoint) return storedForMatmul(g_, id, consumers_[idx(id)]);
     return std::any_of(consumers_[idx(id)].begin(), consumers_[idx(id)].end(), [&](NodeId c) {
-      const Node& n = g_.node(c);
-      if (n.op != Op::Contract || !isFloat(n.type.dtype)) return false;
-      if (!adjoint) return true;
-      return isLongContraction(n) && !remadeFromContraction(id);
+      return g_.node(c).op == Op::Contract && isFloat(g_.node(c).type.dtype);
     });
   }
 
-  bool isLongContraction(const Node& n) const {
-    return std::any_of(n.axes.begin(), n.axes.end(),
-                       [&](const std::string& a) { return reducedExtent(n, a) > kRedoneContractionLimit; });
-  }
-
-  // Whether id's chain of light nodes and views reaches a short contraction:
-  // a value the recompute pass remakes inside a stream.
-  bool remadeFromContraction(NodeId id) const {
-    std::vector<NodeId> work = {id};
-    std::set<NodeId> seen;
-    while (!work.empty()) {
-      const Node& n = g_.node(work.back());
-      work.pop_back();
-      if (!seen.insert(n.id).second) continue;
-      if (n.op == Op::Contract) {
-        if (!isLongContraction(n)) return true;
-        continue;
-      }
-      if (n.id != id && !light(n) && !isView(n)) continue;
-      work.insert(work.end(), n.operands.begin(), n.operands.end());
-    }
-    return false;
+  // Whether n is backward work (a copy the recompute pass made, computed
+  // from forward values alone: a GELU's derivative from the MLP's
+  // pre-activation) that would join a forward kernel: stored there, it would
+  // stay alive from the forward to the backward, while where the backward
+  // reads it, it is remade from what the forward stored anyway.
+  bool forBackwardInForward(const Node& n, int group) const {
+    const auto anchor = anchorOf_.find(group);
+    return n.adjoint && anchor != anchorOf_.end() && !g_.node(anchor->second).adjoint;
   }
 
   // Whether `group` reduces to a scalar (a gradient's global norm, a loss):
@@ -161,6 +170,7 @@ class Fuser {
       for (NodeId o : n.operands)
         if (g_.node(o).op == Op::ScatterAdd && group_[idx(o)] == chosen) chosen = -1;
       if (chosen >= 0 && spreadsScalarReduction(n, chosen)) chosen = -1;
+      if (chosen >= 0 && forBackwardInForward(n, chosen)) chosen = -1;
       if (chosen >= 0 && !staysAcyclic([&](NodeId m) { return m == n.id || group_[idx(m)] == chosen; })) chosen = -1;
       if (chosen >= 0) group_[idx(n.id)] = chosen;
       else orphans.push_back(n.id);
@@ -238,6 +248,14 @@ class Fuser {
                        [&](const std::string& a) { return reducedExtent(n, a) > kRedoneContractionLimit; });
   }
 
+  // Whether a member is a backward operand that feedsContraction stores
+  // (dlogits): a stream must not take it back in as a prologue.
+  bool holdsStoredBackwardOperand(int group) const {
+    for (NodeId m : membersOf({group}))
+      if (g_.node(m).adjoint && feedsContraction(m)) return true;
+    return false;
+  }
+
   bool holdsRedoneWork(int group, const Node& r, const std::string& x) const {
     for (NodeId m : membersOf({group}))
       if (redoneInside(m, r, x) || matmulAlong(m, x)) return true;
@@ -289,6 +307,7 @@ class Fuser {
           for (NodeId m : membersOf({group_[idx(r.id)]}))
             for (NodeId o : g_.node(m).operands)
               if (g_.node(o).type.has(x) && group_[idx(o)] >= 0 && !holdsRedoneWork(group_[idx(o)], r, x) &&
+                  !holdsStoredBackwardOperand(group_[idx(o)]) &&
                   !copiesAMember(r.id, membersOf({group_[idx(o)]})))
                 groups.insert(group_[idx(o)]);
           // Every other reduction over x of a value in those kernels, with the
@@ -448,6 +467,13 @@ class Fuser {
 };
 
 }  // namespace
+
+bool storedForMatmul(const Graph& g, NodeId id, const std::vector<NodeId>& readers) {
+  const Node& n = g.node(id);
+  if (!n.adjoint || !isFloat(n.type.dtype) || n.op == Op::Input || isFree(g, n)) return false;
+  return std::any_of(readers.begin(), readers.end(), [&](NodeId r) { return isLongContraction(g, g.node(r)); }) &&
+         !remadeFromShortContraction(g, id);
+}
 
 std::vector<Kernel> formKernels(const Graph& graph) { return Fuser(graph).run(); }
 

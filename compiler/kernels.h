@@ -41,5 +41,14 @@ bool isFree(const Graph& g, const Node& n);
 // its parts are stored into their slices of one array (stacked per-layer
 // gradients); and so is a stop_gradient, the identity once autodiff is done.
 bool isView(const Node& n);
+// A backward value the step stores once for long matmuls: an operand of a
+// float contraction over more than a head's channels (a tensor-core GEMM),
+// made without a short contraction (the classifier's dlogits, elementwise
+// from the stored logits). Its GEMMs read it as stored tiles: remade in a
+// prologue it would take them off the tensor cores, and copied per reading
+// stream it would be stored twice. (Attention's probabilities, remade from
+// q·k over 64 channels inside the streams over keys and queries, are not.)
+// `readers`: the nodes that read `id`.
+bool storedForMatmul(const Graph& g, NodeId id, const std::vector<NodeId>& readers);
 
 }  // namespace llmc

@@ -11,6 +11,7 @@
 
 #include "emit_cuda.h"
 #include "json_export.h"
+#include "memory_plan.h"
 #include "pipeline.h"
 #include "print.h"
 #include "perf_report.h"
@@ -39,7 +40,8 @@ options:
                       or launches (the launch description of that source as
                       JSON: grid, block, parameters, tensor maps, buffers),
                       or ptx (that source compiled with NVRTC for --arch; no
-                      GPU needed)
+                      GPU needed), or memory (the device memory plan of that
+                      source: arena, peak, the largest arrays at the peak)
   --arch ARCH         the target for pseudocode, perf, cuda, launches and ptx: sm_80, sm_90a, a
                       target .json file, or auto (the GPU present); default sm_90a
   --device NAME       a device of the arch's file (H100-SXM, H200, ...)
@@ -117,8 +119,8 @@ int main(int argc, char** argv) {
     } else if (arg == "--emit") {
       emit = value("--emit");
       if (emit != "ir" && emit != "json" && emit != "streams" && emit != "pseudocode" && emit != "perf" &&
-          emit != "cuda" && emit != "launches" && emit != "ptx")
-        usageError(fmt::format("unknown --emit '{}' (known: ir, json, streams, pseudocode, perf, cuda, launches, ptx)", emit));
+          emit != "cuda" && emit != "launches" && emit != "ptx" && emit != "memory")
+        usageError(fmt::format("unknown --emit '{}' (known: ir, json, streams, pseudocode, perf, cuda, launches, ptx, memory)", emit));
     } else if (arg == "--arch") {
       arch = value("--arch");
     } else if (arg == "--device") {
@@ -174,7 +176,8 @@ int main(int argc, char** argv) {
     // Kernels are planned for a target, whose cost model also decides what
     // the backward pass recomputes.
     std::optional<llmc::Target> target;
-    if (emit == "pseudocode" || emit == "perf" || emit == "cuda" || emit == "launches" || emit == "ptx") {
+    if (emit == "pseudocode" || emit == "perf" || emit == "cuda" || emit == "launches" || emit == "ptx" ||
+        emit == "memory") {
       target = arch == "auto" ? llmc::detectTarget() : llmc::loadTarget(arch, device);
       options.target = &*target;
       options.cost = cost;
@@ -195,6 +198,9 @@ int main(int argc, char** argv) {
         std::fputs("llmc-compile: --emit ptx needs NVRTC; this llmc-compile was built without the CUDA toolkit\n", stderr);
         return 2;
 #endif
+      } else if (emit == "memory") {
+        const llmc::CudaModule module = llmc::emitCuda(graph, kernels, *target, emitOptions);
+        output = llmc::describeMemoryPlan(module, llmc::planMemory(module, std::vector<bool>(module.buffers.size(), false)));
       } else if (emit == "launches")
         output = llmc::launchesToJson(llmc::emitCuda(graph, kernels, *target, emitOptions)).dump(2) + "\n";
       else if (emit == "pseudocode") output = llmc::printPseudocode(graph, kernels, *target);

@@ -1,5 +1,7 @@
 #include "memory_plan.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <stdexcept>
 
@@ -75,9 +77,45 @@ MemoryPlan planMemory(const CudaModule& module, const std::vector<bool>& placedB
     for (size_t b : order)
       if (lifetimes[b].first <= i && i <= lifetimes[b].last)
         live += roundUp(std::max<int64_t>(module.buffers[b].bytes, 1), alignment);
-    plan.peakLiveBytes = std::max(plan.peakLiveBytes, live);
+    if (live > plan.peakLiveBytes) plan.peakLiveBytes = live, plan.peakLaunch = i;
   }
+  for (const Lifetime& l : lifetimes) plan.lifetimes.push_back({l.first, l.last});
   return plan;
+}
+
+std::string describeMemoryPlan(const CudaModule& module, const MemoryPlan& plan, int top) {
+  auto gib = [](int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0); };
+  const int64_t end = static_cast<int64_t>(module.launches.size());
+  auto launchName = [&](int64_t i) -> std::string {
+    if (i < 0) return "(before: an input)";
+    if (i >= end) return "(after: an output)";
+    return module.launches[static_cast<size_t>(i)].name;
+  };
+  std::string out = fmt::format(
+      "memory plan: {} arrays over {} launches\n"
+      "  arena             {:9.3f} GiB  (offsets by lifetime: arrays share bytes when no launch sees both)\n"
+      "  one by one        {:9.3f} GiB  (each array its own allocation)\n"
+      "  peak alive        {:9.3f} GiB  at {} (the least any placement needs)\n",
+      module.buffers.size(), end, gib(plan.arenaBytes), gib(plan.separateBytes), gib(plan.peakLiveBytes),
+      launchName(plan.peakLaunch));
+  std::vector<size_t> alive;
+  for (size_t b = 0; b < module.buffers.size(); ++b) {
+    if (plan.offsets[b] == MemoryPlan::kOutside) continue;
+    const auto [first, last] = plan.lifetimes[b];
+    if (first <= plan.peakLaunch && plan.peakLaunch <= last) alive.push_back(b);
+  }
+  std::sort(alive.begin(), alive.end(),
+            [&](size_t a, size_t b) { return module.buffers[a].bytes > module.buffers[b].bytes; });
+  const size_t shown = std::min(alive.size(), static_cast<size_t>(std::max(top, 0)));
+  out += fmt::format("largest arrays alive at the peak ({} of {}):\n", shown, alive.size());
+  out += fmt::format("  {:<24} {:>6} {:>10}  {:<30} {}\n", "array", "dtype", "GiB", "first written or read by",
+                     "last read by");
+  for (size_t k = 0; k < shown; ++k) {
+    const BufferDesc& d = module.buffers[alive[k]];
+    out += fmt::format("  {:<24} {:>6} {:>10.3f}  {:<30} {}\n", d.name, d.dtype, gib(d.bytes),
+                       launchName(plan.lifetimes[alive[k]].first), launchName(plan.lifetimes[alive[k]].second));
+  }
+  return out;
 }
 
 }  // namespace llmc

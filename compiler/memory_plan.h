@@ -8,6 +8,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "emit_cuda.h"
@@ -22,11 +24,20 @@ struct MemoryPlan {
   int64_t arenaBytes = 0;     // what the arena needs
   int64_t separateBytes = 0;  // what the same arrays would take allocated one by one
   int64_t peakLiveBytes = 0;  // the most bytes alive at one launch: the least any plan needs
+  int64_t peakLaunch = -1;    // where that is (-1: before the first launch)
+  // Per buffer: the launches it lives from and to (inclusive; -1 before the
+  // first, launches.size() after the last).
+  std::vector<std::pair<int64_t, int64_t>> lifetimes;
 };
 
 // `placedByCaller[i]`: buffer i lives outside the arena (parameters,
 // gradients, token batches the caller owns). Offsets are multiples of
 // `alignment` bytes (TMA wants 16; 256 keeps every array on its own sectors).
 MemoryPlan planMemory(const CudaModule& module, const std::vector<bool>& placedByCaller, int64_t alignment = 256);
+
+// The plan in words (llmc-compile --emit memory): the arena against the
+// arrays one by one and the peak, then the `top` largest arrays alive at the
+// peak with the launches that write them first and read them last.
+std::string describeMemoryPlan(const CudaModule& module, const MemoryPlan& plan, int top = 20);
 
 }  // namespace llmc

@@ -127,6 +127,11 @@ class StreamSplitter {
  private:
   static size_t idx(NodeId id) { return static_cast<size_t>(id); }
 
+  // The node of g_ that `id` is or copies.
+  NodeId originalOf(NodeId id) const {
+    return idx(id) < g_.nodes.size() ? id : copiedFrom_[idx(id) - g_.nodes.size()];
+  }
+
   // Where a reader leads: the axes it reduces and where its result goes (a
   // contraction over d copied for two streams leads to both), or (not
   // reducing) where its own readers lead.
@@ -147,8 +152,12 @@ class StreamSplitter {
     if (outputs_.count(v)) byKey["@output"];
     // Only the backward's values are split: the forward's readers of one
     // value reduce over one axis already (its streams were planned whole).
-    const bool movable =
-        n.adjoint && n.op != Op::Input && !isFree(g_, n) && n.op != Op::Gather && n.op != Op::ScatterAdd;
+    // A value stored once for long matmuls (dlogits) is read as stored
+    // tiles by every one of them: a copy would only store it twice.
+    std::vector<NodeId> readers;  // in g_'s numbering: a copy reads as its original
+    for (NodeId r : readers_[idx(v)]) readers.push_back(originalOf(r));
+    const bool movable = n.adjoint && n.op != Op::Input && !isFree(g_, n) && n.op != Op::Gather &&
+                         n.op != Op::ScatterAdd && !storedForMatmul(g_, originalOf(v), readers);
     if (byKey.size() < 2 || !movable || !cost_.cheaperThanStoring(v)) {
       keys_[idx(v)] = byKey.size() == 1 ? byKey.begin()->first : "@" + std::to_string(v);
       return;
@@ -168,6 +177,7 @@ class StreamSplitter {
       readers_.push_back(group->second);
       keys_.push_back(group->first);
       copiesAfter_[idx(v)].push_back(copy.id);
+      copiedFrom_.push_back(originalOf(v));
       nodes_.push_back(std::move(copy));
     }
   }
@@ -198,6 +208,7 @@ class StreamSplitter {
   std::vector<std::vector<NodeId>> readers_;    // per node (copies included)
   std::vector<std::string> keys_;               // per node: where its readers lead
   std::vector<std::vector<NodeId>> copiesAfter_;  // per original node: its copies
+  std::vector<NodeId> copiedFrom_;  // per copy (numbered after g_'s nodes): the node of g_ it copies
   std::set<NodeId> outputs_;
 };
 

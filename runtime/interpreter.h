@@ -26,7 +26,7 @@ struct InterpreterOptions {
   bool roundLowPrecision = true;
   // Values rounded to bf16 after they are computed, as a run that stores them
   // in bf16 would (the kernel boundaries of a GPU run with bf16 storage).
-  std::set<NodeId> storedAsBf16;
+  std::set<NodeId> storedAsBf16 = {};
 };
 
 // Runs g on the given inputs, keyed by input name, and returns its outputs in
