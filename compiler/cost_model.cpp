@@ -189,6 +189,16 @@ KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const
     splits *= ceilDiv(extent, perBlock);
   }
   cost.blocks *= splits;
+  // A whole array summed to one value runs over the whole grid, each thread
+  // through its grid-strided share: no chunks, no stream in one block.
+  const std::set<NodeId> members(k.nodes.begin(), k.nodes.end());
+  const bool wholeArraySum = isWholeArraySum(g, k.outputs, members);
+  if (wholeArraySum) {
+    int64_t elements = 1;
+    for (NodeId in : k.inputs) elements = std::max(elements, g.node(in).type.elementCount());
+    cost.blocks = std::clamp<int64_t>(ceilDiv(elements, 256), 1, kWholeArraySumBlocks);
+    cost.chunks = 1;
+  }
 
   double moved = 0, unique = 0, smemBytes = 0, smemTraffic = 0;
   for (NodeId in : k.inputs) {
@@ -229,9 +239,12 @@ KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const
       moved += 2 * 4 * static_cast<double>(g.node(n.operands[0]).type.elementCount());
       continue;
     }
-    // Split blocks add their partial results: an f32 atomic per element each.
-    moved += splits > 1 ? 2 * 4 * static_cast<double>(ty.elementCount() * splits)
-                        : static_cast<double>(ty.elementCount()) * elementBytes(ty, o);
+    // Split blocks add their partial results: an f32 atomic per element each
+    // (a whole-array sum: one per warp).
+    if (wholeArraySum) moved += 2 * 4 * static_cast<double>(cost.blocks * 256 / t.warpSize);
+    else
+      moved += splits > 1 ? 2 * 4 * static_cast<double>(ty.elementCount() * splits)
+                          : static_cast<double>(ty.elementCount()) * elementBytes(ty, o);
   }
   // The accumulators: the tiles of the kernel's reductions that outlive a
   // chunk, in f32. Outputs made from them elementwise (a bias, GELU) are

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "kernels.h"
 #include "print.h"
 #include "streamability.h"
 
@@ -37,9 +38,6 @@ struct Binding {
   int scope = 0;
 };
 using Env = std::map<std::string, Binding>;
-
-// Blocks of a grid-wide sum (isGridSum): a few per SM of the largest GPU.
-constexpr int64_t kGridSumBlocks = 1024;
 
 class Writer {
  public:
@@ -750,7 +748,7 @@ class Writer {
     const Node& x = g_.node(r.operands.at(0));
     emit(0, "float partial = 0.0f;");
     Env env;
-    const int point = flatPoints(x.type, env, out, kGridSumBlocks);
+    const int point = flatPoints(x.type, env, out, kWholeArraySumBlocks);
     emit(point, fmt::format("partial += {};", value(x.id, env)));
     close(point);
     emit(0, "for (int offset = 16; offset > 0; offset /= 2) partial += __shfl_xor_sync(0xffffffffu, partial, offset);");
@@ -806,14 +804,7 @@ WrittenKernel writeKernel(const Graph& graph, const LaunchPlan& plan, const std:
 }
 
 bool isGridSum(const Graph& graph, const LaunchPlan& plan) {
-  if (plan.kind != LaunchPlan::Kind::Tile || plan.outputs.size() != 1) return false;
-  const Node& r = graph.node(plan.outputs[0]);
-  if (r.op != Op::Reduce || r.reduce != ReduceOp::Sum || !r.type.axes.empty() || !isFloat(r.type.dtype)) return false;
-  // What it sums is elementwise work on stored arrays: no other reduction.
-  return std::none_of(plan.computed.begin(), plan.computed.end(), [&](NodeId id) {
-    const Op op = graph.node(id).op;
-    return id != r.id && (op == Op::Reduce || op == Op::Contract || op == Op::Gather || op == Op::ScatterAdd);
-  });
+  return plan.kind == LaunchPlan::Kind::Tile && isWholeArraySum(graph, plan.outputs, plan.computed);
 }
 
 WrittenKernel writeGemmEpilogue(const Graph& graph, const LaunchPlan& plan, const std::map<NodeId, StoredArray>& stored,

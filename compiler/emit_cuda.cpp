@@ -493,7 +493,9 @@ CudaModule emitCuda(const Graph& graph, const std::vector<PlannedKernel>& kernel
                             arrays.at(r).param);
     }
     std::string about;
-    if (p.plan.kind == LaunchPlan::Kind::Tile) {
+    if (p.plan.kind == LaunchPlan::Kind::Tile && isGridSum(graph, p.plan)) {
+      about = "// GRID: " + p.written.streamNote + ".\n";
+    } else if (p.plan.kind == LaunchPlan::Kind::Tile) {
       std::string axes;
       for (const Axis& a : p.plan.groupAxes)
         axes += fmt::format("{}{}:{}/{}", axes.empty() ? "" : " ", a.name, a.size, p.plan.tiles.at(a.name));

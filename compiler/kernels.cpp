@@ -475,6 +475,13 @@ bool storedForMatmul(const Graph& g, NodeId id, const std::vector<NodeId>& reade
          !remadeFromShortContraction(g, id);
 }
 
+bool isWholeArraySum(const Graph& g, const std::vector<NodeId>& outputs, const std::set<NodeId>& nodes) {
+  if (outputs.size() != 1) return false;
+  const Node& r = g.node(outputs[0]);
+  if (r.op != Op::Reduce || r.reduce != ReduceOp::Sum || !r.type.axes.empty() || !isFloat(r.type.dtype)) return false;
+  return std::none_of(nodes.begin(), nodes.end(), [&](NodeId id) { return id != r.id && isAnchor(g.node(id)); });
+}
+
 std::vector<Kernel> formKernels(const Graph& graph) { return Fuser(graph).run(); }
 
 }  // namespace llmc

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <string>
+#include <set>
 #include <vector>
 
 #include "ir.h"
@@ -50,5 +51,14 @@ bool isView(const Node& n);
 // q·k over 64 channels inside the streams over keys and queries, are not.)
 // `readers`: the nodes that read `id`.
 bool storedForMatmul(const Graph& g, NodeId id, const std::vector<NodeId>& readers);
+
+// A kernel that sums a whole array to one float (a gradient's global norm),
+// from elementwise work on stored arrays: `outputs` is that one sum and
+// `nodes` holds no other reduction. It runs over the whole grid (at most
+// kWholeArraySumBlocks blocks, each adding its warps' partial sums by atomics):
+// the emitter writes it so (cuda_kernel_writer.h, isGridSum) and the cost
+// model counts it so.
+constexpr int64_t kWholeArraySumBlocks = 1024;
+bool isWholeArraySum(const Graph& g, const std::vector<NodeId>& outputs, const std::set<NodeId>& nodes);
 
 }  // namespace llmc

@@ -84,7 +84,12 @@ MemoryPlan planMemory(const CudaModule& module, const std::vector<bool>& placedB
 }
 
 std::string describeMemoryPlan(const CudaModule& module, const MemoryPlan& plan, int top) {
-  auto gib = [](int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0); };
+  auto size = [](int64_t bytes) {
+    const double b = static_cast<double>(bytes);
+    if (b >= 1024.0 * 1024.0 * 1024.0) return fmt::format("{:.3f} GiB", b / (1024.0 * 1024.0 * 1024.0));
+    if (b >= 1024.0 * 1024.0) return fmt::format("{:.3f} MiB", b / (1024.0 * 1024.0));
+    return fmt::format("{:.3f} KiB", b / 1024.0);
+  };
   const int64_t end = static_cast<int64_t>(module.launches.size());
   auto launchName = [&](int64_t i) -> std::string {
     if (i < 0) return "(before: an input)";
@@ -93,10 +98,10 @@ std::string describeMemoryPlan(const CudaModule& module, const MemoryPlan& plan,
   };
   std::string out = fmt::format(
       "memory plan: {} arrays over {} launches\n"
-      "  arena             {:9.3f} GiB  (offsets by lifetime: arrays share bytes when no launch sees both)\n"
-      "  one by one        {:9.3f} GiB  (each array its own allocation)\n"
-      "  peak alive        {:9.3f} GiB  at {} (the least any placement needs)\n",
-      module.buffers.size(), end, gib(plan.arenaBytes), gib(plan.separateBytes), gib(plan.peakLiveBytes),
+      "  arena             {:>14}  (offsets by lifetime: arrays share bytes when no launch sees both)\n"
+      "  one by one        {:>14}  (each array its own allocation)\n"
+      "  peak alive        {:>14}  at {} (the least any placement needs)\n",
+      module.buffers.size(), end, size(plan.arenaBytes), size(plan.separateBytes), size(plan.peakLiveBytes),
       launchName(plan.peakLaunch));
   std::vector<size_t> alive;
   for (size_t b = 0; b < module.buffers.size(); ++b) {
@@ -108,11 +113,11 @@ std::string describeMemoryPlan(const CudaModule& module, const MemoryPlan& plan,
             [&](size_t a, size_t b) { return module.buffers[a].bytes > module.buffers[b].bytes; });
   const size_t shown = std::min(alive.size(), static_cast<size_t>(std::max(top, 0)));
   out += fmt::format("largest arrays alive at the peak ({} of {}):\n", shown, alive.size());
-  out += fmt::format("  {:<24} {:>6} {:>10}  {:<30} {}\n", "array", "dtype", "GiB", "first written or read by",
+  out += fmt::format("  {:<24} {:>6} {:>14}  {:<30} {}\n", "array", "dtype", "bytes", "first written or read by",
                      "last read by");
   for (size_t k = 0; k < shown; ++k) {
     const BufferDesc& d = module.buffers[alive[k]];
-    out += fmt::format("  {:<24} {:>6} {:>10.3f}  {:<30} {}\n", d.name, d.dtype, gib(d.bytes),
+    out += fmt::format("  {:<24} {:>6} {:>14}  {:<30} {}\n", d.name, d.dtype, size(d.bytes),
                        launchName(plan.lifetimes[alive[k]].first), launchName(plan.lifetimes[alive[k]].second));
   }
   return out;
