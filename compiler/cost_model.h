@@ -37,7 +37,7 @@ struct Partition {
   int64_t streamChunk = 0;                    // chunk of the stream axis (0: no stream)
   // Loop axes split across blocks (split-K): axis -> positions per block. The
   // blocks of one output tile add their partial results with atomics.
-  std::map<std::string, int64_t> splitTiles;
+  std::map<std::string, int64_t> splitTiles = {};
 };
 
 struct LevelCost {
