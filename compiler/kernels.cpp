@@ -178,6 +178,7 @@ class Fuser {
     for (auto it = orphans.rbegin(); it != orphans.rend(); ++it) {
       for (NodeId c : consumers_[idx(*it)])
         if (int gc = group_[idx(c)]; gc >= 0 && !readsScatterIn(*it, gc) && !feedsContraction(*it) &&
+                                     !narrowerThanMatmulIn(*it, gc) &&
                                      staysAcyclic([&](NodeId m) { return m == *it || group_[idx(m)] == gc; })) {
           group_[idx(*it)] = group_[idx(c)];
           break;
@@ -248,6 +249,30 @@ class Fuser {
                        [&](const std::string& a) { return reducedExtent(n, a) > kRedoneContractionLimit; });
   }
 
+  // Whether n lacks an axis of a long matmul in `group`: joining it, n would
+  // be made per row (a layernorm's statistics remade for its backward) in a
+  // tensor-core GEMM's epilogue, which works per output point.
+  bool narrowerThanMatmulIn(NodeId n, int group) const {
+    const Type& t = g_.node(n).type;
+    for (NodeId m : membersOf({group})) {
+      const Node& c = g_.node(m);
+      if (isLongContraction(g_, c) &&
+          std::any_of(c.type.axes.begin(), c.type.axes.end(), [&](const Axis& a) { return !t.has(a.name); }))
+        return true;
+    }
+    return false;
+  }
+
+  // Whether r is a long matmul (for the tensor cores, which take stored
+  // tiles) and its operand o a value it must read stored: a layernorm's
+  // output, not taken into r's stream as a normalised contraction on CUDA
+  // cores. An operand remade from a short contraction (attention's
+  // probabilities, from q·k over 64 channels) is streamed with it: that is
+  // flash attention.
+  bool storedForTensorCores(const Node& r, NodeId o) const {
+    return isLongContraction(g_, r) && !remadeFromShortContraction(g_, o);
+  }
+
   // Whether a member is a backward operand that feedsContraction stores
   // (dlogits): a stream must not take it back in as a prologue.
   bool holdsStoredBackwardOperand(int group) const {
@@ -307,7 +332,7 @@ class Fuser {
           for (NodeId m : membersOf({group_[idx(r.id)]}))
             for (NodeId o : g_.node(m).operands)
               if (g_.node(o).type.has(x) && group_[idx(o)] >= 0 && !holdsRedoneWork(group_[idx(o)], r, x) &&
-                  !holdsStoredBackwardOperand(group_[idx(o)]) &&
+                  !holdsStoredBackwardOperand(group_[idx(o)]) && !storedForTensorCores(r, o) &&
                   !copiesAMember(r.id, membersOf({group_[idx(o)]})))
                 groups.insert(group_[idx(o)]);
           // Every other reduction over x of a value in those kernels, with the

@@ -10,6 +10,7 @@
 #include "cuda_driver.h"
 #include "jit.h"
 #include "kernel_cache.h"
+#include "module_cache.h"
 #include "pipeline.h"
 #include "pseudocode.h"
 #include "target.h"
@@ -76,21 +77,36 @@ GpuTrainer::GpuTrainer(const std::string& diagramsDir, Gpt2Weights weights, int6
   cost.storageBytes = options_.bf16 ? 2 : 4;
   CostOptions costF32;
   costF32.storageBytes = 4;
+  // Each module planned from its diagram, or read back from the module
+  // cache when the same diagrams, sizes and options were planned before.
+  const cuda::ModuleCache plans(options_.kernelCache.empty() ? cuda::ModuleCache::defaultDirectory()
+                                                             : options_.kernelCache / "plans");
   auto emit = [&](const std::string& file, const std::string& entry, const SizeBindings& sizes, bool grad,
                   StorageType s, const CostOptions& c, std::set<std::string> f32Values) {
-    PipelineOptions p;
-    p.path = diagramsDir + "/" + file;
-    p.entry = entry;
-    p.sizes = sizes;
-    p.grad = grad;
-    p.target = &target;
-    p.cost = c;
-    const Graph graph = compileToIR(p);
-    EmitOptions e;
-    e.storage = s;
-    e.f32Values = std::move(f32Values);
+    std::string description = fmt::format("{} {} grad={} storage={} cost={}", file, entry, grad,
+                                          s == StorageType::BF16 ? "bf16" : "f32", c.storageBytes);
+    for (const auto& [name, size] : sizes) description += fmt::format(" {}={}", name, size);
+    for (const std::string& v : f32Values) description += " f32:" + v;
     auto m = std::make_unique<Module>();
-    m->code = emitCuda(graph, planKernels(graph, target, c), target, e);
+    bool hit = false;
+    m->code = plans.findOrPlan(
+        cuda::moduleCacheKey(diagramsDir, description, target.file),
+        [&] {
+          PipelineOptions p;
+          p.path = diagramsDir + "/" + file;
+          p.entry = entry;
+          p.sizes = sizes;
+          p.grad = grad;
+          p.target = &target;
+          p.cost = c;
+          const Graph graph = compileToIR(p);
+          EmitOptions e;
+          e.storage = s;
+          e.f32Values = f32Values;
+          return emitCuda(graph, planKernels(graph, target, c), target, e);
+        },
+        &hit);
+    startup_.plansFromCache += hit;
     return m;
   };
   std::set<std::string> gradients;
@@ -104,6 +120,7 @@ GpuTrainer::GpuTrainer(const std::string& diagramsDir, Gpt2Weights weights, int6
   modules_["accumulate"] =
       emit("gpt2/mixed_precision.dg", "accumulate_gradient", packedSize, false, StorageType::F32, costF32, {});
   startup_.planSeconds = secondsSince(planStart);
+  startup_.modules = static_cast<int>(modules_.size());
   startup_.stepLaunches = static_cast<int64_t>(module("step").code.launches.size());
 
   // Device memory: the packed arrays, then the arena. Checked against what

@@ -43,7 +43,8 @@ struct GpuTrainerOptions {
 // What starting took, for the log.
 struct GpuStartup {
   std::string device, arch;
-  double planSeconds = 0;     // diagrams to planned, emitted kernels
+  double planSeconds = 0;     // diagrams to planned, emitted kernels (or the module cache)
+  int modules = 0, plansFromCache = 0;  // modules planned, and read back from the module cache
   double compileSeconds = 0;  // NVRTC or the cache, and loading
   cuda::JitSummary jit;
   int64_t stepLaunches = 0;

@@ -183,8 +183,9 @@ class TrainingRun {
         const GpuStartup& s = gpu->startup();
         fmt::print("device: {} ({}), {} storage{}\n", s.device, s.arch, o_.bf16 ? "bf16 (fp32 master weights)" : "fp32",
                    o_.cudaGraph ? ", step replayed as a CUDA graph" : "");
-        fmt::print("compiled the training step from {} in {:.2f} s: planned in {:.2f} s, kernels {}\n", diagramsDir(),
-                   secondsSince(start), s.planSeconds, s.jit.describe());
+        fmt::print("compiled the training step from {} in {:.2f} s: planned in {:.2f} s ({} of {} modules from the "
+                   "plan cache), kernels {}\n",
+                   diagramsDir(), secondsSince(start), s.planSeconds, s.plansFromCache, s.modules, s.jit.describe());
         fmt::print("device memory: {:.2f} GiB allocated ({} launches per step; activations arena {:.2f} GiB, "
                    "{:.2f} GiB without the memory plan)\n",
                    gib(s.deviceBytes), s.stepLaunches, gib(s.arenaBytes), gib(s.arenaSeparateBytes));

@@ -1,0 +1,187 @@
+#include "module_cache.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <vector>
+
+#include "fnv1a.h"
+#include "kernel_cache.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace llmc::cuda {
+
+namespace {
+
+std::string readFile(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Bump when the JSON layout changes.
+constexpr int kFormat = 1;
+
+}  // namespace
+
+uint64_t moduleCacheKey(const fs::path& diagramsDir, const std::string& description, const std::string& targetFile) {
+  Fnv1a64 hash;
+  hash.addField(fmt::format("llmc module cache {}", kFormat));
+  hash.addField(description);
+  hash.addField(targetFile.empty() ? "" : readFile(targetFile));
+  std::vector<fs::path> diagrams;
+  for (const auto& entry : fs::recursive_directory_iterator(diagramsDir))
+    if (entry.is_regular_file() && entry.path().extension() == ".dg") diagrams.push_back(entry.path());
+  std::sort(diagrams.begin(), diagrams.end());
+  for (const fs::path& d : diagrams) hash.addField(fs::relative(d, diagramsDir).string()).addField(readFile(d));
+  std::error_code error;
+  const fs::path self = fs::read_symlink("/proc/self/exe", error);
+  if (!error) {
+    hash.addField(self.string());
+    hash.addField(std::to_string(fs::file_size(self, error)));
+    hash.addField(std::to_string(fs::last_write_time(self, error).time_since_epoch().count()));
+  }
+  return hash.value();
+}
+
+ModuleCache::ModuleCache(fs::path directory) : directory_(std::move(directory)) {
+  std::error_code error;
+  fs::create_directories(directory_, error);
+  if (error)
+    throw std::runtime_error(fmt::format("module cache {}: cannot create the folder: {}", directory_.string(), error.message()));
+}
+
+fs::path ModuleCache::defaultDirectory() {
+  if (const char* dir = std::getenv("LLMC_CACHE_DIR"); dir && *dir) return fs::path(dir) / "plans";
+  return KernelCache::defaultDirectory().parent_path() / "plans";
+}
+
+fs::path ModuleCache::path(uint64_t key) const { return directory_ / fmt::format("{:016x}.module", key); }
+
+std::optional<CudaModule> ModuleCache::find(uint64_t key) const {
+  const fs::path p = path(key);
+  if (!fs::exists(p)) return std::nullopt;
+  try {
+    return moduleFromJson(readFile(p));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "llmc: module cache entry %s is unusable (%s); planning again\n", p.string().c_str(), e.what());
+    return std::nullopt;
+  }
+}
+
+void ModuleCache::store(uint64_t key, const CudaModule& module) const {
+  const fs::path target = path(key);
+  const fs::path temporary = target.string() + fmt::format(".{}.{}.tmp", ::getpid(), std::random_device{}());
+  {
+    std::ofstream out(temporary, std::ios::binary);
+    out << moduleToJson(module);
+    if (!out) {
+      std::error_code ignored;
+      fs::remove(temporary, ignored);
+      std::fprintf(stderr, "llmc: cannot write the module cache entry %s\n", target.string().c_str());
+      return;
+    }
+  }
+  std::error_code error;
+  fs::rename(temporary, target, error);
+  if (error) fs::remove(temporary, error);
+}
+
+CudaModule ModuleCache::findOrPlan(uint64_t key, const std::function<CudaModule()>& plan, bool* hit) const {
+  if (std::optional<CudaModule> cached = find(key)) {
+    if (hit) *hit = true;
+    return std::move(*cached);
+  }
+  if (hit) *hit = false;
+  CudaModule module = plan();
+  store(key, module);
+  return module;
+}
+
+std::string moduleToJson(const CudaModule& module) {
+  json buffers = json::array();
+  for (const BufferDesc& b : module.buffers) {
+    json axes = json::array();
+    for (const Axis& a : b.axes) axes.push_back({a.name, a.size});
+    buffers.push_back({{"node", b.node}, {"name", b.name}, {"dtype", b.dtype}, {"ctype", b.ctype}, {"axes", axes},
+                       {"elements", b.elements}, {"bytes", b.bytes}, {"graph_input", b.graphInput},
+                       {"graph_outputs", b.graphOutputs}});
+  }
+  json launches = json::array();
+  for (const KernelLaunch& l : module.launches) {
+    json params = json::array();
+    for (const LaunchParam& p : l.params) params.push_back({p.buffer, p.written});
+    json maps = json::array();
+    for (const TensorMapParam& m : l.tensorMaps)
+      maps.push_back({{"operand", m.operand}, {"buffer", m.buffer}, {"offset_bytes", m.offsetBytes}, {"dims", m.dims},
+                      {"strides_bytes", m.stridesBytes}, {"box", m.box}, {"swizzle", m.swizzle}});
+    launches.push_back({{"name", l.name}, {"kernel", l.kernel}, {"role", l.role}, {"grid", l.grid},
+                        {"block", l.block}, {"dynamic_smem_bytes", l.dynamicSmemBytes}, {"tensor_maps", maps},
+                        {"params", params}, {"tensor_cores", !l.instructions.tensorCores.empty()},
+                        {"source", l.source}});
+  }
+  return json{{"format", kFormat}, {"arch", module.arch}, {"buffers", buffers}, {"launches", launches}}.dump();
+}
+
+CudaModule moduleFromJson(const std::string& text) {
+  const json j = json::parse(text);  // throws json::parse_error, a std::exception
+  if (j.at("format").get<int>() != kFormat) throw std::runtime_error("format: another version of the cache");
+  CudaModule m;
+  m.arch = j.at("arch").get<std::string>();
+  for (const json& b : j.at("buffers")) {
+    BufferDesc d;
+    d.node = b.at("node").get<NodeId>();
+    d.name = b.at("name").get<std::string>();
+    d.dtype = b.at("dtype").get<std::string>();
+    d.ctype = b.at("ctype").get<std::string>();
+    for (const json& a : b.at("axes")) d.axes.push_back(Axis{a.at(0).get<std::string>(), a.at(1).get<int64_t>()});
+    d.elements = b.at("elements").get<int64_t>();
+    d.bytes = b.at("bytes").get<int64_t>();
+    d.graphInput = b.at("graph_input").get<bool>();
+    d.graphOutputs = b.at("graph_outputs").get<std::vector<std::string>>();
+    m.buffers.push_back(std::move(d));
+  }
+  const int buffers = static_cast<int>(m.buffers.size());
+  auto bufferIndex = [&](const json& v) {
+    const int b = v.get<int>();
+    if (b < 0 || b >= buffers) throw std::runtime_error(fmt::format("launches: buffer {} of {}", b, buffers));
+    return b;
+  };
+  for (const json& l : j.at("launches")) {
+    KernelLaunch k;
+    k.name = l.at("name").get<std::string>();
+    k.kernel = l.at("kernel").get<int>();
+    k.role = l.at("role").get<std::string>();
+    k.grid = l.at("grid").get<std::array<int64_t, 3>>();
+    k.block = l.at("block").get<int>();
+    k.dynamicSmemBytes = l.at("dynamic_smem_bytes").get<int64_t>();
+    for (const json& t : l.at("tensor_maps")) {
+      TensorMapParam p;
+      p.operand = t.at("operand").get<std::string>();
+      p.buffer = bufferIndex(t.at("buffer"));
+      p.offsetBytes = t.at("offset_bytes").get<int64_t>();
+      p.dims = t.at("dims").get<std::array<uint64_t, 4>>();
+      p.stridesBytes = t.at("strides_bytes").get<std::array<uint64_t, 3>>();
+      p.box = t.at("box").get<std::array<uint32_t, 4>>();
+      p.swizzle = t.at("swizzle").get<std::string>();
+      k.tensorMaps.push_back(p);
+    }
+    for (const json& p : l.at("params")) k.params.push_back({bufferIndex(p.at(0)), p.at(1).get<bool>()});
+    if (l.at("tensor_cores").get<bool>()) k.instructions.tensorCores = "(cached)";
+    k.source = l.at("source").get<std::string>();
+    m.launches.push_back(std::move(k));
+  }
+  return m;
+}
+
+}  // namespace llmc::cuda

@@ -1,0 +1,108 @@
+// The module cache: a module survives the trip through JSON whole, a second
+// lookup finds what the first planned, a changed diagram or description
+// plans anew, and a broken entry is replanned rather than trusted.
+#include "module_cache.h"
+
+#include <catch2/catch.hpp>
+#include <fstream>
+
+#include "cuda_test_support.h"
+#include "pipeline.h"
+#include "pseudocode.h"
+#include "target.h"
+
+namespace fs = std::filesystem;
+using llmc::testing::CacheTempDir;
+
+namespace {
+
+// A GPT-2 training step small enough to plan in a moment; its GEMMs carry
+// tensor maps, its scatter-adds clear launches.
+llmc::CudaModule plannedStep() {
+  const llmc::Target target = llmc::loadTarget("sm_90a");
+  llmc::PipelineOptions p;
+  p.path = std::string(LLMC_SOURCE_DIR) + "/diagrams/gpt2/model.dg";
+  p.entry = "gpt2";
+  p.sizes = {{"B", 2}, {"T", 64}, {"maxT", 64}, {"L", 1}, {"C", 64}, {"H", 2}, {"V", 100}, {"Vp", 128}};
+  p.grad = true;
+  p.target = &target;
+  const llmc::Graph g = llmc::compileToIR(p);
+  return llmc::emitCuda(g, llmc::planKernels(g, target, p.cost), target, {});
+}
+
+void requireSame(const llmc::CudaModule& a, const llmc::CudaModule& b) {
+  REQUIRE(a.arch == b.arch);
+  REQUIRE(a.buffers.size() == b.buffers.size());
+  for (size_t i = 0; i < a.buffers.size(); ++i) {
+    const auto &x = a.buffers[i], &y = b.buffers[i];
+    CHECK((x.node == y.node && x.name == y.name && x.dtype == y.dtype && x.ctype == y.ctype && x.axes == y.axes &&
+           x.elements == y.elements && x.bytes == y.bytes && x.graphInput == y.graphInput &&
+           x.graphOutputs == y.graphOutputs));
+  }
+  REQUIRE(a.launches.size() == b.launches.size());
+  for (size_t i = 0; i < a.launches.size(); ++i) {
+    const auto &x = a.launches[i], &y = b.launches[i];
+    INFO(x.name);
+    CHECK((x.name == y.name && x.kernel == y.kernel && x.role == y.role && x.grid == y.grid && x.block == y.block &&
+           x.dynamicSmemBytes == y.dynamicSmemBytes && x.source == y.source));
+    REQUIRE(x.params.size() == y.params.size());
+    for (size_t k = 0; k < x.params.size(); ++k)
+      CHECK((x.params[k].buffer == y.params[k].buffer && x.params[k].written == y.params[k].written));
+    REQUIRE(x.tensorMaps.size() == y.tensorMaps.size());
+    for (size_t k = 0; k < x.tensorMaps.size(); ++k) {
+      const auto &m = x.tensorMaps[k], &n = y.tensorMaps[k];
+      CHECK((m.operand == n.operand && m.buffer == n.buffer && m.offsetBytes == n.offsetBytes && m.dims == n.dims &&
+             m.stridesBytes == n.stridesBytes && m.box == n.box && m.swizzle == n.swizzle));
+    }
+    CHECK(x.instructions.tensorCores.empty() == y.instructions.tensorCores.empty());
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a module comes back from JSON whole", "[module_cache]") {
+  const llmc::CudaModule module = plannedStep();
+  REQUIRE(std::any_of(module.launches.begin(), module.launches.end(), [](const auto& l) { return !l.tensorMaps.empty(); }));
+  requireSame(module, llmc::cuda::moduleFromJson(llmc::cuda::moduleToJson(module)));
+}
+
+TEST_CASE("the module cache plans once, and again when a diagram changes", "[module_cache]") {
+  CacheTempDir dir("module_cache");
+  fs::copy(std::string(LLMC_SOURCE_DIR) + "/diagrams", dir.path / "diagrams", fs::copy_options::recursive);
+  const llmc::cuda::ModuleCache cache(dir.path / "plans");
+  const std::string target = llmc::loadTarget("sm_90a").file;
+  int planned = 0;
+  auto plan = [&] {
+    ++planned;
+    return plannedStep();
+  };
+  const uint64_t key = llmc::cuda::moduleCacheKey(dir.path / "diagrams", "gpt2 B=2", target);
+  bool hit = true;
+  const llmc::CudaModule first = cache.findOrPlan(key, plan, &hit);
+  CHECK_FALSE(hit);
+  const llmc::CudaModule second = cache.findOrPlan(key, plan, &hit);
+  CHECK(hit);
+  CHECK(planned == 1);
+  requireSame(first, second);
+
+  CHECK(llmc::cuda::moduleCacheKey(dir.path / "diagrams", "gpt2 B=4", target) != key);
+  std::ofstream(dir.path / "diagrams" / "lib" / "softmax.dg", std::ios::app) << "\n# edited\n";
+  CHECK(llmc::cuda::moduleCacheKey(dir.path / "diagrams", "gpt2 B=2", target) != key);
+}
+
+TEST_CASE("a broken module cache entry is planned again", "[module_cache]") {
+  CacheTempDir dir("module_cache_broken");
+  const llmc::cuda::ModuleCache cache(dir.path);
+  const llmc::CudaModule module = plannedStep();
+  cache.store(7, module);
+  const fs::path entry = dir.path / "0000000000000007.module";
+  REQUIRE(fs::exists(entry));
+  fs::resize_file(entry, fs::file_size(entry) / 2);  // a torn write
+  CHECK_FALSE(cache.find(7).has_value());
+  int planned = 0;
+  bool hit = true;
+  cache.findOrPlan(7, [&] { ++planned; return module; }, &hit);
+  CHECK_FALSE(hit);
+  CHECK(planned == 1);
+  CHECK(cache.find(7).has_value());
+}
