@@ -9,6 +9,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "data_parallel_cost.h"
 #include "emit_cuda.h"
 #include "json_export.h"
 #include "memory_plan.h"
@@ -48,6 +49,11 @@ options:
   --storage f32|bf16  how floats are stored in memory, for the model and the
                       CUDA (default bf16)
   --json              with --emit perf: the report as JSON
+  --gpus N            with --grad --emit perf: data-parallel training over N GPUs of
+                      one node; adds the gradients' communication over the
+                      interconnect and how much of it the backward hides
+  --zero 0|1          with --gpus: ZeRO stage (1: sharded optimizer state,
+                      reduce-scatter + all-gather; default 0, all-reduce)
   --set NAME=N        bind the size NAME to N; repeat it, or give several at
                       once: --set B=4,T=64
   --entry NAME        the diagram to compile (default: the last one in FILE)
@@ -105,6 +111,7 @@ int main(int argc, char** argv) {
   llmc::PipelineOptions options;
   std::string emit = "ir", outPath, arch = "sm_90a", device;
   bool json = false;
+  int gpus = 1, zero = 0;  // data parallel (--emit perf)
   llmc::CostOptions cost;
   bool comments = true;
   for (int i = 1; i < argc; ++i) {
@@ -131,6 +138,15 @@ int main(int argc, char** argv) {
       cost.storageBytes = storage == "bf16" ? 2 : 4;
     } else if (arg == "--json") {
       json = true;
+    } else if (arg == "--gpus") {
+      const std::string n = value("--gpus");
+      if (n.empty() || n.size() > 4 || n.find_first_not_of("0123456789") != std::string::npos || std::stoi(n) < 1)
+        usageError(fmt::format("--gpus expects a number of GPUs (1 or more), got '{}'", n));
+      gpus = std::stoi(n);
+    } else if (arg == "--zero") {
+      const std::string z = value("--zero");
+      if (z != "0" && z != "1") usageError(fmt::format("--zero expects 0 or 1, got '{}'", z));
+      zero = z == "1" ? 1 : 0;
     } else if (arg == "--set") {
       parseSet(value("--set"), options.sizes);
     } else if (arg == "--grad") {
@@ -168,6 +184,8 @@ int main(int argc, char** argv) {
     }
   }
   if (options.path.empty()) usageError("no input file");
+  if ((gpus > 1 || zero) && (emit != "perf" || !options.grad))
+    usageError("--gpus and --zero model data-parallel training: they go with --grad --emit perf");
   if (!options.grad && (!options.loss.empty() || !options.wrt.empty())) usageError("--loss and --wrt need --grad");
   options.dump = [](const std::string& text) { std::fputs(text.c_str(), stderr); };
 
@@ -204,8 +222,26 @@ int main(int argc, char** argv) {
       } else if (emit == "launches")
         output = llmc::launchesToJson(llmc::emitCuda(graph, kernels, *target, emitOptions)).dump(2) + "\n";
       else if (emit == "pseudocode") output = llmc::printPseudocode(graph, kernels, *target);
-      else if (json) output = llmc::perfReportJson(graph, kernels, *target).dump(2) + "\n";
-      else output = llmc::perfReportText(graph, kernels, *target);
+      else if (json) {
+        nlohmann::json report = llmc::perfReportJson(graph, kernels, *target);
+        if (gpus > 1) {
+          const llmc::DataParallelCost dp = llmc::dataParallelCost(graph, kernels, *target, gpus, zero);
+          report["data_parallel"] = {{"gpus", dp.gpus},
+                                     {"zero", dp.zero},
+                                     {"collectives", dp.collectives},
+                                     {"interconnect", target->interconnect},
+                                     {"gradient_bytes", dp.gradientBytes},
+                                     {"parameter_bytes", dp.parameterBytes},
+                                     {"bytes_per_gpu", dp.bytesPerGpu},
+                                     {"seconds", dp.seconds},
+                                     {"backward_seconds", dp.backwardSeconds},
+                                     {"exposed_seconds", dp.exposedSeconds}};
+        }
+        output = report.dump(2) + "\n";
+      } else {
+        output = llmc::perfReportText(graph, kernels, *target);
+        if (gpus > 1) output += llmc::describeDataParallel(llmc::dataParallelCost(graph, kernels, *target, gpus, zero), *target);
+      }
     } else if (emit == "streams") {
       std::set<llmc::NodeId> everything;
       for (const auto& n : graph.nodes) everything.insert(n.id);

@@ -290,10 +290,17 @@ MemoryLevel readDeviceLevel(const Field& f, const std::string& name, bool attain
 }
 
 void readDevice(const Field& dev, Target& t, FigureReader& figures) {
-  dev.allowOnly({"device_names", "sm_count", "clock_hz", "gmem", "l2", "units"});
+  dev.allowOnly({"device_names", "sm_count", "clock_hz", "interconnect", "gmem", "l2", "units"});
   for (const Field& name : dev["device_names"].elements()) name.string();  // checked; detectTarget matches them
   t.smCount = figures.positiveInt(dev["sm_count"]);
   t.clockHz = figures.positive(dev["clock_hz"]);
+  if (dev.has("interconnect")) {
+    Field link = dev["interconnect"];
+    link.allowOnly({"name", "bandwidth_bytes_per_s", "attainable_bandwidth_bytes_per_s"});
+    t.interconnect = link["name"].string();
+    t.interconnectBandwidth = figures.positive(link["bandwidth_bytes_per_s"]);
+    t.interconnectAttainable = figures.positive(link["attainable_bandwidth_bytes_per_s"]);
+  }
   t.levels.push_back(readDeviceLevel(dev["gmem"], "GMEM", true, figures));
   t.levels.push_back(readDeviceLevel(dev["l2"], "L2", false, figures));
 

@@ -95,6 +95,11 @@ struct Target {
   bool hasCpAsync = false;     // cp.async, GMEM -> SMEM without passing through registers
   bool hasSetmaxnreg = false;  // setmaxnreg: move registers between warpgroups
 
+  // The link between GPUs of one node (data-parallel gradients): bytes per
+  // second each way per GPU; 0 where the file gives none.
+  std::string interconnect;
+  double interconnectBandwidth = 0, interconnectAttainable = 0;
+
   double launchOverhead = 0;       // seconds per kernel launched on a stream
   double graphLaunchOverhead = 0;  // seconds per kernel node of a CUDA graph
   // One __syncthreads costs blockSyncBaseCycles + blockSyncCyclesPerWarp x the block's warps.
