@@ -65,7 +65,7 @@ Graph compileToIR(const PipelineOptions& options) {
     passes.afterIR("autodiff", graph);
     graph = passes.run("canonicalize", [&] { return canonicalize(graph); });
     passes.afterIR("canonicalize", graph);
-    if (options.target) {
+    if (options.target && options.recompute) {
       graph = passes.run("recompute", [&] { return recompute(graph, *options.target, options.cost); });
       passes.afterIR("recompute", graph);
     }

@@ -23,6 +23,7 @@ struct PipelineOptions {
   // (the recompute pass runs with grad when one is given).
   const Target* target = nullptr;
   CostOptions cost;
+  bool recompute = true;         // with grad and a target: run the recompute pass (false: store what the backward reads)
   std::string dumpAfter;         // print the IR after this pass (to dumpStream)
   bool timePasses = false;       // report each pass's time (to dumpStream)
   std::function<void(const std::string&)> dump;  // where dumps and timings go

@@ -83,8 +83,8 @@ GpuTrainer::GpuTrainer(const std::string& diagramsDir, Gpt2Weights weights, int6
                                                              : options_.kernelCache / "plans");
   auto emit = [&](const std::string& file, const std::string& entry, const SizeBindings& sizes, bool grad,
                   StorageType s, const CostOptions& c, std::set<std::string> f32Values) {
-    std::string description = fmt::format("{} {} grad={} storage={} cost={}", file, entry, grad,
-                                          s == StorageType::BF16 ? "bf16" : "f32", c.storageBytes);
+    std::string description = fmt::format("{} {} grad={} storage={} cost={} recompute={}", file, entry, grad,
+                                          s == StorageType::BF16 ? "bf16" : "f32", c.storageBytes, options_.recompute);
     for (const auto& [name, size] : sizes) description += fmt::format(" {}={}", name, size);
     for (const std::string& v : f32Values) description += " f32:" + v;
     auto m = std::make_unique<Module>();
@@ -99,6 +99,7 @@ GpuTrainer::GpuTrainer(const std::string& diagramsDir, Gpt2Weights weights, int6
           p.grad = grad;
           p.target = &target;
           p.cost = c;
+          p.recompute = options_.recompute;
           const Graph graph = compileToIR(p);
           EmitOptions e;
           e.storage = s;

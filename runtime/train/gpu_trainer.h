@@ -35,6 +35,7 @@ namespace llmc {
 struct GpuTrainerOptions {
   bool bf16 = true;        // storage of the step's arrays (false: fp32 everywhere)
   bool cudaGraph = true;   // replay the step as a CUDA graph
+  bool recompute = true;   // the recompute pass decides what the backward remakes (false: it reads stored values)
   std::filesystem::path kernelCache;  // empty: KernelCache::defaultDirectory()
   unsigned compileThreads = 0;        // 0: one per hardware thread
   int gpu = 0;

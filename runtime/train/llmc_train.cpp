@@ -179,6 +179,7 @@ class TrainingRun {
         GpuTrainerOptions g;
         g.bf16 = o_.bf16;
         g.cudaGraph = o_.cudaGraph;
+        g.recompute = o_.recompute != 0;
         auto gpu = std::make_unique<GpuTrainer>(diagramsDir(), weights, o_.batchSize, o_.seqLen, g);
         const GpuStartup& s = gpu->startup();
         fmt::print("device: {} ({}), {} storage{}\n", s.device, s.arch, o_.bf16 ? "bf16 (fp32 master weights)" : "fp32",

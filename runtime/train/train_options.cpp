@@ -53,7 +53,8 @@ evaluation:
 
 execution:
       --device cpu|cuda|auto where to run (default auto: a GPU if the GPU path can use one)
-  -r, --recompute N          recompute activations in the backward pass (GPU path; default 1)
+  -r, --recompute 0|1        GPU path: 1 (default) lets the cost model choose what the backward
+                             recomputes (attention's scores, GELU); 0 stores all it reads
       --precision bf16|fp32  GPU path: bf16 activations and parameters with fp32 master
                              weights, gradients and optimizer state (default), or fp32 throughout
       --cuda-graph 0|1       GPU path: replay the training step as a CUDA graph (default 1)
@@ -135,7 +136,11 @@ TrainOptions parseTrainOptions(int argc, char** argv) {
       {"-g", "--gen-tokens", [&](auto& f, auto& v) { o.genTokens = nonNegative(f, parseInt(f, v)); }},
       {"", "--tokenizer", [&](auto&, auto& v) { o.tokenizerDir = v; }},
       {"", "--seed", [&](auto& f, auto& v) { o.seed = static_cast<uint64_t>(nonNegative(f, parseInt(f, v))); }},
-      {"-r", "--recompute", [&](auto& f, auto& v) { o.recompute = static_cast<int>(nonNegative(f, parseInt(f, v))); }},
+      {"-r", "--recompute",
+       [&](auto& f, auto& v) {
+         if (v != "0" && v != "1") throw std::invalid_argument(fmt::format("{} expects 0 or 1, got '{}'", f, v));
+         o.recompute = v == "1" ? 1 : 0;
+       }},
       {"", "--precision",
        [&](auto& f, auto& v) {
          if (v == "bf16") o.bf16 = true;
