@@ -28,6 +28,7 @@ struct EmitCase {
   // checked), and whether the GPU test also runs the sm_80 code on Hopper.
   int tensorCoreLaunches = -1;
   bool alsoSm80 = false;
+  std::vector<std::string> wrt = {};  // with grad: differentiate against these inputs (empty: the params)
 };
 
 // The source tree: $LLMC_SOURCE_DIR (a copy on another machine), else the
@@ -43,6 +44,7 @@ inline PipelineOptions pipelineOptions(const EmitCase& c) {
   o.entry = c.entry;
   o.sizes = c.sizes;
   o.grad = c.grad;
+  o.wrt = c.wrt;
   return o;
 }
 
@@ -75,6 +77,13 @@ inline std::vector<EmitCase> otherCases() {
       {"classifier with cross-entropy", "tests/lit/pseudocode/classifier.dg", "", {{"N", 100}, {"C", 48}, {"V", 771}},
        false, {{"target", 771}}},
       {"layernorm", "tests/lit/pseudocode/layernorm.dg", "", {{"N", 100}, {"C", 771}}},
+      // The tensor cores' fusion rules: logits made by their own GEMM and
+      // stored; dlogits stored once for both backward GEMMs.
+      {"classifier training step", "tests/diagrams/recompute.dg", "classifier_loss", {{"N", 100}, {"C", 48}, {"V", 771}},
+       true, {{"targets", 771}}, 1, -1, false, {"h", "wv"}},
+      // A residual MLP trained: a whole-array sum to the loss, the GEMMs'
+      // data and weight gradients.
+      {"residual MLP training step", "tests/lit/memory/residual_mlp.dg", "", {{"N", 100}, {"C", 40}}, true, {}},
       {"matmul", "tests/lit/pseudocode/matmul.dg", "", {{"M", 1000}, {"K", 80}, {"N", 771}}, false, {}, 1, 1, true},
       // Tensor cores at shapes that are not multiples of the tiles; a K that
       // is not a multiple of 8 leaves rows misaligned for the library: CUDA cores.

@@ -1,8 +1,8 @@
 // The emitted CUDA against the reference interpreter, on the GPU: for each
-// diagram of emit_cases.h and each storage (f32, bf16), a small executor
-// allocates a device buffer per stored value (the launch description),
-// uploads random inputs, poisons every other buffer with NaN (0xFF bytes),
-// runs the launches in order and compares every graph output with the
+// diagram of emit_cases.h and each storage (f32, bf16), the runtime's
+// ModuleExecutor places every stored value in one arena by the memory plan,
+// poisons the arena with NaN (0xFF bytes), takes random inputs, runs the
+// launches in order and compares every graph output with the
 // interpreter's (f64): relative error <= 1e-5 with f32 storage (1e-4 for
 // gradients), <= 1e-2 with bf16 (the interpreter gets the same bf16-rounded
 // inputs). Matmul-like launches run on the tensor-core tile library (TMA
@@ -21,15 +21,14 @@
 #include <vector>
 
 #include "cuda_context.h"
-#include "cuda_module.h"
+#include "cuda_driver.h"
 #include "device_buffer.h"
 #include "emit_cases.h"
 #include "emit_cuda.h"
 #include "interpreter.h"
 #include "jit.h"
-#include "launch_tensor_map.h"
-#include "loaded_kernels.h"
 #include "low_precision.h"
+#include "module_executor.h"
 #include "nvrtc_compiler.h"
 #include "pipeline.h"
 #include "pseudocode.h"
@@ -119,9 +118,7 @@ void runCase(const EmitCase& c, bool bf16, const std::string& arch, const cuda::
                                            {.storage = bf16 ? llmc::StorageType::BF16 : llmc::StorageType::F32});
   // Each launch is its own translation unit, compiled in parallel (no cache:
   // every run compiles what it tests).
-  std::vector<cuda::KernelSource> sources;
-  for (const llmc::KernelLaunch& l : module.launches) sources.push_back({l.name, l.source, context.arch(), {}});
-  cuda::LoadedKernels loaded(cuda::compileKernels(sources, nullptr).kernels);
+  const cuda::JitResult compiled = cuda::compileKernels(cuda::kernelSources(module, context.arch()), nullptr);
   int tensorCoreLaunches = 0;
   for (const llmc::KernelLaunch& l : module.launches) tensorCoreLaunches += !l.instructions.tensorCores.empty();
   if (bf16 && c.tensorCoreLaunches >= 0 && tensorCoreLaunches != c.tensorCoreLaunches) {
@@ -130,33 +127,22 @@ void runCase(const EmitCase& c, bool bf16, const std::string& arch, const cuda::
   }
 
   auto inputs = randomInputs(graph, c, bf16, 1234);
-  std::vector<cuda::DeviceBuffer> buffers;
+  // The module runs as llmc-train runs it: every array in one arena, placed
+  // by the memory plan (arrays share bytes when no launch sees both alive),
+  // the whole arena poisoned with NaN (0xFF bytes) first, so that a launch
+  // that fails to write, or a plan that lets two live arrays overlap, shows.
+  cuda::ModuleExecutor executor(module, {});
+  executor.load(compiled.kernels);
+  cuda::DeviceBuffer arena(static_cast<size_t>(std::max<int64_t>(executor.memoryPlan().arenaBytes, 1)));
+  arena.fillBytes(0xFF);
+  executor.setArena(arena.address(), arena.bytes());
   for (const llmc::BufferDesc& b : module.buffers) {
-    buffers.emplace_back(static_cast<size_t>(std::max<int64_t>(b.bytes, 1)));
-    if (b.graphInput) {
-      const llmc::HostTensor laidOut = llmc::permuteTo(inputs.at(graph.node(b.node).name), graph.node(b.node).type);
-      std::vector<unsigned char> bytes = toDevice(b, laidOut.data);
-      buffers.back().copyFromHost(bytes.data(), bytes.size());
-    } else {
-      buffers.back().fillBytes(0xFF);  // NaN: what a launch fails to write shows
-    }
+    if (!b.graphInput) continue;
+    const llmc::HostTensor laidOut = llmc::permuteTo(inputs.at(graph.node(b.node).name), graph.node(b.node).type);
+    std::vector<unsigned char> bytes = toDevice(b, laidOut.data);
+    cuda::check(cuda::driver().memcpyHtoD(executor.address(b.name), bytes.data(), bytes.size()), "cuMemcpyHtoD(input)");
   }
-  for (const llmc::KernelLaunch& l : module.launches) {
-    std::vector<CUtensorMap> maps;
-    for (const llmc::TensorMapParam& m : l.tensorMaps)
-      maps.push_back(cuda::encodeTensorMap(m, buffers.at(static_cast<size_t>(m.buffer)).address()));
-    std::vector<CUdeviceptr> addresses;
-    for (const llmc::LaunchParam& p : l.params) addresses.push_back(buffers.at(static_cast<size_t>(p.buffer)).address());
-    std::vector<void*> args;
-    for (CUtensorMap& m : maps) args.push_back(&m);
-    for (CUdeviceptr& a : addresses) args.push_back(&a);
-    cuda::Kernel& kernel = loaded[l.name];
-    cuda::LaunchConfig config;
-    config.grid = {static_cast<unsigned>(l.grid[0]), static_cast<unsigned>(l.grid[1]), static_cast<unsigned>(l.grid[2])};
-    config.block = {static_cast<unsigned>(l.block), 1, 1};
-    config.dynamicSharedMemoryBytes = static_cast<unsigned>(l.dynamicSmemBytes);
-    kernel.launch(config, args.data());
-  }
+  executor.run(nullptr);
   context.synchronize();
 
   // The oracle computes in f64 from the same (bf16-rounded) inputs. Values
@@ -169,17 +155,16 @@ void runCase(const EmitCase& c, bool bf16, const std::string& arch, const cuda::
   for (size_t i = 0; i < graph.outputs.size(); ++i) {
     const std::string& name = graph.outputs[i].name;
     const llmc::BufferDesc* buffer = nullptr;
-    size_t index = 0;
-    for (size_t k = 0; k < module.buffers.size(); ++k)
-      for (const std::string& o : module.buffers[k].graphOutputs)
-        if (o == name) buffer = &module.buffers[k], index = k;
+    for (const llmc::BufferDesc& b : module.buffers)
+      for (const std::string& o : b.graphOutputs)
+        if (o == name) buffer = &b;
     if (!buffer) {
       fmt::print("FAIL {}: output {} has no buffer\n", label, name);
       ++outcome.failed;
       continue;
     }
     std::vector<unsigned char> bytes(static_cast<size_t>(buffer->bytes));
-    buffers[index].copyToHost(bytes.data(), bytes.size());
+    cuda::check(cuda::driver().memcpyDtoH(bytes.data(), executor.address(name), bytes.size()), "cuMemcpyDtoH(output)");
     llmc::HostTensor got{graph.node(graph.outputs[i].node).type, fromDevice(*buffer, bytes)};
     const double error = llmc::relativeError(got, expected[i]);
     const bool ok = error <= tolerance;  // false for NaN
