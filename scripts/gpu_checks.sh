@@ -6,6 +6,11 @@
 #
 #   scripts/gpu_checks.sh [STEP...]   steps: tests sanitizer kernels compile train run
 #                                     (default: all but run, the 2000-step d12 run)
+#
+# The device tool allows 600 s a call: give the steps a few at a time there,
+# e.g. `tests`, then `sanitizer kernels compile`, then `train`. The kernel
+# cache (~/.cache/llmc) lives as long as the machine, so later calls compile
+# less.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export LLMC_SOURCE_DIR=$PWD LLMC_TARGETS=$PWD/compiler/targets LLMC_DEVICE_INCLUDE=$PWD/runtime/cuda/device
