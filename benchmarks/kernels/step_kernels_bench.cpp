@@ -29,6 +29,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "cuda_context.h"
@@ -166,10 +167,18 @@ int run(int argc, char** argv) {
     bound[p.kernel.id] = p.cost.bottleneck;
   }
   struct Row {
-    std::string name, role, bound;
+    std::string name, role, bound, kind;
     int kernel;
     double measured, predicted;
     bool tensorCores;
+  };
+  // What a launch is, for the summary by kind: a GEMM on the tile library,
+  // CUDA-core code with reductions, elementwise, or a helper launch.
+  auto kindOf = [](const llmc::KernelLaunch& l) -> std::string {
+    if (!l.instructions.tensorCores.empty()) return "tensor-core GEMM";
+    if (l.role != "tile") return l.role;
+    if (l.instructions.describe().find("elementwise") != std::string::npos) return "elementwise";
+    return "CUDA-core reduction";
   };
   std::vector<Row> rows;
   std::map<int, double> measuredByKernel;
@@ -178,8 +187,9 @@ int run(int argc, char** argv) {
     std::sort(samples[i].begin(), samples[i].end());
     const double median = samples[i][samples[i].size() / 2];
     const llmc::KernelLaunch& l = module.launches[i];
-    rows.push_back({l.name, l.role, bound.count(l.kernel) ? bound[l.kernel] : "", l.kernel, median,
-                    predictedUs.count(l.kernel) ? predictedUs[l.kernel] : -1, !l.instructions.tensorCores.empty()});
+    rows.push_back({l.name, l.role, bound.count(l.kernel) ? bound[l.kernel] : "", kindOf(l), l.kernel, median,
+                    predictedUs.count(l.kernel) && l.role == "tile" ? predictedUs[l.kernel] : -1,
+                    !l.instructions.tensorCores.empty()});
     totalMeasured += median;
     if (l.kernel >= 0) measuredByKernel[l.kernel] += median;
   }
@@ -210,10 +220,22 @@ int run(int argc, char** argv) {
              "{} kernels within 2x of the prediction, {} slower than 2x, {} faster than 2x\n",
              totalMeasured / 1e3, totalPredicted / 1e3, within, slower, faster);
 
+  std::map<std::string, std::tuple<int, double, double>> byKind;  // launches, measured, predicted (us)
+  for (const Row& r : rows) {
+    auto& [count, measured, predicted] = byKind[r.kind];
+    ++count;
+    measured += r.measured;
+    predicted += std::max(0.0, r.predicted);
+  }
+  fmt::print("by kind: {:<22} {:>8} {:>14} {:>14}\n", "", "launches", "measured ms", "predicted ms");
+  for (const auto& [kind, figures] : byKind)
+    fmt::print("         {:<22} {:>8} {:>14.3f} {:>14.3f}\n", kind, std::get<0>(figures), std::get<1>(figures) / 1e3,
+               std::get<2>(figures) / 1e3);
+
   if (!json.empty()) {
     nlohmann::json out = nlohmann::json::array();
     for (const Row& r : rows)
-      out.push_back({{"launch", r.name}, {"role", r.role}, {"kernel", r.kernel}, {"tensor_cores", r.tensorCores},
+      out.push_back({{"launch", r.name}, {"role", r.role}, {"kind", r.kind}, {"kernel", r.kernel}, {"tensor_cores", r.tensorCores},
                      {"measured_us", r.measured}, {"predicted_us", r.predicted}, {"bound", r.bound}});
     std::ofstream(json) << out.dump(1) << "\n";
   }
