@@ -262,17 +262,17 @@ std::vector<float> GpuTrainer::packed(const std::vector<double>& perParameter) c
   return out;
 }
 
-void GpuTrainer::upload(const cuda::DeviceBuffer& buffer, const std::vector<float>& values) {
-  const_cast<cuda::DeviceBuffer&>(buffer).copyFromHost(values.data(), values.size() * sizeof(float));
+void GpuTrainer::upload(cuda::DeviceBuffer& buffer, const std::vector<float>& values) {
+  buffer.copyFromHost(values.data(), values.size() * sizeof(float));
 }
 
-void GpuTrainer::uploadTokens(const cuda::DeviceBuffer& buffer, const std::vector<int32_t>& tokens, int64_t expected) {
+void GpuTrainer::uploadTokens(cuda::DeviceBuffer& buffer, const std::vector<int32_t>& tokens, int64_t expected) {
   if (static_cast<int64_t>(tokens.size()) != expected)
     throw std::invalid_argument(fmt::format("expected {} tokens, got {}", expected, tokens.size()));
   for (int32_t id : tokens)
     if (id < 0 || id >= config_.V)
       throw std::invalid_argument(fmt::format("token {} is outside the vocabulary of {}", id, config_.V));
-  const_cast<cuda::DeviceBuffer&>(buffer).copyFromHost(tokens.data(), tokens.size() * sizeof(int32_t));
+  buffer.copyFromHost(tokens.data(), tokens.size() * sizeof(int32_t));
 }
 
 void GpuTrainer::setScalar(int slot, float value) {
@@ -310,8 +310,10 @@ double GpuTrainer::forwardBackward(const std::vector<int32_t>& inputs, const std
   if (gradScale != 1.0 || microBatches_ > 0) {
     if (gradScale == 1.0)
       throw std::logic_error("GpuTrainer: a second micro-batch with gradScale 1 (scale each by 1/micro-batches)");
-    if (!accumulated_[0].bytes())
+    if (!accumulated_[0].bytes()) {
       for (cuda::DeviceBuffer& b : accumulated_) b = cuda::DeviceBuffer(static_cast<size_t>(packedCount_ * 4));
+      startup_.deviceBytes += 2 * packedCount_ * 4;
+    }
     const int into = accumulatedIn_ < 0 ? 0 : 1 - accumulatedIn_;
     if (accumulatedIn_ < 0)
       cuda::check(cuda::driver().memsetD8Async(accumulated_[1].address(), 0, accumulated_[1].bytes(), stream_->get()),
