@@ -96,12 +96,6 @@ void ModuleExecutor::runLaunch(size_t i, CUstream stream) {
   launchKernels_[i]->launch(arguments_[i].config, arguments_[i].args.data());
 }
 
-const BufferDesc& ModuleExecutor::buffer(const std::string& name) const {
-  const int b = bufferIndex(name);
-  if (b < 0) throw std::invalid_argument(fmt::format("module has no input or output named {}", name));
-  return module_.buffers[static_cast<size_t>(b)];
-}
-
 CUdeviceptr ModuleExecutor::address(const std::string& name) const {
   const int b = bufferIndex(name);
   if (b < 0) throw std::invalid_argument(fmt::format("module has no input or output named {}", name));

@@ -50,7 +50,6 @@ class ModuleExecutor {
 
   // Where a graph input or output is: its binding, or its place in the arena.
   CUdeviceptr address(const std::string& name) const;
-  const BufferDesc& buffer(const std::string& name) const;
 
  private:
   int bufferIndex(const std::string& name) const;  // -1 if none
