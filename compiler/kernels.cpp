@@ -106,7 +106,27 @@ class Fuser {
 
  private:
   static size_t idx(NodeId id) { return static_cast<size_t>(id); }
-  bool light(const Node& n) const { return n.op != Op::Input && !isFree(g_, n) && !isView(n) && !isAnchor(n); }
+  bool light(const Node& n) const { return n.op != Op::Input && !isFree(g_, n) && !viewHere(n) && !isAnchor(n); }
+
+  // A view, read through by the kernels that use it; except a concat that a
+  // long contraction reads (the qkv projection's gradients, dq, dk and dv in
+  // three layouts): the tensor cores take one strided array, so the concat is
+  // computed, its parts copied into one stored array.
+  bool viewHere(const Node& n) const {
+    if (!isView(n)) return false;
+    if (n.op != Op::Concat || !isFloat(n.type.dtype)) return true;
+    // Its readers, through other views.
+    std::vector<NodeId> work = consumers_[idx(n.id)];
+    std::set<NodeId> seen;
+    while (!work.empty()) {
+      const Node& c = g_.node(work.back());
+      work.pop_back();
+      if (!seen.insert(c.id).second) continue;
+      if (isLongContraction(g_, c)) return false;
+      if (isView(c)) work.insert(work.end(), consumers_[idx(c.id)].begin(), consumers_[idx(c.id)].end());
+    }
+    return true;
+  }
 
   // A light node whose consumers all sit in one kernel is computed there,
   // unless it is an operand of a contraction: tensor cores are fed stored
@@ -205,7 +225,7 @@ class Fuser {
       if (inKernel(n.id)) {
         if (fromAfter) return false;
         s = KernelValue;
-      } else if (isView(n)) {
+      } else if (viewHere(n)) {
         s = fromAfter ? After : fromKernel ? KernelValue : Unrelated;
       } else if (!isFree(g_, n)) {
         s = fromAfter || fromKernel ? After : Unrelated;
@@ -389,7 +409,7 @@ class Fuser {
     std::vector<std::set<int>> producers(g_.nodes.size());  // the kernels a node's value comes from
     for (const Node& n : g_.nodes) {
       if (group_[idx(n.id)] >= 0) producers[idx(n.id)] = {group_[idx(n.id)]};
-      else if (isView(n))
+      else if (viewHere(n))
         for (NodeId o : n.operands) producers[idx(n.id)].insert(producers[idx(o)].begin(), producers[idx(o)].end());
     }
     std::map<int, std::set<int>> waitsFor;
