@@ -364,7 +364,8 @@ class Fuser {
               if (!g_.node(m).type.has(x)) continue;
               for (NodeId c : consumers_[idx(m)]) {
                 int gc = group_[idx(c)];
-                if (gc < 0 || groups.count(gc) || copiesAMember(c, members)) continue;
+                if (gc < 0 || groups.count(gc) || copiesAMember(c, members) || storedForTensorCores(g_.node(c), m))
+                  continue;
                 const auto axes = reducedBy(g_.node(c));
                 if (std::find(axes.begin(), axes.end(), x) != axes.end() ||
                     (!isAnchor(g_.node(c)) && g_.node(c).type.has(x) && reducesIn(gc, x))) {
