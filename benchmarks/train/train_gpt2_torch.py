@@ -60,11 +60,13 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from torch import nn  # noqa: E402
 
-# llm.c's parameter order and shapes, and the checkpoint header's constants,
-# come from the PyTorch comparison tests, which already read llm.c checkpoints.
+# llm.c's parameter order and shapes, the checkpoint header's constants and
+# the copying of parameters into the model come from the PyTorch comparison
+# tests, which already read llm.c checkpoints.
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "pytorch"))
 from compare_gpt2_forward import (  # noqa: E402
     CHECKPOINT_HEADER_WORDS, CHECKPOINT_MAGIC, CHECKPOINT_VERSION_FP32, parameter_shapes)
+from compare_gpt2_forward import Gpt2 as ReferenceGpt2  # noqa: E402
 
 CHECKPOINT_VERSION_BF16 = 5
 SHARD_MAGIC = 20240520
@@ -216,29 +218,9 @@ class Gpt2(nn.Module):
                 module.weight.normal_(0.0, 0.02, generator=generator)
         self.wte.weight[self.V:].zero_()
 
-    @torch.no_grad()
-    def load_llmc(self, params):
-        """Copies llm.c's parameters in; its weights are [out, in], as nn.Linear's."""
-        def put(target, value):
-            target.copy_(torch.from_numpy(np.ascontiguousarray(value)))
-
-        put(self.wte.weight, params["wte"])
-        put(self.wpe.weight, params["wpe"])
-        for l, block in enumerate(self.blocks):
-            put(block.ln1.weight, params["ln1w"][l])
-            put(block.ln1.bias, params["ln1b"][l])
-            put(block.attention.qkv.weight, params["qkvw"][l])
-            put(block.attention.qkv.bias, params["qkvb"][l])
-            put(block.attention.proj.weight, params["attprojw"][l])
-            put(block.attention.proj.bias, params["attprojb"][l])
-            put(block.ln2.weight, params["ln2w"][l])
-            put(block.ln2.bias, params["ln2b"][l])
-            put(block.mlp.fc.weight, params["fcw"][l])
-            put(block.mlp.fc.bias, params["fcb"][l])
-            put(block.mlp.proj.weight, params["fcprojw"][l])
-            put(block.mlp.proj.bias, params["fcprojb"][l])
-        put(self.lnf.weight, params["lnfw"])
-        put(self.lnf.bias, params["lnfb"])
+    # llm.c's parameters copied in, as the reference model does it: the
+    # modules here carry the same names (wte, wpe, blocks[l].ln1, .attention.qkv, ...).
+    load_llmc = ReferenceGpt2.load_llmc
 
 
 # ---------------------------------------------------------------------------
