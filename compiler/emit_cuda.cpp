@@ -256,6 +256,16 @@ CudaModule emitCuda(const Graph& graph, const std::vector<PlannedKernel>& kernel
 
   std::vector<Planned> plans;
   std::set<NodeId> gridSums;  // isGridSum's outputs: accumulated by atomics too
+  // Zeroes the f32 array that kernel k's atomic adds accumulate into.
+  auto clearBefore = [&](const Kernel& k, NodeId id) {
+    Planned clear;
+    clear.plan.kind = LaunchPlan::Kind::Clear;
+    clear.plan.name = fmt::format("{}_clear_{}", k.name, name(id));
+    clear.plan.outputs = {id};
+    clear.kernel = k.id;
+    clear.role = "clear";
+    plans.push_back(clear);
+  };
   for (const PlannedKernel& pk : kernels) {
     const Kernel& k = pk.kernel;
     std::set<NodeId> nodes(k.nodes.begin(), k.nodes.end());
@@ -263,13 +273,7 @@ CudaModule emitCuda(const Graph& graph, const std::vector<PlannedKernel>& kernel
     // zeroed first; the kernel's other work reads its result from GMEM.
     for (NodeId id : k.nodes) {
       if (!atomics.count(id)) continue;
-      Planned clear;
-      clear.plan.kind = LaunchPlan::Kind::Clear;
-      clear.plan.name = fmt::format("{}_clear_{}", k.name, name(id));
-      clear.plan.outputs = {id};
-      clear.kernel = k.id;
-      clear.role = "clear";
-      plans.push_back(clear);
+      clearBefore(k, id);
       Planned scatter;
       scatter.plan.kind = LaunchPlan::Kind::Scatter;
       scatter.plan.name = fmt::format("{}_scatter_{}", k.name, name(id));
@@ -301,15 +305,8 @@ CudaModule emitCuda(const Graph& graph, const std::vector<PlannedKernel>& kernel
     // A sum of a whole array to a scalar adds up across the grid by atomics,
     // into an f32 array zeroed first.
     if (isGridSum(graph, tile.plan)) {
-      const NodeId sum = tile.plan.outputs[0];
-      gridSums.insert(sum);
-      Planned clear;
-      clear.plan.kind = LaunchPlan::Kind::Clear;
-      clear.plan.name = fmt::format("{}_clear_{}", k.name, name(sum));
-      clear.plan.outputs = {sum};
-      clear.kernel = k.id;
-      clear.role = "clear";
-      plans.push_back(clear);
+      gridSums.insert(tile.plan.outputs[0]);
+      clearBefore(k, tile.plan.outputs[0]);
     }
     plans.push_back(tile);
   }

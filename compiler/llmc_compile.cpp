@@ -82,28 +82,6 @@ exit status: 0 on success, 1 for an error in the diagrams, 2 for a bad command l
   std::exit(2);
 }
 
-void parseSet(const std::string& text, llmc::SizeBindings& sizes) {
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t comma = text.find(',', start);
-    std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    size_t eq = item.find('=');
-    if (eq == std::string::npos || eq == 0) usageError(fmt::format("--set expects NAME=N, got '{}'", item));
-    std::string name = item.substr(0, eq), value = item.substr(eq + 1);
-    size_t used = 0;
-    long long n = 0;
-    try {
-      n = std::stoll(value, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != value.size() || n <= 0)
-      usageError(fmt::format("--set {}: '{}' is not a positive whole number", name, value));
-    sizes[name] = n;
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-}
 
 }  // namespace
 
@@ -148,7 +126,11 @@ int main(int argc, char** argv) {
       if (z != "0" && z != "1") usageError(fmt::format("--zero expects 0 or 1, got '{}'", z));
       zero = z == "1" ? 1 : 0;
     } else if (arg == "--set") {
-      parseSet(value("--set"), options.sizes);
+      try {
+        for (const auto& [name, size] : llmc::parseSizeBindings(value("--set"))) options.sizes[name] = size;
+      } catch (const std::invalid_argument& e) {
+        usageError(e.what());
+      }
     } else if (arg == "--grad") {
       options.grad = true;
     } else if (arg == "--loss") {

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <stdexcept>
 
 #include "autodiff.h"
 #include "canonicalize.h"
@@ -15,6 +16,32 @@
 #include "verify.h"
 
 namespace llmc {
+
+SizeBindings parseSizeBindings(const std::string& text) {
+  SizeBindings sizes;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = text.find(',', start);
+    const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw std::invalid_argument(fmt::format("--set expects NAME=N, got '{}'", item));
+    const std::string name = item.substr(0, eq), value = item.substr(eq + 1);
+    size_t used = 0;
+    long long n = 0;
+    try {
+      n = std::stoll(value, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != value.size() || n <= 0)
+      throw std::invalid_argument(fmt::format("--set {}: '{}' is not a positive whole number", name, value));
+    sizes[name] = n;
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return sizes;
+}
 
 const std::vector<std::string>& passNames() {
   static const std::vector<std::string> names = {"parse", "resolve", "elaborate", "canonicalize", "autodiff", "recompute"};

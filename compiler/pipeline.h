@@ -29,6 +29,10 @@ struct PipelineOptions {
   std::function<void(const std::string&)> dump;  // where dumps and timings go
 };
 
+// Sizes as the command lines give them, "B=4,T=64": every NAME=N with N a
+// positive whole number. Throws std::invalid_argument naming the bad item.
+SizeBindings parseSizeBindings(const std::string& text);
+
 // The names of the passes, in order, for --dump-after and --help.
 const std::vector<std::string>& passNames();
 

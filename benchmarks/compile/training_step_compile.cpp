@@ -37,30 +37,6 @@ double secondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-llmc::SizeBindings parseSizes(const std::string& text) {
-  llmc::SizeBindings sizes;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t comma = text.find(',', start);
-    std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    size_t eq = item.find('=');
-    if (eq == std::string::npos) throw std::invalid_argument("--set expects NAME=N, got '" + item + "'");
-    const std::string value = item.substr(eq + 1);
-    size_t used = 0;
-    long long n = 0;
-    try {
-      n = std::stoll(value, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != value.size() || n <= 0)
-      throw std::invalid_argument("--set " + item.substr(0, eq) + ": '" + value + "' is not a positive whole number");
-    sizes[item.substr(0, eq)] = n;
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return sizes;
-}
 
 // Loads the kernels on the GPU when there is one; the time it took, or none.
 std::optional<double> loadOnGpu(const std::vector<llmc::cuda::JitKernel>& kernels) {
@@ -114,7 +90,7 @@ int run(int argc, char** argv) {
   auto start = std::chrono::steady_clock::now();
   llmc::PipelineOptions options;
   options.path = std::string(sourceDir ? sourceDir : LLMC_SOURCE_DIR) + "/diagrams/gpt2/model.dg";
-  options.sizes = parseSizes(sizes);
+  options.sizes = llmc::parseSizeBindings(sizes);
   options.grad = grad;
   options.target = &target;
   options.cost = cost;

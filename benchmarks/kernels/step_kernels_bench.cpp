@@ -48,20 +48,6 @@ namespace {
 
 using llmc::cuda::DeviceBuffer;
 
-llmc::SizeBindings parseSizes(const std::string& text) {
-  llmc::SizeBindings sizes;
-  size_t at = 0;
-  while (at < text.size()) {
-    size_t comma = text.find(',', at);
-    std::string item = text.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
-    size_t eq = item.find('=');
-    if (eq == std::string::npos) throw std::invalid_argument("--set: '" + item + "' is not NAME=VALUE");
-    sizes[item.substr(0, eq)] = std::stoll(item.substr(eq + 1));
-    if (comma == std::string::npos) break;
-    at = comma + 1;
-  }
-  return sizes;
-}
 
 // Random normal values in a buffer's storage type; zeros for integers.
 void fillInput(const llmc::BufferDesc& b, CUdeviceptr address, std::mt19937& rng) {
@@ -96,7 +82,7 @@ int run(int argc, char** argv) {
     };
     if (arg == "--diagram") diagram = value();
     else if (arg == "--entry") entry = value();
-    else if (arg == "--set") sizes = value();
+    else if (arg == "--set") llmc::parseSizeBindings(sizes = value());  // checked here, before any GPU work
     else if (arg == "--forward") grad = false;
     else if (arg == "--storage") {
       const std::string s = value();
@@ -121,7 +107,7 @@ int run(int argc, char** argv) {
   llmc::PipelineOptions options;
   options.path = diagram;
   options.entry = entry;
-  options.sizes = parseSizes(sizes);
+  options.sizes = llmc::parseSizeBindings(sizes);
   options.grad = grad;
   options.target = &target;
   options.cost = cost;

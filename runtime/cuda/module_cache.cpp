@@ -30,7 +30,7 @@ std::string readFile(const fs::path& path) {
 }
 
 // Bump when the JSON layout changes.
-constexpr int kFormat = 1;
+constexpr int kFormat = 2;
 
 }  // namespace
 
@@ -74,7 +74,10 @@ std::optional<CudaModule> ModuleCache::find(uint64_t key) const {
   try {
     return moduleFromJson(readFile(p));
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "llmc: module cache entry %s is unusable (%s); planning again\n", p.string().c_str(), e.what());
+    // A parser's message can quote a long stretch of the entry: its start says enough.
+    std::string why = e.what();
+    if (why.size() > 160) why = why.substr(0, 160) + "...";
+    std::fprintf(stderr, "llmc: module cache entry %s is unusable (%s); planning again\n", p.string().c_str(), why.c_str());
     return std::nullopt;
   }
 }
@@ -127,7 +130,7 @@ std::string moduleToJson(const CudaModule& module) {
                       {"strides_bytes", m.stridesBytes}, {"box", m.box}, {"swizzle", m.swizzle}});
     launches.push_back({{"name", l.name}, {"kernel", l.kernel}, {"role", l.role}, {"grid", l.grid},
                         {"block", l.block}, {"dynamic_smem_bytes", l.dynamicSmemBytes}, {"tensor_maps", maps},
-                        {"params", params}, {"tensor_cores", !l.instructions.tensorCores.empty()},
+                        {"params", params}, {"tensor_cores", l.instructions.tensorCores},
                         {"source", l.source}});
   }
   return json{{"format", kFormat}, {"arch", module.arch}, {"buffers", buffers}, {"launches", launches}}.dump();
@@ -177,7 +180,7 @@ CudaModule moduleFromJson(const std::string& text) {
       k.tensorMaps.push_back(p);
     }
     for (const json& p : l.at("params")) k.params.push_back({bufferIndex(p.at(0)), p.at(1).get<bool>()});
-    if (l.at("tensor_cores").get<bool>()) k.instructions.tensorCores = "(cached)";
+    k.instructions.tensorCores = l.at("tensor_cores").get<std::string>();
     k.source = l.at("source").get<std::string>();
     m.launches.push_back(std::move(k));
   }
