@@ -10,6 +10,7 @@
 #include "kernels.h"
 #include "print.h"
 #include "streamability.h"
+#include "tensor_core_stream.h"
 
 namespace llmc {
 
@@ -42,14 +43,15 @@ using Env = std::map<std::string, Binding>;
 class Writer {
  public:
   Writer(const Graph& g, const LaunchPlan& plan, const std::map<NodeId, StoredArray>& stored,
-         const GemmEpilogueAxes* epilogue = nullptr)
-      : g_(g), plan_(plan), stored_(stored), names_(printedNames(g)), epilogue_(epilogue) {
+         const GemmEpilogueAxes* epilogue = nullptr, const TensorCoreStream* tensorStream = nullptr)
+      : g_(g), plan_(plan), stored_(stored), names_(printedNames(g)), epilogue_(epilogue), tcs_(tensorStream) {
     scopes_.push_back({-1, 0, "", {}});
   }
 
   WrittenKernel run() {
     WrittenKernel out;
     if (epilogue_) gemmEpilogue();
+    else if (tcs_) tensorCoreStream(out);
     else switch (plan_.kind) {
       case LaunchPlan::Kind::Tile:
         if (isGridSum(g_, plan_)) gridSum(out);
@@ -130,6 +132,8 @@ class Writer {
       own[a.name] = it->second;
     }
     if (n.op == Op::Pos) return own.at(n.axes[0]).expr;
+    if (auto score = scoreIndex_.find(id); score != scoreIndex_.end() && !inTail_)
+      return fmt::format("sc{}[{}][2 * {} + {}]", score->second, fragment_.column, fragment_.half, fragment_.element);
     if (epilogue_ && id == epilogue_->contraction) {
       for (const Axis& a : n.type.axes)
         if (own.at(a.name).expr != contractionAt_.at(a.name).expr)
@@ -389,6 +393,12 @@ class Writer {
 
   std::string slotRef(int k, const Env& env) const {
     const SlotLayout& s = slots_[static_cast<size_t>(k)];
+    if (tcs_) {  // in the stream: the slot's registers for the row half; after it: the staged slot
+      if (!inTail_) return fmt::format("{}[{}]", s.name, fragment_.half);
+      if (s.local.empty()) return fmt::format("{}_staged[p]", s.name);
+      return fmt::format("{}_staged[p * {} + {}]", s.name, productOf(k)->values.paddedChannels,
+                         env.at(s.local[0].name).expr);
+    }
     if (s.local.empty()) return s.name;
     std::string off;
     for (const Axis& a : s.local) off = off.empty() ? env.at(a.name).expr : fmt::format("({}) * {} + {}", off, a.size, env.at(a.name).expr);
@@ -438,12 +448,14 @@ class Writer {
   }
 
   // The chunk-local product of a slot's factors at a position of the stream.
-  std::string core(int k, const Env& env) {
+  // `leftOut`: a factor not multiplied in (a tensor-core product's operand).
+  std::string core(int k, const Env& env, NodeId leftOut = -1) {
     const AccumulatorSlot& slot = stream_.slots[static_cast<size_t>(k)];
     const SlotLayout& layout = slots_[static_cast<size_t>(k)];
     const std::string& position = env.at(plan_.streamAxis).expr;
     std::string product, conditions;
     for (const StreamFactor& f : slot.core) {
+      if (f.node == leftOut) continue;
       const Node& node = g_.node(f.node);
       std::string v = value(f.node, env);
       std::string base;
@@ -640,6 +652,14 @@ class Writer {
     }
     if (!outside.empty()) emit(point, fmt::format("if ({}) continue;  // past the end of a remainder tile", outside));
     if (setUpStream()) streamLoop(point, env, out);
+    storeOutputs(point, env);
+    close(point);
+  }
+
+  // The launch's outputs at a point of the tile: each one's axes outside the
+  // group looped whole; an output without some group axis stored by the
+  // point at position 0 of it.
+  void storeOutputs(int point, const Env& env) {
     std::set<std::string> group;
     for (const Axis& a : plan_.groupAxes) group.insert(a.name);
     for (NodeId o : plan_.outputs) {
@@ -655,7 +675,234 @@ class Writer {
       store(s, o, e);
       closeAll(opened);
     }
+  }
+
+  // ---- a stream on the tensor cores (tensor_core_stream.h): one block per 64
+  // rows and batch position, 16 rows per warp; per step of 64 positions, the
+  // scores by mma.sync, the running maxima, then the sums and the products'
+  // weights at the 32 fragment elements each lane holds, the products by
+  // mma.sync; after the stream the slots are staged in shared memory and the
+  // tail runs per row as in a CUDA-core tile.
+  const StreamProduct* productOf(int slot) const {
+    for (const StreamProduct& p : tcs_->products)
+      if (p.slot == slot) return &p;
+    return nullptr;
+  }
+
+  std::string tileOrigin(const StreamTile& tile, const std::string& outerPosition) {
+    std::string offset = fmt::format("{}", tile.layout.offset);
+    for (const auto& [axis, stride] : tile.layout.strides) {
+      if (axis == tile.channel.name || stride == 0) continue;
+      offset += fmt::format(" + (long long)({}) * {}", axis == tile.outer ? outerPosition : "i_" + axis, stride);
+    }
+    reads_.insert(tile.layout.array);
+    return fmt::format("reinterpret_cast<const llmc::bf16*>({}) + {}", stored_.at(tile.layout.array).param, offset);
+  }
+
+  std::string loadTile(const StreamTile& tile, const std::string& smemAt, const std::string& outerPosition,
+                       int64_t outerSize) {
+    return fmt::format("llmc::sm80::detail::load_tile_async<64, {}, {}>(reinterpret_cast<llmc::bf16*>(smem + {}), {}, {}, "
+                       "{} - ({}), {});",
+                       tile.paddedChannels, tcs_->threads, smemAt, tileOrigin(tile, outerPosition),
+                       tile.layout.strides.at(tile.outer), outerSize, outerPosition, tile.channel.size);
+  }
+
+  // The loop over the lane's two rows, binding the row axis (clamped into the
+  // array: rows past the end are computed on the last row and never stored).
+  int openRows(int parent, Env& env) {
+    fragment_.half = fresh("h");
+    const int s = open(parent, fmt::format("_Pragma(\"unroll\") for (int {0} = 0; {0} < 2; ++{0})", fragment_.half));
+    const Axis& r = tcs_->rows;
+    std::string row = fmt::format("t_{} + warp * 16 + (lane >> 2) + 8 * {}", r.name, fragment_.half);
+    if (r.size % 64 != 0) row = fmt::format("min({}, {})", row, r.size - 1);
+    env[r.name] = {define(s, "int", "i_" + r.name, row), s};
+    return s;
+  }
+
+  // The loops over the lane's 16 columns of the step, binding the stream
+  // axis; `valid` is set to the condition of a position inside the axis.
+  int openColumns(int parent, Env& env, std::vector<int>& opened, std::string& valid) {
+    fragment_.column = fresh("j");
+    fragment_.element = fresh("e");
+    opened.push_back(open(parent, fmt::format("_Pragma(\"unroll\") for (int {0} = 0; {0} < 8; ++{0})", fragment_.column)));
+    const int s = open(opened.back(), fmt::format("_Pragma(\"unroll\") for (int {0} = 0; {0} < 2; ++{0})", fragment_.element));
+    opened.push_back(s);
+    const Axis& c = tcs_->stream;
+    std::string position = define(s, "int", "position", fmt::format("c0 + 8 * {} + 2 * (lane & 3) + {}", fragment_.column,
+                                                                     fragment_.element));
+    valid = c.size % 64 != 0 ? fmt::format("{} < {}", position, c.size) : "";
+    env[c.name] = {c.size % 64 != 0 ? define(s, "int", "i_" + c.name, fmt::format("min({}, {})", position, c.size - 1))
+                                    : position,
+                   s};
+    positions_ = s;
+    return s;
+  }
+
+  static std::string masked(const std::string& valid, const std::string& v, const char* otherwise) {
+    return valid.empty() ? v : fmt::format("({}) ? {} : {}", valid, v, otherwise);
+  }
+
+  void tensorCoreStream(WrittenKernel& out) {
+    const TensorCoreStream& t = *tcs_;
+    if (!setUpStream()) throw std::logic_error("emit cuda: a tensor-core stream that does not stream");
+    for (size_t k = 0; k < t.scores.size(); ++k) scoreIndex_[t.scores[k].contraction] = static_cast<int>(k);
+    out.grid = t.grid;
+    out.block = t.threads;
+    emit(0, "extern __shared__ __align__(128) unsigned char smem[];");
+    emit(0, "const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;");
+    if (t.grid > 1) emit(0, "long long block = blockIdx.x;");
+    Env env;
+    for (size_t i = plan_.groupAxes.size(); i-- > 0;) {
+      const Axis& a = plan_.groupAxes[i];
+      const int64_t tile = a.name == t.rows.name ? 64 : 1, tiles = ceilDiv(a.size, tile);
+      if (tiles == 1) emit(0, fmt::format("const int t_{} = 0;", a.name));
+      else emit(0, fmt::format("const int t_{} = (int)(block % {}) * {};", a.name, tiles, tile));
+      if (tiles > 1 && i > 0) emit(0, fmt::format("block /= {};", tiles));
+      if (a.name != t.rows.name) {
+        emit(0, fmt::format("const int i_{0} = t_{0};", a.name));
+        env[a.name] = {"i_" + a.name, 0};
+      }
+    }
+    const std::string rowOrigin = "t_" + t.rows.name;
+    const int64_t positions = t.stream.size;
+    // The row tiles, the first step's column tiles; the rows' A fragments.
+    for (const StreamScore& sc : t.scores) emit(0, loadTile(sc.rows, fmt::format("{}", sc.rows.smemOffset), rowOrigin, t.rows.size));
+    auto loadStep = [&](int scope, const std::string& stage, const std::string& first) {
+      for (const StreamScore& sc : t.scores)
+        emit(scope, loadTile(sc.columns, fmt::format("{} + {} * {}", sc.columns.smemOffset, stage, sc.columns.stageBytes()),
+                             first, positions));
+      for (const StreamProduct& p : t.products)
+        emit(scope, loadTile(p.values, fmt::format("{} + {} * {}", p.values.smemOffset, stage, p.values.stageBytes()), first,
+                             positions));
+    };
+    loadStep(0, "0", "0");
+    emit(0, "llmc::sm80::detail::cp_async_commit();");
+    emit(0, "llmc::sm80::detail::cp_async_wait<0>();");
+    emit(0, "__syncthreads();");
+    for (size_t k = 0; k < t.scores.size(); ++k) {
+      const StreamTile& rows = t.scores[k].rows;
+      emit(0, fmt::format("unsigned fa{}[{}][4];", k, rows.paddedChannels / 16));
+      emit(0, fmt::format("llmc::stream::load_row_fragments<{}>(fa{}, llmc::smem_addr(smem + {}), warp * 16);",
+                          rows.paddedChannels, k, rows.smemOffset));
+    }
+    // Accumulators: two rows per lane, or a product's [channels / 8][4] fragment.
+    for (size_t k = 0; k < slots_.size(); ++k) {
+      const bool isMax = stream_.slots[k].kind == AccumulatorSlot::Kind::Max;
+      const std::string& name = slots_[k].name;
+      if (const StreamProduct* p = productOf(static_cast<int>(k))) {
+        emit(0, fmt::format("float {}[{}][4] = {{}};  // accumulator: the product with {} over {}", name,
+                            p->values.paddedChannels / 8, names_[static_cast<size_t>(p->factor)], t.stream.name));
+        continue;
+      }
+      const char* init = isMax ? "-LLMC_INF" : "0.0f";
+      emit(0, fmt::format("float {}[2] = {{{}, {}}};  // accumulator: {} over {}", name, init, init, isMax ? "max" : "sum",
+                          t.stream.name));
+      if (slots_[k].keepsPrevious) emit(0, fmt::format("float {}_prev[2];", name));
+    }
+
+    const int step = open(0, fmt::format("for (int c0 = 0, stage = 0; c0 < {}; c0 += 64, stage ^= 1)", positions));
+    // The next step's tiles load while this one computes; the barrier at the
+    // end of a step frees the stage they overwrite.
+    const int next = open(step, fmt::format("if (c0 + 64 < {})", positions));
+    loadStep(next, "(stage ^ 1)", "c0 + 64");
+    close(next);
+    emit(step, "llmc::sm80::detail::cp_async_commit();");
+    emit(step, "llmc::sm80::detail::cp_async_wait<1>();");
+    emit(step, "__syncthreads();");
+    for (size_t k = 0; k < t.scores.size(); ++k) {
+      const StreamTile& columns = t.scores[k].columns;
+      emit(step, fmt::format("float sc{}[8][4];", k));
+      emit(step, fmt::format("llmc::stream::warp_scores<{}>(sc{}, fa{}, llmc::smem_addr(smem + {} + stage * {}));",
+                             columns.paddedChannels, k, k, columns.smemOffset, columns.stageBytes()));
+    }
+    // The running maxima first: the sums are rescaled by them.
+    for (size_t k = 0; k < slots_.size(); ++k) {
+      if (stream_.slots[k].kind != AccumulatorSlot::Kind::Max) continue;
+      Env e = env;
+      const int rows = openRows(step, e);
+      std::string stepMax = fresh("step_max");
+      emit(rows, fmt::format("float {} = -LLMC_INF;", stepMax));
+      std::vector<int> opened;
+      std::string valid;
+      const int at = openColumns(rows, e, opened, valid);
+      emit(at, fmt::format("{0} = fmaxf({0}, {1});", stepMax, masked(valid, core(static_cast<int>(k), e), "-LLMC_INF")));
+      closeAll(opened);
+      const std::string ref = slotRef(static_cast<int>(k), e);
+      if (slots_[k].keepsPrevious) emit(rows, fmt::format("{}_prev[{}] = {};", slots_[k].name, fragment_.half, ref));
+      emit(rows, fmt::format("{0} = fmaxf({0}, llmc::stream::quad_max({1}));", ref, stepMax));
+      close(rows);
+    }
+    {
+      Env e = env;
+      const int rows = openRows(step, e);
+      std::map<int, std::string> rescaleOf;  // by max slot
+      for (size_t k = 0; k < slots_.size(); ++k) {
+        const int m = slots_[k].maxSlotOfRescale;
+        if (m < 0) continue;
+        if (!rescaleOf.count(m))
+          rescaleOf[m] = define(rows, "float", "rescale",
+                                fmt::format("llmc_rescale({}_prev[{}], {})", slots_[static_cast<size_t>(m)].name,
+                                            fragment_.half, slotRef(m, e)));
+        const std::string& factor = rescaleOf[m];
+        if (const StreamProduct* p = productOf(static_cast<int>(k)))
+          emit(rows, fmt::format("_Pragma(\"unroll\") for (int n = 0; n < {0}; ++n) {{ {1}[n][2 * {2}] *= {3}; "
+                                 "{1}[n][2 * {2} + 1] *= {3}; }}  // rescaled as the max moves",
+                                 p->values.paddedChannels / 8, slots_[k].name, fragment_.half, factor));
+        else emit(rows, fmt::format("{} *= {};  // rescaled as the max moves", slotRef(static_cast<int>(k), e), factor));
+      }
+      for (const StreamProduct& p : t.products) emit(step, fmt::format("float w{}[8][4];", p.slot));
+      std::vector<int> opened;
+      std::string valid;
+      const int at = openColumns(rows, e, opened, valid);
+      for (size_t k = 0; k < slots_.size(); ++k) {
+        if (stream_.slots[k].kind == AccumulatorSlot::Kind::Max) continue;
+        if (const StreamProduct* p = productOf(static_cast<int>(k)))
+          emit(at, fmt::format("w{}[{}][2 * {} + {}] = {};", k, fragment_.column, fragment_.half, fragment_.element,
+                               masked(valid, core(static_cast<int>(k), e, p->factor), "0.0f")));
+        else
+          emit(at, fmt::format("{} += {};", slotRef(static_cast<int>(k), e), masked(valid, core(static_cast<int>(k), e), "0.0f")));
+      }
+      closeAll(opened);
+      close(rows);
+    }
+    for (const StreamProduct& p : t.products) {
+      emit(step, fmt::format("unsigned fw{}[4][4];", p.slot));
+      emit(step, fmt::format("llmc::stream::weight_fragments(fw{0}, w{0});", p.slot));
+      emit(step, fmt::format("llmc::stream::warp_accumulate<{}>({}, fw{}, llmc::smem_addr(smem + {} + stage * {}));",
+                             p.values.paddedChannels, slots_[static_cast<size_t>(p.slot)].name, p.slot, p.values.smemOffset,
+                             p.values.stageBytes()));
+    }
+    emit(step, "__syncthreads();");
+    close(step);
+
+    // The slots, whole across the four lanes of a row, staged for the tail.
+    for (size_t k = 0; k < slots_.size(); ++k) {
+      const std::string& name = slots_[k].name;
+      emit(0, fmt::format("float* const {}_staged = reinterpret_cast<float*>(smem + {});", name,
+                          t.slotSmemOffset.at(static_cast<int>(k))));
+      if (const StreamProduct* p = productOf(static_cast<int>(k))) {
+        emit(0, fmt::format("_Pragma(\"unroll\") for (int n = 0; n < {}; ++n)", p->values.paddedChannels / 8));
+        emit(0, fmt::format("  _Pragma(\"unroll\") for (int r = 0; r < 4; ++r) {}_staged[(warp * 16 + (lane >> 2) + 8 * (r / 2)) * "
+                            "{} + 8 * n + 2 * (lane & 3) + r % 2] = {}[n][r];",
+                            name, p->values.paddedChannels, name));
+        continue;
+      }
+      if (stream_.slots[k].kind == AccumulatorSlot::Kind::Sum)
+        emit(0, fmt::format("for (int h = 0; h < 2; ++h) {0}[h] = llmc::stream::quad_sum({0}[h]);", name));
+      emit(0, fmt::format("if ((lane & 3) == 0) for (int h = 0; h < 2; ++h) {0}_staged[warp * 16 + (lane >> 2) + 8 * h] = {0}[h];",
+                          name));
+    }
+    emit(0, "__syncthreads();");
+    inTail_ = true;
+    const int point = open(0, "for (int p = threadIdx.x; p < 64; p += blockDim.x)");
+    floor_ = point;
+    emit(point, fmt::format("const int i_{0} = {1} + p;", t.rows.name, rowOrigin));
+    if (t.rows.size % 64 != 0) emit(point, fmt::format("if (i_{} >= {}) continue;  // past the end of the rows", t.rows.name, t.rows.size));
+    env[t.rows.name] = {"i_" + t.rows.name, point};
+    storeOutputs(point, env);
     close(point);
+    out.streamNote = fmt::format("stream over {} in steps of 64 positions: scores and products by mma.sync, the slots in registers",
+                                 t.stream.name);
   }
 
   // Binds `axes` (outermost first) to the digits of the flat index `flat`.
@@ -792,6 +1039,12 @@ class Writer {
   StreamAnalysis stream_;
   std::vector<SlotLayout> slots_;
   const GemmEpilogueAxes* epilogue_ = nullptr;  // set: writing a GEMM's epilogue functor
+  const TensorCoreStream* tcs_ = nullptr;      // set: writing a stream on the tensor cores
+  std::map<NodeId, int> scoreIndex_;           // its score contractions: the register tile sc<k>
+  struct {
+    std::string half, column, element;  // the loop variables of the fragment element being written
+  } fragment_;
+  bool inTail_ = false;                        // past the stream: slots read from shared memory
   Env contractionAt_;  // the epilogue's position of the contraction, v[e]
   Env firstColumn_;    // the same at column col (e = 0)
   bool columnsVectorised_ = false;  // the epilogue's rows hold a multiple of 8 columns
@@ -805,6 +1058,11 @@ WrittenKernel writeKernel(const Graph& graph, const LaunchPlan& plan, const std:
 
 bool isGridSum(const Graph& graph, const LaunchPlan& plan) {
   return plan.kind == LaunchPlan::Kind::Tile && isWholeArraySum(graph, plan.outputs, plan.computed);
+}
+
+WrittenKernel writeTensorCoreStream(const Graph& graph, const LaunchPlan& plan,
+                                    const std::map<NodeId, StoredArray>& stored, const TensorCoreStream& stream) {
+  return Writer(graph, plan, stored, nullptr, &stream).run();
 }
 
 WrittenKernel writeGemmEpilogue(const Graph& graph, const LaunchPlan& plan, const std::map<NodeId, StoredArray>& stored,

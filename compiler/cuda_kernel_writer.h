@@ -45,6 +45,13 @@ struct WrittenKernel {
 
 WrittenKernel writeKernel(const Graph& graph, const LaunchPlan& plan, const std::map<NodeId, StoredArray>& stored);
 
+// A stream launch on the tensor cores (tensor_core_stream.h): the kernel body
+// around the stream_mma.cuh steps, with `stream.smemBytes` of dynamic shared
+// memory.
+struct TensorCoreStream;
+WrittenKernel writeTensorCoreStream(const Graph& graph, const LaunchPlan& plan,
+                                    const std::map<NodeId, StoredArray>& stored, const TensorCoreStream& stream);
+
 // Whether a tile launch is one float sum of a whole array to a scalar (a
 // gradient's global norm): it is written as a reduction over the whole grid,
 // each warp adding its partial sum atomically, so its output is stored f32

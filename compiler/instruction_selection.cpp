@@ -40,7 +40,9 @@ bool readsStoredArray(const Graph& g, NodeId id, const std::set<NodeId>& compute
 std::string InstructionChoice::describe() const {
   switch (kind) {
     case Kind::Elementwise: return "elementwise (CUDA cores)";
-    case Kind::Reduction: return scalarReason.empty() ? "reduction (CUDA cores)" : "reduction (CUDA cores, because " + scalarReason + ")";
+    case Kind::Reduction:
+      if (!tensorCores.empty()) return "reduction, " + tensorCores;
+      return scalarReason.empty() ? "reduction (CUDA cores)" : "reduction (CUDA cores, because " + scalarReason + ")";
     case Kind::MatmulLike:
       return fmt::format("{} matmul-like contraction (batch: {}; m: {}; n: {}; k: {}): {}",
                          lowPrecisionOperands ? "bf16" : "f32", joined(batch), joined(m), joined(n), joined(k),

@@ -25,9 +25,10 @@ struct InstructionChoice {
   std::vector<std::string> n;      // axes of the second operand only (columns of B)
   std::vector<std::string> k;      // contracted axes
   bool lowPrecisionOperands = false;  // the operands are stored as bf16: a bf16 tensor-core candidate
-  // Set by the emitter for MatmulLike: the tile-library GEMM it instantiated
-  // (empty: none), or why the launch stays on CUDA cores (also set here for a
-  // single contraction with a prologue).
+  // Set by the emitter: the tensor-core tiles it instantiated (a GEMM for
+  // MatmulLike, a streamed pair of products for a Reduction; empty: none), or
+  // why the launch stays on CUDA cores (also set here for a single contraction
+  // with a prologue).
   std::string tensorCores;
   std::string scalarReason;
 

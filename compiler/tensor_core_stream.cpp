@@ -1,0 +1,212 @@
+#include "tensor_core_stream.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "print.h"
+#include "streamability.h"
+
+namespace llmc {
+
+namespace {
+
+constexpr int kRowsPerBlock = 64;  // 4 warps of 16 rows (stream_mma.cuh)
+constexpr int kMaxChannels = 128;  // registers: a warp's product accumulators hold 16 x channels floats
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+bool hasAxis(const Node& n, const std::string& axis) { return n.type.has(axis); }
+
+// The target runs warp-level bf16 mma.sync fed by cp.async.
+bool hasWarpMma(const Target& target) {
+  if (!target.hasCpAsync) return false;
+  for (const TensorCoreShape& s : target.shapesFor("bf16"))
+    if (s.executedBy == MmaIssuer::Warp && s.m == 16) return true;
+  return false;
+}
+
+class Planner {
+ public:
+  Planner(const Graph& g, const LaunchPlan& plan, const std::set<NodeId>& stored,
+          const std::map<NodeId, StoredArray>& arrays)
+      : g_(g), plan_(plan), stored_(stored), arrays_(arrays), names_(printedNames(g)) {}
+
+  TensorCoreStreamPlan run(const Target& target) {
+    TensorCoreStreamPlan out;
+    if (plan_.kind != LaunchPlan::Kind::Tile || plan_.streamAxis.empty()) return out;
+    TensorCoreStream s;
+    if (!hasWarpMma(target)) return fail(out, fmt::format("{} has no warp-level bf16 mma.sync", target.arch));
+    const StreamAnalysis analysis = analyzeStream(g_, plan_.computed, plan_.streamAxis);
+    if (!analysis.streamable || analysis.slots.empty()) return fail(out, "the stream has no accumulator slots");
+    for (const Axis& a : plan_.groupAxes) group_.insert(a.name);
+
+    // The contractions evaluated at each position of the stream: over one
+    // channel axis, one operand along the stream, the other not.
+    for (NodeId id : plan_.computed) {
+      const Node& n = g_.node(id);
+      if (n.op != Op::Contract || !hasAxis(n, plan_.streamAxis)) continue;
+      if (n.axes.size() != 1 || group_.count(n.axes[0]) || n.axes[0] == plan_.streamAxis)
+        return fail(out, fmt::format("{} contracts {} axes inside the stream", name(id), n.axes.size()));
+      const Node& x = g_.node(n.operands[0]);
+      const Node& y = g_.node(n.operands[1]);
+      if (hasAxis(x, plan_.streamAxis) == hasAxis(y, plan_.streamAxis))
+        return fail(out, fmt::format("{}: not one operand along the stream and one across it", name(id)));
+      const Node& rowOperand = hasAxis(x, plan_.streamAxis) ? y : x;
+      const Node& columnOperand = hasAxis(x, plan_.streamAxis) ? x : y;
+      std::string rowAxis;
+      for (const Axis& a : rowOperand.type.axes)
+        if (group_.count(a.name) && !columnOperand.type.has(a.name)) {
+          if (!rowAxis.empty()) return fail(out, fmt::format("{} has two row axes", name(rowOperand.id)));
+          rowAxis = a.name;
+        }
+      if (rowAxis.empty()) return fail(out, fmt::format("{}: no row axis", name(id)));
+      if (!s.rows.name.empty() && s.rows.name != rowAxis)
+        return fail(out, "the stream's contractions disagree on the row axis");
+      s.rows = *g_.node(id).type.find(rowAxis);
+      StreamScore score;
+      score.contraction = id;
+      if (!tile(rowOperand.id, rowAxis, n.axes[0], score.rows, out.reason) ||
+          !tile(columnOperand.id, plan_.streamAxis, n.axes[0], score.columns, out.reason))
+        return out;
+      s.scores.push_back(score);
+    }
+    if (s.scores.empty()) return fail(out, "no contraction over channels feeds the stream");
+    for (const Axis& a : plan_.groupAxes)
+      if (a.name != s.rows.name) s.batch.push_back(a);
+
+    // Every slot sums or maximises over the stream axis alone; its factors are
+    // elementwise in (batch, row, position), but for at most one stored
+    // operand along the stream with an axis of channels (a product).
+    for (size_t k = 0; k < analysis.slots.size(); ++k) {
+      const AccumulatorSlot& slot = analysis.slots[k];
+      if (slot.axes != std::vector<std::string>{plan_.streamAxis})
+        return fail(out, fmt::format("slot {} reduces more than the stream axis", k));
+      std::optional<StreamProduct> product;
+      for (const StreamFactor& f : slot.core) {
+        const Node& n = g_.node(f.node);
+        std::vector<Axis> channels;
+        for (const Axis& a : n.type.axes)
+          if (!group_.count(a.name) && a.name != plan_.streamAxis) channels.push_back(a);
+        if (channels.empty()) continue;
+        if (product || channels.size() != 1 || f.kind != StreamFactor::Kind::Value || f.power != 1 ||
+            slot.kind != AccumulatorSlot::Kind::Sum || hasAxis(n, s.rows.name) || !hasAxis(n, plan_.streamAxis))
+          return fail(out, fmt::format("slot {}: {} is not a stored operand along the stream", k, name(f.node)));
+        product = StreamProduct{static_cast<int>(k), f.node, {}};
+        if (!tile(f.node, plan_.streamAxis, channels[0].name, product->values, out.reason)) return out;
+      }
+      if (product) s.products.push_back(*product);
+    }
+    for (NodeId id : plan_.computed)
+      if (const Axis* a = g_.node(id).type.find(plan_.streamAxis)) s.stream = *a;
+    for (const StreamScore& sc : s.scores)
+      if (const Axis* a = g_.node(sc.columns.value).type.find(plan_.streamAxis)) s.stream = *a;
+
+    // Shared memory: the row tiles once, the column tiles in two stages;
+    // after the stream the same space stages the slots for the tail.
+    int64_t at = 0;
+    for (StreamScore& sc : s.scores) {
+      sc.rows.smemOffset = at;
+      at += sc.rows.stageBytes();
+    }
+    for (StreamScore& sc : s.scores) {
+      sc.columns.smemOffset = at;
+      at += 2 * sc.columns.stageBytes();
+    }
+    for (StreamProduct& p : s.products) {
+      p.values.smemOffset = at;
+      at += 2 * p.values.stageBytes();
+    }
+    int64_t staged = 0;
+    for (size_t k = 0; k < analysis.slots.size(); ++k) {
+      s.slotSmemOffset[static_cast<int>(k)] = staged;
+      int channels = 1;
+      for (const StreamProduct& p : s.products)
+        if (p.slot == static_cast<int>(k)) channels = p.values.paddedChannels;
+      staged += int64_t{kRowsPerBlock} * channels * 4;
+    }
+    s.smemBytes = std::max(at, staged);
+    const int64_t limit = target.level("SMEM").maxPerBlock;
+    if (s.smemBytes > limit)
+      return fail(out, fmt::format("its tiles need {} bytes of shared memory, more than a block's {}", s.smemBytes, limit));
+    s.grid = ceilDiv(s.rows.size, kRowsPerBlock);
+    for (const Axis& a : s.batch) s.grid *= a.size;
+    out.stream = s;
+    return out;
+  }
+
+ private:
+  static TensorCoreStreamPlan& fail(TensorCoreStreamPlan& out, std::string why) {
+    out.stream.reset();
+    out.reason = std::move(why);
+    return out;
+  }
+
+  std::string name(NodeId id) const { return names_[static_cast<size_t>(id)]; }
+
+  // `value` as tiles of [outer][channel]: a bf16 array in GMEM (through views)
+  // with the channels contiguous and every row 16-byte aligned, its other
+  // axes the block's batch axes.
+  bool tile(NodeId value, const std::string& outer, const std::string& channel, StreamTile& t, std::string& why) {
+    const Node& n = g_.node(value);
+    std::optional<AffineLayout> layout = layoutThroughViews(g_, value, plan_.computed, stored_, names_, why);
+    if (!layout) return false;
+    auto stored = arrays_.find(layout->array);
+    if (stored == arrays_.end() || stored->second.ctype != "llmc_bf16") {
+      why = fmt::format("{} is not stored as bf16", name(value));
+      return false;
+    }
+    const Axis* c = n.type.find(channel);
+    if (!c || layout->strides.at(channel) != 1) {
+      why = fmt::format("{} is not contiguous along {}", name(value), channel);
+      return false;
+    }
+    if (c->size > kMaxChannels) {
+      why = fmt::format("{} has {} channels along {}, more than {}", name(value), c->size, channel, kMaxChannels);
+      return false;
+    }
+    bool aligned = layout->offset % 8 == 0;
+    for (const Axis& a : n.type.axes) {
+      if (a.name != channel && a.name != outer && !group_.count(a.name)) {
+        why = fmt::format("{} has the axis {}, neither a tile's nor the block's", name(value), a.name);
+        return false;
+      }
+      aligned &= layout->strides.at(a.name) % 8 == 0 || a.name == channel;
+    }
+    if (!aligned) {
+      why = fmt::format("{}'s rows are not 16-byte aligned", name(value));
+      return false;
+    }
+    t.value = value;
+    t.layout = *layout;
+    t.outer = outer;
+    t.channel = *c;
+    t.paddedChannels = static_cast<int>(ceilDiv(c->size, 64) * 64);
+    return true;
+  }
+
+  const Graph& g_;
+  const LaunchPlan& plan_;
+  const std::set<NodeId>& stored_;
+  const std::map<NodeId, StoredArray>& arrays_;
+  std::vector<std::string> names_;
+  std::set<std::string> group_;
+};
+
+}  // namespace
+
+std::string TensorCoreStream::describe() const {
+  std::string channels;
+  for (const StreamScore& s : scores) channels += fmt::format("{}{}", channels.empty() ? "" : ", ", s.rows.channel.size);
+  return fmt::format(
+      "tensor cores: llmc::stream (cp.async + mma.sync), {} rows of {} per block, {} positions of {} per step; "
+      "{} score contraction(s) over {} channels, {} product(s) along the stream",
+      kRowsPerBlock, rows.name, 64, stream.name, scores.size(), channels, products.size());
+}
+
+TensorCoreStreamPlan planTensorCoreStream(const Graph& graph, const LaunchPlan& plan, const std::set<NodeId>& stored,
+                                          const std::map<NodeId, StoredArray>& arrays, const Target& target) {
+  return Planner(graph, plan, stored, arrays).run(target);
+}
+
+}  // namespace llmc

@@ -1,0 +1,82 @@
+// Tensor cores for streamed launches: a stream over an axis c whose values at
+// each (row r, position c) come from short contractions of two stored arrays
+// (one along r, one along c, over a channel axis d: attention's scores q·k),
+// and whose accumulators are sums and maxima of those values or contractions
+// of them with a stored array along c (attention's p·v, and the backward's
+// dq, dk, dv) runs as two chained tensor-core products per tile of 64
+// positions, in the manner of FlashAttention-2 (runtime/cuda/device/llmc/
+// stream_mma.cuh): the scores by mma.sync from shared-memory tiles, the
+// launch's elementwise work on them in registers, the accumulation by mma.sync
+// with the weights still in registers.
+//
+// Read from the stream analysis and the IR's structure alone: which axis is
+// the row, which arrays are the tiles and which slots are products with a
+// stored operand follows from the axes of the contractions and of the slots'
+// factors. Where a launch does not fit, the plan says why and it stays on CUDA
+// cores.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "cuda_kernel_writer.h"
+#include "ir.h"
+#include "strided_view.h"
+#include "target.h"
+
+namespace llmc {
+
+// One stored operand read as [64 outer positions][channels] tiles in shared memory.
+struct StreamTile {
+  NodeId value = -1;     // the value the launch reads (a view of `layout.array`)
+  AffineLayout layout;   // where its elements lie in the stored array
+  std::string outer;     // the tile's rows: the row axis or the stream axis
+  Axis channel;          // contiguous in memory: the contracted axis, or the accumulator's
+  int paddedChannels = 0;  // channel.size rounded up to 64 (the swizzled tile's column blocks)
+  int64_t smemOffset = 0;  // bytes; a column tile has two stages, `stageBytes` apart
+  int64_t stageBytes() const { return int64_t{64} * paddedChannels * 2; }
+};
+
+// A contraction over a channel axis inside the stream: its value at (r, c) is
+// a row tile times a column tile.
+struct StreamScore {
+  NodeId contraction = -1;
+  StreamTile rows, columns;
+};
+
+// An accumulator slot that sums the elementwise weights times a stored
+// operand along the stream axis: an output of channels per row.
+struct StreamProduct {
+  int slot = -1;        // index into the stream analysis's slots
+  NodeId factor = -1;   // the slot's factor read from `values`
+  StreamTile values;    // [64 positions][channels]
+};
+
+struct TensorCoreStream {
+  Axis rows;                 // the group axis tiled 64 rows to a block (16 to a warp)
+  std::vector<Axis> batch;   // the other group axes, one position per block
+  Axis stream;               // the streamed axis, 64 positions per step
+  std::vector<StreamScore> scores;
+  std::vector<StreamProduct> products;
+  int64_t grid = 1;
+  int threads = 128;
+  int64_t smemBytes = 0;      // the larger of the tiles' and the accumulators' staging at the end
+  std::map<int, int64_t> slotSmemOffset;  // bytes: each slot's values for the block's rows, after the stream
+
+  std::string describe() const;  // one line, for the source's comment and the JSON
+};
+
+struct TensorCoreStreamPlan {
+  std::optional<TensorCoreStream> stream;
+  std::string reason;  // why not, when not (empty for a launch without a stream)
+};
+
+// `stored`: values read from GMEM; `arrays`: how each is stored (bf16 tiles only).
+TensorCoreStreamPlan planTensorCoreStream(const Graph& graph, const LaunchPlan& plan, const std::set<NodeId>& stored,
+                                          const std::map<NodeId, StoredArray>& arrays, const Target& target);
+
+}  // namespace llmc
