@@ -97,10 +97,15 @@ class Writer {
     emit(s, fmt::format("const {} {} = {};", ctype, name, expr));
     return name;
   }
-  // A loop over a whole axis, binding it in env.
+  // A loop over a whole axis, binding it in env; over the block's share of
+  // an axis split across blocks.
   int loop(int parent, const Axis& axis, Env& env) {
     std::string var = fresh("i_" + axis.name);
-    int s = open(parent, fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", var, axis.size));
+    auto split = tcs_ ? plan_.splitTiles.end() : plan_.splitTiles.find(axis.name);
+    int s = split == plan_.splitTiles.end()
+                ? open(parent, fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", var, axis.size))
+                : open(parent, fmt::format("for (int {0} = split_{2}; {0} < min(split_{2} + {3}, {1}); ++{0})", var,
+                                           axis.size, axis.name, split->second));
     env[axis.name] = {var, s};
     return s;
   }
@@ -605,6 +610,10 @@ class Writer {
   void store(int scope, NodeId id, const Env& env) {
     const StoredArray& arr = stored_.at(id);
     std::string v = value(id, env);
+    if (!plan_.splitTiles.empty() && !tcs_) {  // a partial sum: f32, zeroed first
+      emit(scope, fmt::format("atomicAdd(&{}[{}], {});", arr.param, offset(id, env), v));
+      return;
+    }
     emit(scope, fmt::format("{}[{}] = {};", arr.param, offset(id, env), storeConversion(arr, v)));
   }
 
@@ -617,8 +626,18 @@ class Writer {
     }
     if (points > INT_MAX) throw std::logic_error("emit cuda: a tile of more than 2^31 points");
     out.block = static_cast<int>(std::min<int64_t>(256, ceilDiv(points, 32) * 32));
-    // Tile origin from the block index, last group axis fastest.
+    std::vector<std::pair<std::string, int64_t>> splits;  // axis, blocks sharing it
+    for (const auto& [axis, perBlock] : plan_.splitTiles) {
+      splits.emplace_back(axis, ceilDiv(innerSize(axis), perBlock));
+      out.grid *= splits.back().second;
+    }
+    // Tile origin from the block index, last group axis fastest; the shares
+    // of split axes fastest of all.
     if (out.grid > 1) emit(0, "long long block = blockIdx.x;");
+    for (const auto& [axis, blocks] : splits) {
+      emit(0, fmt::format("const int split_{} = (int)(block % {}) * {};", axis, blocks, plan_.splitTiles.at(axis)));
+      emit(0, fmt::format("block /= {};", blocks));
+    }
     std::vector<std::string> origins(plan_.groupAxes.size());
     for (size_t i = plan_.groupAxes.size(); i-- > 0;) {
       const Axis& a = plan_.groupAxes[i];

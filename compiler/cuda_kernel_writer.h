@@ -33,6 +33,10 @@ struct LaunchPlan {
   std::map<std::string, int64_t> tiles;
   std::string streamAxis;        // Tile: streamed with an accumulator (empty: none)
   int64_t streamChunk = 0;
+  // Tile: reduced axes shared out across blocks (split-K): axis -> positions
+  // per block. The outputs are plain sums over them: each block adds its
+  // partial sums atomically into f32 arrays zeroed first.
+  std::map<std::string, int64_t> splitTiles;
 };
 
 struct WrittenKernel {

@@ -10,6 +10,7 @@
 #include "cuda_kernel_writer.h"
 #include "print.h"
 #include "tensor_core_gemm.h"
+#include "streamability.h"
 #include "tensor_core_stream.h"
 
 namespace llmc {
@@ -257,6 +258,7 @@ CudaModule emitCuda(const Graph& graph, const std::vector<PlannedKernel>& kernel
 
   std::vector<Planned> plans;
   std::set<NodeId> gridSums;  // isGridSum's outputs: accumulated by atomics too
+  std::set<NodeId> splitSums; // outputs of split-K launches: likewise
   // Zeroes the f32 array that kernel k's atomic adds accumulate into.
   auto clearBefore = [&](const Kernel& k, NodeId id) {
     Planned clear;
@@ -303,6 +305,26 @@ CudaModule emitCuda(const Graph& graph, const std::vector<PlannedKernel>& kernel
     }
     tile.plan.streamAxis = k.streamAxis;
     tile.plan.streamChunk = pk.partition.streamChunk;
+    // Split-K where the partition shares a reduced axis out across blocks and
+    // every output is a plain sum over it: partial sums added atomically into
+    // f32 arrays zeroed first.
+    for (const auto& [axis, perBlock] : pk.partition.splitTiles) {
+      const StreamAnalysis sums = analyzeStream(graph, tile.plan.computed, axis);
+      const bool plainSums = sums.streamable && sums.tail.empty() &&
+                             std::all_of(tile.plan.outputs.begin(), tile.plan.outputs.end(), [&](NodeId o) {
+                               return std::count(sums.aggregates.begin(), sums.aggregates.end(), o) > 0;
+                             });
+      int64_t extent = 0;
+      for (NodeId id : tile.plan.computed)
+        for (NodeId o : graph.node(id).operands)
+          if (const Axis* a = graph.node(o).type.find(axis)) extent = a->size;
+      if (plainSums && perBlock < extent) tile.plan.splitTiles[axis] = perBlock;
+    }
+    if (!tile.plan.splitTiles.empty())
+      for (NodeId o : tile.plan.outputs) {
+        splitSums.insert(o);
+        clearBefore(k, o);
+      }
     // A sum of a whole array to a scalar adds up across the grid by atomics,
     // into an f32 array zeroed first.
     if (isGridSum(graph, tile.plan)) {
@@ -337,7 +359,7 @@ CudaModule emitCuda(const Graph& graph, const std::vector<PlannedKernel>& kernel
     if (graph.node(id).type.axes.empty()) keptWhole.insert(id);
   auto storageOfValue = [&](NodeId id) {
     return storageOf(graph.node(id).type.dtype, keptWhole.count(id) ? StorageType::F32 : options.storage,
-                     atomics.count(id) > 0 || gridSums.count(id) > 0);
+                     atomics.count(id) > 0 || gridSums.count(id) > 0 || splitSums.count(id) > 0);
   };
   std::map<NodeId, StoredArray> arrays;
   for (NodeId id : stored) arrays[id] = {"g_" + name(id), storageOfValue(id).ctype};
