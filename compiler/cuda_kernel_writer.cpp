@@ -102,7 +102,8 @@ class Writer {
   int loop(int parent, const Axis& axis, Env& env) {
     std::string var = fresh("i_" + axis.name);
     auto split = tcs_ ? plan_.splitTiles.end() : plan_.splitTiles.find(axis.name);
-    int s = split == plan_.splitTiles.end()
+    int s = axis.name == laneAxis_ ? open(parent, fmt::format("for (int {0} = lane; {0} < {1}; {0} += 32)", var, axis.size))
+            : split == plan_.splitTiles.end()
                 ? open(parent, fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", var, axis.size))
                 : open(parent, fmt::format("for (int {0} = split_{2}; {0} < min(split_{2} + {3}, {1}); ++{0})", var,
                                            axis.size, axis.name, split->second));
@@ -361,6 +362,13 @@ class Writer {
                     : fmt::format("{} += {};", acc, x));
     }
     closeAll(opened);
+    if (std::find(n.axes.begin(), n.axes.end(), laneAxis_) != n.axes.end()) {
+      // The lanes' partial results combined: every lane holds the whole.
+      const std::string other = fmt::format("__shfl_xor_sync(0xffffffffu, {}, offset)", acc);
+      emit(target, fmt::format("for (int offset = 16; offset > 0; offset /= 2) {};",
+                               isMax ? fmt::format(fmt::runtime(isFloat(n.type.dtype) ? "{0} = fmaxf({0}, {1})" : "{0} = max({0}, {1})"), acc, other)
+                                     : fmt::format("{} += {}", acc, other)));
+    }
     return acc;
   }
 
@@ -518,8 +526,10 @@ class Writer {
     // Body.
     const std::string chunk = "chunk_" + x, var = "i_" + x;
     int chunks = open(point, fmt::format("for (int {0} = 0; {0} < {1}; {0} += {2})", chunk, extent, plan_.streamChunk));
-    int positions = open(chunks, fmt::format("for (int {0} = {1}; {0} < min({1} + {2}, {3}); ++{0})", var, chunk,
-                                             plan_.streamChunk, extent));
+    const bool lanes = laneAxis_ == x;
+    int positions = open(chunks, fmt::format(fmt::runtime(lanes ? "for (int {0} = {1} + lane; {0} < min({1} + {2}, {3}); {0} += 32)"
+                                                                : "for (int {0} = {1}; {0} < min({1} + {2}, {3}); ++{0})"),
+                                             var, chunk, plan_.streamChunk, extent));
     Env e = env;
     e[x] = {var, positions};
     positions_ = positions;
@@ -546,8 +556,30 @@ class Writer {
     }
     close(positions);
     close(chunks);
-    out.streamNote = fmt::format("stream over {} in chunks of {} with {} accumulator slots", x, plan_.streamChunk,
-                                 slots_.size());
+    if (lanes) mergeLaneSlots(point);
+    out.streamNote = fmt::format("stream over {} in chunks of {} with {} accumulator slots{}", x, plan_.streamChunk,
+                                 slots_.size(), lanes ? ", a warp per point, its lanes along the stream" : "");
+  }
+
+  // The lanes' scalar slots combined after a lane-strided stream: each
+  // running max over the warp, the sums rescaled to it (exp(m_lane - m_warp))
+  // first, then every sum over the warp.
+  void mergeLaneSlots(int point) {
+    const char* butterfly = "for (int offset = 16; offset > 0; offset /= 2) ";
+    for (size_t k = 0; k < slots_.size(); ++k) {
+      if (stream_.slots[k].kind != AccumulatorSlot::Kind::Max) continue;
+      const std::string& m = slots_[k].name;
+      const std::string warpMax = fresh(m + "_warp");
+      emit(point, fmt::format("float {} = {};", warpMax, m));
+      emit(point, fmt::format("{}{} = fmaxf({}, __shfl_xor_sync(0xffffffffu, {}, offset));", butterfly, warpMax, warpMax, warpMax));
+      for (size_t j = 0; j < slots_.size(); ++j)
+        if (slots_[j].maxSlotOfRescale == static_cast<int>(k))
+          emit(point, fmt::format("{} *= llmc_rescale({}, {});", slots_[j].name, m, warpMax));
+      emit(point, fmt::format("{} = {};", m, warpMax));
+    }
+    for (size_t k = 0; k < slots_.size(); ++k)
+      if (stream_.slots[k].kind == AccumulatorSlot::Kind::Sum)
+        emit(point, fmt::format("{}{} += __shfl_xor_sync(0xffffffffu, {}, offset);", butterfly, slots_[k].name, slots_[k].name));
   }
 
   int64_t innerSize(const std::string& axis) const {
@@ -617,6 +649,46 @@ class Writer {
     emit(scope, fmt::format("{}[{}] = {};", arr.param, offset(id, env), storeConversion(arr, v)));
   }
 
+  // A warp per point where the tile's points walk rows of at least a
+  // warp's width: the longest axis (kLaneAxisMin or more) that a reduction of the launch loops over,
+  // outside the group, in a launch without a stream. Its loops stride by the
+  // 32 lanes (adjacent lanes, adjacent elements: coalesced), reductions over
+  // it end in a shuffle butterfly, so every lane continues with the whole.
+  static constexpr int64_t kLaneAxisMin = 32;
+  // A stream whose slots are all scalars per point (a softmax's max and
+  // sum over a vocabulary) strides its positions by the lanes instead: each
+  // lane keeps its own slots, merged after the stream (online-softmax style).
+  std::string laneAxis() const {
+    std::set<std::string> group;
+    for (const Axis& a : plan_.groupAxes) group.insert(a.name);
+    if (!plan_.streamAxis.empty()) {
+      if (!plan_.splitTiles.empty() || plan_.streamChunk <= 0 || innerSize(plan_.streamAxis) < kLaneAxisMin) return "";
+      const StreamAnalysis a = analyzeStream(g_, plan_.computed, plan_.streamAxis);
+      if (!a.streamable || a.slots.empty()) return "";
+      for (const AccumulatorSlot& slot : a.slots) {
+        if (slot.axes.size() != 1) return "";
+        for (const StreamFactor& f : slot.core)
+          for (const Axis& x : g_.node(f.node).type.axes)
+            if (!group.count(x.name) && x.name != plan_.streamAxis) return "";
+      }
+      return plan_.streamAxis;
+    }
+    std::string best;
+    int64_t bestExtent = kLaneAxisMin - 1;
+    for (NodeId id : plan_.computed) {
+      const Node& n = g_.node(id);
+      if (n.op != Op::Reduce && n.op != Op::Contract) continue;
+      for (const std::string& a : n.axes) {
+        const int64_t extent = axisSize(n.operands[0], a);
+        if (!group.count(a) && extent > bestExtent) {
+          best = a;
+          bestExtent = extent;
+        }
+      }
+    }
+    return best;
+  }
+
   void tile(WrittenKernel& out) {
     int64_t points = 1;
     out.grid = 1;
@@ -625,7 +697,8 @@ class Writer {
       out.grid *= ceilDiv(a.size, plan_.tiles.at(a.name));
     }
     if (points > INT_MAX) throw std::logic_error("emit cuda: a tile of more than 2^31 points");
-    out.block = static_cast<int>(std::min<int64_t>(256, ceilDiv(points, 32) * 32));
+    laneAxis_ = laneAxis();
+    out.block = static_cast<int>(std::min<int64_t>(256, laneAxis_.empty() ? ceilDiv(points, 32) * 32 : points * 32));
     std::vector<std::pair<std::string, int64_t>> splits;  // axis, blocks sharing it
     for (const auto& [axis, perBlock] : plan_.splitTiles) {
       splits.emplace_back(axis, ceilDiv(innerSize(axis), perBlock));
@@ -650,7 +723,9 @@ class Writer {
       emit(0, fmt::format("const int {} = (int)(block % {}) * {};", origins[i], tiles, plan_.tiles.at(a.name)));
       if (i > 0) emit(0, fmt::format("block /= {};", tiles));
     }
-    const int point = open(0, fmt::format("for (int p = threadIdx.x; p < {}; p += blockDim.x)", points));
+    if (!laneAxis_.empty()) emit(0, "const int lane = threadIdx.x % 32;");
+    const int point = open(0, laneAxis_.empty() ? fmt::format("for (int p = threadIdx.x; p < {}; p += blockDim.x)", points)
+                                                : fmt::format("for (int p = threadIdx.x / 32; p < {}; p += blockDim.x / 32)", points));
     floor_ = point;
     Env env;
     int64_t inner = 1;
@@ -688,6 +763,7 @@ class Writer {
       std::string once;
       for (const Axis& a : plan_.groupAxes)
         if (!g_.node(o).type.has(a.name)) once += fmt::format("{}{} == 0", once.empty() ? "" : " && ", "i_" + a.name);
+      if (!laneAxis_.empty() && !g_.node(o).type.has(laneAxis_)) once += fmt::format("{}lane == 0", once.empty() ? "" : " && ");
       if (!once.empty()) opened.push_back(s = open(s, fmt::format("if ({})", once)));  // stored by one point only
       for (const Axis& a : g_.node(o).type.axes)
         if (!group.count(a.name)) opened.push_back(s = loop(s, a, e));
@@ -757,6 +833,28 @@ class Writer {
     return s;
   }
 
+  // The comparison holds `neutralWhen` at every row and position of the
+  // step: each side ranges over the block's rows or the step's positions.
+  std::string skipCondition(const StreamStepSkip& skip) const {
+    const TensorCoreStream& t = *tcs_;
+    auto range = [&](const std::string& axis) -> std::pair<std::string, std::string> {
+      if (axis == t.rows.name)
+        return {"t_" + axis, fmt::format("min(t_{} + 63, {})", axis, t.rows.size - 1)};
+      return {"c0", fmt::format("min(c0 + 63, {})", t.stream.size - 1)};
+    };
+    const auto [lo, hi] = range(skip.left);
+    const auto [lo2, hi2] = range(skip.right);
+    std::string always, never;  // the comparison true everywhere, false everywhere
+    switch (g_.node(skip.comparison).compare) {
+      case CompareOp::Le: always = fmt::format("{} <= {}", hi, lo2); never = fmt::format("{} > {}", lo, hi2); break;
+      case CompareOp::Lt: always = fmt::format("{} < {}", hi, lo2); never = fmt::format("{} >= {}", lo, hi2); break;
+      case CompareOp::Ge: always = fmt::format("{} >= {}", lo, hi2); never = fmt::format("{} < {}", hi, lo2); break;
+      case CompareOp::Gt: always = fmt::format("{} > {}", lo, hi2); never = fmt::format("{} <= {}", hi, lo2); break;
+      default: throw std::logic_error("emit cuda: a step skip on an equality");
+    }
+    return skip.neutralWhen ? always : never;
+  }
+
   static std::string masked(const std::string& valid, const std::string& v, const char* otherwise) {
     return valid.empty() ? v : fmt::format("({}) ? {} : {}", valid, v, otherwise);
   }
@@ -819,7 +917,7 @@ class Writer {
       if (slots_[k].keepsPrevious) emit(0, fmt::format("float {}_prev[2];", name));
     }
 
-    const int step = open(0, fmt::format("for (int c0 = 0, stage = 0; c0 < {}; c0 += 64, stage ^= 1)", positions));
+    int step = open(0, fmt::format("for (int c0 = 0, stage = 0; c0 < {}; c0 += 64, stage ^= 1)", positions));
     // The next step's tiles load while this one computes; the barrier at the
     // end of a step frees the stage they overwrite.
     const int next = open(step, fmt::format("if (c0 + 64 < {})", positions));
@@ -828,6 +926,11 @@ class Writer {
     emit(step, "llmc::sm80::detail::cp_async_commit();");
     emit(step, "llmc::sm80::detail::cp_async_wait<1>();");
     emit(step, "__syncthreads();");
+    const int outerStep = step;
+    if (t.skip) {
+      emit(step, "// Skipped where no slot changes: the comparison of positions leaves every core 0 or -inf.");
+      step = open(step, fmt::format("if (!({}))", skipCondition(*t.skip)));
+    }
     for (size_t k = 0; k < t.scores.size(); ++k) {
       const StreamTile& columns = t.scores[k].columns;
       emit(step, fmt::format("float sc{}[8][4];", k));
@@ -891,8 +994,9 @@ class Writer {
                              p.values.paddedChannels, slots_[static_cast<size_t>(p.slot)].name, p.slot, p.values.smemOffset,
                              p.values.stageBytes()));
     }
-    emit(step, "__syncthreads();");
-    close(step);
+    if (step != outerStep) close(step);
+    emit(outerStep, "__syncthreads();");
+    close(outerStep);
 
     // The slots, whole across the four lanes of a row, staged for the tail.
     for (size_t k = 0; k < slots_.size(); ++k) {
@@ -1064,6 +1168,7 @@ class Writer {
     std::string half, column, element;  // the loop variables of the fragment element being written
   } fragment_;
   bool inTail_ = false;                        // past the stream: slots read from shared memory
+  std::string laneAxis_;                       // set: a warp per point, its lanes along this axis
   Env contractionAt_;  // the epilogue's position of the contraction, v[e]
   Env firstColumn_;    // the same at column col (e = 0)
   bool columnsVectorised_ = false;  // the epilogue's rows hold a multiple of 8 columns

@@ -56,12 +56,23 @@ struct StreamProduct {
   StreamTile values;    // [64 positions][channels]
 };
 
+// A step whose every position leaves every slot unchanged is skipped: where
+// a comparison of positions (a causal mask, i_x <= i_t) holds `neutralWhen`
+// everywhere in the step's box of rows and positions, each slot's core is
+// zero (a sum) or -inf (a maximum) by the laws of select, exp, + and x.
+struct StreamStepSkip {
+  NodeId comparison = -1;
+  bool neutralWhen = false;
+  std::string left, right;  // the axis whose position each side is: the row axis or the stream axis
+};
+
 struct TensorCoreStream {
   Axis rows;                 // the group axis tiled 64 rows to a block (16 to a warp)
   std::vector<Axis> batch;   // the other group axes, one position per block
   Axis stream;               // the streamed axis, 64 positions per step
   std::vector<StreamScore> scores;
   std::vector<StreamProduct> products;
+  std::optional<StreamStepSkip> skip;
   int64_t grid = 1;
   int threads = 128;
   int64_t smemBytes = 0;      // the larger of the tiles' and the accumulators' staging at the end

@@ -77,6 +77,11 @@ inline std::vector<EmitCase> otherCases() {
       // that are not multiples of the 64-row and 64-key tiles.
       {"causal attention T=1000 d=80", "tests/lit/pseudocode/attention.dg", "", {{"B", 1}, {"H", 2}, {"T", 1000}, {"D", 80}},
        false, {}, 1, 1, true},
+      // A stream of scalar slots (max, and a sum rescaled by it): f32 with a
+      // warp per row and the lanes' slots merged after it; bf16 on the tensor
+      // cores without a product.
+      {"row log-sum-exp V=5000", "tests/lit/cuda/logsumexp.dg", "", {{"N", 300}, {"K", 40}, {"V", 5000}}, false, {}, 1, 1,
+       true},
       {"classifier with cross-entropy", "tests/lit/pseudocode/classifier.dg", "", {{"N", 100}, {"C", 48}, {"V", 771}},
        false, {{"target", 771}}},
       {"layernorm", "tests/lit/pseudocode/layernorm.dg", "", {{"N", 100}, {"C", 771}}},
