@@ -333,6 +333,14 @@ class Fuser {
     return out;
   }
 
+  // Whether `group` is a reduction over several axes at once (a loss summed
+  // over every axis): it joins no stream, which would be left no axis to
+  // spread over blocks.
+  bool reducesSeveralAxes(int group) const {
+    const auto anchor = anchorOf_.find(group);
+    return anchor != anchorOf_.end() && reducedBy(g_.node(anchor->second)).size() > 1;
+  }
+
   // A reduction over x merges with the kernels that make the values it
   // reduces, and with the other reductions over x of those values, when the
   // union streams over x.
@@ -351,7 +359,8 @@ class Fuser {
           std::set<int> groups = {group_[idx(r.id)]};
           for (NodeId m : membersOf({group_[idx(r.id)]}))
             for (NodeId o : g_.node(m).operands)
-              if (g_.node(o).type.has(x) && group_[idx(o)] >= 0 && !holdsRedoneWork(group_[idx(o)], r, x) &&
+              if (g_.node(o).type.has(x) && group_[idx(o)] >= 0 && !reducesSeveralAxes(group_[idx(o)]) &&
+                  !holdsRedoneWork(group_[idx(o)], r, x) &&
                   !holdsStoredBackwardOperand(group_[idx(o)]) && !storedForTensorCores(r, o) &&
                   !copiesAMember(r.id, membersOf({group_[idx(o)]})))
                 groups.insert(group_[idx(o)]);
@@ -366,6 +375,7 @@ class Fuser {
                 int gc = group_[idx(c)];
                 if (gc < 0 || groups.count(gc) || copiesAMember(c, members) || storedForTensorCores(g_.node(c), m))
                   continue;
+                if (reducesSeveralAxes(gc)) continue;
                 const auto axes = reducedBy(g_.node(c));
                 if (std::find(axes.begin(), axes.end(), x) != axes.end() ||
                     (!isAnchor(g_.node(c)) && g_.node(c).type.has(x) && reducesIn(gc, x))) {

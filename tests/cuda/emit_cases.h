@@ -77,6 +77,10 @@ inline std::vector<EmitCase> otherCases() {
       // that are not multiples of the 64-row and 64-key tiles.
       {"causal attention T=1000 d=80", "tests/lit/pseudocode/attention.dg", "", {{"B", 1}, {"H", 2}, {"T", 1000}, {"D", 80}},
        false, {}, 1, 1, true},
+      // Attention's backward streams under a loss over every axis (the loss
+      // a grid-wide sum of its own), at sizes no tile divides.
+      {"causal attention training step T=200 d=80", "tests/lit/pseudocode/attention_loss.dg", "",
+       {{"B", 2}, {"H", 2}, {"T", 200}, {"D", 80}}, true, {}},
       // A stream of scalar slots (max, and a sum rescaled by it): f32 with a
       // warp per row and the lanes' slots merged after it; bf16 on the tensor
       // cores without a product.
