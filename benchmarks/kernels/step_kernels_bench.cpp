@@ -159,9 +159,11 @@ int run(int argc, char** argv) {
     bool tensorCores;
   };
   // What a launch is, for the summary by kind: a GEMM on the tile library,
-  // CUDA-core code with reductions, elementwise, or a helper launch.
+  // a stream on the tensor cores (attention), CUDA-core code with
+  // reductions, elementwise, or a helper launch.
   auto kindOf = [](const llmc::KernelLaunch& l) -> std::string {
-    if (!l.instructions.tensorCores.empty()) return "tensor-core GEMM";
+    if (l.gemm) return "tensor-core GEMM";
+    if (!l.instructions.tensorCores.empty()) return "tensor-core stream";
     if (l.role != "tile") return l.role;
     if (l.instructions.describe().find("elementwise") != std::string::npos) return "elementwise";
     return "CUDA-core reduction";
