@@ -1,8 +1,10 @@
 #include "gpt2_weights.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <random>
+#include <thread>
 
 namespace llmc {
 
@@ -52,6 +54,32 @@ bool isBias(const std::string& name) {
 }
 bool isResidualProjection(const std::string& name) { return name == "attprojw" || name == "fcprojw"; }
 
+// N(mean, stddev) values, drawn in blocks of 2^20 that each have a generator
+// seeded from (seed, block): the same values on any number of threads, and
+// GPT-2's 124M parameters in a fraction of a second instead of seconds.
+HostTensor parallelNormal(const Type& type, uint64_t seed, double mean, double stddev) {
+  constexpr int64_t kBlock = int64_t{1} << 20;
+  HostTensor out = zeros(type);
+  const int64_t n = static_cast<int64_t>(out.data.size());
+  const int64_t blocks = (n + kBlock - 1) / kBlock;
+  std::atomic<int64_t> next{0};
+  auto work = [&] {
+    for (int64_t b; (b = next++) < blocks;) {
+      std::seed_seq seq{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32), static_cast<uint32_t>(b),
+                        static_cast<uint32_t>(b >> 32)};
+      std::mt19937_64 rng(seq);
+      std::normal_distribution<double> normal(mean, stddev);
+      for (int64_t i = b * kBlock; i < std::min(n, (b + 1) * kBlock); ++i) out.data[static_cast<size_t>(i)] = normal(rng);
+    }
+  };
+  const int64_t threads = std::min<int64_t>(blocks, std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> helpers;
+  for (int64_t t = 1; t < threads; ++t) helpers.emplace_back(work);
+  work();
+  for (std::thread& h : helpers) h.join();
+  return out;
+}
+
 HostTensor filled(const Type& type, double value) {
   HostTensor t = zeros(type);
   std::fill(t.data.begin(), t.data.end(), value);
@@ -86,7 +114,7 @@ Gpt2Weights randomGpt2Weights(const Gpt2Config& config, uint64_t seed) {
   Gpt2Weights w = fillGpt2Weights(config, seed, [&](const Gpt2Parameter& p, uint64_t s) {
     if (isLayernormGain(p.name)) return filled(p.type, 1);
     if (isLayernormBias(p.name) || isBias(p.name)) return zeros(p.type);
-    return randomNormal(p.type, s, 0, isResidualProjection(p.name) ? 0.02 * residualScale : 0.02);
+    return parallelNormal(p.type, s, 0, isResidualProjection(p.name) ? 0.02 * residualScale : 0.02);
   });
   // llm.c initialises only the V real rows of wte; the padding is never a
   // token and its logits never count, so it stays zero.
