@@ -45,7 +45,8 @@ for step in "${steps[@]}"; do
       run racecheck 300 compute-sanitizer --tool racecheck "$bin/emit_cuda_gpu_test" "matmul M=1000" "causal attention" ;;
     kernels)
       run step_kernels_bench 300 "$bin/step_kernels_bench" --reps 5 --top 40 --json "$out/step_kernels.json"
-      run generated_gemm_bench 300 "$bin/generated_gemm_bench" --grad ;;
+      run generated_gemm_bench 300 "$bin/generated_gemm_bench" --grad
+      run attention_bench 300 python3 benchmarks/kernels/attention_bench.py --bench "$bin/step_kernels_bench" ;;
     compile)
       run training_step_compile 300 "$bin/training_step_compile" ;;
     train)
