@@ -680,7 +680,7 @@ class Writer {
       if (n.op != Op::Reduce && n.op != Op::Contract) continue;
       for (const std::string& a : n.axes) {
         const int64_t extent = axisSize(n.operands[0], a);
-        if (!group.count(a) && extent > bestExtent) {
+        if (!group.count(a) && !plan_.splitTiles.count(a) && extent > bestExtent) {  // a split axis is the blocks' to share
           best = a;
           bestExtent = extent;
         }
