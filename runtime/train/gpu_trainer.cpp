@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -236,17 +237,21 @@ GpuTrainer::GpuTrainer(const std::string& diagramsDir, Gpt2Weights weights, int6
   startup_.compileSeconds = secondsSince(compileStart);
 
   // The state: master weights from the model, moments zero, the decay mask
-  // (the matrices: parameters with an in and an out axis, as the CPU path).
-  std::vector<double> flat;
-  std::vector<double> mask;
-  for (const Gpt2Parameter& p : gpt2Parameters(config_)) {
+  // (the matrices: parameters with an in and an out axis, as the CPU path),
+  // packed straight from the parameters (no per-parameter copy in between:
+  // d12's would be 2 GB of doubles).
+  std::vector<float> master(static_cast<size_t>(packedCount_), 0.0f), mask(static_cast<size_t>(packedCount_), 0.0f);
+  const std::vector<Gpt2Parameter> parameters = gpt2Parameters(config_);
+  for (size_t k = 0; k < parameters.size(); ++k) {
+    const Gpt2Parameter& p = parameters[k];
+    const Slice& slice = slices_[k];  // made from the same list, in the same order
     const std::vector<double>& data = (weights.*p.member).data;
-    flat.insert(flat.end(), data.begin(), data.end());
     const bool matrix = p.type.axes.size() >= 2 && !(p.type.axes.size() == 2 && p.type.axes[0].name == "l");
-    mask.insert(mask.end(), data.size(), matrix ? 1.0 : 0.0);
+    std::transform(data.begin(), data.end(), master.begin() + slice.offset, [](double v) { return static_cast<float>(v); });
+    std::fill_n(mask.begin() + slice.offset, slice.count, matrix ? 1.0f : 0.0f);
   }
-  upload(master_[0], packed(flat));
-  upload(decayMask_, packed(mask));
+  upload(master_[0], master);
+  upload(decayMask_, mask);
   module("to_params").executor->run(stream_->get());
   stream_->synchronize();
   hostWeights_ = std::move(weights);
