@@ -148,6 +148,7 @@ GpuTrainer::GpuTrainer(const std::string& diagramsDir, Gpt2Weights weights, int6
     }
   };
 
+  auto allocateStart = Clock::now();
   params_ = allocate(packedCount_ * storageBytes, "the step's parameters");
   for (int i = 0; i < 2; ++i) {
     master_[i] = allocate(packedF32, "master weights");
@@ -164,6 +165,7 @@ GpuTrainer::GpuTrainer(const std::string& diagramsDir, Gpt2Weights weights, int6
   for (cuda::DeviceBuffer* b : {&params_, &master_[0], &master_[1], &m_[0], &m_[1], &v_[0], &v_[1], &gradient_,
                                 &tokens_, &targets_, &sampleTokens_, &scalars_})
     b->fillBytes(0);
+  startup_.allocateSeconds = secondsSince(allocateStart);
 
   auto slot = [&](int s) { return scalars_.address() + static_cast<CUdeviceptr>(16 * s); };
   auto parameterBindings = [&](std::map<std::string, CUdeviceptr>& b) {
@@ -211,7 +213,9 @@ GpuTrainer::GpuTrainer(const std::string& diagramsDir, Gpt2Weights weights, int6
     arenaBytes = std::max(arenaBytes, m->executor->memoryPlan().arenaBytes);
     startup_.arenaSeparateBytes = std::max(startup_.arenaSeparateBytes, m->executor->memoryPlan().separateBytes);
   }
+  allocateStart = Clock::now();
   arena_ = allocate(arenaBytes, fmt::format("the activations' arena (B={}, T={})", B, T).c_str());
+  startup_.allocateSeconds += secondsSince(allocateStart);
   startup_.arenaBytes = arenaBytes;
   startup_.deviceBytes = fixedBytes + arenaBytes;
 
@@ -226,6 +230,7 @@ GpuTrainer::GpuTrainer(const std::string& diagramsDir, Gpt2Weights weights, int6
   }
   const cuda::KernelCache cache(options_.kernelCache.empty() ? cuda::KernelCache::defaultDirectory() : options_.kernelCache);
   cuda::JitResult jit = cuda::compileKernels(sources, &cache, options_.compileThreads);
+  const auto loadStart = Clock::now();
   for (size_t i = 0; i < ranges.size(); ++i) {
     const size_t from = ranges[i].second, to = i + 1 < ranges.size() ? ranges[i + 1].second : sources.size();
     Module& m = module(ranges[i].first);
@@ -234,7 +239,9 @@ GpuTrainer::GpuTrainer(const std::string& diagramsDir, Gpt2Weights weights, int6
     m.executor->setArena(arena_.address(), arena_.bytes());
   }
   startup_.jit = jit.summary;
+  startup_.loadSeconds = secondsSince(loadStart);
   startup_.compileSeconds = secondsSince(compileStart);
+  const auto weightsStart = Clock::now();
 
   // The state: master weights from the model, moments zero, the decay mask
   // (the matrices: parameters with an in and an out axis, as the CPU path),
@@ -254,6 +261,7 @@ GpuTrainer::GpuTrainer(const std::string& diagramsDir, Gpt2Weights weights, int6
   upload(decayMask_, mask);
   module("to_params").executor->run(stream_->get());
   stream_->synchronize();
+  startup_.weightsSeconds = secondsSince(weightsStart);
   hostWeights_ = std::move(weights);
 }
 

@@ -47,7 +47,10 @@ struct GpuStartup {
   double planSeconds = 0;     // diagrams to planned, emitted kernels (or the module cache)
   int modules = 0, plansFromCache = 0;  // modules planned, and read back from the module cache
   double compileSeconds = 0;  // NVRTC or the cache, and loading
-  cuda::JitSummary jit;
+  cuda::JitSummary jit;       // NVRTC or the cache alone
+  double loadSeconds = 0;     // the compiled kernels loaded into the context
+  double allocateSeconds = 0; // device memory allocated and zeroed
+  double weightsSeconds = 0;  // the model packed, uploaded and rounded to the step's copy
   int64_t stepLaunches = 0;
   int64_t arenaBytes = 0, arenaSeparateBytes = 0;  // the shared arena, and its arrays one by one
   int64_t deviceBytes = 0;    // everything the trainer allocated

@@ -113,8 +113,9 @@ class TrainingRun {
     auto start = Clock::now();
     Gpt2Weights weights = loadOrCreateModel(o_);
     const Gpt2Config c = weights.config;
-    fmt::print("model: L={} C={} H={} maxT={} V={} Vp={}, {:.2f}M parameters\n", c.L, c.C, c.H, c.T, c.V, c.Vp,
-               static_cast<double>(c.parameterCount()) / 1e6);
+    fmt::print("model: L={} C={} H={} maxT={} V={} Vp={}, {:.2f}M parameters ({} in {:.2f} s)\n", c.L, c.C, c.H, c.T,
+               c.V, c.Vp, static_cast<double>(c.parameterCount()) / 1e6, fs::exists(o_.model) ? "read" : "made",
+               secondsSince(start));
 
     train_.emplace(o_.trainData, static_cast<int>(o_.batchSize), static_cast<int>(o_.seqLen),
                    DataLoaderOptions{o_.shuffle, o_.seed, 0, 1});
@@ -184,9 +185,14 @@ class TrainingRun {
         const GpuStartup& s = gpu->startup();
         fmt::print("device: {} ({}), {} storage{}\n", s.device, s.arch, o_.bf16 ? "bf16 (fp32 master weights)" : "fp32",
                    o_.cudaGraph ? ", step replayed as a CUDA graph" : "");
+        const double total = secondsSince(start);
         fmt::print("compiled the training step from {} in {:.2f} s: planned in {:.2f} s ({} of {} modules from the "
                    "plan cache), kernels {}\n",
-                   diagramsDir(), secondsSince(start), s.planSeconds, s.plansFromCache, s.modules, s.jit.describe());
+                   diagramsDir(), total, s.planSeconds, s.plansFromCache, s.modules, s.jit.describe());
+        fmt::print("startup: kernels loaded in {:.2f} s, device memory {:.2f} s, weights {:.2f} s, the rest (CUDA "
+                   "context, executors) {:.2f} s\n",
+                   s.loadSeconds, s.allocateSeconds, s.weightsSeconds,
+                   total - s.planSeconds - s.jit.wallSeconds - s.loadSeconds - s.allocateSeconds - s.weightsSeconds);
         fmt::print("device memory: {:.2f} GiB allocated ({} launches per step; activations arena {:.2f} GiB, "
                    "{:.2f} GiB without the memory plan)\n",
                    gib(s.deviceBytes), s.stepLaunches, gib(s.arenaBytes), gib(s.arenaSeparateBytes));
