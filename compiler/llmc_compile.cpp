@@ -15,6 +15,7 @@
 #include "memory_plan.h"
 #include "pipeline.h"
 #include "print.h"
+#include "measured_times.h"
 #include "perf_report.h"
 #include "pseudocode.h"
 #include "streamability.h"
@@ -49,6 +50,9 @@ options:
   --storage f32|bf16  how floats are stored in memory, for the model and the
                       CUDA (default bf16)
   --json              with --emit perf: the report as JSON
+  --measured FILE     with --emit perf: set each kernel's measured time (a
+                      step_kernels_bench --json file of the same plan) and its
+                      ratio to the prediction beside the model
   --gpus N            with --grad --emit perf: data-parallel training over N GPUs of
                       one node; adds the gradients' communication over the
                       interconnect and how much of it the backward hides
@@ -87,7 +91,7 @@ exit status: 0 on success, 1 for an error in the diagrams, 2 for a bad command l
 
 int main(int argc, char** argv) {
   llmc::PipelineOptions options;
-  std::string emit = "ir", outPath, arch = "sm_90a", device;
+  std::string emit = "ir", outPath, arch = "sm_90a", device, measuredPath;
   bool json = false;
   int gpus = 1, zero = 0;  // data parallel (--emit perf)
   llmc::CostOptions cost;
@@ -116,6 +120,8 @@ int main(int argc, char** argv) {
       cost.storageBytes = storage == "bf16" ? 2 : 4;
     } else if (arg == "--json") {
       json = true;
+    } else if (arg == "--measured") {
+      measuredPath = value("--measured");
     } else if (arg == "--gpus") {
       const std::string n = value("--gpus");
       if (n.empty() || n.size() > 4 || n.find_first_not_of("0123456789") != std::string::npos || std::stoi(n) < 1)
@@ -169,6 +175,7 @@ int main(int argc, char** argv) {
   if ((gpus > 1 || zero) && (emit != "perf" || !options.grad))
     usageError("--gpus and --zero model data-parallel training: they go with --grad --emit perf");
   if (!options.grad && (!options.loss.empty() || !options.wrt.empty())) usageError("--loss and --wrt need --grad");
+  if (!measuredPath.empty() && emit != "perf") usageError("--measured goes with --emit perf");
   options.dump = [](const std::string& text) { std::fputs(text.c_str(), stderr); };
 
   std::string output;
@@ -187,6 +194,8 @@ int main(int argc, char** argv) {
       output = llmc::graphToJson(graph).dump(2) + "\n";
     } else if (target) {
       auto kernels = llmc::planKernels(graph, *target, cost);
+      std::optional<std::map<int, double>> measured;
+      if (!measuredPath.empty()) measured = llmc::readMeasuredKernelSeconds(measuredPath, kernels);
       llmc::EmitOptions emitOptions;
       emitOptions.storage = cost.storageBytes == 4 ? llmc::StorageType::F32 : llmc::StorageType::BF16;
       if (emit == "cuda") output = llmc::emitCuda(graph, kernels, *target, emitOptions).source;
@@ -205,7 +214,7 @@ int main(int argc, char** argv) {
         output = llmc::launchesToJson(llmc::emitCuda(graph, kernels, *target, emitOptions)).dump(2) + "\n";
       else if (emit == "pseudocode") output = llmc::printPseudocode(graph, kernels, *target);
       else if (json) {
-        nlohmann::json report = llmc::perfReportJson(graph, kernels, *target);
+        nlohmann::json report = llmc::perfReportJson(graph, kernels, *target, measured ? &*measured : nullptr);
         if (gpus > 1) {
           const llmc::DataParallelCost dp = llmc::dataParallelCost(graph, kernels, *target, gpus, zero);
           report["data_parallel"] = {{"gpus", dp.gpus},
@@ -221,7 +230,7 @@ int main(int argc, char** argv) {
         }
         output = report.dump(2) + "\n";
       } else {
-        output = llmc::perfReportText(graph, kernels, *target);
+        output = llmc::perfReportText(graph, kernels, *target, measured ? &*measured : nullptr);
         if (gpus > 1) output += llmc::describeDataParallel(llmc::dataParallelCost(graph, kernels, *target, gpus, zero), *target);
       }
     } else if (emit == "streams") {
@@ -237,6 +246,9 @@ int main(int argc, char** argv) {
     return 1;
   } catch (const llmc::TargetError& e) {
     std::fprintf(stderr, "llmc-compile: %s\n", e.what());
+    return 1;
+  } catch (const llmc::MeasurementError& e) {
+    std::fprintf(stderr, "llmc-compile: --measured %s\n", e.what());
     return 1;
   } catch (const std::logic_error& e) {  // the verifier found a compiler bug
     std::fprintf(stderr, "llmc-compile: internal compiler error: %s\n", e.what());
