@@ -796,9 +796,10 @@ class Writer {
 
   std::string loadTile(const StreamTile& tile, const std::string& smemAt, const std::string& outerPosition,
                        int64_t outerSize) {
-    return fmt::format("llmc::sm80::detail::load_tile_async<64, {}, {}>(reinterpret_cast<llmc::bf16*>(smem + {}), {}, {}, "
+    return fmt::format("llmc::sm80::detail::load_tile_async<{}, {}, {}>(reinterpret_cast<llmc::bf16*>(smem + {}), {}, {}, "
                        "{} - ({}), {});",
-                       tile.paddedChannels, tcs_->threads, smemAt, tileOrigin(tile, outerPosition),
+                       tile.outer == tcs_->rows.name ? kStreamRowsPerBlock : kStreamPositionsPerStep, tile.paddedChannels,
+                       kStreamThreads, smemAt, tileOrigin(tile, outerPosition),
                        tile.layout.strides.at(tile.outer), outerSize, outerPosition, tile.channel.size);
   }
 
@@ -809,7 +810,7 @@ class Writer {
     const int s = open(parent, fmt::format("_Pragma(\"unroll\") for (int {0} = 0; {0} < 2; ++{0})", fragment_.half));
     const Axis& r = tcs_->rows;
     std::string row = fmt::format("t_{} + warp * 16 + (lane >> 2) + 8 * {}", r.name, fragment_.half);
-    if (r.size % 64 != 0) row = fmt::format("min({}, {})", row, r.size - 1);
+    if (r.size % kStreamRowsPerBlock != 0) row = fmt::format("min({}, {})", row, r.size - 1);
     env[r.name] = {define(s, "int", "i_" + r.name, row), s};
     return s;
   }
@@ -825,8 +826,8 @@ class Writer {
     const Axis& c = tcs_->stream;
     std::string position = define(s, "int", "position", fmt::format("c0 + 8 * {} + 2 * (lane & 3) + {}", fragment_.column,
                                                                      fragment_.element));
-    valid = c.size % 64 != 0 ? fmt::format("{} < {}", position, c.size) : "";
-    env[c.name] = {c.size % 64 != 0 ? define(s, "int", "i_" + c.name, fmt::format("min({}, {})", position, c.size - 1))
+    valid = c.size % kStreamPositionsPerStep != 0 ? fmt::format("{} < {}", position, c.size) : "";
+    env[c.name] = {c.size % kStreamPositionsPerStep != 0 ? define(s, "int", "i_" + c.name, fmt::format("min({}, {})", position, c.size - 1))
                                     : position,
                    s};
     positions_ = s;
@@ -864,14 +865,14 @@ class Writer {
     if (!setUpStream()) throw std::logic_error("emit cuda: a tensor-core stream that does not stream");
     for (size_t k = 0; k < t.scores.size(); ++k) scoreIndex_[t.scores[k].contraction] = static_cast<int>(k);
     out.grid = t.grid;
-    out.block = t.threads;
+    out.block = kStreamThreads;
     emit(0, "extern __shared__ __align__(128) unsigned char smem[];");
     emit(0, "const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;");
     if (t.grid > 1) emit(0, "long long block = blockIdx.x;");
     Env env;
     for (size_t i = plan_.groupAxes.size(); i-- > 0;) {
       const Axis& a = plan_.groupAxes[i];
-      const int64_t tile = a.name == t.rows.name ? 64 : 1, tiles = ceilDiv(a.size, tile);
+      const int64_t tile = a.name == t.rows.name ? kStreamRowsPerBlock : 1, tiles = ceilDiv(a.size, tile);
       if (tiles == 1) emit(0, fmt::format("const int t_{} = 0;", a.name));
       else emit(0, fmt::format("const int t_{} = (int)(block % {}) * {};", a.name, tiles, tile));
       if (tiles > 1 && i > 0) emit(0, fmt::format("block /= {};", tiles));
@@ -917,11 +918,13 @@ class Writer {
       if (slots_[k].keepsPrevious) emit(0, fmt::format("float {}_prev[2];", name));
     }
 
-    int step = open(0, fmt::format("for (int c0 = 0, stage = 0; c0 < {}; c0 += 64, stage ^= 1)", positions));
+    int step = open(0, fmt::format("for (int c0 = 0, stage = 0; c0 < {0}; c0 += {1}, stage ^= 1)", positions,
+                                   kStreamPositionsPerStep));
     // The next step's tiles load while this one computes; the barrier at the
     // end of a step frees the stage they overwrite.
-    const int next = open(step, fmt::format("if (c0 + 64 < {})", positions));
-    loadStep(next, "(stage ^ 1)", "c0 + 64");
+    const std::string nextStep = fmt::format("c0 + {}", kStreamPositionsPerStep);
+    const int next = open(step, fmt::format("if ({} < {})", nextStep, positions));
+    loadStep(next, "(stage ^ 1)", nextStep);
     close(next);
     emit(step, "llmc::sm80::detail::cp_async_commit();");
     emit(step, "llmc::sm80::detail::cp_async_wait<1>();");
@@ -1017,15 +1020,16 @@ class Writer {
     }
     emit(0, "__syncthreads();");
     inTail_ = true;
-    const int point = open(0, "for (int p = threadIdx.x; p < 64; p += blockDim.x)");
+    const int point = open(0, fmt::format("for (int p = threadIdx.x; p < {}; p += blockDim.x)", kStreamRowsPerBlock));
     floor_ = point;
     emit(point, fmt::format("const int i_{0} = {1} + p;", t.rows.name, rowOrigin));
-    if (t.rows.size % 64 != 0) emit(point, fmt::format("if (i_{} >= {}) continue;  // past the end of the rows", t.rows.name, t.rows.size));
+    if (t.rows.size % kStreamRowsPerBlock != 0) emit(point, fmt::format("if (i_{} >= {}) continue;  // past the end of the rows", t.rows.name, t.rows.size));
     env[t.rows.name] = {"i_" + t.rows.name, point};
     storeOutputs(point, env);
     close(point);
-    out.streamNote = fmt::format("stream over {} in steps of 64 positions: scores and products by mma.sync, the slots in registers",
-                                 t.stream.name);
+    out.streamNote = fmt::format("stream over {} in steps of {} positions: scores and products by mma.sync, the slots in "
+                                 "registers",
+                                 t.stream.name, kStreamPositionsPerStep);
   }
 
   // Binds `axes` (outermost first) to the digits of the flat index `flat`.

@@ -12,7 +12,6 @@ namespace llmc {
 
 namespace {
 
-constexpr int kRowsPerBlock = 64;  // 4 warps of 16 rows (stream_mma.cuh)
 constexpr int kMaxChannels = 128;  // registers: a warp's product accumulators hold 16 x channels floats
 
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -125,13 +124,13 @@ class Planner {
       int channels = 1;
       for (const StreamProduct& p : s.products)
         if (p.slot == static_cast<int>(k)) channels = p.values.paddedChannels;
-      staged += int64_t{kRowsPerBlock} * channels * 4;
+      staged += int64_t{kStreamRowsPerBlock} * channels * 4;
     }
     s.smemBytes = std::max(at, staged);
     const int64_t limit = target.level("SMEM").maxPerBlock;
     if (s.smemBytes > limit)
       return fail(out, fmt::format("its tiles need {} bytes of shared memory, more than a block's {}", s.smemBytes, limit));
-    s.grid = ceilDiv(s.rows.size, kRowsPerBlock);
+    s.grid = ceilDiv(s.rows.size, kStreamRowsPerBlock);
     for (const Axis& a : s.batch) s.grid *= a.size;
     out.stream = s;
     return out;
@@ -302,7 +301,7 @@ std::string TensorCoreStream::describe() const {
   return fmt::format(
       "tensor cores: llmc::stream (cp.async + mma.sync), {} rows of {} per block, {} positions of {} per step; "
       "{} score contraction(s) over {} channels, {} product(s) along the stream{}",
-      kRowsPerBlock, rows.name, 64, stream.name, scores.size(), channels, products.size(),
+      kStreamRowsPerBlock, rows.name, kStreamPositionsPerStep, stream.name, scores.size(), channels, products.size(),
       skip ? "; steps a comparison of positions leaves unchanged are skipped" : "");
 }
 

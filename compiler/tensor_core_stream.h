@@ -30,6 +30,12 @@
 
 namespace llmc {
 
+// The shape the device steps fix (stream_mma.cuh): a block of 4 warps of 16
+// rows, steps of 64 positions; a tile holds 64 rows or 64 positions.
+constexpr int kStreamRowsPerBlock = 64;
+constexpr int kStreamPositionsPerStep = 64;
+constexpr int kStreamThreads = 128;
+
 // One stored operand read as [64 outer positions][channels] tiles in shared memory.
 struct StreamTile {
   NodeId value = -1;     // the value the launch reads (a view of `layout.array`)
@@ -38,7 +44,7 @@ struct StreamTile {
   Axis channel;          // contiguous in memory: the contracted axis, or the accumulator's
   int paddedChannels = 0;  // channel.size rounded up to 64 (the swizzled tile's column blocks)
   int64_t smemOffset = 0;  // bytes; a column tile has two stages, `stageBytes` apart
-  int64_t stageBytes() const { return int64_t{64} * paddedChannels * 2; }
+  int64_t stageBytes() const { return int64_t{kStreamPositionsPerStep} * paddedChannels * 2; }
 };
 
 // A contraction over a channel axis inside the stream: its value at (r, c) is
@@ -67,14 +73,13 @@ struct StreamStepSkip {
 };
 
 struct TensorCoreStream {
-  Axis rows;                 // the group axis tiled 64 rows to a block (16 to a warp)
+  Axis rows;                 // the group axis tiled kStreamRowsPerBlock rows to a block (16 to a warp)
   std::vector<Axis> batch;   // the other group axes, one position per block
-  Axis stream;               // the streamed axis, 64 positions per step
+  Axis stream;               // the streamed axis, kStreamPositionsPerStep positions per step
   std::vector<StreamScore> scores;
   std::vector<StreamProduct> products;
   std::optional<StreamStepSkip> skip;
   int64_t grid = 1;
-  int threads = 128;
   int64_t smemBytes = 0;      // the larger of the tiles' and the accumulators' staging at the end
   std::map<int, int64_t> slotSmemOffset;  // bytes: each slot's values for the block's rows, after the stream
 

@@ -129,6 +129,8 @@ def main():
         print(f"| torch {name} | {t[0]:.3f} | {flops / t[0] / 1e9:.0f} | {t[1]:.3f} | {3.5 * flops / t[1] / 1e9:.0f} |")
     if a.torch_only:
         return
+    if not os.access(a.bench, os.X_OK):
+        sys.exit(f"attention_bench: no step_kernels_bench at {a.bench} (build it, or give --bench)")
     ours = llmc_times(a.bench, f"B={a.B},H={a.H},T={a.T},D={a.D}", a.reps)
     fwd = ours["forward"][0]
     both = ours["training"][0]
