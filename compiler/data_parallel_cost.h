@@ -10,9 +10,9 @@
 //           parameters' bytes.
 //
 // Time is the bytes over the interconnect's attainable rate (bandwidth term
-// only; NCCL's per-step latency is left out). Gradients are reduced in
-// buckets while the backward pass runs, so up to the backward's predicted
-// time of it is hidden.
+// only; NCCL's per-step latency is left out). The runtime reduces after the
+// step (the plan writes the gradient outputs in its last launches), so the
+// time is exposed, added to the step's.
 #pragma once
 
 #include <cstdint>
@@ -33,8 +33,8 @@ struct DataParallelCost {
   int64_t parameterBytes = 0;    // the parameters as all-gathered (ZeRO-1)
   double bytesPerGpu = 0;        // each GPU sends this much (and receives as much)
   double seconds = 0;            // at the attainable rate
-  double backwardSeconds = 0;    // the predicted backward pass, which buckets overlap
-  double exposedSeconds = 0;     // what overlapping cannot hide
+  double backwardSeconds = 0;    // the predicted backward pass
+  double exposedSeconds = 0;     // what adds to the step's time
 };
 
 // `step`: a training step (--grad: outputs grad_NAME for each parameter).

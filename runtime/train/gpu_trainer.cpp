@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "cuda_driver.h"
+#include "cuda_event.h"
 #include "jit.h"
 #include "kernel_cache.h"
 #include "module_cache.h"
@@ -33,7 +34,7 @@ constexpr int64_t kParameterAlignment = 128;
 // The scalar slots, 16 bytes apart (bindings are 16-byte aligned).
 enum Slot : int {
   kStepLoss, kEvalLoss, kGradNorm, kLearningRate, kBeta1, kBeta2, kEps, kWeightDecay, kStepNumber, kMaxNorm,
-  kAccumulateScale, kSlotCount
+  kAccumulateScale, kGradSquares, kSlotCount
 };
 
 CUdeviceptr at(const cuda::DeviceBuffer& buffer, int64_t elements, int64_t elementBytes) {
@@ -58,6 +59,11 @@ GpuTrainer::GpuTrainer(const std::string& diagramsDir, Gpt2Weights weights, int6
   if (T > config_.T)
     throw std::invalid_argument(fmt::format("sequence length {} exceeds the model's maximum {}", T, config_.T));
   stream_ = std::make_unique<cuda::Stream>();
+  const int processes = options_.dataParallel ? options_.dataParallel->processes : 1;
+  const bool sharded = options_.dataParallel && options_.dataParallel->zeroStage == 1;
+  if (options_.dataParallel)
+    communicator_ = std::make_unique<cuda::NcclCommunicator>(options_.dataParallel->id, options_.dataParallel->rank,
+                                                             processes);
   const Target target = loadTarget(context_.arch());
   peakFlops_ = target.unit("tensor_bf16").peak;
   startup_.device = context_.name();
@@ -70,6 +76,11 @@ GpuTrainer::GpuTrainer(const std::string& diagramsDir, Gpt2Weights weights, int6
     parameterCount_ += count;
     packedCount_ += (count + kParameterAlignment - 1) / kParameterAlignment * kParameterAlignment;
   }
+  // Whole aligned shards, one per process.
+  const int64_t shardUnit = kParameterAlignment * processes;
+  packedCount_ = (packedCount_ + shardUnit - 1) / shardUnit * shardUnit;
+  shardCount_ = sharded ? packedCount_ / processes : packedCount_;
+  shardOffset_ = sharded ? options_.dataParallel->rank * shardCount_ : 0;
 
   // Plan and emit every module from its diagram.
   auto planStart = Clock::now();
@@ -113,12 +124,17 @@ GpuTrainer::GpuTrainer(const std::string& diagramsDir, Gpt2Weights weights, int6
   };
   std::set<std::string> gradients;
   for (const Slice& s : slices_) gradients.insert("grad_" + s.name);
-  const SizeBindings packedSize = {{"N", packedCount_}};
+  const SizeBindings packedSize = {{"N", packedCount_}}, shardSize = {{"N", shardCount_}};
   modules_["step"] = emit("gpt2/model.dg", "gpt2", config_.sizes(B, T), true, storage, cost, gradients);
   modules_["eval"] = emit("gpt2/model.dg", "gpt2", config_.sizes(B, T), false, storage, cost, {});
   modules_["logits"] = emit("gpt2/model.dg", "gpt2_logits", config_.sizes(1, T), false, storage, cost, {"logits"});
-  modules_["optimizer"] = emit("gpt2/optimizer.dg", "optimizer_step", packedSize, false, StorageType::F32, costF32, {});
-  modules_["to_params"] = emit("gpt2/mixed_precision.dg", "master_to_params", packedSize, false, storage, cost, {"w"});
+  if (sharded) {
+    modules_["squares"] = emit("gpt2/optimizer.dg", "gradient_squares", shardSize, false, StorageType::F32, costF32, {});
+    modules_["optimizer"] = emit("gpt2/optimizer.dg", "clipped_adamw", shardSize, false, StorageType::F32, costF32, {});
+  } else {
+    modules_["optimizer"] = emit("gpt2/optimizer.dg", "optimizer_step", packedSize, false, StorageType::F32, costF32, {});
+  }
+  modules_["to_params"] = emit("gpt2/mixed_precision.dg", "master_to_params", shardSize, false, storage, cost, {"w"});
   modules_["accumulate"] =
       emit("gpt2/mixed_precision.dg", "accumulate_gradient", packedSize, false, StorageType::F32, costF32, {});
   startup_.planSeconds = secondsSince(planStart);
@@ -128,10 +144,11 @@ GpuTrainer::GpuTrainer(const std::string& diagramsDir, Gpt2Weights weights, int6
   // Device memory: the packed arrays, then the arena. Checked against what
   // is free first, so that a model too big says so with the sizes.
   const int64_t storageBytes = options_.bf16 ? 2 : 4;
-  const int64_t packedF32 = packedCount_ * 4;
+  const int64_t packedF32 = packedCount_ * 4, shardF32 = shardCount_ * 4;
   const int64_t tokenBytes = B * T * 4;
-  const int64_t fixedBytes = packedCount_ * storageBytes + 7 * packedF32 + packedF32 /* decay mask */ +
-                             2 * tokenBytes + T * 4 + kSlotCount * 16;
+  const int64_t fixedBytes = packedCount_ * storageBytes + 7 * shardF32 /* master, moments, decay mask */ +
+                             packedF32 /* gradient */ + 2 * tokenBytes + T * 4 + kSlotCount * 16;
+  startup_.gradientBytes = packedF32;
 
   auto allocate = [&](int64_t bytes, const char* what) {
     try {
@@ -151,12 +168,12 @@ GpuTrainer::GpuTrainer(const std::string& diagramsDir, Gpt2Weights weights, int6
   auto allocateStart = Clock::now();
   params_ = allocate(packedCount_ * storageBytes, "the step's parameters");
   for (int i = 0; i < 2; ++i) {
-    master_[i] = allocate(packedF32, "master weights");
-    m_[i] = allocate(packedF32, "AdamW's first moments");
-    v_[i] = allocate(packedF32, "AdamW's second moments");
+    master_[i] = allocate(shardF32, "master weights");
+    m_[i] = allocate(shardF32, "AdamW's first moments");
+    v_[i] = allocate(shardF32, "AdamW's second moments");
   }
   gradient_ = allocate(packedF32, "gradients");
-  decayMask_ = allocate(packedF32, "the weight-decay mask");
+  decayMask_ = allocate(shardF32, "the weight-decay mask");
   tokens_ = allocate(tokenBytes, "tokens");
   targets_ = allocate(tokenBytes, "targets");
   sampleTokens_ = allocate(T * 4, "the sampler's tokens");
@@ -189,19 +206,25 @@ GpuTrainer::GpuTrainer(const std::string& diagramsDir, Gpt2Weights weights, int6
     parameterBindings(b);
     module("logits").executor = std::make_unique<cuda::ModuleExecutor>(module("logits").code, b);
   }
-  module("optimizer").executor = std::make_unique<cuda::ModuleExecutor>(
-      module("optimizer").code,
-      std::map<std::string, CUdeviceptr>{{"w", master_[0].address()}, {"g", gradient_.address()},
-                                         {"m", m_[0].address()}, {"v", v_[0].address()},
-                                         {"decay_mask", decayMask_.address()}, {"lr", slot(kLearningRate)},
-                                         {"beta1", slot(kBeta1)}, {"beta2", slot(kBeta2)}, {"eps", slot(kEps)},
-                                         {"weight_decay", slot(kWeightDecay)}, {"t", slot(kStepNumber)},
-                                         {"max_norm", slot(kMaxNorm)}, {"w_next", master_[1].address()},
-                                         {"m_next", m_[1].address()}, {"v_next", v_[1].address()},
-                                         {"grad_norm", slot(kGradNorm)}});
+  // The optimizer reads its share of the gradient; the sharded one reads the
+  // sum of the squares the processes' shards add up to.
+  const CUdeviceptr gradientShard = at(gradient_, shardOffset_, 4);
+  std::map<std::string, CUdeviceptr> optimizerBindings = {
+      {"w", master_[0].address()}, {"g", gradientShard}, {"m", m_[0].address()}, {"v", v_[0].address()},
+      {"decay_mask", decayMask_.address()}, {"lr", slot(kLearningRate)}, {"beta1", slot(kBeta1)},
+      {"beta2", slot(kBeta2)}, {"eps", slot(kEps)}, {"weight_decay", slot(kWeightDecay)}, {"t", slot(kStepNumber)},
+      {"max_norm", slot(kMaxNorm)}, {"w_next", master_[1].address()}, {"m_next", m_[1].address()},
+      {"v_next", v_[1].address()}, {"grad_norm", slot(kGradNorm)}};
+  if (sharded) {
+    optimizerBindings["squares"] = slot(kGradSquares);
+    module("squares").executor = std::make_unique<cuda::ModuleExecutor>(
+        module("squares").code,
+        std::map<std::string, CUdeviceptr>{{"g", gradientShard}, {"squares", slot(kGradSquares)}});
+  }
+  module("optimizer").executor = std::make_unique<cuda::ModuleExecutor>(module("optimizer").code, optimizerBindings);
   module("to_params").executor = std::make_unique<cuda::ModuleExecutor>(
       module("to_params").code,
-      std::map<std::string, CUdeviceptr>{{"w", master_[0].address()}, {"p", params_.address()}});
+      std::map<std::string, CUdeviceptr>{{"w", master_[0].address()}, {"p", at(params_, shardOffset_, storageBytes)}});
   // The accumulator's arrays are bound when first used (allocated then).
   module("accumulate").executor = std::make_unique<cuda::ModuleExecutor>(
       module("accumulate").code,
@@ -257,9 +280,10 @@ GpuTrainer::GpuTrainer(const std::string& diagramsDir, Gpt2Weights weights, int6
     std::transform(data.begin(), data.end(), master.begin() + slice.offset, [](double v) { return static_cast<float>(v); });
     std::fill_n(mask.begin() + slice.offset, slice.count, matrix ? 1.0f : 0.0f);
   }
-  upload(master_[0], master);
-  upload(decayMask_, mask);
+  master_[0].copyFromHost(master.data() + shardOffset_, static_cast<size_t>(shardF32));
+  decayMask_.copyFromHost(mask.data() + shardOffset_, static_cast<size_t>(shardF32));
   module("to_params").executor->run(stream_->get());
+  gatherParameters();
   stream_->synchronize();
   startup_.weightsSeconds = secondsSince(weightsStart);
   hostWeights_ = std::move(weights);
@@ -298,6 +322,23 @@ float GpuTrainer::readScalar(int slot) const {
   cuda::check(cuda::driver().memcpyDtoH(&value, scalars_.address() + static_cast<CUdeviceptr>(16 * slot), sizeof value),
               "cuMemcpyDtoH(scalar)");
   return value;
+}
+
+bool GpuTrainer::sharded() const { return options_.dataParallel && options_.dataParallel->zeroStage == 1; }
+
+cuda::NcclDataType GpuTrainer::storageType() const { return options_.bf16 ? cuda::kNcclBfloat16 : cuda::kNcclFloat32; }
+
+void GpuTrainer::gatherParameters() {
+  if (!sharded()) return;
+  const int64_t storageBytes = options_.bf16 ? 2 : 4;
+  communicator_->allGather(at(params_, shardOffset_, storageBytes), params_.address(), static_cast<size_t>(shardCount_),
+                           storageType(), stream_->get());
+}
+
+void GpuTrainer::averageScalar(int slot) {
+  if (!communicator_) return;
+  communicator_->allReduce(scalars_.address() + static_cast<CUdeviceptr>(16 * slot), 1, cuda::kNcclFloat32,
+                           cuda::kNcclAverage, stream_->get());
 }
 
 void GpuTrainer::runStep() {
@@ -340,6 +381,7 @@ double GpuTrainer::forwardBackward(const std::vector<int32_t>& inputs, const std
     accumulatedIn_ = into;
   }
   ++microBatches_;
+  averageScalar(kStepLoss);
   stream_->synchronize();
   return readScalar(kStepLoss);
 }
@@ -348,6 +390,7 @@ double GpuTrainer::loss(const std::vector<int32_t>& inputs, const std::vector<in
   uploadTokens(tokens_, inputs, B_ * T_);
   uploadTokens(targets_, targets, B_ * T_);
   module("eval").executor->run(stream_->get());
+  averageScalar(kEvalLoss);
   stream_->synchronize();
   return readScalar(kEvalLoss);
 }
@@ -362,12 +405,37 @@ double GpuTrainer::optimizerStep(const OptimizerSettings& s) {
   setScalar(kWeightDecay, static_cast<float>(s.weightDecay));
   setScalar(kStepNumber, static_cast<float>(state_.step));
   setScalar(kMaxNorm, static_cast<float>(s.maxGradNorm));
+  const CUdeviceptr gradient = accumulatedIn_ < 0 ? gradient_.address() : accumulated_[accumulatedIn_].address();
+  const CUdeviceptr gradientShard = gradient + static_cast<CUdeviceptr>(shardOffset_ * 4);
+  // The processes' gradients averaged: whole (each updates all parameters) or
+  // this process's shard of it (ZeRO-1), timed on the GPU.
+  std::optional<cuda::Event> communicationStart, communicationEnd;
+  if (communicator_) {
+    communicationStart.emplace();
+    communicationEnd.emplace();
+    communicationStart->record(stream_->get());
+    if (sharded())
+      communicator_->reduceScatter(gradient, gradientShard, static_cast<size_t>(shardCount_), cuda::kNcclFloat32,
+                                   cuda::kNcclAverage, stream_->get());
+    else
+      communicator_->allReduce(gradient, static_cast<size_t>(packedCount_), cuda::kNcclFloat32, cuda::kNcclAverage,
+                               stream_->get());
+    communicationEnd->record(stream_->get());
+  }
+  if (sharded()) {
+    // The global norm from every shard's sum of squares.
+    cuda::ModuleExecutor& squares = *module("squares").executor;
+    squares.rebind("g", gradientShard);
+    squares.run(stream_->get());
+    communicator_->allReduce(scalars_.address() + static_cast<CUdeviceptr>(16 * kGradSquares), 1, cuda::kNcclFloat32,
+                             cuda::kNcclSum, stream_->get());
+  }
   const int next = 1 - current_;
   cuda::ModuleExecutor& optimizer = *module("optimizer").executor;
   optimizer.rebind("w", master_[current_].address());
   optimizer.rebind("m", m_[current_].address());
   optimizer.rebind("v", v_[current_].address());
-  optimizer.rebind("g", accumulatedIn_ < 0 ? gradient_.address() : accumulated_[accumulatedIn_].address());
+  optimizer.rebind("g", gradientShard);
   optimizer.rebind("w_next", master_[next].address());
   optimizer.rebind("m_next", m_[next].address());
   optimizer.rebind("v_next", v_[next].address());
@@ -375,7 +443,18 @@ double GpuTrainer::optimizerStep(const OptimizerSettings& s) {
   cuda::ModuleExecutor& toParams = *module("to_params").executor;
   toParams.rebind("w", master_[next].address());
   toParams.run(stream_->get());
+  std::optional<cuda::Event> gatherStart, gatherEnd;
+  if (sharded()) {
+    gatherStart.emplace();
+    gatherEnd.emplace();
+    gatherStart->record(stream_->get());
+    gatherParameters();
+    gatherEnd->record(stream_->get());
+  }
   stream_->synchronize();
+  if (communicator_)
+    communicationMilliseconds_ = cuda::Event::elapsedMilliseconds(*communicationStart, *communicationEnd) +
+                                 (gatherStart ? cuda::Event::elapsedMilliseconds(*gatherStart, *gatherEnd) : 0.0);
   current_ = next;
   microBatches_ = 0;
   accumulatedIn_ = -1;
@@ -403,8 +482,7 @@ std::vector<double> GpuTrainer::nextTokenLogits(const std::vector<int32_t>& cont
 
 const Gpt2Weights& GpuTrainer::weights() {
   if (hostWeights_) return *hostWeights_;
-  std::vector<float> flat(static_cast<size_t>(packedCount_));
-  master_[current_].copyToHost(flat.data(), flat.size() * sizeof(float));
+  const std::vector<float> flat = gathered(master_[current_]);
   Gpt2Weights w = zeroGpt2Weights(config_);
   for (const Slice& s : slices_) {
     std::vector<double>& data = (w.*s.member).data;
@@ -414,9 +492,29 @@ const Gpt2Weights& GpuTrainer::weights() {
   return *hostWeights_;
 }
 
+std::vector<float> GpuTrainer::gathered(const cuda::DeviceBuffer& shard) {
+  std::vector<float> flat(static_cast<size_t>(packedCount_));
+  if (!sharded()) {
+    shard.copyToHost(flat.data(), flat.size() * sizeof(float));
+    return flat;
+  }
+  // Every process calls this at the same point of the run (a checkpoint):
+  // the gather is a collective.
+  cuda::DeviceBuffer whole(static_cast<size_t>(packedCount_ * 4));
+  communicator_->allGather(shard.address(), whole.address(), static_cast<size_t>(shardCount_), cuda::kNcclFloat32,
+                           stream_->get());
+  stream_->synchronize();
+  whole.copyToHost(flat.data(), flat.size() * sizeof(float));
+  return flat;
+}
+
 std::vector<double> GpuTrainer::unpacked(const cuda::DeviceBuffer& buffer) const {
   std::vector<float> flat(static_cast<size_t>(packedCount_));
   buffer.copyToHost(flat.data(), flat.size() * sizeof(float));
+  return unpackedFlat(flat);
+}
+
+std::vector<double> GpuTrainer::unpackedFlat(const std::vector<float>& flat) const {
   std::vector<double> out;
   out.reserve(static_cast<size_t>(parameterCount_));
   for (const Slice& s : slices_) out.insert(out.end(), flat.begin() + s.offset, flat.begin() + s.offset + s.count);
@@ -424,8 +522,8 @@ std::vector<double> GpuTrainer::unpacked(const cuda::DeviceBuffer& buffer) const
 }
 
 const OptimizerState& GpuTrainer::optimizerState() {
-  state_.m = unpacked(m_[current_]);
-  state_.v = unpacked(v_[current_]);
+  state_.m = unpackedFlat(gathered(m_[current_]));
+  state_.v = unpackedFlat(gathered(v_[current_]));
   return state_;
 }
 
@@ -438,8 +536,8 @@ void GpuTrainer::restoreOptimizerState(OptimizerState state) {
   if (static_cast<int64_t>(state.m.size()) != parameterCount_ || static_cast<int64_t>(state.v.size()) != parameterCount_)
     throw std::invalid_argument(fmt::format("optimizer state holds {} values, the model has {} parameters",
                                             state.m.size(), parameterCount_));
-  upload(m_[current_], packed(state.m));
-  upload(v_[current_], packed(state.v));
+  m_[current_].copyFromHost(packed(state.m).data() + shardOffset_, static_cast<size_t>(shardCount_ * 4));
+  v_[current_].copyFromHost(packed(state.v).data() + shardOffset_, static_cast<size_t>(shardCount_ * 4));
   state_.step = state.step;
 }
 

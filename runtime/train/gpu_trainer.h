@@ -10,6 +10,13 @@
 // keeps fp32 master weights and moments, then rounds the new weights to the
 // step's bf16 copy. With fp32 storage every array is fp32.
 //
+// Data-parallel (GpuTrainerOptions::dataParallel): one trainer per process
+// and GPU, each on its share of every batch. The gradients are averaged over
+// the processes by NCCL before the optimizer; with ZeRO stage 1 each process
+// keeps and updates only its shard of the master weights and moments (the
+// gradient reduce-scattered, the squares for the global norm summed, the new
+// bf16 weights all-gathered), with stage 0 every process updates them all.
+//
 // Device memory is planned once: the parameters and the optimizer's arrays
 // packed into flat arrays (each parameter 128-element aligned), and one arena
 // for everything else, shared by the modules since they never run at once,
@@ -28,6 +35,7 @@
 #include "cuda_stream.h"
 #include "device_buffer.h"
 #include "module_executor.h"
+#include "nccl_communicator.h"
 #include "trainer.h"
 
 namespace llmc {
@@ -39,6 +47,12 @@ struct GpuTrainerOptions {
   std::filesystem::path kernelCache;  // empty: KernelCache::defaultDirectory()
   unsigned compileThreads = 0;        // 0: one per hardware thread
   int gpu = 0;
+  struct DataParallel {
+    cuda::NcclUniqueId id;  // from rank 0 (runtime/train/process_group.h)
+    int rank = 0, processes = 1;
+    int zeroStage = 0;      // 0: every process keeps the optimizer whole; 1: sharded
+  };
+  std::optional<DataParallel> dataParallel;
 };
 
 // What starting took, for the log.
@@ -54,6 +68,7 @@ struct GpuStartup {
   int64_t stepLaunches = 0;
   int64_t arenaBytes = 0, arenaSeparateBytes = 0;  // the shared arena, and its arrays one by one
   int64_t deviceBytes = 0;    // everything the trainer allocated
+  int64_t gradientBytes = 0;  // what the processes reduce each optimizer step (data-parallel)
 };
 
 class GpuTrainer final : public Trainer {
@@ -80,6 +95,10 @@ class GpuTrainer final : public Trainer {
   std::vector<double> gradient();
 
   const GpuStartup& startup() const { return startup_; }
+  // Data-parallel: GPU time of the last optimizer step's communication (the
+  // gradient's reduction, and with ZeRO-1 the norm's and the weights' gather),
+  // in ms; 0 for one process.
+  double communicationMilliseconds() const { return communicationMilliseconds_; }
   // Nominal dense bf16 tensor-core rate of the GPU (its target file), for MFU.
   double peakFlops() const { return peakFlops_; }
 
@@ -99,6 +118,13 @@ class GpuTrainer final : public Trainer {
   void setScalar(int slot, float value);
   float readScalar(int slot) const;
   void runStep();
+  void averageScalar(int slot);  // over the processes
+  bool sharded() const;          // ZeRO-1
+  cuda::NcclDataType storageType() const;
+  void gatherParameters();       // ZeRO-1: every shard of the step's parameters to every process
+  // The gathered shards of a sharded f32 array, packed layout (ZeRO-1).
+  std::vector<float> gathered(const cuda::DeviceBuffer& shard);
+  std::vector<double> unpackedFlat(const std::vector<float>& flat) const;
 
   Gpt2Config config_;
   int64_t B_, T_;
@@ -107,14 +133,19 @@ class GpuTrainer final : public Trainer {
   std::unique_ptr<cuda::Stream> stream_;
   std::vector<Slice> slices_;
   int64_t parameterCount_ = 0, packedCount_ = 0;
+  // The optimizer's share of the packed arrays: all of them, or with ZeRO-1
+  // this process's shard.
+  int64_t shardOffset_ = 0, shardCount_ = 0;
+  std::unique_ptr<cuda::NcclCommunicator> communicator_;
+  double communicationMilliseconds_ = 0;
   double peakFlops_ = 0;
 
   // Device arrays (packed: packedCount_ elements).
   cuda::DeviceBuffer params_;                // the step's copy, in its storage
-  cuda::DeviceBuffer master_[2], m_[2], v_[2];  // f32; [current_] holds the present state
+  cuda::DeviceBuffer master_[2], m_[2], v_[2];  // f32, the optimizer's share; [current_] holds the present state
   cuda::DeviceBuffer gradient_;              // f32, what the last step wrote
   cuda::DeviceBuffer accumulated_[2];        // f32 sums over micro-batches, allocated on first use
-  cuda::DeviceBuffer decayMask_;
+  cuda::DeviceBuffer decayMask_;              // the optimizer's share
   cuda::DeviceBuffer tokens_, targets_, sampleTokens_;
   cuda::DeviceBuffer scalars_;               // 16-byte slots: losses, norm, the optimizer's settings
   cuda::DeviceBuffer arena_;

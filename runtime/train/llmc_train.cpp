@@ -15,12 +15,15 @@
 #include <optional>
 #include <random>
 
+#include "cuda_driver.h"
 #include "data_loader.h"
 #include "gpt2_checkpoint.h"
 #include "gpu_trainer.h"
 #include "interpreter_trainer.h"
 #include "loss_plot.h"
 #include "lr_schedule.h"
+#include "nccl_library.h"
+#include "process_group.h"
 #include "tokenizer.h"
 #include "train_options.h"
 #include "train_state.h"
@@ -52,6 +55,17 @@ std::optional<Tokenizer> findTokenizer(const std::string& given) {
                               fs::path(LLMC_SOURCE_DIR) / "data" / "gpt2-bpe"})
     if (fs::exists(dir / "encoder.json")) return Tokenizer(dir);
   return std::nullopt;
+}
+
+// The GPUs this node's driver shows (0 without a driver).
+int gpusOnThisNode() {
+  try {
+    int count = 0;
+    cuda::check(cuda::driver().deviceGetCount(&count), "cuDeviceGetCount");
+    return count;
+  } catch (const NoGpuError&) {
+    return 0;
+  }
 }
 
 Gpt2Weights loadOrCreateModel(const TrainOptions& o) {
@@ -107,7 +121,8 @@ class TrainLog {
 
 class TrainingRun {
  public:
-  explicit TrainingRun(const TrainOptions& o) : o_(o) {}
+  TrainingRun(const TrainOptions& o, ProcessPlace place)
+      : o_(o), place_(std::move(place)), totalBatchTokens_(resolveTotalBatch(o, place_.size)) {}
 
   int run() {
     auto start = Clock::now();
@@ -118,19 +133,21 @@ class TrainingRun {
                secondsSince(start));
 
     train_.emplace(o_.trainData, static_cast<int>(o_.batchSize), static_cast<int>(o_.seqLen),
-                   DataLoaderOptions{o_.shuffle, o_.seed, 0, 1});
+                   DataLoaderOptions{o_.shuffle, o_.seed, place_.rank, place_.size});
     fmt::print("train data: {} shard(s), {} batches of {}x{} per epoch\n", train_->shardPaths().size(),
                train_->batchesPerEpoch(), o_.batchSize, o_.seqLen);
     if (!o_.valData.empty()) {
-      val_.emplace(o_.valData, static_cast<int>(o_.batchSize), static_cast<int>(o_.seqLen));
+      val_.emplace(o_.valData, static_cast<int>(o_.batchSize), static_cast<int>(o_.seqLen),
+                   DataLoaderOptions{false, 0, place_.rank, place_.size});
       fmt::print("val data: {} shard(s), {} batches\n", val_->shardPaths().size(), val_->batchesPerEpoch());
     }
     tokenizer_ = findTokenizer(o_.tokenizerDir);
 
-    accumulation_ = o_.totalBatchTokens / (o_.batchSize * o_.seqLen);
+    accumulation_ = totalBatchTokens_ / (o_.batchSize * o_.seqLen * place_.size);
     totalSteps_ = o_.maxSteps >= 0 ? o_.maxSteps : std::max<int64_t>(1, train_->batchesPerEpoch() / accumulation_);
-    fmt::print("batch: {} tokens per step = {} micro-batch(es) of {}x{}; {} steps\n", o_.totalBatchTokens,
-               accumulation_, o_.batchSize, o_.seqLen, totalSteps_);
+    fmt::print("batch: {} tokens per step = {} micro-batch(es) of {}x{}{}; {} steps\n", totalBatchTokens_,
+               accumulation_, o_.batchSize, o_.seqLen,
+               place_.size > 1 ? fmt::format(" on each of {} processes", place_.size) : "", totalSteps_);
 
     // A resumed run starts from the checkpoint's model; the trainer is made
     // once, for it.
@@ -144,11 +161,13 @@ class TrainingRun {
       train_->restore(unpackLoaderState(resumed->loaderState, stateCheckpointPath(o_.outputDir, firstStep)));
       fmt::print("resumed from {} (step {})\n", modelCheckpointPath(o_.outputDir, firstStep), firstStep);
     }
-    if (!o_.outputDir.empty()) {
+    // Rank 0 writes the files: log, samples, checkpoints, the plot.
+    const bool writes = place_.rank == 0 && !o_.outputDir.empty();
+    if (writes) {
       fs::create_directories(o_.outputDir);
       if (!o_.resume) fs::remove(o_.outputDir + "/samples.txt");  // a fresh run starts its samples anew
     }
-    TrainLog log(o_.outputDir, o_.resume);
+    TrainLog log(writes ? o_.outputDir : "", o_.resume);
     log_ = &log;
     fmt::print("ready in {:.2f} s\n", secondsSince(start));
 
@@ -156,7 +175,8 @@ class TrainingRun {
     for (int64_t step = firstStep; step <= totalSteps_; ++step) {
       const bool last = step == totalSteps_;
       if (val_ && o_.valEvery > 0 && (step % o_.valEvery == 0 || last)) lastVal = validate(step);
-      if (o_.sampleEvery > 0 && step > firstStep && (step % o_.sampleEvery == 0 || last)) sample(step);
+      if (o_.sampleEvery > 0 && place_.rank == 0 && step > firstStep && (step % o_.sampleEvery == 0 || last))
+        sample(step);
       if (!o_.outputDir.empty() && step > firstStep &&
           ((o_.checkpointEvery > 0 && step % o_.checkpointEvery == 0) || last))
         writeCheckpoint(step);
@@ -181,8 +201,17 @@ class TrainingRun {
         g.bf16 = o_.bf16;
         g.cudaGraph = o_.cudaGraph;
         g.recompute = o_.recompute != 0;
+        g.gpu = place_.gpu;
+        if (place_.size > 1)
+          g.dataParallel = GpuTrainerOptions::DataParallel{exchangeNcclId(place_), place_.rank, place_.size, o_.zeroStage};
         auto gpu = std::make_unique<GpuTrainer>(diagramsDir(), weights, o_.batchSize, o_.seqLen, g);
+        removeNcclIdFile(place_);
         const GpuStartup& s = gpu->startup();
+        if (place_.size > 1)
+          fmt::print("data-parallel: {} processes, one GPU each (this one GPU {}), ZeRO stage {}; NCCL {} from {}; "
+                     "{:.1f} MB of fp32 gradients averaged per step\n",
+                     place_.size, place_.gpu, o_.zeroStage, cuda::nccl().version(), cuda::nccl().path,
+                     static_cast<double>(s.gradientBytes) / 1e6);
         fmt::print("device: {} ({}), {} storage{}\n", s.device, s.arch, o_.bf16 ? "bf16 (fp32 master weights)" : "fp32",
                    o_.cudaGraph ? ", step replayed as a CUDA graph" : "");
         const double total = secondsSince(start);
@@ -201,6 +230,8 @@ class TrainingRun {
         return;
       } catch (const NoGpuError& e) {
         if (o_.device == DeviceChoice::Cuda) throw std::runtime_error(fmt::format("--device cuda: {}", e.what()));
+        if (place_.size > 1)
+          throw std::runtime_error(fmt::format("{} processes train on GPUs only: {}", place_.size, e.what()));
         fmt::print("device: cpu (reference interpreter): no GPU ({})\n", e.what());
       }
     } else {
@@ -235,16 +266,19 @@ class TrainingRun {
     if (!firstStepSeconds_) firstStepSeconds_ = secondsSince(processStart);
     stepMilliseconds_.push_back(seconds * 1e3);
     finalLoss_ = loss;
-    const double tokensPerSecond = static_cast<double>(o_.totalBatchTokens) / seconds;
+    const double tokensPerSecond = static_cast<double>(totalBatchTokens_) / seconds;
     std::string device;
     if (gpu_) {
       // MFU as llm.c counts it (DESIGN.md section 7): 6N + 6LCT FLOPs per token,
-      // N with the padded vocabulary, against the GPU's nominal bf16 peak.
+      // N with the padded vocabulary, against the GPUs' nominal bf16 peak.
       const Gpt2Config& c = trainer_->config();
       const double flopsPerToken = 6.0 * static_cast<double>(c.parameterCount()) +
                                    6.0 * static_cast<double>(c.L * c.C * o_.seqLen);
-      device = fmt::format(" | MFU {:.1f}% | {:.2f} GiB", 100.0 * flopsPerToken * tokensPerSecond / gpu_->peakFlops(),
-                           gib(gpu_->startup().deviceBytes));
+      device = fmt::format(" | MFU {:.1f}% | {:.2f} GiB{}",
+                           100.0 * flopsPerToken * tokensPerSecond / (gpu_->peakFlops() * place_.size),
+                           gib(gpu_->startup().deviceBytes),
+                           place_.size > 1 ? fmt::format(" per GPU | comm {:.2f} ms", gpu_->communicationMilliseconds()) : "");
+      if (place_.size > 1) communicationMilliseconds_.push_back(gpu_->communicationMilliseconds());
     }
     fmt::print("step {:5d}/{} | loss {:.6f} | norm {:.4f} | lr {:.2e} | {:.1f} ms | {:.0f} tok/s{}\n", step + 1,
                totalSteps_, loss, norm, settings.learningRate, seconds * 1e3, tokensPerSecond, device);
@@ -305,10 +339,14 @@ class TrainingRun {
     }
   }
 
+  // Every process comes here (gathering a sharded optimizer's state is a
+  // collective); rank 0 writes.
   void writeCheckpoint(int64_t step) {
-    llmc::writeCheckpoint(modelCheckpointPath(o_.outputDir, step), trainer_->weights(), o_.checkpointBf16);
-    writeTrainState(stateCheckpointPath(o_.outputDir, step),
-                    TrainState{trainer_->optimizerState(), packLoaderState(train_->state())});
+    const Gpt2Weights& weights = trainer_->weights();
+    const OptimizerState& optimizer = trainer_->optimizerState();
+    if (place_.rank != 0) return;
+    llmc::writeCheckpoint(modelCheckpointPath(o_.outputDir, step), weights, o_.checkpointBf16);
+    writeTrainState(stateCheckpointPath(o_.outputDir, step), TrainState{optimizer, packLoaderState(train_->state())});
     fmt::print("checkpoint: {} and {}\n", modelCheckpointPath(o_.outputDir, step),
                stateCheckpointPath(o_.outputDir, step));
     plotLosses();
@@ -317,7 +355,7 @@ class TrainingRun {
   // The loss curve as a picture, OUTDIR/loss.svg. A log it cannot read costs
   // the picture, not the run.
   void plotLosses() const {
-    if (o_.outputDir.empty()) return;
+    if (o_.outputDir.empty() || place_.rank != 0) return;
     try {
       writeLossPlot(o_.outputDir);
     } catch (const std::exception& e) {
@@ -360,14 +398,25 @@ class TrainingRun {
     std::vector<double> timed(stepMilliseconds_.begin() + (stepMilliseconds_.size() > 5 ? 3 : 0), stepMilliseconds_.end());
     std::sort(timed.begin(), timed.end());
     const double median = timed[timed.size() / 2];
-    fmt::print("RESULT {{\"implementation\": \"llmc\", \"device\": \"{}\", \"ms_per_step\": {:.3f}, "
+    std::string communication;
+    if (!communicationMilliseconds_.empty()) {
+      std::vector<double> c(communicationMilliseconds_.begin() + static_cast<long>(stepMilliseconds_.size() - timed.size()),
+                            communicationMilliseconds_.end());
+      std::sort(c.begin(), c.end());
+      communication = fmt::format(", \"communication_ms\": {:.3f}", c[c.size() / 2]);
+    }
+    fmt::print("RESULT {{\"implementation\": \"llmc\", \"device\": \"{}\", \"processes\": {}, \"ms_per_step\": {:.3f}, "
                "\"tokens_per_s\": {:.0f}, \"peak_memory_bytes\": {}, \"time_to_first_step_s\": {:.2f}, "
-               "\"final_loss\": {:.6f}, \"steps\": {}}}\n",
-               gpu_ ? "cuda" : "cpu", median, static_cast<double>(o_.totalBatchTokens) / (median / 1e3),
-               gpu_ ? gpu_->startup().deviceBytes : 0, firstStepSeconds_.value_or(0), finalLoss_, stepMilliseconds_.size());
+               "\"final_loss\": {:.6f}, \"steps\": {}{}}}\n",
+               gpu_ ? "cuda" : "cpu", place_.size, median, static_cast<double>(totalBatchTokens_) / (median / 1e3),
+               gpu_ ? gpu_->startup().deviceBytes : 0, firstStepSeconds_.value_or(0), finalLoss_, stepMilliseconds_.size(),
+               communication);
   }
 
   const TrainOptions& o_;
+  const ProcessPlace place_;
+  const int64_t totalBatchTokens_;  // over all processes
+  std::vector<double> communicationMilliseconds_;  // per step, data-parallel
   std::optional<DataLoader> train_, val_;
   std::optional<Tokenizer> tokenizer_;
   std::unique_ptr<Trainer> trainer_;
@@ -391,7 +440,15 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    return TrainingRun(options).run();
+    const int gpus = gpusOnThisNode();
+    if (options.processes.localProcesses > 1 && options.processes.localProcesses > gpus)
+      throw std::runtime_error(fmt::format("--gpus {}: this node has {} GPU(s)", options.processes.localProcesses, gpus));
+    if (std::optional<int> status = launchLocalProcesses(options.processes, argv)) return *status;
+    ProcessPlace place = placeThisProcess(options.processes, gpus);
+    // One log, rank 0's: the others keep stderr for their errors.
+    if (place.rank > 0 && !std::freopen("/dev/null", "w", stdout))
+      std::fprintf(stderr, "llmc-train: rank %d: cannot silence stdout\n", place.rank);
+    return TrainingRun(options, std::move(place)).run();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "llmc-train: error: %s\n", e.what());
     return 1;

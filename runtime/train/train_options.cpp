@@ -32,8 +32,8 @@ data and model:
 batch and schedule:
   -b, --batch-size B         rows per micro-batch (default 4)
   -t, --seq-len T            tokens per row (default 1024)
-  -d, --total-batch-size N   tokens per optimizer step, a multiple of B*T: gradient
-                             accumulation (default B*T)
+  -d, --total-batch-size N   tokens per optimizer step over all processes, a multiple
+                             of B*T*processes: gradient accumulation (default B*T*processes)
   -x, --max-steps N          optimizer steps (default -1: one epoch of the training data)
   -l, --lr LR                peak learning rate (default 3e-4)
   -u, --warmup N             linear warmup steps (default 0)
@@ -58,6 +58,19 @@ execution:
       --precision bf16|fp32  GPU path: bf16 activations and parameters with fp32 master
                              weights, gradients and optimizer state (default), or fp32 throughout
       --cuda-graph 0|1       GPU path: replay the training step as a CUDA graph (default 1)
+
+data-parallel (several GPUs, NCCL; every process gets B rows of each batch):
+      --gpus N               start N processes on this node, one per GPU (default 1)
+  -z, --zero 0|1             ZeRO stage: 0 (default) every process keeps the whole
+                             optimizer; 1 each keeps and updates a shard of the master
+                             weights and moments
+  -pn, --processes N         processes in all, started by hand or by a scheduler (with -pr)
+  -pr, --process-rank R      this process's rank, 0..N-1
+  -pg, --gpus-per-node G     GPU of this process: rank modulo G (default: the node's GPU count)
+  -pf, --rendezvous-dir DIR  a folder every process sees, where they exchange NCCL's id
+  -pi, --init-method fs|mpi  fs (default): -pn and -pr give the ranks; mpi: started by
+                             mpirun, ranks from its environment (no MPI library needed)
+
   -h, --help                 show this help
 )";
 }
@@ -152,6 +165,22 @@ TrainOptions parseTrainOptions(int argc, char** argv) {
          if (v != "0" && v != "1") throw std::invalid_argument(fmt::format("{} expects 0 or 1, got '{}'", f, v));
          o.cudaGraph = v == "1";
        }},
+      {"", "--gpus", [&](auto& f, auto& v) { o.processes.localProcesses = static_cast<int>(positive(f, parseInt(f, v))); }},
+      {"-z", "--zero",
+       [&](auto& f, auto& v) {
+         if (v != "0" && v != "1") throw std::invalid_argument(fmt::format("{} expects 0 or 1, got '{}'", f, v));
+         o.zeroStage = v == "1" ? 1 : 0;
+       }},
+      {"-pn", "--processes", [&](auto& f, auto& v) { o.processes.processes = static_cast<int>(positive(f, parseInt(f, v))); }},
+      {"-pr", "--process-rank", [&](auto& f, auto& v) { o.processes.rank = static_cast<int>(nonNegative(f, parseInt(f, v))); }},
+      {"-pg", "--gpus-per-node", [&](auto& f, auto& v) { o.processes.gpusPerNode = static_cast<int>(positive(f, parseInt(f, v))); }},
+      {"-pf", "--rendezvous-dir", [&](auto&, auto& v) { o.processes.sharedDir = v; }},
+      {"-pi", "--init-method",
+       [&](auto& f, auto& v) {
+         if (v == "fs") o.processes.init = ProcessInit::Fs;
+         else if (v == "mpi") o.processes.init = ProcessInit::Mpi;
+         else throw std::invalid_argument(fmt::format("{} expects fs or mpi, got '{}'", f, v));
+       }},
       {"", "--device",
        [&](auto& f, auto& v) {
          if (v == "cpu") o.device = DeviceChoice::Cpu;
@@ -194,15 +223,29 @@ TrainOptions parseTrainOptions(int argc, char** argv) {
   }
 
   if (o.trainData.empty()) throw std::invalid_argument("no training data: give -i GLOB");
-  int64_t microTokens = o.batchSize * o.seqLen;
-  if (o.totalBatchTokens == 0) o.totalBatchTokens = microTokens;
+  // -d against B*T here; against B*T*processes once the processes are known
+  // (under mpirun, from its environment): resolveTotalBatch.
+  const int64_t microTokens = o.batchSize * o.seqLen;
   if (o.totalBatchTokens % microTokens != 0)
     throw std::invalid_argument(fmt::format("-d {} is not a multiple of B*T = {}*{} = {}", o.totalBatchTokens,
                                             o.batchSize, o.seqLen, microTokens));
+  if (o.processes.localProcesses > 1 && o.processes.processes > 1)
+    throw std::invalid_argument("--gpus N starts the processes itself: give it or -pn, not both");
+  if (o.device == DeviceChoice::Cpu && (o.processes.localProcesses > 1 || o.processes.processes > 1))
+    throw std::invalid_argument("several processes train on GPUs only (--device cpu is one process)");
   if (o.resume && o.outputDir.empty()) throw std::invalid_argument("-y 1 needs -o DIR to resume from");
   if (o.finalLrFraction < 0 || o.finalLrFraction > 1)
     throw std::invalid_argument(fmt::format("-q must be between 0 and 1, got {}", o.finalLrFraction));
   return o;
+}
+
+int64_t resolveTotalBatch(const TrainOptions& o, int processes) {
+  const int64_t stepTokens = o.batchSize * o.seqLen * processes;
+  if (o.totalBatchTokens == 0) return stepTokens;
+  if (o.totalBatchTokens % stepTokens != 0)
+    throw std::invalid_argument(fmt::format("-d {} is not a multiple of B*T*processes = {}*{}*{} = {}",
+                                            o.totalBatchTokens, o.batchSize, o.seqLen, processes, stepTokens));
+  return o.totalBatchTokens;
 }
 
 }  // namespace llmc

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "process_group.h"
+
 namespace llmc {
 
 enum class DeviceChoice { Auto, Cpu, Cuda };
@@ -18,7 +20,7 @@ struct TrainOptions {
   std::string outputDir;            // -o: logs and checkpoints; empty: none
   int64_t batchSize = 4;            // -b: micro-batch rows B
   int64_t seqLen = 1024;            // -t: tokens per row T
-  int64_t totalBatchTokens = 0;     // -d: tokens per optimizer step (0: B*T, no accumulation)
+  int64_t totalBatchTokens = 0;     // -d: tokens per optimizer step over all processes (0: B*T*processes, no accumulation)
   int64_t maxSteps = -1;            // -x: optimizer steps (-1: one epoch)
   double learningRate = 3e-4;       // -l
   int64_t warmupSteps = 0;          // -u
@@ -41,6 +43,8 @@ struct TrainOptions {
   std::string tokenizerDir;         // --tokenizer: for printing samples
   double maxGradNorm = 1.0;         // --grad-clip
   bool shuffle = false;             // --shuffle: permute windows each epoch
+  ProcessGroupOptions processes;    // --gpus, -pn, -pr, -pg, -pf, -pi: data-parallel processes
+  int zeroStage = 0;                // -z: 0 every process keeps the optimizer whole, 1 sharded (ZeRO-1)
 };
 
 // Parses argv. Prints help and exits 0 for -h/--help; throws
@@ -48,5 +52,9 @@ struct TrainOptions {
 TrainOptions parseTrainOptions(int argc, char** argv);
 
 const char* trainUsage();
+
+// The tokens per optimizer step: -d, or one micro-batch of every process.
+// Throws std::invalid_argument when -d is not a multiple of B*T*processes.
+int64_t resolveTotalBatch(const TrainOptions& options, int processes);
 
 }  // namespace llmc
