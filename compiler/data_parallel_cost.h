@@ -10,9 +10,12 @@
 //           parameters' bytes.
 //
 // Time is the bytes over the interconnect's attainable rate (bandwidth term
-// only; NCCL's per-step latency is left out). The runtime reduces after the
-// step (the plan writes the gradient outputs in its last launches), so the
-// time is exposed, added to the step's.
+// only; NCCL's per-step latency is left out). With ZeRO-0 the runtime
+// averages each gradient as soon as the kernel writing it has run, per layer
+// where autodiff stacks per-layer gradients with a concat
+// (runtime/train/overlapped_reduction.h): the transfers queue on the link in
+// that order, and what ends after the step's last kernel is exposed. ZeRO-1
+// is exposed whole.
 #pragma once
 
 #include <cstdint>

@@ -73,6 +73,7 @@ class CudaError : public std::runtime_error {
   X(eventDestroy, cuEventDestroy, 4000)                      \
   X(eventRecord, cuEventRecord, 2000)                        \
   X(eventSynchronize, cuEventSynchronize, 2000)              \
+  X(streamWaitEvent, cuStreamWaitEvent, 3020)                \
   X(eventElapsedTime, cuEventElapsedTime, 12080)              \
   X(tensorMapEncodeTiled, cuTensorMapEncodeTiled, 12000)
 

@@ -8,6 +8,10 @@ Event::~Event() { driver().eventDestroy(event_); }
 
 void Event::record(CUstream stream) { check(driver().eventRecord(event_, stream), "cuEventRecord"); }
 
+void Event::makeWait(CUstream stream) const {
+  check(driver().streamWaitEvent(stream, event_, 0), "cuStreamWaitEvent");
+}
+
 void Event::synchronize() const { check(driver().eventSynchronize(event_), "cuEventSynchronize"); }
 
 float Event::elapsedMilliseconds(const Event& start, const Event& end) {

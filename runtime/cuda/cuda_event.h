@@ -1,4 +1,5 @@
-// A CUDA event: a marker in a stream, for timing work on the GPU.
+// A CUDA event: a marker in a stream, for timing work on the GPU and for
+// ordering work across streams.
 #pragma once
 
 #include "cuda_driver.h"
@@ -13,6 +14,9 @@ class Event {
   Event& operator=(const Event&) = delete;
 
   void record(CUstream stream = nullptr);
+  // Work submitted to `stream` after this waits for the work recorded before
+  // the event (under stream capture: a dependency between the two streams).
+  void makeWait(CUstream stream) const;
   // Waits until the work recorded before the event has finished.
   void synchronize() const;
 

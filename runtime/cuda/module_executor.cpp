@@ -104,4 +104,9 @@ CUdeviceptr ModuleExecutor::address(const std::string& name) const {
   return addresses_[static_cast<size_t>(b)];
 }
 
+CUdeviceptr ModuleExecutor::bufferAddress(size_t b) const {
+  if (addresses_.empty()) throw std::logic_error("ModuleExecutor::bufferAddress before setArena()");
+  return addresses_.at(b);
+}
+
 }  // namespace llmc::cuda

@@ -50,6 +50,8 @@ class ModuleExecutor {
 
   // Where a graph input or output is: its binding, or its place in the arena.
   CUdeviceptr address(const std::string& name) const;
+  // Where buffer `b` of module().buffers is (after setArena()).
+  CUdeviceptr bufferAddress(size_t b) const;
 
  private:
   int bufferIndex(const std::string& name) const;  // -1 if none

@@ -262,6 +262,11 @@ GpuTrainer::GpuTrainer(const std::string& diagramsDir, Gpt2Weights weights, int6
     m.executor->setArena(arena_.address(), arena_.bytes());
   }
   startup_.jit = jit.summary;
+  if (communicator_ && !sharded && options_.dataParallel->overlap) {
+    overlappedReduction_ = std::make_unique<OverlappedReduction>(*module("step").executor, gradients, *communicator_);
+    startup_.reductionBuckets = static_cast<int>(overlappedReduction_->plan().buckets.size());
+    startup_.overlappedBytes = overlappedReduction_->plan().overlappedBytes;
+  }
   startup_.loadSeconds = secondsSince(loadStart);
   startup_.compileSeconds = secondsSince(compileStart);
   const auto weightsStart = Clock::now();
@@ -341,15 +346,20 @@ void GpuTrainer::averageScalar(int slot) {
                            cuda::kNcclAverage, stream_->get());
 }
 
-void GpuTrainer::runStep() {
+void GpuTrainer::runStep(bool reduceGradients) {
   cuda::ModuleExecutor& step = *module("step").executor;
+  auto record = [&](CUstream s) {
+    if (reduceGradients) overlappedReduction_->run(step, s);
+    else step.run(s);
+  };
   // The first run goes launch by launch (kernels opt in to their shared
   // memory then); later ones replay it captured as one graph.
   if (!options_.cudaGraph || stepRuns_ == 0) {
-    step.run(stream_->get());
+    record(stream_->get());
   } else {
-    if (!stepGraph_) stepGraph_ = std::make_unique<cuda::CapturedGraph>(*stream_, [&](CUstream s) { step.run(s); });
-    stepGraph_->launch(*stream_);
+    std::unique_ptr<cuda::CapturedGraph>& graph = reduceGradients ? reducingStepGraph_ : stepGraph_;
+    if (!graph) graph = std::make_unique<cuda::CapturedGraph>(*stream_, record);
+    graph->launch(*stream_);
   }
   ++stepRuns_;
 }
@@ -358,7 +368,10 @@ double GpuTrainer::forwardBackward(const std::vector<int32_t>& inputs, const std
                                    double gradScale) {
   uploadTokens(tokens_, inputs, B_ * T_);
   uploadTokens(targets_, targets, B_ * T_);
-  runStep();
+  // One micro-batch per optimizer step: its gradient is the step's, averaged
+  // over the processes as the backward makes it.
+  gradientReduced_ = overlappedReduction_ && gradScale == 1.0 && microBatches_ == 0;
+  runStep(gradientReduced_);
   // One micro-batch per step with scale 1: the optimizer reads the step's
   // gradient as it is. Otherwise the scaled gradients add up.
   if (gradScale != 1.0 || microBatches_ > 0) {
@@ -410,7 +423,7 @@ double GpuTrainer::optimizerStep(const OptimizerSettings& s) {
   // The processes' gradients averaged: whole (each updates all parameters) or
   // this process's shard of it (ZeRO-1), timed on the GPU.
   std::optional<cuda::Event> communicationStart, communicationEnd;
-  if (communicator_) {
+  if (communicator_ && !gradientReduced_) {
     communicationStart.emplace();
     communicationEnd.emplace();
     communicationStart->record(stream_->get());
@@ -452,9 +465,11 @@ double GpuTrainer::optimizerStep(const OptimizerSettings& s) {
     gatherEnd->record(stream_->get());
   }
   stream_->synchronize();
-  if (communicator_)
+  communicationMilliseconds_.reset();
+  if (communicationStart)
     communicationMilliseconds_ = cuda::Event::elapsedMilliseconds(*communicationStart, *communicationEnd) +
                                  (gatherStart ? cuda::Event::elapsedMilliseconds(*gatherStart, *gatherEnd) : 0.0);
+  gradientReduced_ = false;
   current_ = next;
   microBatches_ = 0;
   accumulatedIn_ = -1;

@@ -36,6 +36,7 @@
 #include "device_buffer.h"
 #include "module_executor.h"
 #include "nccl_communicator.h"
+#include "overlapped_reduction.h"
 #include "trainer.h"
 
 namespace llmc {
@@ -51,6 +52,9 @@ struct GpuTrainerOptions {
     cuda::NcclUniqueId id;  // from rank 0 (runtime/train/process_group.h)
     int rank = 0, processes = 1;
     int zeroStage = 0;      // 0: every process keeps the optimizer whole; 1: sharded
+    // ZeRO-0: average the gradients beside the backward (overlapped_reduction.h)
+    // rather than after the step.
+    bool overlap = true;
   };
   std::optional<DataParallel> dataParallel;
 };
@@ -69,6 +73,8 @@ struct GpuStartup {
   int64_t arenaBytes = 0, arenaSeparateBytes = 0;  // the shared arena, and its arrays one by one
   int64_t deviceBytes = 0;    // everything the trainer allocated
   int64_t gradientBytes = 0;  // what the processes reduce each optimizer step (data-parallel)
+  int reductionBuckets = 0;   // ZeRO-0 overlapped: buckets averaged beside the backward
+  int64_t overlappedBytes = 0;  // of those, the bytes that start before the step's last launch
 };
 
 class GpuTrainer final : public Trainer {
@@ -97,8 +103,8 @@ class GpuTrainer final : public Trainer {
   const GpuStartup& startup() const { return startup_; }
   // Data-parallel: GPU time of the last optimizer step's communication (the
   // gradient's reduction, and with ZeRO-1 the norm's and the weights' gather),
-  // in ms; 0 for one process.
-  double communicationMilliseconds() const { return communicationMilliseconds_; }
+  // in ms; none for one process, or where it ran beside the backward.
+  std::optional<double> communicationMilliseconds() const { return communicationMilliseconds_; }
   // Nominal dense bf16 tensor-core rate of the GPU (its target file), for MFU.
   double peakFlops() const { return peakFlops_; }
 
@@ -117,7 +123,7 @@ class GpuTrainer final : public Trainer {
   void uploadTokens(cuda::DeviceBuffer& buffer, const std::vector<int32_t>& tokens, int64_t expected);
   void setScalar(int slot, float value);
   float readScalar(int slot) const;
-  void runStep();
+  void runStep(bool reduceGradients);
   void averageScalar(int slot);  // over the processes
   bool sharded() const;          // ZeRO-1
   cuda::NcclDataType storageType() const;
@@ -137,7 +143,9 @@ class GpuTrainer final : public Trainer {
   // this process's shard.
   int64_t shardOffset_ = 0, shardCount_ = 0;
   std::unique_ptr<cuda::NcclCommunicator> communicator_;
-  double communicationMilliseconds_ = 0;
+  std::unique_ptr<OverlappedReduction> overlappedReduction_;  // ZeRO-0 with overlap
+  bool gradientReduced_ = false;  // the step averaged this optimizer step's gradient already
+  std::optional<double> communicationMilliseconds_;
   double peakFlops_ = 0;
 
   // Device arrays (packed: packedCount_ elements).
@@ -154,7 +162,7 @@ class GpuTrainer final : public Trainer {
   int64_t microBatches_ = 0;  // since the last optimizer step
 
   std::map<std::string, std::unique_ptr<Module>> modules_;
-  std::unique_ptr<cuda::CapturedGraph> stepGraph_;
+  std::unique_ptr<cuda::CapturedGraph> stepGraph_, reducingStepGraph_;
   int64_t stepRuns_ = 0;
 
   GpuStartup startup_;

@@ -203,15 +203,20 @@ class TrainingRun {
         g.recompute = o_.recompute != 0;
         g.gpu = place_.gpu;
         if (place_.size > 1)
-          g.dataParallel = GpuTrainerOptions::DataParallel{exchangeNcclId(place_), place_.rank, place_.size, o_.zeroStage};
+          g.dataParallel =
+              GpuTrainerOptions::DataParallel{exchangeNcclId(place_), place_.rank, place_.size, o_.zeroStage, o_.overlap};
         auto gpu = std::make_unique<GpuTrainer>(diagramsDir(), weights, o_.batchSize, o_.seqLen, g);
         removeNcclIdFile(place_);
         const GpuStartup& s = gpu->startup();
         if (place_.size > 1)
           fmt::print("data-parallel: {} processes, one GPU each (this one GPU {}), ZeRO stage {}; NCCL {} from {}; "
-                     "{:.1f} MB of fp32 gradients averaged per step\n",
+                     "{:.1f} MB of fp32 gradients averaged per step{}\n",
                      place_.size, place_.gpu, o_.zeroStage, cuda::nccl().version(), cuda::nccl().path,
-                     static_cast<double>(s.gradientBytes) / 1e6);
+                     static_cast<double>(s.gradientBytes) / 1e6,
+                     s.reductionBuckets > 0
+                         ? fmt::format(", in {} buckets beside the backward ({:.1f} MB start before its last launch)",
+                                       s.reductionBuckets, static_cast<double>(s.overlappedBytes) / 1e6)
+                         : o_.zeroStage == 1 ? ", reduce-scattered after the step" : ", after the step");
         fmt::print("device: {} ({}), {} storage{}\n", s.device, s.arch, o_.bf16 ? "bf16 (fp32 master weights)" : "fp32",
                    o_.cudaGraph ? ", step replayed as a CUDA graph" : "");
         const double total = secondsSince(start);
@@ -277,8 +282,10 @@ class TrainingRun {
       device = fmt::format(" | MFU {:.1f}% | {:.2f} GiB{}",
                            100.0 * flopsPerToken * tokensPerSecond / (gpu_->peakFlops() * place_.size),
                            gib(gpu_->startup().deviceBytes),
-                           place_.size > 1 ? fmt::format(" per GPU | comm {:.2f} ms", gpu_->communicationMilliseconds()) : "");
-      if (place_.size > 1) communicationMilliseconds_.push_back(gpu_->communicationMilliseconds());
+                           place_.size == 1                          ? ""
+                           : gpu_->communicationMilliseconds() ? fmt::format(" per GPU | comm {:.2f} ms", *gpu_->communicationMilliseconds())
+                                                               : " per GPU | comm beside the backward");
+      if (gpu_->communicationMilliseconds()) communicationMilliseconds_.push_back(*gpu_->communicationMilliseconds());
     }
     fmt::print("step {:5d}/{} | loss {:.6f} | norm {:.4f} | lr {:.2e} | {:.1f} ms | {:.0f} tok/s{}\n", step + 1,
                totalSteps_, loss, norm, settings.learningRate, seconds * 1e3, tokensPerSecond, device);
@@ -399,7 +406,7 @@ class TrainingRun {
     std::sort(timed.begin(), timed.end());
     const double median = timed[timed.size() / 2];
     std::string communication;
-    if (!communicationMilliseconds_.empty()) {
+    if (communicationMilliseconds_.size() == stepMilliseconds_.size()) {
       std::vector<double> c(communicationMilliseconds_.begin() + static_cast<long>(stepMilliseconds_.size() - timed.size()),
                             communicationMilliseconds_.end());
       std::sort(c.begin(), c.end());

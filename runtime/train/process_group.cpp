@@ -48,6 +48,7 @@ std::optional<int> launchLocalProcesses(const ProcessGroupOptions& options, char
   if (options.localProcesses <= 1 || std::getenv(kRankVariable)) return std::nullopt;
   char folder[] = "/tmp/llmc-rendezvous-XXXXXX";
   if (!mkdtemp(folder)) throw std::runtime_error(fmt::format("cannot make a folder under /tmp for the processes to meet: {}", std::strerror(errno)));
+  setenv("NCCL_NVLS_ENABLE", "0", /*overwrite=*/0);  // NVLink multicast stays off in every process
   std::fflush(stdout);
   std::fflush(stderr);
   std::vector<pid_t> children;

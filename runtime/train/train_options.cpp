@@ -64,6 +64,8 @@ data-parallel (several GPUs, NCCL; every process gets B rows of each batch):
   -z, --zero 0|1             ZeRO stage: 0 (default) every process keeps the whole
                              optimizer; 1 each keeps and updates a shard of the master
                              weights and moments
+      --overlap 0|1          ZeRO-0: average the gradients in buckets beside the backward
+                             (default 1) or after the step (0)
   -pn, --processes N         processes in all, started by hand or by a scheduler (with -pr)
   -pr, --process-rank R      this process's rank, 0..N-1
   -pg, --gpus-per-node G     GPU of this process: rank modulo G (default: the node's GPU count)
@@ -170,6 +172,11 @@ TrainOptions parseTrainOptions(int argc, char** argv) {
        [&](auto& f, auto& v) {
          if (v != "0" && v != "1") throw std::invalid_argument(fmt::format("{} expects 0 or 1, got '{}'", f, v));
          o.zeroStage = v == "1" ? 1 : 0;
+       }},
+      {"", "--overlap",
+       [&](auto& f, auto& v) {
+         if (v != "0" && v != "1") throw std::invalid_argument(fmt::format("{} expects 0 or 1, got '{}'", f, v));
+         o.overlap = v == "1";
        }},
       {"-pn", "--processes", [&](auto& f, auto& v) { o.processes.processes = static_cast<int>(positive(f, parseInt(f, v))); }},
       {"-pr", "--process-rank", [&](auto& f, auto& v) { o.processes.rank = static_cast<int>(nonNegative(f, parseInt(f, v))); }},

@@ -45,6 +45,7 @@ struct TrainOptions {
   bool shuffle = false;             // --shuffle: permute windows each epoch
   ProcessGroupOptions processes;    // --gpus, -pn, -pr, -pg, -pf, -pi: data-parallel processes
   int zeroStage = 0;                // -z: 0 every process keeps the optimizer whole, 1 sharded (ZeRO-1)
+  bool overlap = true;              // --overlap: ZeRO-0 averages the gradients beside the backward
 };
 
 // Parses argv. Prints help and exits 0 for -h/--help; throws

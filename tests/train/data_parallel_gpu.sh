@@ -3,10 +3,12 @@
 # total batch: 2 processes of B=4 rows see the same 8 rows per step as one
 # process of B=8 (the loader gives rank r rows 4r..4r+3 of each batch).
 #  - fp32 (--precision fp32): the 10 losses within 1e-4 of one GPU's;
-#  - bf16: within 2e-2 (the two plans differ in B, so their bf16 roundings do);
+#  - bf16: within 5e-3 (the two plans differ in B, so their bf16 roundings do);
 #  - ZeRO-1 (-z 1) against ZeRO-0: within 1e-5 in fp32, 2e-3 in bf16 (the global
 #    norm is summed over shards in another order; the bf16 copy of a weight
 #    can round the other way);
+#  - ZeRO-0 averaging the gradients beside the backward (the default, per-layer
+#    buckets) against after the step (--overlap 0): within 1e-5 in fp32;
 #  - a checkpoint of the 2-GPU ZeRO-1 run at step 3, resumed on one GPU, goes
 #    on with the 2-GPU run's losses (bf16 tolerance);
 #  - negative control: one GPU with B=4 alone (half of each batch) differs from
@@ -62,11 +64,13 @@ for precision in fp32 bf16; do
   train two_$precision -b 4 -x 10 --precision $precision --gpus 2
   train zero1_$precision -b 4 -x 10 --precision $precision --gpus 2 -z 1
 done
-grep -q "data-parallel: 2 processes" "$work/two_bf16.txt" || { cat "$work/two_bf16.txt"; fail "no data-parallel run"; }
+train after_fp32 -b 4 -x 10 --precision fp32 --gpus 2 --overlap 0
+grep -q "data-parallel: 2 processes.*buckets beside the backward" "$work/two_bf16.txt" || { cat "$work/two_bf16.txt"; fail "no overlapped data-parallel run"; }
 compare one_fp32 two_fp32 1e-4 || fail "2 GPUs differ from 1 in fp32"
-compare one_bf16 two_bf16 2e-2 || fail "2 GPUs differ from 1 in bf16"
+compare one_bf16 two_bf16 5e-3 || fail "2 GPUs differ from 1 in bf16"
 compare two_fp32 zero1_fp32 1e-5 || fail "ZeRO-1 differs from ZeRO-0 in fp32"
 compare two_bf16 zero1_bf16 2e-3 || fail "ZeRO-1 differs from ZeRO-0 in bf16"
+compare two_fp32 after_fp32 1e-5 || fail "averaging beside the backward differs from averaging after it"
 
 # A checkpoint of two GPUs resumed on one.
 train resume -b 4 -x 6 -n 3 --gpus 2 -z 1
@@ -75,10 +79,10 @@ cp -r "$work/resume" "$work/resume_one"
 grep -v '^s:[456] ' "$work/resume/main.log" > "$work/resume_one/main.log"
 train resume_one -b 8 -x 6 -n 3 -y 1
 grep -q "resumed from .*model_00000003.bin (step 3)" "$work/resume_one.txt" || { cat "$work/resume_one.txt"; fail "did not resume from step 3"; }
-compare resume resume_one 2e-2 4,5,6 || fail "the 2-GPU checkpoint resumed on 1 GPU left the curve"
+compare resume resume_one 5e-3 4,5,6 || fail "the 2-GPU checkpoint resumed on 1 GPU left the curve"
 
 # Negative control: half the batch on one GPU is not the 2-GPU run.
 train half -b 4 -x 10
-if compare two_bf16 half 2e-2; then fail "negative control: half the batch matched the 2-GPU run"; fi
+if compare two_bf16 half 5e-3; then fail "negative control: half the batch matched the 2-GPU run"; fi
 echo "ok: the comparison tells half a batch from the whole"
 echo "all data-parallel checks passed"
