@@ -9,6 +9,9 @@
 #    can round the other way);
 #  - ZeRO-0 averaging the gradients beside the backward (the default, per-layer
 #    buckets) against after the step (--overlap 0): within 1e-5 in fp32;
+#  - the same two processes started by hand (-pn 2 -pr R -pf DIR, as on
+#    several nodes) and placed by mpirun's environment (-pi mpi) log the same
+#    losses as --gpus 2, within 1e-5 in fp32;
 #  - a checkpoint of the 2-GPU ZeRO-1 run at step 3, resumed on one GPU, goes
 #    on with the 2-GPU run's losses (bf16 tolerance);
 #  - negative control: one GPU with B=4 alone (half of each batch) differs from
@@ -71,6 +74,24 @@ compare one_bf16 two_bf16 5e-3 || fail "2 GPUs differ from 1 in bf16"
 compare two_fp32 zero1_fp32 1e-5 || fail "ZeRO-1 differs from ZeRO-0 in fp32"
 compare two_bf16 zero1_bf16 2e-3 || fail "ZeRO-1 differs from ZeRO-0 in bf16"
 compare two_fp32 after_fp32 1e-5 || fail "averaging beside the backward differs from averaging after it"
+
+# The same processes started by hand, as on several nodes (-pn, -pr, a folder
+# to meet in: -pf), and as mpirun starts them (-pi mpi, the rank in OpenMPI's
+# environment variables; -pg 2 puts rank 1 on GPU 1).
+mkdir -p "$work/meet"
+"$bin/llmc-train" "${common[@]}" -b 4 -x 10 --precision fp32 -pn 2 -pr 1 -pf "$work/meet" > "$work/manual_rank1.txt" 2>&1 &
+other=$!
+train manual -b 4 -x 10 --precision fp32 -pn 2 -pr 0 -pf "$work/meet"
+wait $other || { cat "$work/manual_rank1.txt"; fail "manual: rank 1 failed"; }
+compare two_fp32 manual 1e-5 || fail "processes started by hand differ from --gpus 2"
+OMPI_COMM_WORLD_RANK=1 OMPI_COMM_WORLD_SIZE=2 "$bin/llmc-train" "${common[@]}" -b 4 -x 10 --precision fp32 -pi mpi -pg 2 \
+  -pf "$work/meet" > "$work/mpi_rank1.txt" 2>&1 &
+other=$!
+export OMPI_COMM_WORLD_RANK=0 OMPI_COMM_WORLD_SIZE=2
+train mpi -b 4 -x 10 --precision fp32 -pi mpi -pg 2 -pf "$work/meet"
+unset OMPI_COMM_WORLD_RANK OMPI_COMM_WORLD_SIZE
+wait $other || { cat "$work/mpi_rank1.txt"; fail "mpi: rank 1 failed"; }
+compare two_fp32 mpi 1e-5 || fail "processes placed by MPI's environment differ from --gpus 2"
 
 # A checkpoint of two GPUs resumed on one.
 train resume -b 4 -x 6 -n 3 --gpus 2 -z 1
