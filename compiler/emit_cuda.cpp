@@ -75,6 +75,32 @@ Storage storageOf(DType d, StorageType storage, bool accumulatedByAtomics) {
   return {"f32", "float", 4};
 }
 
+// A statistic: a sum or maximum over an axis (not a contraction), or
+// elementwise arithmetic on statistics and constants — a layernorm's mean and
+// variance, a softmax's running maximum and sum, a loss per row. Stored in
+// bf16 they would lose what the backward needs: exp(s - m) with m rounded to
+// bf16 is off by up to 2^-8 * |m| in the exponent, and the mean's rounding
+// shifts every normalised value of its row. They are few values (one per
+// row), so they are kept in f32 whatever the storage, as PyTorch's autocast
+// and llm.c keep them.
+bool isStatistic(const Graph& g, NodeId id) {
+  const Node& n = g.node(id);
+  switch (n.op) {
+    case Op::Reduce: return true;
+    case Op::Unary:
+    case Op::Binary: {
+      bool statistic = false;
+      for (NodeId o : n.operands) {
+        if (g.node(o).op == Op::Constant) continue;
+        if (!isStatistic(g, o)) return false;
+        statistic = true;
+      }
+      return statistic;
+    }
+    default: return false;
+  }
+}
+
 std::set<NodeId> ancestorsWithin(const Graph& g, NodeId id, const std::set<NodeId>& within) {
   std::set<NodeId> out;
   std::vector<NodeId> work = g.node(id).operands;
@@ -356,7 +382,7 @@ CudaModule emitCuda(const Graph& graph, const std::vector<PlannedKernel>& kernel
   for (const GraphOutput& o : graph.outputs)
     if (options.f32Values.count(o.name)) keptWhole.insert(o.node);
   for (NodeId id : stored)
-    if (graph.node(id).type.axes.empty()) keptWhole.insert(id);
+    if (graph.node(id).type.axes.empty() || isStatistic(graph, id)) keptWhole.insert(id);
   auto storageOfValue = [&](NodeId id) {
     return storageOf(graph.node(id).type.dtype, keptWhole.count(id) ? StorageType::F32 : options.storage,
                      atomics.count(id) > 0 || gridSums.count(id) > 0 || splitSums.count(id) > 0);

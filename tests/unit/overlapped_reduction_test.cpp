@@ -34,21 +34,22 @@ int bufferNamed(const CudaModule& m, const std::string& name) {
 }
 
 // Every rule the runtime relies on: each array averaged once after its last
-// writer, every later launch that touches it waiting, the gradients' bytes
-// all covered.
-void requireSound(const CudaModule& m, const ReductionPlan& plan, int64_t gradientBytes) {
+// writer, every later launch that touches it waiting, every gradient value
+// covered (elements: a per-layer source may be stored wider than its output).
+void requireSound(const CudaModule& m, const ReductionPlan& plan, int64_t gradientElements) {
   std::map<int, size_t> startOf;
-  int64_t bytes = 0;
+  int64_t bytes = 0, elements = 0;
   for (size_t k = 0; k < plan.buckets.size(); ++k) {
     if (k > 0) REQUIRE(plan.buckets[k].afterLaunch >= plan.buckets[k - 1].afterLaunch);
     for (int b : plan.buckets[k].buffers) {
       REQUIRE(startOf.count(b) == 0);
       startOf[b] = plan.buckets[k].afterLaunch;
       bytes += m.buffers[static_cast<size_t>(b)].bytes;
+      elements += m.buffers[static_cast<size_t>(b)].elements;
     }
   }
   CHECK(bytes == plan.bytes);
-  CHECK(plan.bytes == gradientBytes);
+  CHECK(elements == gradientElements);
   for (size_t i = 0; i < m.launches.size(); ++i)
     for (const LaunchParam& p : m.launches[i].params) {
       auto it = startOf.find(p.buffer);
@@ -69,11 +70,11 @@ void requireSound(const CudaModule& m, const ReductionPlan& plan, int64_t gradie
 TEST_CASE("per-layer gradients are averaged as each layer's backward ends, the stacking copies wait",
           "[overlapped_reduction]") {
   const CudaModule m = layerStackStep(3);
-  const int64_t gradientBytes =
-      m.buffers[static_cast<size_t>(bufferNamed(m, "grad_w"))].bytes + m.buffers[static_cast<size_t>(bufferNamed(m, "grad_b"))].bytes;
+  const int64_t gradientElements = m.buffers[static_cast<size_t>(bufferNamed(m, "grad_w"))].elements +
+                                   m.buffers[static_cast<size_t>(bufferNamed(m, "grad_b"))].elements;
   // Small buckets: one per launch that finishes arrays.
   const ReductionPlan plan = planReduction(m, {"grad_w", "grad_b"}, 1);
-  requireSound(m, plan, gradientBytes);
+  requireSound(m, plan, gradientElements);
   // Three layers: three launches each finish a layer's weight and bias
   // gradients, all before the copies that stack them.
   std::set<size_t> starts;
@@ -98,9 +99,9 @@ TEST_CASE("one large bucket starts when the last gradient is final", "[overlappe
   const ReductionPlan plan = planReduction(m, {"grad_w", "grad_b", "grad_s"}, int64_t{1} << 40);
   REQUIRE(plan.buckets.size() == 1);
   requireSound(m, plan,
-               m.buffers[static_cast<size_t>(bufferNamed(m, "grad_w"))].bytes +
-                   m.buffers[static_cast<size_t>(bufferNamed(m, "grad_b"))].bytes +
-                   m.buffers[static_cast<size_t>(bufferNamed(m, "grad_s"))].bytes);
+               m.buffers[static_cast<size_t>(bufferNamed(m, "grad_w"))].elements +
+                   m.buffers[static_cast<size_t>(bufferNamed(m, "grad_b"))].elements +
+                   m.buffers[static_cast<size_t>(bufferNamed(m, "grad_s"))].elements);
 }
 
 TEST_CASE("a gradient output without stacked sources is averaged whole after its writer", "[overlapped_reduction]") {
@@ -110,5 +111,5 @@ TEST_CASE("a gradient output without stacked sources is averaged whole after its
   const int s = bufferNamed(m, "grad_s");
   REQUIRE(plan.buckets.size() == 1);
   CHECK(plan.buckets[0].buffers == std::vector<int>{s});
-  requireSound(m, plan, m.buffers[static_cast<size_t>(s)].bytes);
+  requireSound(m, plan, m.buffers[static_cast<size_t>(s)].elements);
 }
