@@ -4,8 +4,9 @@
 # run this once). Each step's output goes to $OUT/<step>.txt (OUT defaults to
 # out/gpu_checks); a table of what passed and the headline figures comes last.
 #
-#   scripts/gpu_checks.sh [STEP...]   steps: tests sanitizer kernels compile train run
-#                                     (default: all but run, the 2000-step d12 run)
+#   scripts/gpu_checks.sh [STEP...]   steps: tests sanitizer kernels compile train multigpu run
+#                                     (default: all but multigpu, which needs two GPUs,
+#                                     and run, the 2000-step d12 run)
 #
 # The device tool allows 600 s a call: give the steps a few at a time there,
 # e.g. `tests`, then `sanitizer kernels compile`, then `train`. The kernel
@@ -51,9 +52,13 @@ for step in "${steps[@]}"; do
       run training_step_compile 300 "$bin/training_step_compile" ;;
     train)
       run train_benchmark 900 python3 benchmarks/train/run_train_benchmark.py --llmc-train "$bin/llmc-train" -x 30 --log-dir "$out/train" ;;
+    multigpu)
+      run train_data_parallel 300 bash tests/train/data_parallel_gpu.sh "$bin" ../shared/data
+      run data_parallel_scaling 600 python3 benchmarks/train/data_parallel_scaling.py --llmc-train "$bin/llmc-train" \
+        --llmc-compile "$bin/llmc-compile" -x 30 --log-dir "$out/scaling" ;;
     run)
       run d12_run 3600 env LLMC_BUILD_DIR="${LLMC_BUILD_DIR:-build}" ./scripts/run.sh ;;
-    *) echo "gpu_checks.sh: unknown step '$step' (tests sanitizer kernels compile train run)" >&2; exit 2 ;;
+    *) echo "gpu_checks.sh: unknown step '$step' (tests sanitizer kernels compile train multigpu run)" >&2; exit 2 ;;
   esac
 done
 
