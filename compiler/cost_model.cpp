@@ -75,7 +75,7 @@ NodeWork nodeWork(const Graph& g, const Node& n, const Target& t, const CostOpti
   // A gather touches one row per index; a scatter-add one per value.
   if (n.op == Op::Gather) elements = static_cast<double>(n.type.elementCount());
   if (n.op == Op::ScatterAdd) elements = static_cast<double>(g.node(n.operands[0]).type.elementCount());
-  const bool tensorCores = !t.shapesFor(o.storageBytes == 2 ? "bf16" : "tf32").empty();
+  const bool tensorCores = t.hasShapesFor(o.storageBytes == 2 ? "bf16" : "tf32");
   if (n.op == Op::Contract && isFloat(n.type.dtype))
     return {tensorCores ? (o.storageBytes == 2 ? "tensor_bf16" : "tensor_tf32") : "fp32", 2 * elements};
   if (isSpecialFunction(n)) return {"sfu", elements};

@@ -43,8 +43,9 @@ using Env = std::map<std::string, Binding>;
 class Writer {
  public:
   Writer(const Graph& g, const LaunchPlan& plan, const std::map<NodeId, StoredArray>& stored,
-         const GemmEpilogueAxes* epilogue = nullptr, const TensorCoreStream* tensorStream = nullptr)
-      : g_(g), plan_(plan), stored_(stored), names_(printedNames(g)), epilogue_(epilogue), tcs_(tensorStream) {
+         const std::vector<std::string>& names, const GemmEpilogueAxes* epilogue = nullptr,
+         const TensorCoreStream* tensorStream = nullptr)
+      : g_(g), plan_(plan), stored_(stored), names_(names), epilogue_(epilogue), tcs_(tensorStream) {
     scopes_.push_back({-1, 0, "", {}});
   }
 
@@ -1156,7 +1157,7 @@ class Writer {
   const Graph& g_;
   const LaunchPlan& plan_;
   const std::map<NodeId, StoredArray>& stored_;
-  std::vector<std::string> names_;
+  const std::vector<std::string>& names_;  // printedNames(g_)
   std::vector<Scope> scopes_;
   std::map<std::string, std::string> cache_;
   std::set<NodeId> reads_;
@@ -1180,8 +1181,9 @@ class Writer {
 
 }  // namespace
 
-WrittenKernel writeKernel(const Graph& graph, const LaunchPlan& plan, const std::map<NodeId, StoredArray>& stored) {
-  return Writer(graph, plan, stored).run();
+WrittenKernel writeKernel(const Graph& graph, const LaunchPlan& plan, const std::map<NodeId, StoredArray>& stored,
+                          const std::vector<std::string>& names) {
+  return Writer(graph, plan, stored, names).run();
 }
 
 bool isGridSum(const Graph& graph, const LaunchPlan& plan) {
@@ -1189,13 +1191,14 @@ bool isGridSum(const Graph& graph, const LaunchPlan& plan) {
 }
 
 WrittenKernel writeTensorCoreStream(const Graph& graph, const LaunchPlan& plan,
-                                    const std::map<NodeId, StoredArray>& stored, const TensorCoreStream& stream) {
-  return Writer(graph, plan, stored, nullptr, &stream).run();
+                                    const std::map<NodeId, StoredArray>& stored, const std::vector<std::string>& names,
+                                    const TensorCoreStream& stream) {
+  return Writer(graph, plan, stored, names, nullptr, &stream).run();
 }
 
 WrittenKernel writeGemmEpilogue(const Graph& graph, const LaunchPlan& plan, const std::map<NodeId, StoredArray>& stored,
-                                const GemmEpilogueAxes& axes) {
-  return Writer(graph, plan, stored, &axes).run();
+                                const std::vector<std::string>& names, const GemmEpilogueAxes& axes) {
+  return Writer(graph, plan, stored, names, &axes).run();
 }
 
 }  // namespace llmc

@@ -47,14 +47,17 @@ struct WrittenKernel {
   std::string streamNote;       // how the stream was emitted, for the source's comment
 };
 
-WrittenKernel writeKernel(const Graph& graph, const LaunchPlan& plan, const std::map<NodeId, StoredArray>& stored);
+// `names`: printedNames(graph), made once for all the launches of a module.
+WrittenKernel writeKernel(const Graph& graph, const LaunchPlan& plan, const std::map<NodeId, StoredArray>& stored,
+                          const std::vector<std::string>& names);
 
 // A stream launch on the tensor cores (tensor_core_stream.h): the kernel body
 // around the stream_mma.cuh steps, with `stream.smemBytes` of dynamic shared
 // memory.
 struct TensorCoreStream;
 WrittenKernel writeTensorCoreStream(const Graph& graph, const LaunchPlan& plan,
-                                    const std::map<NodeId, StoredArray>& stored, const TensorCoreStream& stream);
+                                    const std::map<NodeId, StoredArray>& stored, const std::vector<std::string>& names,
+                                    const TensorCoreStream& stream);
 
 // Whether a tile launch is one float sum of a whole array to a scalar (a
 // gradient's global norm): it is written as a reduction over the whole grid,
@@ -85,6 +88,6 @@ class EpilogueUnsupported : public std::runtime_error {
 // whose innermost axes are the columns with one 16-byte store). `reads`: the
 // stored values it loads. Throws EpilogueUnsupported.
 WrittenKernel writeGemmEpilogue(const Graph& graph, const LaunchPlan& plan, const std::map<NodeId, StoredArray>& stored,
-                                const GemmEpilogueAxes& axes);
+                                const std::vector<std::string>& names, const GemmEpilogueAxes& axes);
 
 }  // namespace llmc

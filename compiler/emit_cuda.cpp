@@ -389,7 +389,7 @@ CudaModule emitCuda(const Graph& graph, const std::vector<PlannedKernel>& kernel
   };
   std::map<NodeId, StoredArray> arrays;
   for (NodeId id : stored) arrays[id] = {"g_" + name(id), storageOfValue(id).ctype};
-  for (Planned& p : plans) p.written = writeKernel(graph, p.plan, arrays);
+  for (Planned& p : plans) p.written = writeKernel(graph, p.plan, arrays, names);
 
   CudaModule module;
   module.arch = target.arch;
@@ -511,11 +511,11 @@ CudaModule emitCuda(const Graph& graph, const std::vector<PlannedKernel>& kernel
     launch.block = p.written.block;
     launch.instructions = selectInstructions(graph, p.plan.computed, stored, bf16);
     if (p.plan.kind == LaunchPlan::Kind::Tile) {
-      TensorCorePlan tc = planTensorCoreGemm(graph, p.plan, launch.instructions, stored, target);
+      TensorCorePlan tc = planTensorCoreGemm(graph, p.plan, launch.instructions, stored, names, target);
       if (tc.gemm) {
         const TensorCoreGemm& gemm = *tc.gemm;
         try {
-          WrittenKernel epilogue = writeGemmEpilogue(graph, p.plan, arrays, {gemm.contraction, gemm.batch, gemm.m, gemm.n});
+          WrittenKernel epilogue = writeGemmEpilogue(graph, p.plan, arrays, names, {gemm.contraction, gemm.batch, gemm.m, gemm.n});
           const std::string function = gemmKernelSource(p, gemm, epilogue, launch);
           kernelsSource += function;
           const char* tileLibrary = gemm.library == TensorCoreGemm::Library::Sm90 ? "llmc/gemm_sm90.cuh" : "llmc/gemm_sm80.cuh";
@@ -530,10 +530,10 @@ CudaModule emitCuda(const Graph& graph, const std::vector<PlannedKernel>& kernel
       launch.instructions.scalarReason = tc.scalarReason;
     }
     const TensorCoreStreamPlan tcStream =
-        bf16 && p.plan.kind == LaunchPlan::Kind::Tile ? planTensorCoreStream(graph, p.plan, stored, arrays, target)
+        bf16 && p.plan.kind == LaunchPlan::Kind::Tile ? planTensorCoreStream(graph, p.plan, stored, arrays, names, target)
                                                       : TensorCoreStreamPlan{};
     const WrittenKernel written =
-        tcStream.stream ? writeTensorCoreStream(graph, p.plan, arrays, *tcStream.stream) : p.written;
+        tcStream.stream ? writeTensorCoreStream(graph, p.plan, arrays, names, *tcStream.stream) : p.written;
     if (tcStream.stream) {
       launch.grid = {written.grid, 1, 1};
       launch.block = written.block;

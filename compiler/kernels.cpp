@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 #include <stdexcept>
+#include <tuple>
 
 #include "streamability.h"
 
@@ -92,12 +93,23 @@ class Fuser {
     for (const Node& n : g.nodes)
       for (NodeId o : n.operands) consumers_[static_cast<size_t>(o)].push_back(n.id);
     for (const auto& o : g.outputs) isOutput_.insert(o.node);
+    // Nodes that compute the same as another (copies the recompute pass made).
+    using Signature = std::tuple<Op, std::vector<NodeId>, std::vector<std::string>, std::vector<std::pair<std::string, int64_t>>>;
+    std::map<Signature, std::vector<NodeId>> same;
+    for (const Node& n : g.nodes) {
+      std::vector<std::pair<std::string, int64_t>> axes;
+      for (const Axis& a : n.type.axes) axes.push_back({a.name, a.size});
+      same[{n.op, n.operands, n.axes, axes}].push_back(n.id);
+    }
+    for (const auto& [key, nodes] : same)
+      if (nodes.size() > 1)
+        for (NodeId n : nodes) twins_[n] = nodes;
   }
 
   std::vector<Kernel> run() {
     int next = 0;
     for (const Node& n : g_.nodes)
-      if (isAnchor(n)) anchorOf_[next] = n.id, group_[idx(n.id)] = next++;
+      if (isAnchor(n)) anchorOf_[next] = n.id, join(n.id, next++);
     attachPrologues();
     attachEpilogues(next);
     mergeStreams();
@@ -138,7 +150,7 @@ class Fuser {
       if (!light(n) || isOutput_.count(n.id) || feedsContraction(n.id)) continue;
       std::set<int> groups;
       for (NodeId c : consumers_[i]) groups.insert(group_[idx(c)]);
-      if (groups.size() == 1 && *groups.begin() >= 0) group_[i] = *groups.begin();
+      if (groups.size() == 1 && *groups.begin() >= 0) join(n.id, *groups.begin());
     }
   }
 
@@ -192,7 +204,7 @@ class Fuser {
       if (chosen >= 0 && spreadsScalarReduction(n, chosen)) chosen = -1;
       if (chosen >= 0 && forBackwardInForward(n, chosen)) chosen = -1;
       if (chosen >= 0 && !staysAcyclic([&](NodeId m) { return m == n.id || group_[idx(m)] == chosen; })) chosen = -1;
-      if (chosen >= 0) group_[idx(n.id)] = chosen;
+      if (chosen >= 0) join(n.id, chosen);
       else orphans.push_back(n.id);
     }
     for (auto it = orphans.rbegin(); it != orphans.rend(); ++it) {
@@ -200,10 +212,10 @@ class Fuser {
         if (int gc = group_[idx(c)]; gc >= 0 && !readsScatterIn(*it, gc) && !feedsContraction(*it) &&
                                      !narrowerThanMatmulIn(*it, gc) &&
                                      staysAcyclic([&](NodeId m) { return m == *it || group_[idx(m)] == gc; })) {
-          group_[idx(*it)] = group_[idx(c)];
+          join(*it, group_[idx(c)]);
           break;
         }
-      if (group_[idx(*it)] < 0) group_[idx(*it)] = next++;
+      if (group_[idx(*it)] < 0) join(*it, next++);
     }
   }
 
@@ -290,7 +302,10 @@ class Fuser {
   // probabilities, from q·k over 64 channels) is streamed with it: that is
   // flash attention.
   bool storedForTensorCores(const Node& r, NodeId o) const {
-    return isLongContraction(g_, r) && !remadeFromShortContraction(g_, o);
+    if (!isLongContraction(g_, r)) return false;
+    auto known = remadeFromShort_.find(o);
+    if (known == remadeFromShort_.end()) known = remadeFromShort_.emplace(o, remadeFromShortContraction(g_, o)).first;
+    return !known->second;
   }
 
   // Whether a member is a backward operand that feedsContraction stores
@@ -311,11 +326,9 @@ class Fuser {
   // pass made for another stream (CSE leaves no other duplicates), which
   // must stay out of this kernel.
   bool copiesAMember(NodeId c, const std::set<NodeId>& members) const {
-    const Node& n = g_.node(c);
-    return std::any_of(members.begin(), members.end(), [&](NodeId m) {
-      const Node& o = g_.node(m);
-      return m != c && o.op == n.op && o.operands == n.operands && o.axes == n.axes && o.type.axes == n.type.axes;
-    });
+    auto twins = twins_.find(c);
+    if (twins == twins_.end()) return false;
+    return std::any_of(twins->second.begin(), twins->second.end(), [&](NodeId m) { return m != c && members.count(m); });
   }
 
   bool reducesIn(int group, const std::string& x) const {
@@ -328,9 +341,28 @@ class Fuser {
 
   std::set<NodeId> membersOf(const std::set<int>& groups) const {
     std::set<NodeId> out;
-    for (const Node& n : g_.nodes)
-      if (group_[idx(n.id)] >= 0 && groups.count(group_[idx(n.id)])) out.insert(n.id);
+    for (int group : groups)
+      if (auto it = members_.find(group); it != members_.end()) out.insert(it->second.begin(), it->second.end());
     return out;
+  }
+
+  // Puts node `id` in `group` (the only way group_ changes, so that members_
+  // follows it).
+  void join(NodeId id, int group) {
+    int& current = group_[idx(id)];
+    if (current >= 0) members_[current].erase(id);
+    current = group;
+    if (group >= 0) members_[group].insert(id);
+  }
+
+  // Every member of group `from` into group `to`.
+  void moveMembers(int from, int to) {
+    auto it = members_.find(from);
+    if (it == members_.end()) return;
+    std::set<NodeId> moved = std::move(it->second);
+    members_.erase(it);
+    for (NodeId m : moved) group_[idx(m)] = to;
+    members_[to].insert(moved.begin(), moved.end());
   }
 
   // Whether `group` is a reduction over several axes at once (a loss summed
@@ -402,8 +434,8 @@ class Fuser {
             continue;
           if (!staysAcyclic([&](NodeId m) { return members.count(m) > 0; })) continue;
           int keep = *groups.begin();
-          for (auto& gr : group_)
-            if (gr >= 0 && groups.count(gr)) gr = keep;
+          for (int gr : groups)
+            if (gr != keep) moveMembers(gr, keep);
           for (int gr : groups) streamAxis_.erase(gr);
           if (streams) streamAxis_[keep] = x;
           else wholeAxes_[keep].insert(x);
@@ -514,7 +546,10 @@ class Fuser {
   }
 
   const Graph& g_;
-  std::vector<int> group_;
+  std::vector<int> group_;                  // per node: its kernel's group, -1 for none (yet)
+  std::map<int, std::set<NodeId>> members_;  // per group: its nodes (join, moveMembers)
+  std::map<NodeId, std::vector<NodeId>> twins_;  // nodes with the same op, operands and axes as others, with them
+  mutable std::map<NodeId, bool> remadeFromShort_;  // remadeFromShortContraction, once per node
   std::vector<std::vector<NodeId>> consumers_;
   std::set<NodeId> isOutput_;
   std::map<int, std::string> streamAxis_;

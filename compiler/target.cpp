@@ -493,6 +493,11 @@ std::vector<TensorCoreShape> Target::shapesFor(std::string_view inputType) const
   return shapes;
 }
 
+bool Target::hasShapesFor(std::string_view inputType) const {
+  return std::any_of(tensorCoreShapes.begin(), tensorCoreShapes.end(),
+                     [&](const TensorCoreShape& s) { return s.inputType == inputType; });
+}
+
 std::string targetsDir() {
   if (const char* dir = std::getenv("LLMC_TARGETS"); dir && *dir) return dir;
   return LLMC_TARGETS_DIR;

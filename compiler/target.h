@@ -117,6 +117,7 @@ struct Target {
   bool hasClusters() const { return maxClusterSize > 1; }
   bool hasWgmma() const;  // some tensor-core shape is issued by a warpgroup
   std::vector<TensorCoreShape> shapesFor(std::string_view inputType) const;
+  bool hasShapesFor(std::string_view inputType) const;  // shapesFor(inputType) is not empty
   double blockSyncSeconds(int warps) const {
     return (blockSyncBaseCycles + blockSyncCyclesPerWarp * warps) / clockHz;
   }

@@ -123,7 +123,8 @@ std::string TensorCoreGemm::describe() const {
 }
 
 TensorCorePlan planTensorCoreGemm(const Graph& g, const LaunchPlan& plan, const InstructionChoice& choice,
-                                  const std::set<NodeId>& stored, const Target& target) {
+                                  const std::set<NodeId>& stored, const std::vector<std::string>& names,
+                                  const Target& target) {
   TensorCorePlan out;
   if (choice.kind != InstructionChoice::Kind::MatmulLike) return out;
   auto no = [&](std::string why) {
@@ -135,7 +136,6 @@ TensorCorePlan planTensorCoreGemm(const Graph& g, const LaunchPlan& plan, const 
   if (target.arch == "sm_90a") gemm.library = TensorCoreGemm::Library::Sm90;
   else if (target.arch == "sm_80") gemm.library = TensorCoreGemm::Library::Sm80;
   else return no(fmt::format("no tile library for {}", target.arch));
-  const std::vector<std::string> names = printedNames(g);
   auto name = [&](NodeId id) { return names[static_cast<size_t>(id)]; };
 
   const Node& c = g.node(choice.contraction);

@@ -61,8 +61,9 @@ struct TensorCorePlan {
   std::string scalarReason;  // why not, where the launch is matmul-like
 };
 
-// `stored`: values read from GMEM; `target`: sm_90a or sm_80.
+// `stored`: values read from GMEM; `names`: printedNames(graph); `target`: sm_90a or sm_80.
 TensorCorePlan planTensorCoreGemm(const Graph& graph, const LaunchPlan& plan, const InstructionChoice& choice,
-                                  const std::set<NodeId>& stored, const Target& target);
+                                  const std::set<NodeId>& stored, const std::vector<std::string>& names,
+                                  const Target& target);
 
 }  // namespace llmc

@@ -29,8 +29,8 @@ bool hasWarpMma(const Target& target) {
 class Planner {
  public:
   Planner(const Graph& g, const LaunchPlan& plan, const std::set<NodeId>& stored,
-          const std::map<NodeId, StoredArray>& arrays)
-      : g_(g), plan_(plan), stored_(stored), arrays_(arrays), names_(printedNames(g)) {}
+          const std::map<NodeId, StoredArray>& arrays, const std::vector<std::string>& names)
+      : g_(g), plan_(plan), stored_(stored), arrays_(arrays), names_(names) {}
 
   TensorCoreStreamPlan run(const Target& target) {
     TensorCoreStreamPlan out;
@@ -289,7 +289,7 @@ class Planner {
   const LaunchPlan& plan_;
   const std::set<NodeId>& stored_;
   const std::map<NodeId, StoredArray>& arrays_;
-  std::vector<std::string> names_;
+  const std::vector<std::string>& names_;  // printedNames(g_)
   std::set<std::string> group_;
 };
 
@@ -306,8 +306,9 @@ std::string TensorCoreStream::describe() const {
 }
 
 TensorCoreStreamPlan planTensorCoreStream(const Graph& graph, const LaunchPlan& plan, const std::set<NodeId>& stored,
-                                          const std::map<NodeId, StoredArray>& arrays, const Target& target) {
-  return Planner(graph, plan, stored, arrays).run(target);
+                                          const std::map<NodeId, StoredArray>& arrays,
+                                          const std::vector<std::string>& names, const Target& target) {
+  return Planner(graph, plan, stored, arrays, names).run(target);
 }
 
 }  // namespace llmc

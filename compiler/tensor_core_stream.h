@@ -91,8 +91,9 @@ struct TensorCoreStreamPlan {
   std::string reason;  // why not, when not (empty for a launch without a stream)
 };
 
-// `stored`: values read from GMEM; `arrays`: how each is stored (bf16 tiles only).
+// `stored`: values read from GMEM; `arrays`: how each is stored (bf16 tiles only); `names`: printedNames(graph).
 TensorCoreStreamPlan planTensorCoreStream(const Graph& graph, const LaunchPlan& plan, const std::set<NodeId>& stored,
-                                          const std::map<NodeId, StoredArray>& arrays, const Target& target);
+                                          const std::map<NodeId, StoredArray>& arrays,
+                                          const std::vector<std::string>& names, const Target& target);
 
 }  // namespace llmc
