@@ -6,7 +6,7 @@
 // come out on any machine with the CUDA toolkit.
 //
 // usage: training_step_compile [--set B=32,T=1024,...] [--arch sm_90a|sm_80] [--storage bf16|f32]
-//                              [--threads N] [--forward]
+//                              [--threads N] [--forward] [--nvrtc-option OPTION]...
 // Defaults: GPT-2 d12's training step (diagrams/gpt2/model.dg --grad) at B=32, T=1024, for sm_90a,
 // bf16, one compile thread per hardware thread. LLMC_SOURCE_DIR: the source tree.
 #include <fmt/format.h>
@@ -57,6 +57,7 @@ int run(int argc, char** argv) {
   std::string arch = "sm_90a";
   bool bf16 = true, grad = true;
   unsigned threads = 0;
+  std::vector<std::string> nvrtcOptions;  // beside llmc's own, to try one (-pch, -G, ...)
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&]() -> std::string {
@@ -76,8 +77,11 @@ int run(int argc, char** argv) {
       threads = static_cast<unsigned>(std::stoul(n));
     }
     else if (arg == "--forward") grad = false;
+    else if (arg == "--nvrtc-option") nvrtcOptions.push_back(value());
     else {
-      fmt::print(stderr, "usage: {} [--set SIZES] [--arch sm_90a|sm_80] [--storage bf16|f32] [--threads N] [--forward]\n",
+      fmt::print(stderr,
+                 "usage: {} [--set SIZES] [--arch sm_90a|sm_80] [--storage bf16|f32] [--threads N] [--forward] "
+                 "[--nvrtc-option OPTION]...\n",
                  argv[0]);
       return 2;
     }
@@ -107,7 +111,7 @@ int run(int argc, char** argv) {
   const double emission = secondsSince(start);
 
   std::vector<llmc::cuda::KernelSource> sources;
-  for (const llmc::KernelLaunch& l : module.launches) sources.push_back({l.name, l.source, arch, {}});
+  for (const llmc::KernelLaunch& l : module.launches) sources.push_back({l.name, l.source, arch, nvrtcOptions});
   const std::filesystem::path cacheDir =
       std::filesystem::temp_directory_path() / fmt::format("llmc-compile-bench-{}", std::random_device{}());
   const llmc::cuda::KernelCache cache(cacheDir);
