@@ -279,7 +279,11 @@ def parse_args(argv=None):
     p.add_argument("-b", "--batch-size", type=int, default=4, help="rows per step (default 4)")
     p.add_argument("-t", "--seq-len", type=int, default=1024, help="tokens per row (default 1024)")
     p.add_argument("-x", "--max-steps", type=int, default=20, help="optimizer steps, warm-up included (default 20)")
-    p.add_argument("-l", "--lr", type=float, default=3e-4, help="learning rate, constant (default 3e-4, as llmc-train)")
+    p.add_argument("-l", "--lr", type=float, default=3e-4, help="peak learning rate (default 3e-4, as llmc-train)")
+    p.add_argument("-u", "--lr-warmup", type=int, default=0,
+                   help="linear learning-rate warmup steps, as llmc-train -u (default 0)")
+    p.add_argument("-q", "--final-lr-fraction", type=float, default=1.0,
+                   help="cosine decay to LR*F at the last step, as llmc-train -q (default 1.0: constant)")
     p.add_argument("-c", "--weight-decay", type=float, default=0.0, help="AdamW weight decay on 2-D parameters (default 0)")
     p.add_argument("--grad-clip", type=float, default=1.0, help="clip the gradient's global norm (default 1.0)")
     p.add_argument("--compile", type=int, choices=(0, 1), default=1, help="1: torch.compile the model (default); 0: eager")
@@ -301,6 +305,10 @@ def parse_args(argv=None):
             p.error(f"--{name.replace('_', '-')} must be positive")
     if not 0 <= args.warmup_steps < args.max_steps:
         p.error(f"--warmup-steps {args.warmup_steps} leaves no timed step of -x {args.max_steps}")
+    if args.lr_warmup < 0:
+        p.error(f"-u must not be negative, got {args.lr_warmup}")
+    if not 0 <= args.final_lr_fraction <= 1:
+        p.error(f"-q must be between 0 and 1, got {args.final_lr_fraction}")
     return args
 
 
@@ -343,6 +351,16 @@ def make_optimizer(model, args, device):
               {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
     extra = {"fused": True} if device.type == "cuda" else {}
     return torch.optim.AdamW(groups, lr=args.lr, betas=(0.9, 0.95), eps=1e-8, **extra)
+
+
+def learning_rate(step, args):
+    """llmc-train's schedule (runtime/train/lr_schedule.cpp) at step (counted from 0): linear warmup over
+    -u steps, then a cosine from LR down to LR*F at step -x."""
+    if step < args.lr_warmup:
+        return args.lr * (step + 1) / args.lr_warmup
+    floor = args.lr * args.final_lr_fraction
+    progress = min(max((step - args.lr_warmup) / max(1, args.max_steps - args.lr_warmup), 0.0), 1.0)
+    return floor + 0.5 * (1.0 + math.cos(math.pi * progress)) * (args.lr - floor)
 
 
 def main(argv=None):
@@ -408,6 +426,9 @@ def main(argv=None):
             loss = step_fn(inputs, targets)
         loss.backward()
         norm = torch.nn.utils.clip_grad_norm_(model.parameters(), args.grad_clip)
+        lr = learning_rate(step - 1, args)
+        for group in optimizer.param_groups:
+            group["lr"] = lr
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         synchronize()
@@ -417,7 +438,7 @@ def main(argv=None):
         loss_value = loss.item()
         if step > args.warmup_steps:
             step_ms.append(elapsed * 1e3)
-        print(f"step {step:5d}/{args.max_steps} | loss {loss_value:.6f} | norm {norm.item():.4f} | lr {args.lr:.2e} | "
+        print(f"step {step:5d}/{args.max_steps} | loss {loss_value:.6f} | norm {norm.item():.4f} | lr {lr:.2e} | "
               f"{elapsed * 1e3:.1f} ms | {B * T / elapsed:.0f} tok/s", flush=True)
 
     ms_per_step = statistics.median(step_ms)
