@@ -6,14 +6,16 @@
 // come out on any machine with the CUDA toolkit.
 //
 // usage: training_step_compile [--set B=32,T=1024,...] [--arch sm_90a|sm_80] [--storage bf16|f32]
-//                              [--threads N] [--forward] [--nvrtc-option OPTION]...
+//                              [--threads N] [--forward] [--nvrtc-option OPTION]... [--slowest N]
 // Defaults: GPT-2 d12's training step (diagrams/gpt2/model.dg --grad) at B=32, T=1024, for sm_90a,
 // bf16, one compile thread per hardware thread. LLMC_SOURCE_DIR: the source tree.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <numeric>
 #include <optional>
 #include <stdexcept>
 #include <random>
@@ -58,6 +60,7 @@ int run(int argc, char** argv) {
   bool bf16 = true, grad = true;
   unsigned threads = 0;
   std::vector<std::string> nvrtcOptions;  // beside llmc's own, to try one (-pch, -G, ...)
+  size_t slowest = 0;                     // list the N kernels NVRTC took longest over
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&]() -> std::string {
@@ -78,10 +81,16 @@ int run(int argc, char** argv) {
     }
     else if (arg == "--forward") grad = false;
     else if (arg == "--nvrtc-option") nvrtcOptions.push_back(value());
+    else if (arg == "--slowest") {
+      const std::string n = value();
+      if (n.empty() || n.find_first_not_of("0123456789") != std::string::npos)
+        throw std::invalid_argument("--slowest: '" + n + "' is not a whole number");
+      slowest = std::stoul(n);
+    }
     else {
       fmt::print(stderr,
                  "usage: {} [--set SIZES] [--arch sm_90a|sm_80] [--storage bf16|f32] [--threads N] [--forward] "
-                 "[--nvrtc-option OPTION]...\n",
+                 "[--nvrtc-option OPTION]... [--slowest N]\n",
                  argv[0]);
       return 2;
     }
@@ -144,6 +153,20 @@ int run(int argc, char** argv) {
   fmt::print("cold start {:.2f} s, warm start {:.2f} s (diagram to {}; warm: both caches)\n",
              passes + planning + emission + cold.summary.wallSeconds + loading.value_or(0),
              planRead + warm.summary.wallSeconds + loading.value_or(0), loading ? "loaded kernels" : "compiled kernels");
+  if (slowest > 0) {
+    // Where NVRTC's time goes: the kernels it took longest over, with what they are.
+    std::vector<size_t> order(module.launches.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return cold.kernels[a].seconds > cold.kernels[b].seconds; });
+    double total = 0;
+    for (const llmc::cuda::JitKernel& k : cold.kernels) total += k.seconds;
+    fmt::print("NVRTC's slowest kernels ({:.1f} s of compile time in all):\n", total);
+    for (size_t i = 0; i < std::min(slowest, order.size()); ++i) {
+      const llmc::KernelLaunch& l = module.launches[order[i]];
+      fmt::print("  {:7.2f} s  {:<24} {}\n", cold.kernels[order[i]].seconds, l.name,
+                 l.instructions.describe().substr(0, 100));
+    }
+  }
   return 0;
 }
 
