@@ -6,7 +6,8 @@
 // come out on any machine with the CUDA toolkit.
 //
 // usage: training_step_compile [--set B=32,T=1024,...] [--arch sm_90a|sm_80] [--storage bf16|f32]
-//                              [--threads N] [--forward] [--nvrtc-option OPTION]... [--slowest N]
+//                              [--threads N] [--processes] [--forward] [--nvrtc-option OPTION]... [--slowest N]
+// --processes: NVRTC in forked worker processes instead of threads (llmc-train: LLMC_JIT_WORKERS=processes).
 // Defaults: GPT-2 d12's training step (diagrams/gpt2/model.dg --grad) at B=32, T=1024, for sm_90a,
 // bf16, one compile thread per hardware thread. LLMC_SOURCE_DIR: the source tree.
 #include <fmt/format.h>
@@ -61,6 +62,7 @@ int run(int argc, char** argv) {
   unsigned threads = 0;
   std::vector<std::string> nvrtcOptions;  // beside llmc's own, to try one (-pch, -G, ...)
   size_t slowest = 0;                     // list the N kernels NVRTC took longest over
+  llmc::cuda::JitWorkers workers = llmc::cuda::JitWorkers::Threads;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&]() -> std::string {
@@ -80,6 +82,7 @@ int run(int argc, char** argv) {
       threads = static_cast<unsigned>(std::stoul(n));
     }
     else if (arg == "--forward") grad = false;
+    else if (arg == "--processes") workers = llmc::cuda::JitWorkers::Processes;
     else if (arg == "--nvrtc-option") nvrtcOptions.push_back(value());
     else if (arg == "--slowest") {
       const std::string n = value();
@@ -90,7 +93,7 @@ int run(int argc, char** argv) {
     else {
       fmt::print(stderr,
                  "usage: {} [--set SIZES] [--arch sm_90a|sm_80] [--storage bf16|f32] [--threads N] [--forward] "
-                 "[--nvrtc-option OPTION]... [--slowest N]\n",
+                 "[--processes] [--nvrtc-option OPTION]... [--slowest N]\n",
                  argv[0]);
       return 2;
     }
@@ -124,8 +127,8 @@ int run(int argc, char** argv) {
   const std::filesystem::path cacheDir =
       std::filesystem::temp_directory_path() / fmt::format("llmc-compile-bench-{}", std::random_device{}());
   const llmc::cuda::KernelCache cache(cacheDir);
-  const llmc::cuda::JitResult cold = llmc::cuda::compileKernels(sources, &cache, threads);
-  const llmc::cuda::JitResult warm = llmc::cuda::compileKernels(sources, &cache, threads);
+  const llmc::cuda::JitResult cold = llmc::cuda::compileKernels(sources, &cache, threads, workers);
+  const llmc::cuda::JitResult warm = llmc::cuda::compileKernels(sources, &cache, threads, workers);
   // A warm start plans nothing: the module comes back from the module cache.
   const llmc::cuda::ModuleCache plans(cacheDir / "plans");
   plans.store(1, module);
@@ -139,8 +142,9 @@ int run(int argc, char** argv) {
 
   int onTensorCores = 0;
   for (const llmc::KernelLaunch& l : module.launches) onTensorCores += !l.instructions.tensorCores.empty();
-  fmt::print("{} ({}) for {}, {} storage, {} compile threads\n", grad ? "training step" : "forward", sizes, arch,
-             bf16 ? "bf16" : "f32", threads ? threads : std::thread::hardware_concurrency());
+  fmt::print("{} ({}) for {}, {} storage, {} compile {}\n", grad ? "training step" : "forward", sizes, arch,
+             bf16 ? "bf16" : "f32", threads ? threads : std::thread::hardware_concurrency(),
+             workers == llmc::cuda::JitWorkers::Processes ? "processes" : "threads");
   fmt::print("  passes (parse .. recompute)   {:8.2f} s  ({} nodes)\n", passes, graph.nodes.size());
   fmt::print("  partition search              {:8.2f} s  ({} kernels)\n", planning, planned.size());
   fmt::print("  CUDA emission                 {:8.2f} s  ({} launches, {} on tensor cores)\n", emission,

@@ -2,10 +2,21 @@
 
 #include <fmt/format.h>
 
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <exception>
+#include <new>
+#include <stdexcept>
+#include <string_view>
 #include <thread>
 
 namespace llmc::cuda {
@@ -47,6 +58,69 @@ void rethrowFailures(const std::vector<std::exception_ptr>& failures) {
   if (failed > 1) throw KernelCompileError(firstKernel, fmt::format("{} kernels failed to compile:\n{}", failed, messages));
 }
 
+// The kernels the cache lacks, compiled by `workers` forked processes that
+// take them one by one (a counter in shared memory) and store each in the
+// cache; this process then reads them back. A kernel no child stored (it
+// failed to compile, or its child died) is compiled here, which gives its
+// error. The children run NVRTC and the cache only, and leave by _exit.
+void compileInProcesses(const std::vector<KernelSource>& kernels, const KernelCache& cache, unsigned workers,
+                        std::vector<JitKernel>& out, std::vector<std::exception_ptr>& failures) {
+  std::vector<size_t> missing;
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    if (auto cached = cache.find(kernels[i]))
+      out[i] = JitKernel{.compiled = std::move(*cached), .seconds = secondsSince(start), .fromCache = true};
+    else
+      missing.push_back(i);
+  }
+  if (missing.empty()) return;
+
+  // Shared with the children: the next missing kernel to take, and each one's compile time.
+  using Counter = std::atomic<size_t>;
+  static_assert(Counter::is_always_lock_free, "a counter shared between processes must be lock-free");
+  const size_t bytes = sizeof(Counter) + missing.size() * sizeof(double);
+  void* shared = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (shared == MAP_FAILED) throw std::runtime_error(fmt::format("JIT: no shared memory for its workers: {}", std::strerror(errno)));
+  Counter* next = new (shared) Counter(0);
+  double* seconds = reinterpret_cast<double*>(static_cast<char*>(shared) + sizeof(Counter));
+  std::fill_n(seconds, missing.size(), 0.0);
+
+  std::fflush(stdout);
+  std::fflush(stderr);
+  std::vector<pid_t> children;
+  for (unsigned w = 0; w < std::min<size_t>(workers, missing.size()); ++w) {
+    const pid_t pid = fork();
+    if (pid < 0) break;  // fewer workers; what they leave is compiled below
+    if (pid == 0) {
+      for (size_t m = (*next)++; m < missing.size(); m = (*next)++) {
+        const auto start = std::chrono::steady_clock::now();
+        try {
+          cache.store(kernels[missing[m]], compileWithNvrtc(kernels[missing[m]]));
+          seconds[m] = secondsSince(start);
+        } catch (...) {  // compiled again by the parent, for its message
+        }
+      }
+      _exit(0);
+    }
+    children.push_back(pid);
+  }
+  for (pid_t child : children) waitpid(child, nullptr, 0);
+
+  for (size_t m = 0; m < missing.size(); ++m) {
+    const size_t i = missing[m];
+    if (auto stored = cache.find(kernels[i])) {
+      out[i] = JitKernel{.compiled = std::move(*stored), .seconds = seconds[m], .fromCache = false};
+      continue;
+    }
+    try {
+      out[i] = compileOne(kernels[i], &cache);
+    } catch (...) {
+      failures[i] = std::current_exception();
+    }
+  }
+  munmap(shared, bytes);
+}
+
 }  // namespace
 
 std::string JitSummary::describe() const {
@@ -54,27 +128,39 @@ std::string JitSummary::describe() const {
                      wallSeconds);
 }
 
-JitResult compileKernels(const std::vector<KernelSource>& kernels, const KernelCache* cache, unsigned threads) {
+JitWorkers jitWorkersFromEnvironment() {
+  const char* value = std::getenv("LLMC_JIT_WORKERS");
+  if (!value || !*value || std::string_view(value) == "threads") return JitWorkers::Threads;
+  if (std::string_view(value) == "processes") return JitWorkers::Processes;
+  throw std::invalid_argument(fmt::format("$LLMC_JIT_WORKERS={}: expected threads or processes", value));
+}
+
+JitResult compileKernels(const std::vector<KernelSource>& kernels, const KernelCache* cache, unsigned workers,
+                         JitWorkers how) {
   const auto start = std::chrono::steady_clock::now();
-  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
-  threads = std::min<unsigned>(threads, kernels.size());
+  if (workers == 0) workers = std::max(1u, std::thread::hardware_concurrency());
+  workers = std::min<unsigned>(workers, kernels.size());
 
   JitResult result;
   result.kernels.resize(kernels.size());
   std::vector<std::exception_ptr> failures(kernels.size());
-  std::atomic<size_t> next = 0;
-  auto work = [&] {
-    for (size_t i = next++; i < kernels.size(); i = next++) {
-      try {
-        result.kernels[i] = compileOne(kernels[i], cache);
-      } catch (...) {
-        failures[i] = std::current_exception();
+  if (how == JitWorkers::Processes && cache) {
+    compileInProcesses(kernels, *cache, workers, result.kernels, failures);
+  } else {
+    std::atomic<size_t> next = 0;
+    auto work = [&] {
+      for (size_t i = next++; i < kernels.size(); i = next++) {
+        try {
+          result.kernels[i] = compileOne(kernels[i], cache);
+        } catch (...) {
+          failures[i] = std::current_exception();
+        }
       }
-    }
-  };
-  std::vector<std::jthread> pool;
-  for (unsigned t = 0; t < threads; ++t) pool.emplace_back(work);
-  pool.clear();  // joins
+    };
+    std::vector<std::jthread> pool;
+    for (unsigned t = 0; t < workers; ++t) pool.emplace_back(work);
+    pool.clear();  // joins
+  }
 
   rethrowFailures(failures);
   for (const JitKernel& kernel : result.kernels) ++(kernel.fromCache ? result.summary.fromCache : result.summary.compiled);

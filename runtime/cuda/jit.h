@@ -28,11 +28,23 @@ struct JitResult {
   JitSummary summary;
 };
 
-// Compiles `kernels` on `threads` threads (0: one per hardware thread),
-// looking each up in `cache` first and storing what was compiled there; a
-// null cache compiles everything. When kernels fail to compile, all are still
-// tried, then a KernelCompileError naming the first failed kernel carries the
-// messages of all failed ones.
-JitResult compileKernels(const std::vector<KernelSource>& kernels, const KernelCache* cache, unsigned threads = 0);
+// How compileKernels spreads NVRTC's work.
+enum class JitWorkers {
+  Threads,    // a pool of threads in this process
+  Processes,  // forked processes, each compiling into the cache, read back here: for when NVRTC's
+              // threads do not scale (it needs a cache; the children touch nothing but NVRTC and it)
+};
+
+// The workers $LLMC_JIT_WORKERS asks for: "processes" or "threads" (the
+// default when unset); anything else is an error naming the variable.
+JitWorkers jitWorkersFromEnvironment();
+
+// Compiles `kernels` on `workers` threads or processes (0: one per hardware
+// thread), looking each up in `cache` first and storing what was compiled
+// there; a null cache compiles everything (in threads). When kernels fail to
+// compile, all are still tried, then a KernelCompileError naming the first
+// failed kernel carries the messages of all failed ones.
+JitResult compileKernels(const std::vector<KernelSource>& kernels, const KernelCache* cache, unsigned workers = 0,
+                         JitWorkers how = JitWorkers::Threads);
 
 }  // namespace llmc::cuda

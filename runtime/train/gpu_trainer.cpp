@@ -252,7 +252,7 @@ GpuTrainer::GpuTrainer(const std::string& diagramsDir, Gpt2Weights weights, int6
     for (cuda::KernelSource& s : cuda::kernelSources(m->code, context_.arch())) sources.push_back(std::move(s));
   }
   const cuda::KernelCache cache(options_.kernelCache.empty() ? cuda::KernelCache::defaultDirectory() : options_.kernelCache);
-  cuda::JitResult jit = cuda::compileKernels(sources, &cache, options_.compileThreads);
+  cuda::JitResult jit = cuda::compileKernels(sources, &cache, options_.compileThreads, cuda::jitWorkersFromEnvironment());
   const auto loadStart = Clock::now();
   for (size_t i = 0; i < ranges.size(); ++i) {
     const size_t from = ranges[i].second, to = i + 1 < ranges.size() ? ranges[i + 1].second : sources.size();

@@ -2,6 +2,8 @@
 // reports every kernel that fails.
 #include "jit.h"
 
+#include <stdlib.h>
+
 #include <catch2/catch.hpp>
 #include <string>
 #include <vector>
@@ -79,4 +81,48 @@ TEST_CASE("every kernel that fails to compile is reported, with its line", "[jit
     CHECK_THAT(message, Contains("  5 | this is not CUDA;"));
     CHECK_THAT(message, Contains("kernel axpy_5: line 1: error: identifier \"missing\" is undefined"));
   }
+}
+
+TEST_CASE("forked workers compile into the cache what it lacks, the same code as threads", "[jit]") {
+  CacheTempDir threadsDir("jit_threads"), processesDir("jit_processes");
+  const KernelCache threadCache(threadsDir.path), processCache(processesDir.path);
+  const auto kernels = eightKernels();
+  compileKernels({kernels[0], kernels[3]}, &processCache, 2);  // two already in the cache
+  const auto byThreads = compileKernels(kernels, &threadCache, 3);
+  const auto byProcesses = compileKernels(kernels, &processCache, 3, llmc::cuda::JitWorkers::Processes);
+  CHECK(byProcesses.summary.compiled == 6);
+  CHECK(byProcesses.summary.fromCache == 2);
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    INFO(kernels[k].name);
+    CHECK(byProcesses.kernels[k].compiled.name == kernels[k].name);
+    CHECK(byProcesses.kernels[k].compiled.cubin == byThreads.kernels[k].compiled.cubin);
+    if (!byProcesses.kernels[k].fromCache) CHECK(byProcesses.kernels[k].seconds > 0);
+  }
+}
+
+TEST_CASE("a kernel that fails in a forked worker is reported with its line", "[jit]") {
+  CacheTempDir dir("jit_processes_failure");
+  const KernelCache cache(dir.path);
+  auto kernels = eightKernels();
+  kernels[6].source += "this is not CUDA;\n";
+  try {
+    compileKernels(kernels, &cache, 4, llmc::cuda::JitWorkers::Processes);
+    FAIL("the kernels compiled");
+  } catch (const KernelCompileError& error) {
+    CHECK(error.kernel() == "axpy_6");
+    CHECK_THAT(error.what(), Contains("kernel axpy_6: line 5: error:"));
+  }
+  // The others were compiled and stored all the same.
+  CHECK(compileKernels({kernels[1], kernels[7]}, &cache, 1).summary.fromCache == 2);
+}
+
+TEST_CASE("LLMC_JIT_WORKERS picks threads or processes, and names itself when wrong", "[jit]") {
+  using llmc::cuda::JitWorkers;
+  unsetenv("LLMC_JIT_WORKERS");
+  CHECK(llmc::cuda::jitWorkersFromEnvironment() == JitWorkers::Threads);
+  setenv("LLMC_JIT_WORKERS", "processes", 1);
+  CHECK(llmc::cuda::jitWorkersFromEnvironment() == JitWorkers::Processes);
+  setenv("LLMC_JIT_WORKERS", "forks", 1);
+  CHECK_THROWS_WITH(llmc::cuda::jitWorkersFromEnvironment(), Contains("$LLMC_JIT_WORKERS=forks"));
+  unsetenv("LLMC_JIT_WORKERS");
 }
