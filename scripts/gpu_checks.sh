@@ -49,7 +49,8 @@ for step in "${steps[@]}"; do
       run generated_gemm_bench 300 "$bin/generated_gemm_bench" --grad
       run attention_bench 300 python3 benchmarks/kernels/attention_bench.py --bench "$bin/step_kernels_bench" ;;
     compile)
-      run training_step_compile 300 "$bin/training_step_compile" ;;
+      run training_step_compile 300 "$bin/training_step_compile" --slowest 10
+      run training_step_compile_processes 300 "$bin/training_step_compile" --processes ;;
     train)
       run train_benchmark 900 python3 benchmarks/train/run_train_benchmark.py --llmc-train "$bin/llmc-train" -x 30 --log-dir "$out/train" ;;
     multigpu)
