@@ -304,10 +304,6 @@ std::vector<float> GpuTrainer::packed(const std::vector<double>& perParameter) c
   return out;
 }
 
-void GpuTrainer::upload(cuda::DeviceBuffer& buffer, const std::vector<float>& values) {
-  buffer.copyFromHost(values.data(), values.size() * sizeof(float));
-}
-
 void GpuTrainer::uploadTokens(cuda::DeviceBuffer& buffer, const std::vector<int32_t>& tokens, int64_t expected) {
   if (static_cast<int64_t>(tokens.size()) != expected)
     throw std::invalid_argument(fmt::format("expected {} tokens, got {}", expected, tokens.size()));

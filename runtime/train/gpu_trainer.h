@@ -117,7 +117,6 @@ class GpuTrainer final : public Trainer {
   struct Module;
 
   Module& module(const std::string& name);
-  void upload(cuda::DeviceBuffer& buffer, const std::vector<float>& values);
   std::vector<float> packed(const std::vector<double>& perParameter) const;  // parameter order -> padded
   std::vector<double> unpacked(const cuda::DeviceBuffer& buffer) const;     // padded -> parameter order
   void uploadTokens(cuda::DeviceBuffer& buffer, const std::vector<int32_t>& tokens, int64_t expected);

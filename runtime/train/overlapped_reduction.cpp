@@ -87,10 +87,8 @@ OverlappedReduction::OverlappedReduction(const cuda::ModuleExecutor& step, const
     : communicator_(communicator),
       plan_(planReduction(step.module(), gradientOutputs, bucketBytes)),
       side_(std::make_unique<cuda::Stream>()) {
-  for (const BufferDesc& b : step.module().buffers)
-    types_.push_back(b.dtype == "bf16" ? cuda::kNcclBfloat16 : cuda::kNcclFloat32);
   for (const ReductionPlan::Bucket& bucket : plan_.buckets) {
-    for (int b : bucket.buffers) ncclType(step.module().buffers[static_cast<size_t>(b)]);  // f32 or bf16, else an error now
+    for (int b : bucket.buffers) types_[b] = ncclType(step.module().buffers[static_cast<size_t>(b)]);
     ready_.push_back(std::make_unique<cuda::Event>());
     done_.push_back(std::make_unique<cuda::Event>());
   }
@@ -110,7 +108,7 @@ void OverlappedReduction::run(cuda::ModuleExecutor& step, CUstream stream) {
       for (int b : plan_.buckets[next].buffers)
         communicator_.allReduce(step.bufferAddress(static_cast<size_t>(b)),
                                 static_cast<size_t>(buffers[static_cast<size_t>(b)].elements),
-                                types_[static_cast<size_t>(b)], cuda::kNcclAverage, side_->get());
+                                types_.at(b), cuda::kNcclAverage, side_->get());
       cuda::checkNccl(cuda::nccl().groupEnd(), "ncclGroupEnd");
       done_[next]->record(side_->get());
     }

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -58,7 +59,7 @@ class OverlappedReduction {
  private:
   const cuda::NcclCommunicator& communicator_;
   ReductionPlan plan_;
-  std::vector<cuda::NcclDataType> types_;  // per buffer of the step
+  std::map<int, cuda::NcclDataType> types_;  // per buffer averaged: f32 or bf16 (others refused at construction)
   std::unique_ptr<cuda::Stream> side_;
   std::vector<std::unique_ptr<cuda::Event>> ready_, done_;  // per bucket
 };
