@@ -12,25 +12,102 @@ namespace llmc {
 
 namespace {
 
-// What remaking a value costs: its own work at its unit's peak, plus having
-// each operand, read or remade, whichever costs less (memoised); views cost
-// what their operands cost, constants and positions nothing, inputs cannot be
-// remade. A chain that reads many stored arrays (the residual's gradient
-// summed over layers) costs what those reads cost. Remaking pays when it
-// costs less than storing: writing the value once and reading it back.
+// The forward values the forward pass stores for itself: the outputs of its
+// kernels (fusion, kernels.h, on the forward nodes alone) that another of its
+// kernels reads, or the graph outputs. The backward reads these for the
+// price of reading them; anything else it reads must be stored for it.
+std::set<NodeId> storedByForward(const Graph& g) {
+  Graph forward;
+  forward.name = g.name;
+  std::vector<NodeId> inForward(g.nodes.size(), -1), original;
+  for (const Node& n : g.nodes) {
+    if (n.adjoint) continue;
+    Node copy = n;
+    for (NodeId& operand : copy.operands) operand = inForward[static_cast<size_t>(operand)];
+    inForward[static_cast<size_t>(n.id)] = forward.add(std::move(copy));
+    original.push_back(n.id);
+  }
+  for (NodeId input : g.inputs) forward.inputs.push_back(inForward[static_cast<size_t>(input)]);
+  for (const GraphOutput& o : g.outputs)
+    if (!g.node(o.node).adjoint) forward.outputs.push_back({o.name, inForward[static_cast<size_t>(o.node)]});
+  std::set<NodeId> stored;
+  for (const Kernel& k : formKernels(forward))
+    for (NodeId output : k.outputs) stored.insert(original[static_cast<size_t>(output)]);
+  return stored;
+}
+
+// What remaking a value costs: a remade chain runs fused, its work beside its
+// reads of the stored values it starts from, each read once (the chains of
+// GELU's derivative share the one stored hidden value): the larger of the
+// work at its units' peaks and those reads. An operand is remade where that
+// adds no more than reading it would (memoised); views cost what their
+// operands cost, constants and positions nothing, inputs cannot be remade.
+// A chain that reads many stored arrays (the residual's gradient summed over
+// layers) costs what those reads cost. Remaking pays when it costs less than
+// having the value stored: writing it once and reading it back, or only
+// reading it where the forward stores it for itself (q, k and v with their
+// bias, which the forward's attention kernel reads as tiles).
+//
+// The stream splitter (below) asks about copies that fusion may or may not
+// place inside their readers' streams; it keeps the stricter estimate that
+// adds every operand's cost, shared reads and work included, so that only
+// chains clearly cheaper than a stored value are copied.
 class RemakeCost {
  public:
-  RemakeCost(const Graph& g, const Target& t, const CostOptions& o)
-      : g_(g), t_(t), o_(o), bandwidth_(t.level("GMEM").attainableBandwidth) {}
+  enum class Estimate { Fused, EveryOperand };
+
+  RemakeCost(const Graph& g, const Target& t, const CostOptions& o, Estimate estimate,
+             std::set<NodeId> storedByForward = {})
+      : g_(g), t_(t), o_(o), bandwidth_(t.level("GMEM").attainableBandwidth), estimate_(estimate),
+        stored_(std::move(storedByForward)) {}
 
   bool cheaperThanStoring(NodeId v) {
     const Node& n = g_.node(v);
-    return isView(n) || isFree(g_, n) || seconds(v) < 2 * storedBytes(n.type, o_) / bandwidth_;
+    if (isView(n) || isFree(g_, n)) return true;
+    const double remaking = estimate_ == Estimate::Fused ? seconds(remake(v)) : everyOperandSeconds(v);
+    return remaking < havingSeconds(v);
   }
 
  private:
-  double seconds(NodeId v) {
+  struct Remake {
+    double workSeconds = 0;
+    std::set<NodeId> reads;  // the stored values it starts from
+  };
+
+  double seconds(const Remake& r, const std::set<NodeId>& alreadyRead = {}) const {
+    double reading = 0;
+    for (NodeId v : r.reads)
+      if (!alreadyRead.count(v)) reading += readSeconds(v);
+    return std::max(r.workSeconds, reading);
+  }
+
+  const Remake& remake(NodeId v) {
     if (auto it = memo_.find(v); it != memo_.end()) return it->second;
+    const Node& n = g_.node(v);
+    Remake r;
+    if (n.op == Op::Input) {
+      r.workSeconds = INFINITY;
+    } else if (!isFree(g_, n)) {
+      if (!isView(n)) {
+        NodeWork work = nodeWork(g_, n, t_, o_);
+        r.workSeconds = work.operations / t_.unit(work.unit).attainable;
+      }
+      for (NodeId operand : n.operands) {
+        if (isFree(g_, g_.node(operand)) || r.reads.count(operand)) continue;
+        const Remake& made = remake(operand);
+        if (seconds(made, r.reads) <= readSeconds(operand)) {
+          r.workSeconds += made.workSeconds;
+          r.reads.insert(made.reads.begin(), made.reads.end());
+        } else {
+          r.reads.insert(operand);
+        }
+      }
+    }
+    return memo_.emplace(v, std::move(r)).first->second;
+  }
+
+  double everyOperandSeconds(NodeId v) {
+    if (auto it = everyOperandMemo_.find(v); it != everyOperandMemo_.end()) return it->second;
     const Node& n = g_.node(v);
     double total = 0;
     if (n.op == Op::Input) {
@@ -40,25 +117,31 @@ class RemakeCost {
         NodeWork work = nodeWork(g_, n, t_, o_);
         total = work.operations / t_.unit(work.unit).attainable;
       }
-      for (NodeId operand : n.operands) {
-        const Node& o = g_.node(operand);
-        if (!isFree(g_, o)) total += std::min(storedBytes(o.type, o_) / bandwidth_, seconds(operand));
-      }
+      for (NodeId operand : n.operands)
+        if (!isFree(g_, g_.node(operand))) total += std::min(readSeconds(operand), everyOperandSeconds(operand));
     }
-    memo_[v] = total;
+    everyOperandMemo_[v] = total;
     return total;
   }
+
+  double readSeconds(NodeId v) const { return storedBytes(g_.node(v).type, o_) / bandwidth_; }
+
+  double havingSeconds(NodeId v) const { return (stored_.count(v) ? 1 : 2) * readSeconds(v); }
 
   const Graph& g_;
   const Target& t_;
   const CostOptions& o_;
   const double bandwidth_;
-  std::map<NodeId, double> memo_;
+  const Estimate estimate_;
+  const std::set<NodeId> stored_;  // forward values the forward stores for itself
+  std::map<NodeId, Remake> memo_;
+  std::map<NodeId, double> everyOperandMemo_;
 };
 
 class Recomputer {
  public:
-  Recomputer(const Graph& g, const Target& t, const CostOptions& o) : g_(g), cost_(g, t, o), remap_(g.nodes.size(), -1) {}
+  Recomputer(const Graph& g, const Target& t, const CostOptions& o)
+      : g_(g), cost_(g, t, o, RemakeCost::Estimate::Fused, storedByForward(g)), remap_(g.nodes.size(), -1) {}
 
   Graph run() {
     out_.name = g_.name;
@@ -113,7 +196,7 @@ class Recomputer {
 class StreamSplitter {
  public:
   StreamSplitter(const Graph& g, const Target& t, const CostOptions& o)
-      : g_(g), cost_(g, t, o), nodes_(g.nodes), readers_(g.nodes.size()), copiesAfter_(g.nodes.size()) {}
+      : g_(g), cost_(g, t, o, RemakeCost::Estimate::EveryOperand), nodes_(g.nodes), readers_(g.nodes.size()), copiesAfter_(g.nodes.size()) {}
 
   Graph run() {
     for (const Node& n : g_.nodes)

@@ -9,7 +9,12 @@
 // q·kᵀ over d (2d operations per element against 2×2 bytes) are recomputed,
 // so the probabilities are never stored; the classifier's logits over the
 // channels (2C operations per element) are stored, and the softmax over the
-// vocabulary is recomputed from them and the saved row statistics.
+// vocabulary is recomputed from them and the saved row statistics. A value
+// the forward stores for its own kernels (q, k, v with their bias, read as
+// tiles by its attention kernel) is read where it is, unless remaking costs
+// less than that one read. A remade chain reads each stored value it starts
+// from once (GELU's derivative remakes its links from the one stored hidden
+// value), as its fused kernel does.
 //
 // The backward readers get copies of the recomputed nodes (marked adjoint);
 // the forward nodes stay as they were for the forward's own readers.

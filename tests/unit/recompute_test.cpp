@@ -1,6 +1,8 @@
 // Store or recompute (compiler/recompute.cpp), decided by the cost model on
 // diagrams GPT-2 does not use: what the training step's kernels store in GMEM.
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "interpreter.h"
 #include "kernels.h"
@@ -75,6 +77,38 @@ TEST_CASE("the classifier stores its logits and their gradient, never the probab
   }
   CHECK(logits == 1);
   CHECK(gradients == 1);
+}
+
+TEST_CASE("the backward reads what the forward stores for itself rather than remaking it", "[recompute]") {
+  // q = x·wq + bq is read as tiles by the forward's attention kernel, so the
+  // forward stores it; remaking it would read a stored projection as large
+  // (without its bias), which the forward would then store only for the
+  // backward. Of the forward's arrays over (b, t, d), q with its bias and
+  // the attention's output are stored, not the projection over c.
+  const Target target = loadTarget("sm_90a");
+  const SizeBindings sizes = {{"B", 4}, {"T", 256}, {"C", 768}, {"D", 64}};
+  Graph step = trainingStep("projected_attention_loss", sizes, {"wq", "bq"}, &target);
+  std::vector<const Node*> stored = storedWith(step, {"b", "t", "d"}, true);
+  for (const Node* n : stored) UNSCOPED_INFO("stored: " << n->name << " " << opName(n->op) << " over " << fmt::format("{}", fmt::join(n->axes, " ")));
+  REQUIRE(stored.size() == 2);
+  for (const Node* n : stored) {
+    if (n->op == Op::Contract) CHECK(n->axes == std::vector<std::string>{"x"});
+    else CHECK(n->binary == BinaryOp::Add);
+  }
+}
+
+TEST_CASE("a chain of products of one stored value is remade from it, its read shared", "[recompute]") {
+  // a = h·(1 + 0.1·h·h·h): the derivative reads h·h and h·h·h. Each remade
+  // alone reads h once, and each link remade on top of another shares that
+  // read: the forward stores h (a contraction over 768 channels) and a (the
+  // tensor cores' operand for w2's gradient), none of the links.
+  const Target target = loadTarget("sm_90a");
+  const SizeBindings sizes = {{"N", 1024}, {"C", 768}, {"F", 3072}, {"O", 768}};
+  Graph step = trainingStep("cubic_mlp_loss", sizes, {"w1", "w2"}, &target);
+  std::vector<const Node*> stored = storedWith(step, {"n", "f"}, true);
+  for (const Node* n : stored) UNSCOPED_INFO("stored: " << n->name << " " << opName(n->op));
+  REQUIRE(stored.size() == 2);
+  CHECK(std::count_if(stored.begin(), stored.end(), [](const Node* n) { return n->op == Op::Contract; }) == 1);
 }
 
 TEST_CASE("the recomputing training step computes the same values", "[recompute]") {
