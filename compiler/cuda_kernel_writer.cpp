@@ -228,7 +228,7 @@ class Writer {
         std::string x = operand(0);
         switch (n.unary) {
           case UnaryOp::Neg: return def(fmt::format("-{}", x));
-          case UnaryOp::Exp: return def(fmt::format("expf({})", x));
+          case UnaryOp::Exp: return def(exp(x));
           case UnaryOp::Log: return def(fmt::format("logf({})", x));
           case UnaryOp::Tanh: return def(fmt::format("tanhf({})", x));
           case UnaryOp::Sqrt: return def(fmt::format("sqrtf({})", x));
@@ -243,7 +243,7 @@ class Writer {
           case BinaryOp::Add: return def(fmt::format("{} + {}", x, y));
           case BinaryOp::Sub: return def(fmt::format("{} - {}", x, y));
           case BinaryOp::Mul: return def(fmt::format("{} * {}", x, y));
-          case BinaryOp::Div: return def(fmt::format("{} / {}", x, y));
+          case BinaryOp::Div: return def(divide(x, y));
           case BinaryOp::Maximum: return def(fmt::format(fmt::runtime(isF ? "fmaxf({}, {})" : "max({}, {})"), x, y));
           case BinaryOp::Minimum: return def(fmt::format(fmt::runtime(isF ? "fminf({}, {})" : "min({}, {})"), x, y));
         }
@@ -478,8 +478,9 @@ class Writer {
         case StreamFactor::Kind::Exp:
           if (layout.maxSlotOfRescale >= 0 && f.node == g_.node(slot.rescaledBy).operands[0])
             base = streamValue(f.node, layout.maxSlotOfRescale, env, "exp_shifted",
-                               fmt::format("llmc_exp_shifted({}, {})", v, slotRef(layout.maxSlotOfRescale, env)));
-          else base = fmt::format("expf({})", v);
+                               fmt::format("{}({}, {})", tcs_ ? "llmc_fast_exp_shifted" : "llmc_exp_shifted", v,
+                                           slotRef(layout.maxSlotOfRescale, env)));
+          else base = exp(v);
           break;
         // A bool's mask (from a where); an integer's is the one-hot of a
         // gather index along the stream axis. Masks select rather than
@@ -629,7 +630,7 @@ class Writer {
           continue;
         }
         std::string v = value(f.node, own);
-        std::string base = f.kind == StreamFactor::Kind::Exp ? fmt::format("expf({}{})", f.power < 0 ? "-" : "", v) : v;
+        std::string base = f.kind == StreamFactor::Kind::Exp ? exp(fmt::format("{}{}", f.power < 0 ? "-" : "", v)) : v;
         int times = f.kind == StreamFactor::Kind::Exp ? 1 : std::abs(f.power);
         for (int p = 0; p < times; ++p)
           term += f.power > 0 || f.kind == StreamFactor::Kind::Exp ? " * " + base : " / " + base;
@@ -837,12 +838,13 @@ class Writer {
 
   // The comparison holds `neutralWhen` at every row and position of the
   // step: each side ranges over the block's rows or the step's positions.
-  std::string skipCondition(const StreamStepSkip& skip) const {
+  // `step`: the step's first position.
+  std::string skipCondition(const StreamStepSkip& skip, const std::string& step) const {
     const TensorCoreStream& t = *tcs_;
     auto range = [&](const std::string& axis) -> std::pair<std::string, std::string> {
       if (axis == t.rows.name)
         return {"t_" + axis, fmt::format("min(t_{} + 63, {})", axis, t.rows.size - 1)};
-      return {"c0", fmt::format("min(c0 + 63, {})", t.stream.size - 1)};
+      return {step, fmt::format("min({} + 63, {})", step, t.stream.size - 1)};
     };
     const auto [lo, hi] = range(skip.left);
     const auto [lo2, hi2] = range(skip.right);
@@ -887,14 +889,31 @@ class Writer {
     // The row tiles, the first step's column tiles; the rows' A fragments.
     for (const StreamScore& sc : t.scores) emit(0, loadTile(sc.rows, fmt::format("{}", sc.rows.smemOffset), rowOrigin, t.rows.size));
     auto loadStep = [&](int scope, const std::string& stage, const std::string& first) {
-      for (const StreamScore& sc : t.scores)
-        emit(scope, loadTile(sc.columns, fmt::format("{} + {} * {}", sc.columns.smemOffset, stage, sc.columns.stageBytes()),
-                             first, positions));
-      for (const StreamProduct& p : t.products)
-        emit(scope, loadTile(p.values, fmt::format("{} + {} * {}", p.values.smemOffset, stage, p.values.stageBytes()), first,
-                             positions));
+      std::vector<const StreamTile*> tiles;
+      for (const StreamScore& sc : t.scores) tiles.push_back(&sc.columns);
+      for (const StreamProduct& p : t.products) tiles.push_back(&p.values);
+      for (const StreamTile* tile : tiles)
+        if (!tile->sharesEarlierTile)
+          emit(scope, loadTile(*tile, fmt::format("{} + {} * {}", tile->smemOffset, stage, tile->stageBytes()), first,
+                               positions));
     };
-    loadStep(0, "0", "0");
+    // The steps to run: all, or those a comparison of positions leaves
+    // unchanged dropped. Where the comparison is everywhere true (or false) in
+    // a step's box of rows and positions moves one way along the stream, so
+    // those steps are a prefix or a suffix of it (a causal mask's keys past
+    // the block's last query, or its queries before the block's first key).
+    const int64_t lastStart = (positions - 1) / kStreamPositionsPerStep * kStreamPositionsPerStep;
+    if (t.skip) {
+      emit(0, "// Steps where no slot changes (the comparison of positions leaves every core 0 or -inf) are not run.");
+      emit(0, fmt::format("int c_first = 0, c_last = {};", lastStart));
+      emit(0, fmt::format("while (c_first <= c_last && ({})) c_first += {};", skipCondition(*t.skip, "c_first"),
+                          kStreamPositionsPerStep));
+      emit(0, fmt::format("while (c_last >= c_first && ({})) c_last -= {};", skipCondition(*t.skip, "c_last"),
+                          kStreamPositionsPerStep));
+    } else {
+      emit(0, fmt::format("const int c_first = 0, c_last = {};", lastStart));
+    }
+    loadStep(0, "0", "c_first");
     emit(0, "llmc::sm80::detail::cp_async_commit();");
     emit(0, "llmc::sm80::detail::cp_async_wait<0>();");
     emit(0, "__syncthreads();");
@@ -919,22 +938,17 @@ class Writer {
       if (slots_[k].keepsPrevious) emit(0, fmt::format("float {}_prev[2];", name));
     }
 
-    int step = open(0, fmt::format("for (int c0 = 0, stage = 0; c0 < {0}; c0 += {1}, stage ^= 1)", positions,
-                                   kStreamPositionsPerStep));
+    const int step = open(0, fmt::format("for (int c0 = c_first, stage = 0; c0 <= c_last; c0 += {}, stage ^= 1)",
+                                         kStreamPositionsPerStep));
     // The next step's tiles load while this one computes; the barrier at the
     // end of a step frees the stage they overwrite.
     const std::string nextStep = fmt::format("c0 + {}", kStreamPositionsPerStep);
-    const int next = open(step, fmt::format("if ({} < {})", nextStep, positions));
+    const int next = open(step, fmt::format("if ({} <= c_last)", nextStep));
     loadStep(next, "(stage ^ 1)", nextStep);
     close(next);
     emit(step, "llmc::sm80::detail::cp_async_commit();");
     emit(step, "llmc::sm80::detail::cp_async_wait<1>();");
     emit(step, "__syncthreads();");
-    const int outerStep = step;
-    if (t.skip) {
-      emit(step, "// Skipped where no slot changes: the comparison of positions leaves every core 0 or -inf.");
-      step = open(step, fmt::format("if (!({}))", skipCondition(*t.skip)));
-    }
     for (size_t k = 0; k < t.scores.size(); ++k) {
       const StreamTile& columns = t.scores[k].columns;
       emit(step, fmt::format("float sc{}[8][4];", k));
@@ -967,7 +981,7 @@ class Writer {
         if (m < 0) continue;
         if (!rescaleOf.count(m))
           rescaleOf[m] = define(rows, "float", "rescale",
-                                fmt::format("llmc_rescale({}_prev[{}], {})", slots_[static_cast<size_t>(m)].name,
+                                fmt::format("llmc_fast_rescale({}_prev[{}], {})", slots_[static_cast<size_t>(m)].name,
                                             fragment_.half, slotRef(m, e)));
         const std::string& factor = rescaleOf[m];
         if (const StreamProduct* p = productOf(static_cast<int>(k)))
@@ -998,9 +1012,8 @@ class Writer {
                              p.values.paddedChannels, slots_[static_cast<size_t>(p.slot)].name, p.slot, p.values.smemOffset,
                              p.values.stageBytes()));
     }
-    if (step != outerStep) close(step);
-    emit(outerStep, "__syncthreads();");
-    close(outerStep);
+    emit(step, "__syncthreads();");
+    close(step);
 
     // The slots, whole across the four lanes of a row, staged for the tail.
     for (size_t k = 0; k < slots_.size(); ++k) {
@@ -1168,6 +1181,17 @@ class Writer {
   std::vector<SlotLayout> slots_;
   const GemmEpilogueAxes* epilogue_ = nullptr;  // set: writing a GEMM's epilogue functor
   const TensorCoreStream* tcs_ = nullptr;      // set: writing a stream on the tensor cores
+
+  // exp and division in the launch's float arithmetic. A stream on the tensor
+  // cores (bf16 tiles only) does them per score element, where the accurate
+  // forms' instructions outweigh its matrix products: it uses the hardware's
+  // approximations (__expf: ex2.approx, 2 ulp plus 2 per unit of |x|;
+  // __fdividef: 2 ulp), well inside bf16's 2^-8, as FlashAttention does.
+  // Every other launch keeps expf and IEEE division (the f32 oracle's 1e-5).
+  std::string exp(const std::string& x) const { return tcs_ ? fmt::format("__expf({})", x) : fmt::format("expf({})", x); }
+  std::string divide(const std::string& x, const std::string& y) const {
+    return tcs_ ? fmt::format("__fdividef({}, {})", x, y) : fmt::format("{} / {}", x, y);
+  }
   std::map<NodeId, int> scoreIndex_;           // its score contractions: the register tile sc<k>
   struct {
     std::string half, column, element;  // the loop variables of the fragment element being written

@@ -47,6 +47,10 @@ __device__ __forceinline__ float llmc_exp_shifted(float s, float m) { return s =
 
 // exp(m_old - m_new), the online-softmax rescaling: 1 while the max has not moved.
 __device__ __forceinline__ float llmc_rescale(float m_old, float m_new) { return m_old == m_new ? 1.0f : expf(m_old - m_new); }
+
+// The same with the hardware's approximate exp, for streams on the tensor cores (cuda_kernel_writer.cpp, exp).
+__device__ __forceinline__ float llmc_fast_exp_shifted(float s, float m) { return s == -LLMC_INF ? 0.0f : __expf(s - m); }
+__device__ __forceinline__ float llmc_fast_rescale(float m_old, float m_new) { return m_old == m_new ? 1.0f : __expf(m_old - m_new); }
 )";
 
 struct Storage {

@@ -110,14 +110,22 @@ class Planner {
       sc.rows.smemOffset = at;
       at += sc.rows.stageBytes();
     }
-    for (StreamScore& sc : s.scores) {
-      sc.columns.smemOffset = at;
-      at += 2 * sc.columns.stageBytes();
-    }
-    for (StreamProduct& p : s.products) {
-      p.values.smemOffset = at;
-      at += 2 * p.values.stageBytes();
-    }
+    // A step's tiles of the same elements (attention's dO as the scores'
+    // operand and as the weights of dV's product) share their stages.
+    std::vector<const StreamTile*> placed;
+    auto place = [&](StreamTile& tile) {
+      for (const StreamTile* earlier : placed)
+        if (sameElements(*earlier, tile)) {
+          tile.smemOffset = earlier->smemOffset;
+          tile.sharesEarlierTile = true;
+          return;
+        }
+      tile.smemOffset = at;
+      at += 2 * tile.stageBytes();
+      placed.push_back(&tile);
+    };
+    for (StreamScore& sc : s.scores) place(sc.columns);
+    for (StreamProduct& p : s.products) place(p.values);
     int64_t staged = 0;
     for (size_t k = 0; k < analysis.slots.size(); ++k) {
       s.slotSmemOffset[static_cast<int>(k)] = staged;
@@ -144,6 +152,20 @@ class Planner {
   }
 
   std::string name(NodeId id) const { return names_[static_cast<size_t>(id)]; }
+
+  // Whether two tiles hold the same elements of one array: same origin, and
+  // the same stride along their rows, their channels and every batch axis.
+  static bool sameElements(const StreamTile& a, const StreamTile& b) {
+    if (a.layout.array != b.layout.array || a.layout.offset != b.layout.offset || a.outer != b.outer ||
+        a.channel.size != b.channel.size || a.layout.strides.size() != b.layout.strides.size())
+      return false;
+    for (const auto& [axis, stride] : a.layout.strides) {
+      const std::string& other = axis == a.channel.name ? b.channel.name : axis;
+      auto it = b.layout.strides.find(other);
+      if (it == b.layout.strides.end() || it->second != stride) return false;
+    }
+    return true;
+  }
 
   // ---- step skipping
   enum class Known { Zero, NegInf, Unknown };

@@ -44,6 +44,7 @@ struct StreamTile {
   Axis channel;          // contiguous in memory: the contracted axis, or the accumulator's
   int paddedChannels = 0;  // channel.size rounded up to 64 (the swizzled tile's column blocks)
   int64_t smemOffset = 0;  // bytes; a column tile has two stages, `stageBytes` apart
+  bool sharesEarlierTile = false;  // the same elements as an earlier tile of the step: its stages, loaded once
   int64_t stageBytes() const { return int64_t{kStreamPositionsPerStep} * paddedChannels * 2; }
 };
 
