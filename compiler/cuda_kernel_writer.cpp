@@ -45,7 +45,8 @@ class Writer {
   Writer(const Graph& g, const LaunchPlan& plan, const std::map<NodeId, StoredArray>& stored,
          const std::vector<std::string>& names, const GemmEpilogueAxes* epilogue = nullptr,
          const TensorCoreStream* tensorStream = nullptr)
-      : g_(g), plan_(plan), stored_(stored), names_(names), epilogue_(epilogue), tcs_(tensorStream) {
+      : g_(g), plan_(plan), stored_(stored), names_(names), epilogue_(epilogue), tcs_(tensorStream),
+        approximate_(std::any_of(stored.begin(), stored.end(), [](const auto& a) { return a.second.ctype == "llmc_bf16"; })) {
     scopes_.push_back({-1, 0, "", {}});
   }
 
@@ -232,7 +233,7 @@ class Writer {
           case UnaryOp::Log: return def(fmt::format("logf({})", x));
           case UnaryOp::Tanh: return def(fmt::format("tanhf({})", x));
           case UnaryOp::Sqrt: return def(fmt::format("sqrtf({})", x));
-          case UnaryOp::Rsqrt: return def(fmt::format("1.0f / sqrtf({})", x));  // rsqrtf is 2 ulp: too coarse for the 1e-5 oracle
+          case UnaryOp::Rsqrt: return def(reciprocalSqrt(x));
           case UnaryOp::Abs: return def(fmt::format(fmt::runtime(isF ? "fabsf({})" : "abs({})"), x));
         }
         break;
@@ -478,7 +479,7 @@ class Writer {
         case StreamFactor::Kind::Exp:
           if (layout.maxSlotOfRescale >= 0 && f.node == g_.node(slot.rescaledBy).operands[0])
             base = streamValue(f.node, layout.maxSlotOfRescale, env, "exp_shifted",
-                               fmt::format("{}({}, {})", tcs_ ? "llmc_fast_exp_shifted" : "llmc_exp_shifted", v,
+                               fmt::format("{}({}, {})", approximate_ ? "llmc_fast_exp_shifted" : "llmc_exp_shifted", v,
                                            slotRef(layout.maxSlotOfRescale, env)));
           else base = exp(v);
           break;
@@ -576,7 +577,7 @@ class Writer {
       emit(point, fmt::format("{}{} = fmaxf({}, __shfl_xor_sync(0xffffffffu, {}, offset));", butterfly, warpMax, warpMax, warpMax));
       for (size_t j = 0; j < slots_.size(); ++j)
         if (slots_[j].maxSlotOfRescale == static_cast<int>(k))
-          emit(point, fmt::format("{} *= llmc_rescale({}, {});", slots_[j].name, m, warpMax));
+          emit(point, fmt::format("{} *= {}({}, {});", slots_[j].name, rescale(), m, warpMax));
       emit(point, fmt::format("{} = {};", m, warpMax));
     }
     for (size_t k = 0; k < slots_.size(); ++k)
@@ -594,7 +595,7 @@ class Writer {
   // exp(m_old - m_new) of a running max, once per position of the max.
   std::string rescaleFactor(int maxSlot, const Env& env) {
     return streamValue(-1, maxSlot, env, "rescale",
-                       fmt::format("llmc_rescale({}, {})", previousRef(maxSlot, env), slotRef(maxSlot, env)));
+                       fmt::format("{}({}, {})", rescale(), previousRef(maxSlot, env), slotRef(maxSlot, env)));
   }
 
   // A value of the stream body that reads the running max of a slot: computed
@@ -981,7 +982,7 @@ class Writer {
         if (m < 0) continue;
         if (!rescaleOf.count(m))
           rescaleOf[m] = define(rows, "float", "rescale",
-                                fmt::format("llmc_fast_rescale({}_prev[{}], {})", slots_[static_cast<size_t>(m)].name,
+                                fmt::format("{}({}_prev[{}], {})", rescale(), slots_[static_cast<size_t>(m)].name,
                                             fragment_.half, slotRef(m, e)));
         const std::string& factor = rescaleOf[m];
         if (const StreamProduct* p = productOf(static_cast<int>(k)))
@@ -1182,15 +1183,24 @@ class Writer {
   const GemmEpilogueAxes* epilogue_ = nullptr;  // set: writing a GEMM's epilogue functor
   const TensorCoreStream* tcs_ = nullptr;      // set: writing a stream on the tensor cores
 
-  // exp and division in the launch's float arithmetic. A stream on the tensor
-  // cores (bf16 tiles only) does them per score element, where the accurate
-  // forms' instructions outweigh its matrix products: it uses the hardware's
-  // approximations (__expf: ex2.approx, 2 ulp plus 2 per unit of |x|;
-  // __fdividef: 2 ulp), well inside bf16's 2^-8, as FlashAttention does.
-  // Every other launch keeps expf and IEEE division (the f32 oracle's 1e-5).
-  std::string exp(const std::string& x) const { return tcs_ ? fmt::format("__expf({})", x) : fmt::format("expf({})", x); }
+  // exp, division and 1/sqrt in the launch's float arithmetic. Under bf16
+  // storage (any array of the module stored bf16) they are the hardware's
+  // approximations: __expf (ex2.approx: 2 ulp, plus 2 per unit of |x|),
+  // __fdividef and rsqrtf (2 ulp), far inside bf16's 2^-8, as FlashAttention
+  // and llm.c's kernels use them. The accurate forms cost tens of instructions
+  // each: per score element of attention, per element of a layernorm's
+  // backward recomputing 1/sqrt(variance). With f32 storage the kernels keep
+  // expf, IEEE division and 1.0f / sqrtf (the f32 oracle's 1e-5).
+  const bool approximate_;
+  std::string exp(const std::string& x) const {
+    return approximate_ ? fmt::format("__expf({})", x) : fmt::format("expf({})", x);
+  }
   std::string divide(const std::string& x, const std::string& y) const {
-    return tcs_ ? fmt::format("__fdividef({}, {})", x, y) : fmt::format("{} / {}", x, y);
+    return approximate_ ? fmt::format("__fdividef({}, {})", x, y) : fmt::format("{} / {}", x, y);
+  }
+  const char* rescale() const { return approximate_ ? "llmc_fast_rescale" : "llmc_rescale"; }
+  std::string reciprocalSqrt(const std::string& x) const {
+    return approximate_ ? fmt::format("rsqrtf({})", x) : fmt::format("1.0f / sqrtf({})", x);
   }
   std::map<NodeId, int> scoreIndex_;           // its score contractions: the register tile sc<k>
   struct {

@@ -75,11 +75,13 @@ TEST_CASE("per-layer gradients are averaged as each layer's backward ends, the s
   // Small buckets: one per launch that finishes arrays.
   const ReductionPlan plan = planReduction(m, {"grad_w", "grad_b"}, 1);
   requireSound(m, plan, gradientElements);
-  // Three layers: three launches each finish a layer's weight and bias
-  // gradients, all before the copies that stack them.
+  // Three layers: a bucket starts after each launch that finishes a layer's
+  // weight or bias gradient (one launch or two per layer, as fusion made
+  // them), all before the copies that stack them.
   std::set<size_t> starts;
   for (const ReductionPlan::Bucket& bucket : plan.buckets) starts.insert(bucket.afterLaunch);
-  CHECK(starts.size() == 3);
+  CHECK(starts.size() >= 3);
+  CHECK(starts.size() <= 6);
   CHECK(plan.overlappedBytes == plan.bytes);
   // The outputs themselves are not averaged: their per-layer sources are.
   for (const ReductionPlan::Bucket& bucket : plan.buckets)
