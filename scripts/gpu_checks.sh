@@ -50,7 +50,7 @@ for step in "${steps[@]}"; do
       run attention_bench 300 python3 benchmarks/kernels/attention_bench.py --bench "$bin/step_kernels_bench" ;;
     compile)
       run training_step_compile 300 "$bin/training_step_compile" --slowest 10
-      run training_step_compile_processes 300 "$bin/training_step_compile" --processes ;;
+      run training_step_compile_threads 300 "$bin/training_step_compile" --in-threads ;;
     train)
       run train_benchmark 900 python3 benchmarks/train/run_train_benchmark.py --llmc-train "$bin/llmc-train" -x 30 --log-dir "$out/train" ;;
     multigpu)

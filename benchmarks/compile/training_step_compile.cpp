@@ -6,10 +6,10 @@
 // come out on any machine with the CUDA toolkit.
 //
 // usage: training_step_compile [--set B=32,T=1024,...] [--arch sm_90a|sm_80] [--storage bf16|f32]
-//                              [--threads N] [--processes] [--forward] [--nvrtc-option OPTION]... [--slowest N]
-// --processes: NVRTC in forked worker processes instead of threads (llmc-train: LLMC_JIT_WORKERS=processes).
+//                              [--threads N] [--in-threads] [--forward] [--nvrtc-option OPTION]... [--slowest N]
+// --in-threads: NVRTC in a pool of threads instead of forked worker processes (llmc-train: LLMC_JIT_WORKERS=threads).
 // Defaults: GPT-2 d12's training step (diagrams/gpt2/model.dg --grad) at B=32, T=1024, for sm_90a,
-// bf16, one compile thread per hardware thread. LLMC_SOURCE_DIR: the source tree.
+// bf16, one compile worker per hardware thread. LLMC_SOURCE_DIR: the source tree.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -62,7 +62,7 @@ int run(int argc, char** argv) {
   unsigned threads = 0;
   std::vector<std::string> nvrtcOptions;  // beside llmc's own, to try one (-pch, -G, ...)
   size_t slowest = 0;                     // list the N kernels NVRTC took longest over
-  llmc::cuda::JitWorkers workers = llmc::cuda::JitWorkers::Threads;
+  llmc::cuda::JitWorkers workers = llmc::cuda::JitWorkers::Processes;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&]() -> std::string {
@@ -82,7 +82,7 @@ int run(int argc, char** argv) {
       threads = static_cast<unsigned>(std::stoul(n));
     }
     else if (arg == "--forward") grad = false;
-    else if (arg == "--processes") workers = llmc::cuda::JitWorkers::Processes;
+    else if (arg == "--in-threads") workers = llmc::cuda::JitWorkers::Threads;
     else if (arg == "--nvrtc-option") nvrtcOptions.push_back(value());
     else if (arg == "--slowest") {
       const std::string n = value();
@@ -93,7 +93,7 @@ int run(int argc, char** argv) {
     else {
       fmt::print(stderr,
                  "usage: {} [--set SIZES] [--arch sm_90a|sm_80] [--storage bf16|f32] [--threads N] [--forward] "
-                 "[--processes] [--nvrtc-option OPTION]... [--slowest N]\n",
+                 "[--in-threads] [--nvrtc-option OPTION]... [--slowest N]\n",
                  argv[0]);
       return 2;
     }

@@ -130,8 +130,8 @@ std::string JitSummary::describe() const {
 
 JitWorkers jitWorkersFromEnvironment() {
   const char* value = std::getenv("LLMC_JIT_WORKERS");
-  if (!value || !*value || std::string_view(value) == "threads") return JitWorkers::Threads;
-  if (std::string_view(value) == "processes") return JitWorkers::Processes;
+  if (!value || !*value || std::string_view(value) == "processes") return JitWorkers::Processes;
+  if (std::string_view(value) == "threads") return JitWorkers::Threads;
   throw std::invalid_argument(fmt::format("$LLMC_JIT_WORKERS={}: expected threads or processes", value));
 }
 

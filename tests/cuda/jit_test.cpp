@@ -119,9 +119,9 @@ TEST_CASE("a kernel that fails in a forked worker is reported with its line", "[
 TEST_CASE("LLMC_JIT_WORKERS picks threads or processes, and names itself when wrong", "[jit]") {
   using llmc::cuda::JitWorkers;
   unsetenv("LLMC_JIT_WORKERS");
-  CHECK(llmc::cuda::jitWorkersFromEnvironment() == JitWorkers::Threads);
-  setenv("LLMC_JIT_WORKERS", "processes", 1);
   CHECK(llmc::cuda::jitWorkersFromEnvironment() == JitWorkers::Processes);
+  setenv("LLMC_JIT_WORKERS", "threads", 1);
+  CHECK(llmc::cuda::jitWorkersFromEnvironment() == JitWorkers::Threads);
   setenv("LLMC_JIT_WORKERS", "forks", 1);
   CHECK_THROWS_WITH(llmc::cuda::jitWorkersFromEnvironment(), Contains("$LLMC_JIT_WORKERS=forks"));
   unsetenv("LLMC_JIT_WORKERS");
