@@ -316,9 +316,25 @@ class Fuser {
     return false;
   }
 
+  // A contraction over channels of two operands both along x, not over x
+  // (attention's row term dO·O of the softmax's gradient, along the queries)
+  // is the same for every row tile of x's stream: made inside it, it would be
+  // redone for each, and a stream on the tensor cores takes only scores of an
+  // operand across x against one along it. It stays a kernel of its own.
+  bool positionContraction(NodeId m, const std::string& x) const {
+    const Node& n = g_.node(m);
+    return n.op == Op::Contract && !n.axes.empty() && n.type.has(x) &&
+           std::find(n.axes.begin(), n.axes.end(), x) == n.axes.end() &&
+           std::all_of(n.operands.begin(), n.operands.end(), [&](NodeId o) { return g_.node(o).type.has(x); });
+  }
+
+  bool redoneInStream(NodeId m, const Node& r, const std::string& x) const {
+    return redoneInside(m, r, x) || matmulAlong(m, x) || positionContraction(m, x);
+  }
+
   bool holdsRedoneWork(int group, const Node& r, const std::string& x) const {
     for (NodeId m : membersOf({group}))
-      if (redoneInside(m, r, x) || matmulAlong(m, x)) return true;
+      if (redoneInStream(m, r, x)) return true;
     return false;
   }
 
@@ -429,8 +445,7 @@ class Fuser {
                                        [&](NodeId m) { return g_.node(m).op == Op::Contract; });
           if (!streams && (reducedExtent(r, x) > kWholeAxisLimit || contracts)) continue;
           // Nothing may be redone for every tile of r's kernel (redoneInside).
-          if (std::any_of(members.begin(), members.end(),
-                          [&](NodeId m) { return redoneInside(m, r, x) || matmulAlong(m, x); }))
+          if (std::any_of(members.begin(), members.end(), [&](NodeId m) { return redoneInStream(m, r, x); }))
             continue;
           if (!staysAcyclic([&](NodeId m) { return members.count(m) > 0; })) continue;
           int keep = *groups.begin();

@@ -70,7 +70,7 @@ options:
   --wrt A,B,...       with --grad: differentiate against these inputs instead
                       of the params
   --dump-after PASS   also print the IR after PASS to stderr; passes with IR:
-                      elaborate, canonicalize, autodiff, recompute
+                      elaborate, canonicalize, autodiff, reassociate, recompute
   --time-passes       print each pass's time to stderr
   --no-comments       leave the per-line comments (woven axes, composite path)
                       out of --emit ir
@@ -154,9 +154,9 @@ int main(int argc, char** argv) {
     } else if (arg == "--dump-after") {
       options.dumpAfter = value("--dump-after");
       if (options.dumpAfter != "elaborate" && options.dumpAfter != "canonicalize" && options.dumpAfter != "autodiff" &&
-          options.dumpAfter != "recompute")
+          options.dumpAfter != "reassociate" && options.dumpAfter != "recompute")
         usageError(fmt::format("--dump-after: no IR after pass '{}' (passes with IR: elaborate, canonicalize, "
-                               "autodiff, recompute)", options.dumpAfter));
+                               "autodiff, reassociate, recompute)", options.dumpAfter));
     } else if (arg == "--time-passes") {
       options.timePasses = true;
     } else if (arg == "--no-comments") {

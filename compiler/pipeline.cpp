@@ -12,6 +12,7 @@
 #include "canonicalize.h"
 #include "elaborate.h"
 #include "print.h"
+#include "reassociate.h"
 #include "recompute.h"
 #include "verify.h"
 
@@ -44,7 +45,8 @@ SizeBindings parseSizeBindings(const std::string& text) {
 }
 
 const std::vector<std::string>& passNames() {
-  static const std::vector<std::string> names = {"parse", "resolve", "elaborate", "canonicalize", "autodiff", "recompute"};
+  static const std::vector<std::string> names = {"parse",    "resolve",     "elaborate", "canonicalize",
+                                                 "autodiff", "reassociate", "recompute"};
   return names;
 }
 
@@ -92,6 +94,8 @@ Graph compileToIR(const PipelineOptions& options) {
     passes.afterIR("autodiff", graph);
     graph = passes.run("canonicalize", [&] { return canonicalize(graph); });
     passes.afterIR("canonicalize", graph);
+    graph = passes.run("reassociate", [&] { return canonicalize(reassociate(graph)); });
+    passes.afterIR("reassociate", graph);
     if (options.target && options.recompute) {
       graph = passes.run("recompute", [&] { return recompute(graph, *options.target, options.cost); });
       passes.afterIR("recompute", graph);
