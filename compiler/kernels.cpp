@@ -355,6 +355,40 @@ class Fuser {
     return false;
   }
 
+  // Whether `group` makes only `o`, a sum or maximum over x (one axis) of
+  // elementwise work on what it reads: no contraction, nothing else stored.
+  bool isStatisticOf(int group, NodeId o, const std::string& x) const {
+    const Node& n = g_.node(o);
+    if (n.op != Op::Reduce || n.axes != std::vector<std::string>{x}) return false;
+    for (NodeId m : membersOf({group})) {
+      const Node& member = g_.node(m);
+      if (m != o && (isAnchor(member) || member.op == Op::Contract)) return false;
+      for (NodeId c : consumers_[idx(m)])
+        if (m != o && group_[idx(c)] != group && !isFree(g_, g_.node(c))) return false;
+    }
+    return true;
+  }
+
+  // The value a chain of one-operand views (renames, stop_gradients) shows.
+  NodeId throughViews(NodeId id) const {
+    while (isView(g_.node(id)) && g_.node(id).operands.size() == 1) id = g_.node(id).operands[0];
+    return id;
+  }
+
+  // Whether every value group `from` reads along x from outside is read by
+  // group `by` too (through views: the same stored array).
+  bool readsAlongWithin(int from, int by, const std::string& x) const {
+    std::set<NodeId> readBy;
+    for (NodeId m : membersOf({by}))
+      for (NodeId o : g_.node(m).operands) readBy.insert(throughViews(o));
+    const std::set<NodeId> inside = membersOf({from});
+    for (NodeId m : inside)
+      for (NodeId o : g_.node(m).operands)
+        if (!inside.count(o) && g_.node(o).type.has(x) && !isFree(g_, g_.node(o)) && !readBy.count(throughViews(o)))
+          return false;
+    return true;
+  }
+
   std::set<NodeId> membersOf(const std::set<int>& groups) const {
     std::set<NodeId> out;
     for (int group : groups)
@@ -412,6 +446,18 @@ class Fuser {
                   !holdsStoredBackwardOperand(group_[idx(o)]) && !storedForTensorCores(r, o) &&
                   !copiesAMember(r.id, membersOf({group_[idx(o)]})))
                 groups.insert(group_[idx(o)]);
+          // A statistic over x of what r's kernel reads along x (the maximum
+          // of stored logits, which the sum of exp(logits - max) reads with
+          // them): one stream makes both, the sum rescaled as the maximum
+          // moves, instead of a second pass over the array.
+          for (NodeId m : membersOf({group_[idx(r.id)]}))
+            for (NodeId read : g_.node(m).operands) {
+              const NodeId o = throughViews(read);
+              const int go = group_[idx(o)];
+              if (go >= 0 && !groups.count(go) && g_.node(o).adjoint == r.adjoint &&
+                  isStatisticOf(go, o, x) && readsAlongWithin(go, group_[idx(r.id)], x))
+                groups.insert(go);
+            }
           // Every other reduction over x of a value in those kernels, with the
           // kernels between (the softmax's normaliser feeding the contraction).
           for (bool grew = true; grew;) {
