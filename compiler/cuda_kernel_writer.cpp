@@ -10,6 +10,7 @@
 #include "kernels.h"
 #include "print.h"
 #include "streamability.h"
+#include "strided_view.h"
 #include "tensor_core_stream.h"
 
 namespace llmc {
@@ -657,7 +658,27 @@ class Writer {
   // outside the group, in a launch without a stream. Its loops stride by the
   // 32 lanes (adjacent lanes, adjacent elements: coalesced), reductions over
   // it end in a shuffle butterfly, so every lane continues with the whole.
+  // A stream's axis is the lanes' only where its chunks fill a warp, and not
+  // where the arrays read along it are contiguous along the axis the tile's
+  // threads walk instead (coalesced as they are): the gradient of a position
+  // embedding, summed over a batch of 32 in chunks of 4, would leave 28 lanes
+  // idle and the others reading rows 1536 bytes apart.
   static constexpr int64_t kLaneAxisMin = 32;
+
+  // Whether a stored array the launch reads along `along` is contiguous
+  // along `walked` (through the views it is read through).
+  bool contiguousAcrossPoints(const std::string& along, const std::string& walked) const {
+    std::set<NodeId> stored;
+    for (const auto& [id, array] : stored_) stored.insert(id);
+    for (NodeId id : plan_.computed)
+      for (NodeId o : g_.node(id).operands) {
+        if (plan_.computed.count(o) || isFree(g_, g_.node(o)) || !g_.node(o).type.has(along)) continue;
+        std::string why;
+        const std::optional<AffineLayout> layout = layoutThroughViews(g_, o, plan_.computed, stored, names_, why);
+        if (layout && layout->strides.count(walked) && layout->strides.at(walked) == 1) return true;
+      }
+    return false;
+  }
   // A stream whose slots are all scalars per point (a softmax's max and
   // sum over a vocabulary) strides its positions by the lanes instead: each
   // lane keeps its own slots, merged after the stream (online-softmax style).
@@ -665,7 +686,9 @@ class Writer {
     std::set<std::string> group;
     for (const Axis& a : plan_.groupAxes) group.insert(a.name);
     if (!plan_.streamAxis.empty()) {
-      if (!plan_.splitTiles.empty() || plan_.streamChunk <= 0 || innerSize(plan_.streamAxis) < kLaneAxisMin) return "";
+      if (!plan_.splitTiles.empty() || plan_.streamChunk < kLaneAxisMin || innerSize(plan_.streamAxis) < kLaneAxisMin)
+        return "";
+      if (!plan_.groupAxes.empty() && contiguousAcrossPoints(plan_.streamAxis, plan_.groupAxes.back().name)) return "";
       const StreamAnalysis a = analyzeStream(g_, plan_.computed, plan_.streamAxis);
       if (!a.streamable || a.slots.empty()) return "";
       for (const AccumulatorSlot& slot : a.slots) {
