@@ -90,6 +90,7 @@ class Writer {
     for (const std::string& l : sc.lines) out.push_back("  " + l);
     out.push_back("}");
     sc.lines.clear();
+    if (auto span = spanOf_.find(s); span != spanOf_.end()) close(span->second);  // a lane loop's 8 positions, then its span
   }
   void emit(int s, std::string line) { scopes_[static_cast<size_t>(s)].lines.push_back(std::move(line)); }
   int depth(int s) const { return scopes_[static_cast<size_t>(s)].depth; }
@@ -103,6 +104,17 @@ class Writer {
   // A loop over a whole axis, binding it in env; over the block's share of
   // an axis split across blocks.
   int loop(int parent, const Axis& axis, Env& env) {
+    if (axis.name == laneAxis_ && lanesTake8(axis.size)) {
+      // 8 adjacent positions a lane per span of 256: bf16 arrays along the axis load 16 bytes at once (load).
+      const std::string base = fresh("i_" + axis.name + "_8");
+      const int span = open(parent, fmt::format("for (int {0} = lane * 8; {0} < {1}; {0} += 256)", base, axis.size));
+      const int elements = open(span, "_Pragma(\"unroll\") for (int e = 0; e < 8; ++e)");
+      const std::string var = define(elements, "int", "i_" + axis.name, base + " + e");
+      spanOf_[elements] = span;
+      vectorElements_[var] = {base, span};
+      env[axis.name] = {var, elements};
+      return elements;
+    }
     std::string var = fresh("i_" + axis.name);
     auto split = tcs_ ? plan_.splitTiles.end() : plan_.splitTiles.find(axis.name);
     int s = axis.name == laneAxis_ ? open(parent, fmt::format("for (int {0} = lane; {0} < {1}; {0} += 32)", var, axis.size))
@@ -182,6 +194,29 @@ class Writer {
   std::string load(const Node& n, const Env& own, int target) {
     const StoredArray& arr = stored_.at(n.id);
     reads_.insert(n.id);
+    if (!n.type.axes.empty() && arr.ctype == "llmc_bf16") {
+      const std::string& inner = n.type.axes.back().name;
+      auto element = vectorElements_.find(own.at(inner).expr);
+      // Its other indices must be known at the span (bound outside it).
+      const bool outside = element != vectorElements_.end() &&
+                           std::all_of(n.type.axes.begin(), n.type.axes.end() - 1, [&](const Axis& a) {
+                             return depth(own.at(a.name).scope) < depth(element->second.scope);
+                           });
+      if (outside) {
+        // A lane's 8 positions of a bf16 array along its innermost axis: one 16-byte load per span, before them.
+        const VectorSpan& span = element->second;
+        Env at = own;
+        at[inner] = {span.base, span.scope};
+        const std::string key = fmt::format("{}@{}", n.id, offset(n.id, at));
+        auto [it, fresh] = vectorLoads_.emplace(key, "");
+        if (fresh) {
+          it->second = this->fresh(names_[static_cast<size_t>(n.id)] + "_8");
+          emit(span.scope, fmt::format("float {}[8];", it->second));
+          emit(span.scope, fmt::format("llmc_load_bf16x8({} + {}, {});", arr.param, offset(n.id, at), it->second));
+        }
+        return define(target, "float", names_[static_cast<size_t>(n.id)], it->second + "[e]");
+      }
+    }
     if (epilogue_ && columnsVectorised_ && arr.ctype == "llmc_bf16" && atContraction(n, own)) {
       // The epilogue's 8 columns of a bf16 array laid out like the output: one 16-byte load, before the column loop.
       std::string v = fresh(names_[static_cast<size_t>(n.id)]);
@@ -528,9 +563,17 @@ class Writer {
       }
     }
     // Body.
+    const bool lanes = laneAxis_ == x;
+    if (lanes && vectorisableLanes(extent)) {
+      vectorLanes(point, env, extent);
+      mergeLaneSlots(point);
+      out.streamNote = fmt::format("stream over {} with {} accumulator slots, a warp per point, its lanes along the "
+                                   "stream, 8 positions a lane (16-byte loads)",
+                                   x, slots_.size());
+      return;
+    }
     const std::string chunk = "chunk_" + x, var = "i_" + x;
     int chunks = open(point, fmt::format("for (int {0} = 0; {0} < {1}; {0} += {2})", chunk, extent, plan_.streamChunk));
-    const bool lanes = laneAxis_ == x;
     int positions = open(chunks, fmt::format(fmt::runtime(lanes ? "for (int {0} = {1} + lane; {0} < min({1} + {2}, {3}); {0} += 32)"
                                                                 : "for (int {0} = {1}; {0} < min({1} + {2}, {3}); ++{0})"),
                                              var, chunk, plan_.streamChunk, extent));
@@ -563,6 +606,65 @@ class Writer {
     if (lanes) mergeLaneSlots(point);
     out.streamNote = fmt::format("stream over {} in chunks of {} with {} accumulator slots{}", x, plan_.streamChunk,
                                  slots_.size(), lanes ? ", a warp per point, its lanes along the stream" : "");
+  }
+
+  // Lanes take 8 adjacent positions each where the axis is a multiple of 8
+  // long and holds a span of 256 (every lane busy), under bf16 storage.
+  bool lanesTake8(int64_t extent) const { return approximate_ && extent % 8 == 0 && extent >= 256; }
+
+  // A warp-per-point stream whose lanes can take 8 adjacent positions each:
+  // a multiple of 8 positions, at least 256 (every lane busy), scalar slots,
+  // and a bf16 array read along the
+  // stream with the stream axis innermost (the loss's logits). (Its chunks
+  // only split the loop: a CUDA-core launch reads its inputs from GMEM.)
+  bool vectorisableLanes(int64_t extent) const {
+    const std::string& x = plan_.streamAxis;
+    if (!lanesTake8(extent)) return false;
+    for (const SlotLayout& s : slots_)
+      if (!s.local.empty() || !s.innerAxes.empty()) return false;
+    for (NodeId id : plan_.computed)
+      for (NodeId o : g_.node(id).operands)
+        if (auto it = stored_.find(o); it != stored_.end() && !plan_.computed.count(o) && it->second.ctype == "llmc_bf16" &&
+                                       !g_.node(o).type.axes.empty() && g_.node(o).type.axes.back().name == x)
+          return true;
+    return false;
+  }
+
+  // The stream's positions 8 to a lane: per span of 256, each bf16 array read
+  // along the stream (innermost) by one 16-byte load per lane; the running
+  // maxima over the lane's 8 positions first, then each sum rescaled once to
+  // them and its 8 terms added (the online softmax's update per group of
+  // positions, as the tensor-core streams do it per step).
+  void vectorLanes(int point, const Env& env, int64_t extent) {
+    const std::string& x = plan_.streamAxis;
+    const std::string base = fresh("i_" + x + "_8");
+    const int group = open(point, fmt::format("for (int {0} = lane * 8; {0} < {1}; {0} += 256)", base, extent));
+    for (int pass = 0; pass < 2; ++pass) {  // the running maxima first, then the sums they rescale
+      positions_ = group;
+      for (size_t k = 0; k < slots_.size(); ++k) {
+        const SlotLayout& s = slots_[k];
+        const bool isMax = stream_.slots[k].kind == AccumulatorSlot::Kind::Max;
+        if (pass == 0 && isMax && s.keepsPrevious)
+          emit(group, fmt::format("{} = {};", previousRef(static_cast<int>(k), env), slotRef(static_cast<int>(k), env)));
+        if (pass == 1 && !isMax && s.maxSlotOfRescale >= 0)
+          emit(group, fmt::format("{} *= {};  // rescaled as the max moves: exp(m_old - m_new)", slotRef(static_cast<int>(k), env),
+                                  rescaleFactor(s.maxSlotOfRescale, env)));
+      }
+      const int elements = open(group, "_Pragma(\"unroll\") for (int e = 0; e < 8; ++e)");
+      Env e = env;
+      const std::string element = define(elements, "int", "i_" + x, base + " + e");
+      vectorElements_[element] = {base, group};
+      e[x] = {element, elements};
+      positions_ = elements;
+      for (size_t k = 0; k < slots_.size(); ++k) {
+        const bool isMax = stream_.slots[k].kind == AccumulatorSlot::Kind::Max;
+        if (isMax != (pass == 0)) continue;
+        const std::string ref = slotRef(static_cast<int>(k), e), c = core(static_cast<int>(k), e);
+        emit(elements, isMax ? fmt::format("{0} = fmaxf({0}, {1});", ref, c) : fmt::format("{} += {};", ref, c));
+      }
+      close(elements);
+    }
+    close(group);
   }
 
   // The lanes' scalar slots combined after a lane-strided stream: each
@@ -1200,6 +1302,16 @@ class Writer {
   std::set<NodeId> reads_;
   int floor_ = 0;  // values are computed no further out than this scope
   int positions_ = 0;  // the loop over the positions of the stream axis
+  // Lanes taking 8 adjacent positions (vectorLanes, loop): each element's
+  // position variable -> the span loop around it and the span's first
+  // position; the 8 values of an array loaded at a span (by array and offset).
+  struct VectorSpan {
+    std::string base;
+    int scope = 0;
+  };
+  std::map<std::string, VectorSpan> vectorElements_;
+  std::map<std::string, std::string> vectorLoads_;
+  std::map<int, int> spanOf_;  // a lane loop's scope of 8 positions -> its span's scope
   int counter_ = 0;
   StreamAnalysis stream_;
   std::vector<SlotLayout> slots_;
