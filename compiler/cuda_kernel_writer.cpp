@@ -90,6 +90,8 @@ class Writer {
     for (const std::string& l : sc.lines) out.push_back("  " + l);
     out.push_back("}");
     sc.lines.clear();
+    if (auto after = afterClose_.find(s); after != afterClose_.end())
+      for (const std::string& l : after->second) out.push_back(l);
     if (auto span = spanOf_.find(s); span != spanOf_.end()) close(span->second);  // a lane loop's 8 positions, then its span
   }
   void emit(int s, std::string line) { scopes_[static_cast<size_t>(s)].lines.push_back(std::move(line)); }
@@ -111,7 +113,7 @@ class Writer {
       const int elements = open(span, "_Pragma(\"unroll\") for (int e = 0; e < 8; ++e)");
       const std::string var = define(elements, "int", "i_" + axis.name, base + " + e");
       spanOf_[elements] = span;
-      vectorElements_[var] = {base, span};
+      vectorElements_[var] = {base, span, elements};
       env[axis.name] = {var, elements};
       return elements;
     }
@@ -194,28 +196,18 @@ class Writer {
   std::string load(const Node& n, const Env& own, int target) {
     const StoredArray& arr = stored_.at(n.id);
     reads_.insert(n.id);
-    if (!n.type.axes.empty() && arr.ctype == "llmc_bf16") {
-      const std::string& inner = n.type.axes.back().name;
-      auto element = vectorElements_.find(own.at(inner).expr);
-      // Its other indices must be known at the span (bound outside it).
-      const bool outside = element != vectorElements_.end() &&
-                           std::all_of(n.type.axes.begin(), n.type.axes.end() - 1, [&](const Axis& a) {
-                             return depth(own.at(a.name).scope) < depth(element->second.scope);
-                           });
-      if (outside) {
-        // A lane's 8 positions of a bf16 array along its innermost axis: one 16-byte load per span, before them.
-        const VectorSpan& span = element->second;
-        Env at = own;
-        at[inner] = {span.base, span.scope};
-        const std::string key = fmt::format("{}@{}", n.id, offset(n.id, at));
-        auto [it, fresh] = vectorLoads_.emplace(key, "");
-        if (fresh) {
-          it->second = this->fresh(names_[static_cast<size_t>(n.id)] + "_8");
-          emit(span.scope, fmt::format("float {}[8];", it->second));
-          emit(span.scope, fmt::format("llmc_load_bf16x8({} + {}, {});", arr.param, offset(n.id, at), it->second));
-        }
-        return define(target, "float", names_[static_cast<size_t>(n.id)], it->second + "[e]");
+    if (const VectorSpan* span = vectorSpanOf(n, own); span && arr.ctype == "llmc_bf16") {
+      // A lane's 8 positions of a bf16 array along its innermost axis: one 16-byte load per span, before them.
+      Env at = own;
+      at[n.type.axes.back().name] = {span->base, span->scope};
+      const std::string key = fmt::format("{}@{}", n.id, offset(n.id, at));
+      auto [it, isNew] = vectorLoads_.emplace(key, "");
+      if (isNew) {
+        it->second = fresh(names_[static_cast<size_t>(n.id)] + "_8");
+        emit(span->scope, fmt::format("float {}[8];", it->second));
+        emit(span->scope, fmt::format("llmc_load_bf16x8({} + {}, {});", arr.param, offset(n.id, at), it->second));
       }
+      return define(target, "float", names_[static_cast<size_t>(n.id)], it->second + "[e]");
     }
     if (epilogue_ && columnsVectorised_ && arr.ctype == "llmc_bf16" && atContraction(n, own)) {
       // The epilogue's 8 columns of a bf16 array laid out like the output: one 16-byte load, before the column loop.
@@ -653,7 +645,7 @@ class Writer {
       const int elements = open(group, "_Pragma(\"unroll\") for (int e = 0; e < 8; ++e)");
       Env e = env;
       const std::string element = define(elements, "int", "i_" + x, base + " + e");
-      vectorElements_[element] = {base, group};
+      vectorElements_[element] = {base, group, elements};
       e[x] = {element, elements};
       positions_ = elements;
       for (size_t k = 0; k < slots_.size(); ++k) {
@@ -750,6 +742,16 @@ class Writer {
     std::string v = value(id, env);
     if (!plan_.splitTiles.empty() && !tcs_) {  // a partial sum: f32, zeroed first
       emit(scope, fmt::format("atomicAdd(&{}[{}], {});", arr.param, offset(id, env), v));
+      return;
+    }
+    if (const VectorSpan* span = vectorSpanOf(g_.node(id), env); span && arr.ctype == "llmc_bf16") {
+      // A lane's 8 positions of a bf16 array along its innermost axis: gathered, then one 16-byte store after them.
+      const std::string buffer = fresh(names_[static_cast<size_t>(id)] + "_8");
+      Env at = env;
+      at[g_.node(id).type.axes.back().name] = {span->base, span->scope};
+      emit(span->scope, fmt::format("float {}[8];", buffer));
+      emit(scope, fmt::format("{}[e] = {};", buffer, v));
+      afterClose_[span->elements].push_back(fmt::format("llmc_store_bf16x8({} + {}, {});", arr.param, offset(id, at), buffer));
       return;
     }
     emit(scope, fmt::format("{}[{}] = {};", arr.param, offset(id, env), storeConversion(arr, v)));
@@ -1306,10 +1308,24 @@ class Writer {
   // position variable -> the span loop around it and the span's first
   // position; the 8 values of an array loaded at a span (by array and offset).
   struct VectorSpan {
-    std::string base;
-    int scope = 0;
+    std::string base;  // the span's first position
+    int scope = 0;     // the span loop
+    int elements = 0;  // the loop over its 8 positions
   };
   std::map<std::string, VectorSpan> vectorElements_;
+  std::map<int, std::vector<std::string>> afterClose_;  // lines a scope's parent gets after the scope (a span's stores)
+
+  // The span of 8 positions a value of `n` at `env` is read or written in:
+  // where its innermost axis is a lane's element position and its other
+  // indices are known at the span (bound outside it); else null.
+  const VectorSpan* vectorSpanOf(const Node& n, const Env& env) const {
+    if (n.type.axes.empty()) return nullptr;
+    auto element = vectorElements_.find(env.at(n.type.axes.back().name).expr);
+    if (element == vectorElements_.end()) return nullptr;
+    for (auto a = n.type.axes.begin(); a + 1 != n.type.axes.end(); ++a)
+      if (depth(env.at(a->name).scope) >= depth(element->second.scope)) return nullptr;
+    return &element->second;
+  }
   std::map<std::string, std::string> vectorLoads_;
   std::map<int, int> spanOf_;  // a lane loop's scope of 8 positions -> its span's scope
   int counter_ = 0;

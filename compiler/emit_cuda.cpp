@@ -42,6 +42,13 @@ __device__ __forceinline__ void llmc_load_bf16x8(const llmc_bf16* p, float (&v)[
   for (int i = 0; i < 4; ++i) v[2 * i] = __uint_as_float(w[i] << 16), v[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
 }
 
+// 8 floats to consecutive bf16 values at a 16-byte aligned address (rounded as llmc_f32_to_bf16): one 16-byte store.
+__device__ __forceinline__ void llmc_store_bf16x8(llmc_bf16* p, const float (&v)[8]) {
+  unsigned w[4];
+  for (int i = 0; i < 4; ++i) w[i] = (unsigned)llmc_f32_to_bf16(v[2 * i]) | ((unsigned)llmc_f32_to_bf16(v[2 * i + 1]) << 16);
+  *reinterpret_cast<uint4*>(p) = make_uint4(w[0], w[1], w[2], w[3]);
+}
+
 // exp(s - m) against a running max m: 0 for s = -inf, also while m is still -inf.
 __device__ __forceinline__ float llmc_exp_shifted(float s, float m) { return s == -LLMC_INF ? 0.0f : expf(s - m); }
 
