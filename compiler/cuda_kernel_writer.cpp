@@ -828,7 +828,9 @@ class Writer {
     }
     if (points > INT_MAX) throw std::logic_error("emit cuda: a tile of more than 2^31 points");
     laneAxis_ = laneAxis();
-    out.block = static_cast<int>(std::min<int64_t>(256, laneAxis_.empty() ? ceilDiv(points, 32) * 32 : points * 32));
+    const bool eight = pointsTake8();
+    const int64_t threadPoints = eight ? points / 8 : points;  // what the block's threads walk
+    out.block = static_cast<int>(std::min<int64_t>(256, laneAxis_.empty() ? ceilDiv(threadPoints, 32) * 32 : points * 32));
     std::vector<std::pair<std::string, int64_t>> splits;  // axis, blocks sharing it
     for (const auto& [axis, perBlock] : plan_.splitTiles) {
       splits.emplace_back(axis, ceilDiv(innerSize(axis), perBlock));
@@ -854,7 +856,7 @@ class Writer {
       if (i > 0) emit(0, fmt::format("block /= {};", tiles));
     }
     if (!laneAxis_.empty()) emit(0, "const int lane = threadIdx.x % 32;");
-    const int point = open(0, laneAxis_.empty() ? fmt::format("for (int p = threadIdx.x; p < {}; p += blockDim.x)", points)
+    const int point = open(0, laneAxis_.empty() ? fmt::format("for (int p = threadIdx.x; p < {}; p += blockDim.x)", threadPoints)
                                                 : fmt::format("for (int p = threadIdx.x / 32; p < {}; p += blockDim.x / 32)", points));
     floor_ = point;
     Env env;
@@ -862,22 +864,60 @@ class Writer {
     std::string outside;
     // Threads next to each other take points next to each other along the
     // last group axis: the innermost axis of the outputs, for coalescing.
+    std::string eightBase;  // with 8 points a thread: the first of its 8 along the last group axis
     for (size_t i = plan_.groupAxes.size(); i-- > 0;) {
       const Axis& a = plan_.groupAxes[i];
-      const int64_t t = plan_.tiles.at(a.name);
+      const bool last = i + 1 == plan_.groupAxes.size();
+      const int64_t t = eight && last ? plan_.tiles.at(a.name) / 8 : plan_.tiles.at(a.name);
       std::string pos = inner == 1 ? "p" : fmt::format("p / {}", inner);
       if (i > 0 && t > 1) pos = fmt::format("({}) % {}", pos, t);
       if (t == 1) pos = "0";
-      std::string var = "i_" + a.name;
+      if (eight && last) pos = fmt::format("({}) * 8", pos);
+      std::string var = eight && last ? "i_" + a.name + "_8" : "i_" + a.name;
       emit(point, fmt::format("const int {} = {} + {};", var, origins[i], pos));
-      if (a.size % t != 0) outside += fmt::format("{}{} >= {}", outside.empty() ? "" : " || ", var, a.size);
-      env[a.name] = {var, point};
+      if (a.size % plan_.tiles.at(a.name) != 0)
+        outside += fmt::format("{}{} >= {}", outside.empty() ? "" : " || ", var, a.size);
+      if (eight && last) eightBase = var;
+      else env[a.name] = {var, point};
       inner *= t;
     }
     if (!outside.empty()) emit(point, fmt::format("if ({}) continue;  // past the end of a remainder tile", outside));
-    if (setUpStream()) streamLoop(point, env, out);
-    storeOutputs(point, env);
+    int at = point;
+    if (eight) {
+      // The thread's 8 adjacent points: bf16 arrays along the axis load and store 16 bytes at once (load, store).
+      const Axis& x = plan_.groupAxes.back();
+      at = open(point, "_Pragma(\"unroll\") for (int e = 0; e < 8; ++e)");
+      const std::string var = define(at, "int", "i_" + x.name, eightBase + " + e");
+      vectorElements_[var] = {eightBase, point, at};
+      env[x.name] = {var, at};
+    }
+    if (setUpStream()) streamLoop(at, env, out);
+    storeOutputs(at, env);
+    if (at != point) close(at);
     close(point);
+  }
+
+  // A launch without a stream or lanes whose threads can take 8 adjacent
+  // points each along the last group axis (its tile and size multiples of
+  // 8): under bf16 storage, where a bf16 array it reads or writes has that
+  // axis innermost (a gradient of the logits, the concatenation of dq, dk, dv).
+  bool pointsTake8() const {
+    if (!approximate_ || !laneAxis_.empty() || !plan_.streamAxis.empty() || plan_.groupAxes.empty() ||
+        !plan_.splitTiles.empty())
+      return false;
+    const Axis& x = plan_.groupAxes.back();
+    if (plan_.tiles.at(x.name) % 8 != 0 || x.size % 8 != 0) return false;
+    auto alongX = [&](NodeId id) {
+      auto it = stored_.find(id);
+      return it != stored_.end() && it->second.ctype == "llmc_bf16" && !g_.node(id).type.axes.empty() &&
+             g_.node(id).type.axes.back().name == x.name;
+    };
+    for (NodeId o : plan_.outputs)
+      if (alongX(o)) return true;
+    for (NodeId id : plan_.computed)
+      for (NodeId o : g_.node(id).operands)
+        if (!plan_.computed.count(o) && alongX(o)) return true;
+    return false;
   }
 
   // The launch's outputs at a point of the tile: each one's axes outside the
@@ -1316,14 +1356,14 @@ class Writer {
   std::map<int, std::vector<std::string>> afterClose_;  // lines a scope's parent gets after the scope (a span's stores)
 
   // The span of 8 positions a value of `n` at `env` is read or written in:
-  // where its innermost axis is a lane's element position and its other
-  // indices are known at the span (bound outside it); else null.
+  // where its innermost axis is a lane's (or thread's) element position and
+  // its other indices are known at the span (bound in it or outside); else null.
   const VectorSpan* vectorSpanOf(const Node& n, const Env& env) const {
     if (n.type.axes.empty()) return nullptr;
     auto element = vectorElements_.find(env.at(n.type.axes.back().name).expr);
     if (element == vectorElements_.end()) return nullptr;
     for (auto a = n.type.axes.begin(); a + 1 != n.type.axes.end(); ++a)
-      if (depth(env.at(a->name).scope) >= depth(element->second.scope)) return nullptr;
+      if (depth(env.at(a->name).scope) > depth(element->second.scope)) return nullptr;
     return &element->second;
   }
   std::map<std::string, std::string> vectorLoads_;
