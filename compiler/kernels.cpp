@@ -180,7 +180,7 @@ class Fuser {
   // shares (cuda_kernel_writer.h, isGridSum); scalar work after it is
   // recomputed where it is read. A reduction that keeps axes (a layernorm's
   // rows) spreads over those, and its epilogue stays.
-  bool spreadsScalarReduction(const Node& n, int group) const {
+  bool spreadsScalarReduction(int group) const {
     const auto anchor = anchorOf_.find(group);
     if (anchor == anchorOf_.end()) return false;
     return g_.node(anchor->second).type.axes.empty();
@@ -201,7 +201,7 @@ class Fuser {
       // what reads it cannot run in the same kernel.
       for (NodeId o : n.operands)
         if (g_.node(o).op == Op::ScatterAdd && group_[idx(o)] == chosen) chosen = -1;
-      if (chosen >= 0 && spreadsScalarReduction(n, chosen)) chosen = -1;
+      if (chosen >= 0 && spreadsScalarReduction(chosen)) chosen = -1;
       if (chosen >= 0 && forBackwardInForward(n, chosen)) chosen = -1;
       if (chosen >= 0 && !staysAcyclic([&](NodeId m) { return m == n.id || group_[idx(m)] == chosen; })) chosen = -1;
       if (chosen >= 0) join(n.id, chosen);

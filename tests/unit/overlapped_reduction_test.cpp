@@ -88,7 +88,7 @@ TEST_CASE("per-layer gradients are averaged as each layer's backward ends, the s
     for (int b : bucket.buffers) CHECK(m.buffers[static_cast<size_t>(b)].graphOutputs.empty());
   // The first layer's gradients (the last the backward makes) start before
   // the copies, and the stacking copy of each output waits.
-  for (const std::string& output : {"grad_w", "grad_b"}) {
+  for (const char* output : {"grad_w", "grad_b"}) {
     const int g = bufferNamed(m, output);
     for (size_t i = 0; i < m.launches.size(); ++i)
       for (const LaunchParam& p : m.launches[i].params)
