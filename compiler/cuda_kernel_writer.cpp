@@ -259,7 +259,7 @@ class Writer {
           case UnaryOp::Neg: return def(fmt::format("-{}", x));
           case UnaryOp::Exp: return def(exp(x));
           case UnaryOp::Log: return def(fmt::format("logf({})", x));
-          case UnaryOp::Tanh: return def(fmt::format("tanhf({})", x));
+          case UnaryOp::Tanh: return def(fmt::format(fmt::runtime(approximate_ ? "llmc_fast_tanh({})" : "tanhf({})"), x));
           case UnaryOp::Sqrt: return def(fmt::format("sqrtf({})", x));
           case UnaryOp::Rsqrt: return def(reciprocalSqrt(x));
           case UnaryOp::Abs: return def(fmt::format(fmt::runtime(isF ? "fabsf({})" : "abs({})"), x));
@@ -353,7 +353,11 @@ class Writer {
           Env e = own;
           e.erase(n.newAxes[0]);
           e[n.axes[0]] = {lo == 0 ? joined.expr : fmt::format("({} - {})", joined.expr, lo), s};
+          // The part is made inside its branch: only the chosen part's bytes are read.
+          const int floor = floor_;
+          floor_ = s;
           std::string v = value(n.operands[k], e);
+          floor_ = floor;
           emit(s, fmt::format("{} = {};", r, v));
           close(s);
         }
@@ -1357,11 +1361,13 @@ class Writer {
 
   // The span of 8 positions a value of `n` at `env` is read or written in:
   // where its innermost axis is a lane's (or thread's) element position and
-  // its other indices are known at the span (bound in it or outside); else null.
+  // its other indices are known at the span (bound in it or outside), outside
+  // any branch taken per element; else null.
   const VectorSpan* vectorSpanOf(const Node& n, const Env& env) const {
     if (n.type.axes.empty()) return nullptr;
     auto element = vectorElements_.find(env.at(n.type.axes.back().name).expr);
-    if (element == vectorElements_.end()) return nullptr;
+    // Not from inside a branch among the 8 (a concatenation's part): its loads stay in the branch.
+    if (element == vectorElements_.end() || depth(floor_) > depth(element->second.elements)) return nullptr;
     for (auto a = n.type.axes.begin(); a + 1 != n.type.axes.end(); ++a)
       if (depth(env.at(a->name).scope) > depth(element->second.scope)) return nullptr;
     return &element->second;

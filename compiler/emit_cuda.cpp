@@ -49,6 +49,10 @@ __device__ __forceinline__ void llmc_store_bf16x8(llmc_bf16* p, const float (&v)
   *reinterpret_cast<uint4*>(p) = make_uint4(w[0], w[1], w[2], w[3]);
 }
 
+// tanh from the hardware's exp (cuda_kernel_writer.cpp, approximate_): 1 - 2 / (exp(2x) + 1), within a few
+// units of 1.0's last place absolutely, exactly -1 and 1 where exp under- and overflows.
+__device__ __forceinline__ float llmc_fast_tanh(float x) { return 1.0f - __fdividef(2.0f, __expf(2.0f * x) + 1.0f); }
+
 // exp(s - m) against a running max m: 0 for s = -inf, also while m is still -inf.
 __device__ __forceinline__ float llmc_exp_shifted(float s, float m) { return s == -LLMC_INF ? 0.0f : expf(s - m); }
 
