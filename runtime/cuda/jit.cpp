@@ -58,13 +58,33 @@ void rethrowFailures(const std::vector<std::exception_ptr>& failures) {
   if (failed > 1) throw KernelCompileError(firstKernel, fmt::format("{} kernels failed to compile:\n{}", failed, messages));
 }
 
+// `kernels[i]` for each i of `which`, on `workers` threads, each looked up in
+// the cache first (when there is one) and stored there.
+void compileInThreads(const std::vector<KernelSource>& kernels, const std::vector<size_t>& which,
+                      const KernelCache* cache, unsigned workers, std::vector<JitKernel>& out,
+                      std::vector<std::exception_ptr>& failures) {
+  std::atomic<size_t> next = 0;
+  auto work = [&] {
+    for (size_t k = next++; k < which.size(); k = next++) {
+      try {
+        out[which[k]] = compileOne(kernels[which[k]], cache);
+      } catch (...) {
+        failures[which[k]] = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::jthread> pool;
+  for (unsigned t = 0; t < std::min<size_t>(workers, which.size()); ++t) pool.emplace_back(work);
+}
+
 // The kernels the cache lacks, compiled by `workers` forked processes that
 // take them one by one (a counter in shared memory) and store each in the
-// cache; this process then reads them back. A kernel no child stored (it
-// failed to compile, or its child died) is compiled here, which gives its
-// error. The children run NVRTC and the cache only, and leave by _exit.
-void compileInProcesses(const std::vector<KernelSource>& kernels, const KernelCache& cache, unsigned workers,
-                        std::vector<JitKernel>& out, std::vector<std::exception_ptr>& failures) {
+// cache; this process then reads them back. Returns those no child stored (a
+// kernel that failed to compile, a child that died, a cache that could not be
+// written: a full disk), for the threads to compile here, which gives their
+// errors. The children run NVRTC and the cache only, and leave by _exit.
+std::vector<size_t> compileInProcesses(const std::vector<KernelSource>& kernels, const KernelCache& cache,
+                                       unsigned workers, std::vector<JitKernel>& out) {
   std::vector<size_t> missing;
   for (size_t i = 0; i < kernels.size(); ++i) {
     const auto start = std::chrono::steady_clock::now();
@@ -73,7 +93,7 @@ void compileInProcesses(const std::vector<KernelSource>& kernels, const KernelCa
     else
       missing.push_back(i);
   }
-  if (missing.empty()) return;
+  if (missing.empty()) return {};
 
   // Shared with the children: the next missing kernel to take, and each one's compile time.
   using Counter = std::atomic<size_t>;
@@ -106,19 +126,14 @@ void compileInProcesses(const std::vector<KernelSource>& kernels, const KernelCa
   }
   for (pid_t child : children) waitpid(child, nullptr, 0);
 
+  std::vector<size_t> left;
   for (size_t m = 0; m < missing.size(); ++m) {
     const size_t i = missing[m];
-    if (auto stored = cache.find(kernels[i])) {
-      out[i] = JitKernel{.compiled = std::move(*stored), .seconds = seconds[m], .fromCache = false};
-      continue;
-    }
-    try {
-      out[i] = compileOne(kernels[i], &cache);
-    } catch (...) {
-      failures[i] = std::current_exception();
-    }
+    if (auto stored = cache.find(kernels[i])) out[i] = JitKernel{.compiled = std::move(*stored), .seconds = seconds[m], .fromCache = false};
+    else left.push_back(i);
   }
   munmap(shared, bytes);
+  return left;
 }
 
 }  // namespace
@@ -144,23 +159,10 @@ JitResult compileKernels(const std::vector<KernelSource>& kernels, const KernelC
   JitResult result;
   result.kernels.resize(kernels.size());
   std::vector<std::exception_ptr> failures(kernels.size());
-  if (how == JitWorkers::Processes && cache) {
-    compileInProcesses(kernels, *cache, workers, result.kernels, failures);
-  } else {
-    std::atomic<size_t> next = 0;
-    auto work = [&] {
-      for (size_t i = next++; i < kernels.size(); i = next++) {
-        try {
-          result.kernels[i] = compileOne(kernels[i], cache);
-        } catch (...) {
-          failures[i] = std::current_exception();
-        }
-      }
-    };
-    std::vector<std::jthread> pool;
-    for (unsigned t = 0; t < workers; ++t) pool.emplace_back(work);
-    pool.clear();  // joins
-  }
+  std::vector<size_t> left(kernels.size());
+  for (size_t i = 0; i < left.size(); ++i) left[i] = i;
+  if (how == JitWorkers::Processes && cache) left = compileInProcesses(kernels, *cache, workers, result.kernels);
+  compileInThreads(kernels, left, cache, workers, result.kernels, failures);
 
   rethrowFailures(failures);
   for (const JitKernel& kernel : result.kernels) ++(kernel.fromCache ? result.summary.fromCache : result.summary.compiled);
