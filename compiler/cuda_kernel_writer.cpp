@@ -106,7 +106,7 @@ class Writer {
   // A loop over a whole axis, binding it in env; over the block's share of
   // an axis split across blocks.
   int loop(int parent, const Axis& axis, Env& env) {
-    if (axis.name == laneAxis_ && lanesTake8(axis.size)) {
+    if (axis.name == laneAxis_ && lanesTake8(axis.size) && bf16ArrayAlong(axis.name)) {
       // 8 adjacent positions a lane per span of 256: bf16 arrays along the axis load 16 bytes at once (load).
       const std::string base = fresh("i_" + axis.name + "_8");
       const int span = open(parent, fmt::format("for (int {0} = lane * 8; {0} < {1}; {0} += 256)", base, axis.size));
@@ -618,12 +618,7 @@ class Writer {
     if (!lanesTake8(extent)) return false;
     for (const SlotLayout& s : slots_)
       if (!s.local.empty() || !s.innerAxes.empty()) return false;
-    for (NodeId id : plan_.computed)
-      for (NodeId o : g_.node(id).operands)
-        if (auto it = stored_.find(o); it != stored_.end() && !plan_.computed.count(o) && it->second.ctype == "llmc_bf16" &&
-                                       !g_.node(o).type.axes.empty() && g_.node(o).type.axes.back().name == x)
-          return true;
-    return false;
+    return bf16ArrayAlong(x);
   }
 
   // The stream's positions 8 to a lane: per span of 256, each bf16 array read
@@ -910,17 +905,22 @@ class Writer {
         !plan_.splitTiles.empty())
       return false;
     const Axis& x = plan_.groupAxes.back();
-    if (plan_.tiles.at(x.name) % 8 != 0 || x.size % 8 != 0) return false;
-    auto alongX = [&](NodeId id) {
+    return plan_.tiles.at(x.name) % 8 == 0 && x.size % 8 == 0 && bf16ArrayAlong(x.name);
+  }
+
+  // Whether the launch reads or writes a bf16 array whose innermost axis is
+  // `axis`: what taking 8 adjacent positions at once turns into 16-byte accesses.
+  bool bf16ArrayAlong(const std::string& axis) const {
+    auto along = [&](NodeId id) {
       auto it = stored_.find(id);
       return it != stored_.end() && it->second.ctype == "llmc_bf16" && !g_.node(id).type.axes.empty() &&
-             g_.node(id).type.axes.back().name == x.name;
+             g_.node(id).type.axes.back().name == axis;
     };
     for (NodeId o : plan_.outputs)
-      if (alongX(o)) return true;
+      if (along(o)) return true;
     for (NodeId id : plan_.computed)
       for (NodeId o : g_.node(id).operands)
-        if (!plan_.computed.count(o) && alongX(o)) return true;
+        if (!plan_.computed.count(o) && along(o)) return true;
     return false;
   }
 
