@@ -136,7 +136,8 @@ class Reassociator {
       const NodeId a = c.operands[side], b = c.operands[1 - side];
       if (hasAny(a, summed) || !hasAll(b, summed)) continue;
       auto inner = contractions_.find(contractionKey(weight->node, b, summed));
-      if (inner == contractions_.end()) continue;
+      // (Only one made before the sum: the rewrite puts its replacement where the sum was.)
+      if (inner == contractions_.end() || inner->second > n.id) continue;
       m.a = a;
       m.inner = inner->second;
       // The result must keep exactly the sum's axes.
