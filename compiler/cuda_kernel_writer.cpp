@@ -45,8 +45,9 @@ class Writer {
  public:
   Writer(const Graph& g, const LaunchPlan& plan, const std::map<NodeId, StoredArray>& stored,
          const std::vector<std::string>& names, const GemmEpilogueAxes* epilogue = nullptr,
-         const TensorCoreStream* tensorStream = nullptr)
-      : g_(g), plan_(plan), stored_(stored), names_(names), epilogue_(epilogue), tcs_(tensorStream),
+         const TensorCoreStream* tensorStream = nullptr, int64_t residentThreads = 0)
+      : g_(g), plan_(plan), stored_(stored), names_(names), residentThreads_(residentThreads), epilogue_(epilogue),
+        tcs_(tensorStream),
         approximate_(std::any_of(stored.begin(), stored.end(), [](const auto& a) { return a.second.ctype == "llmc_bf16"; })) {
     scopes_.push_back({-1, 0, "", {}});
   }
@@ -446,7 +447,7 @@ class Writer {
       return fmt::format("{}_staged[p * {} + {}]", s.name, productOf(k)->values.paddedChannels,
                          env.at(s.local[0].name).expr);
     }
-    if (s.local.empty()) return s.name;
+    if (s.local.empty()) return eightBase_.empty() ? s.name : s.name + "[e]";
     std::string off;
     for (const Axis& a : s.local) off = off.empty() ? env.at(a.name).expr : fmt::format("({}) * {} + {}", off, a.size, env.at(a.name).expr);
     return fmt::format("{}[{}]", s.name, off);
@@ -549,7 +550,10 @@ class Writer {
       int64_t n = 1;
       for (const Axis& a : s.local) n *= a.size;
       std::string note = fmt::format("  // accumulator head: {} over {}", isMax ? "max" : "sum", joinAxes(stream_.slots[k].axes));
-      if (s.local.empty()) {
+      if (s.local.empty() && !eightBase_.empty()) {  // one per point of the thread's 8
+        emit(point, fmt::format("float {}[8] = {{{}, {}, {}, {}, {}, {}, {}, {}}};{}", s.name, init, init, init, init, init,
+                                init, init, init, note));
+      } else if (s.local.empty()) {
         emit(point, fmt::format("float {} = {};{}", s.name, init, note));
         if (s.keepsPrevious) emit(point, fmt::format("float {}_prev;", s.name));
       } else {
@@ -570,12 +574,22 @@ class Writer {
     }
     const std::string chunk = "chunk_" + x, var = "i_" + x;
     int chunks = open(point, fmt::format("for (int {0} = 0; {0} < {1}; {0} += {2})", chunk, extent, plan_.streamChunk));
-    int positions = open(chunks, fmt::format(fmt::runtime(lanes ? "for (int {0} = {1} + lane; {0} < min({1} + {2}, {3}); {0} += 32)"
-                                                                : "for (int {0} = {1}; {0} < min({1} + {2}, {3}); ++{0})"),
-                                             var, chunk, plan_.streamChunk, extent));
+    int positions = open(chunks, lanes        ? fmt::format("for (int {0} = {1} + lane; {0} < min({1} + {2}, {3}); {0} += 32)",
+                                                                var, chunk, plan_.streamChunk, extent)
+                                 : slices_ > 1 ? fmt::format("for (int {0} = {1} + slice; {0} < min({1} + {2}, {3}); {0} += {4})",
+                                                                var, chunk, plan_.streamChunk, extent, slices_)
+                                               : fmt::format("for (int {0} = {1}; {0} < min({1} + {2}, {3}); ++{0})", var,
+                                                             chunk, plan_.streamChunk, extent));
     Env e = env;
     e[x] = {var, positions};
     positions_ = positions;
+    // With 8 points a thread: the slots' common inner axes, then the 8 points, around every update.
+    std::vector<int> around;
+    int body = positions;
+    if (!eightBase_.empty()) {
+      for (const std::string& a : slots_[0].innerAxes) around.push_back(body = loop(body, Axis{a, innerSize(a)}, e));
+      around.push_back(body = openEightPoints(body, body == positions ? positions : around.back(), e));
+    }
     for (int pass = 0; pass < 2; ++pass) {  // the running maxima first, then the sums they rescale
       for (size_t k = 0; k < slots_.size(); ++k) {
         const bool isMax = stream_.slots[k].kind == AccumulatorSlot::Kind::Max;
@@ -583,7 +597,7 @@ class Writer {
         const SlotLayout& s = slots_[k];
         Env se = e;
         std::vector<int> opened;
-        int scope = positions;
+        int scope = body;
         for (const Axis& a : s.local) opened.push_back(scope = loop(scope, a, se));
         std::string ref = slotRef(static_cast<int>(k), se);
         if (isMax && s.keepsPrevious) emit(scope, fmt::format("{} = {};", previousRef(static_cast<int>(k), se), ref));
@@ -591,12 +605,14 @@ class Writer {
           std::string c = rescaleFactor(s.maxSlotOfRescale, se);
           emit(scope, fmt::format("{} *= {};  // rescaled as the max moves: exp(m_old - m_new)", ref, c));
         }
-        for (const std::string& a : s.innerAxes) opened.push_back(scope = loop(scope, Axis{a, innerSize(a)}, se));
+        if (eightBase_.empty())
+          for (const std::string& a : s.innerAxes) opened.push_back(scope = loop(scope, Axis{a, innerSize(a)}, se));
         std::string c = core(static_cast<int>(k), se);
         emit(scope, isMax ? fmt::format("{0} = fmaxf({0}, {1});", ref, c) : fmt::format("{} += {};", ref, c));
         closeAll(opened);
       }
     }
+    closeAll(around);
     close(positions);
     close(chunks);
     if (lanes) mergeLaneSlots(point);
@@ -827,14 +843,17 @@ class Writer {
     }
     if (points > INT_MAX) throw std::logic_error("emit cuda: a tile of more than 2^31 points");
     laneAxis_ = laneAxis();
-    const bool eight = pointsTake8();
+    const bool streamed = setUpStream();
+    const bool eight = pointsTake8(streamed);
     const int64_t threadPoints = eight ? points / 8 : points;  // what the block's threads walk
-    out.block = static_cast<int>(std::min<int64_t>(256, laneAxis_.empty() ? ceilDiv(threadPoints, 32) * 32 : points * 32));
     std::vector<std::pair<std::string, int64_t>> splits;  // axis, blocks sharing it
     for (const auto& [axis, perBlock] : plan_.splitTiles) {
       splits.emplace_back(axis, ceilDiv(innerSize(axis), perBlock));
       out.grid *= splits.back().second;
     }
+    slices_ = streamed ? streamSlices(out.grid, threadPoints) : 1;
+    out.block = static_cast<int>(std::min<int64_t>(
+        256, !laneAxis_.empty() ? points * 32 : slices_ > 1 ? threadPoints * slices_ : ceilDiv(threadPoints, 32) * 32));
     // Tile origin from the block index, last group axis fastest; the shares
     // of split axes fastest of all.
     if (out.grid > 1) emit(0, "long long block = blockIdx.x;");
@@ -855,8 +874,10 @@ class Writer {
       if (i > 0) emit(0, fmt::format("block /= {};", tiles));
     }
     if (!laneAxis_.empty()) emit(0, "const int lane = threadIdx.x % 32;");
-    const int point = open(0, laneAxis_.empty() ? fmt::format("for (int p = threadIdx.x; p < {}; p += blockDim.x)", threadPoints)
-                                                : fmt::format("for (int p = threadIdx.x / 32; p < {}; p += blockDim.x / 32)", points));
+    if (slices_ > 1) emit(0, fmt::format("const int slice = threadIdx.x / {};  // the block's threads: {} slices of the stream's positions", threadPoints, slices_));
+    const int point = open(0, !laneAxis_.empty() ? fmt::format("for (int p = threadIdx.x / 32; p < {}; p += blockDim.x / 32)", points)
+                              : slices_ > 1      ? fmt::format("for (int p = threadIdx.x % {}; p < {}; p += blockDim.x)", threadPoints, threadPoints)
+                                                 : fmt::format("for (int p = threadIdx.x; p < {}; p += blockDim.x)", threadPoints));
     floor_ = point;
     Env env;
     int64_t inner = 1;
@@ -881,46 +902,125 @@ class Writer {
       inner *= t;
     }
     if (!outside.empty()) emit(point, fmt::format("if ({}) continue;  // past the end of a remainder tile", outside));
-    int at = point;
-    if (eight) {
-      // The thread's 8 adjacent points: bf16 arrays along the axis load and store 16 bytes at once (load, store).
-      const Axis& x = plan_.groupAxes.back();
-      at = open(point, "_Pragma(\"unroll\") for (int e = 0; e < 8; ++e)");
-      const std::string var = define(at, "int", "i_" + x.name, eightBase + " + e");
-      vectorElements_[var] = {eightBase, point, at};
-      env[x.name] = {var, at};
+    eightBase_ = eightBase;
+    if (streamed) {
+      // The thread's 8 points (if so) are a loop inside the stream's positions, then again for the tail.
+      streamLoop(point, env, out);
+      if (slices_ > 1) mergeSlices(point, threadPoints);
     }
-    if (setUpStream()) streamLoop(at, env, out);
+    int tail = slices_ > 1 ? open(point, "if (slice == 0)") : point;
+    const int at = eight ? openEightPoints(tail, tail, env) : tail;
     storeOutputs(at, env);
-    if (at != point) close(at);
+    if (at != tail) close(at);
+    if (tail != point) close(tail);
     close(point);
   }
 
-  // A launch without a stream or lanes whose threads can take 8 adjacent
-  // points each along the last group axis (its tile and size multiples of
-  // 8): under bf16 storage, where a bf16 array it reads or writes has that
-  // axis innermost (a gradient of the logits, the concatenation of dq, dk, dv).
-  bool pointsTake8() const {
-    if (!approximate_ || !laneAxis_.empty() || !plan_.streamAxis.empty() || plan_.groupAxes.empty() ||
-        !plan_.splitTiles.empty())
-      return false;
+  // The thread's 8 adjacent points along the last group axis, a loop inside
+  // `parent`: bf16 arrays along the axis load and store 16 bytes at once, at
+  // `span` (load, store).
+  int openEightPoints(int parent, int span, Env& env) {
+    const Axis& x = plan_.groupAxes.back();
+    const int at = open(parent, "_Pragma(\"unroll\") for (int e = 0; e < 8; ++e)");
+    const std::string var = define(at, "int", "i_" + x.name, eightBase_ + " + e");
+    vectorElements_[var] = {eightBase_, span, at};
+    env[x.name] = {var, at};
+    return at;
+  }
+
+  // Slots every thread can keep as scalars per point and combine with
+  // another thread's by one + or max: no per-point axes, no sum rescaled by a
+  // running max, the same axes looped inside each position.
+  bool plainSlots() const {
+    for (const SlotLayout& s : slots_)
+      if (!s.local.empty() || s.maxSlotOfRescale >= 0 || s.keepsPrevious || s.innerAxes != slots_[0].innerAxes) return false;
+    return true;
+  }
+
+  // A stream on CUDA cores whose launch has fewer threads than the device
+  // holds (the columns of a bias gradient: 384 blocks of 8 threads of 8
+  // channels, each summing rows) deals its positions out to slices of the
+  // block's threads, every slice taking each slices-th position, and joins
+  // the slices' slots after it. Without them the loads in flight are too few
+  // to cover the memory's latency (Little's law: 4.8 TB/s x ~0.8 us is ~4 MB
+  // in flight across the H200; 384 blocks of 64 threads reading 2 bytes each
+  // kept 1.2 TB/s). Slices double while the launch's threads stay within
+  // the device's, a block within 256 threads, and each slice 8 or more positions.
+  int streamSlices(int64_t grid, int64_t threadPoints) const {
+    if (!laneAxis_.empty() || tcs_ || !plainSlots()) return 1;
+    for (const Axis& a : plan_.groupAxes)
+      if (a.size % plan_.tiles.at(a.name) != 0) return 1;  // a remainder tile's idle points would skip the joins
+    const int64_t extent = innerSize(plan_.streamAxis);
+    int slices = 1;
+    while (threadPoints * slices * 2 <= 256 && grid * threadPoints * slices * 2 <= residentThreads_ &&
+           extent / (slices * 2) >= 8)
+      slices *= 2;
+    return slices;
+  }
+
+  // The slices' slots joined after the stream: a tree over shared memory,
+  // each round the upper half of the slices handing theirs to the lower.
+  void mergeSlices(int point, int64_t threadPoints) {
+    const int width = eightBase_.empty() ? 1 : 8;
+    const std::string at = fmt::format("((slice - half) * {} + p) * {}", threadPoints, width);
+    const std::string own = fmt::format("(slice * {} + p) * {}", threadPoints, width);
+    for (size_t k = 0; k < slots_.size(); ++k)
+      emit(0, fmt::format("__shared__ float {}_slices[{}];", slots_[k].name, slices_ / 2 * threadPoints * width));
+    const int round = open(point, fmt::format("for (int half = {}; half > 0; half /= 2)", slices_ / 2));
+    const int upper = open(round, "if (slice >= half && slice < 2 * half)");
+    for (const SlotLayout& s : slots_)
+      emit(upper, width == 1 ? fmt::format("{0}_slices[{1}] = {0};", s.name, at)
+                             : fmt::format("for (int w = 0; w < 8; ++w) {0}_slices[{1} + w] = {0}[w];", s.name, at));
+    close(upper);
+    emit(round, "__syncthreads();");
+    const int lower = open(round, "if (slice < half)");
+    for (size_t k = 0; k < slots_.size(); ++k) {
+      const std::string& name = slots_[k].name;
+      const std::string mine = width == 1 ? name : name + "[w]";
+      const std::string theirs = fmt::format("{}_slices[{}{}]", name, own, width == 1 ? "" : " + w");
+      const std::string join = stream_.slots[k].kind == AccumulatorSlot::Kind::Max
+                                   ? fmt::format("{0} = fmaxf({0}, {1});", mine, theirs)
+                                   : fmt::format("{} += {};", mine, theirs);
+      emit(lower, width == 1 ? join : "for (int w = 0; w < 8; ++w) " + join);
+    }
+    close(lower);
+    emit(round, "__syncthreads();");
+    close(round);
+  }
+
+  // A launch without lanes whose threads can take 8 adjacent points each
+  // along the last group axis (its tile and size multiples of 8): under bf16
+  // storage, where a bf16 array it reads or writes has that axis innermost
+  // (a gradient of the logits, the concatenation of dq, dk, dv, a bias's
+  // gradient summed over the rows).
+  // A stream's slots must then be plain (one per point, joined by + or max):
+  // each becomes 8 registers, the points' loop inside the stream's positions.
+  bool pointsTake8(bool streamed) const {
+    if (!approximate_ || !laneAxis_.empty() || plan_.groupAxes.empty()) return false;
+    if (streamed ? !plainSlots() : !plan_.streamAxis.empty() || !plan_.splitTiles.empty()) return false;
     const Axis& x = plan_.groupAxes.back();
     return plan_.tiles.at(x.name) % 8 == 0 && x.size % 8 == 0 && bf16ArrayAlong(x.name);
   }
 
   // Whether the launch reads or writes a bf16 array whose innermost axis is
-  // `axis`: what taking 8 adjacent positions at once turns into 16-byte accesses.
+  // `axis` (read through views: a renamed axis is the array's own): what
+  // taking 8 adjacent positions at once turns into 16-byte accesses.
   bool bf16ArrayAlong(const std::string& axis) const {
-    auto along = [&](NodeId id) {
+    auto bf16 = [&](NodeId id) {
       auto it = stored_.find(id);
-      return it != stored_.end() && it->second.ctype == "llmc_bf16" && !g_.node(id).type.axes.empty() &&
-             g_.node(id).type.axes.back().name == axis;
+      return it != stored_.end() && it->second.ctype == "llmc_bf16";
     };
     for (NodeId o : plan_.outputs)
-      if (along(o)) return true;
+      if (bf16(o) && !g_.node(o).type.axes.empty() && g_.node(o).type.axes.back().name == axis) return true;
+    std::set<NodeId> stored;
+    for (const auto& [id, array] : stored_) stored.insert(id);
     for (NodeId id : plan_.computed)
-      for (NodeId o : g_.node(id).operands)
-        if (!plan_.computed.count(o) && along(o)) return true;
+      for (NodeId o : g_.node(id).operands) {
+        if (isFree(g_, g_.node(o)) || !g_.node(o).type.has(axis)) continue;
+        std::string why;
+        const std::optional<AffineLayout> layout = layoutThroughViews(g_, o, plan_.computed, stored, names_, why);
+        if (layout && bf16(layout->array) && layout->strides.count(axis) && layout->strides.at(axis) == 1) return true;
+      }
     return false;
   }
 
@@ -936,7 +1036,7 @@ class Writer {
       int s = point;
       std::string once;
       for (const Axis& a : plan_.groupAxes)
-        if (!g_.node(o).type.has(a.name)) once += fmt::format("{}{} == 0", once.empty() ? "" : " && ", "i_" + a.name);
+        if (!g_.node(o).type.has(a.name)) once += fmt::format("{}{} == 0", once.empty() ? "" : " && ", env.at(a.name).expr);
       if (!laneAxis_.empty() && !g_.node(o).type.has(laneAxis_)) once += fmt::format("{}lane == 0", once.empty() ? "" : " && ");
       if (!once.empty()) opened.push_back(s = open(s, fmt::format("if ({})", once)));  // stored by one point only
       for (const Axis& a : g_.node(o).type.axes)
@@ -1343,11 +1443,14 @@ class Writer {
   const LaunchPlan& plan_;
   const std::map<NodeId, StoredArray>& stored_;
   const std::vector<std::string>& names_;  // printedNames(g_)
+  const int64_t residentThreads_;          // the device's threads at once (0: not known, no slices)
   std::vector<Scope> scopes_;
   std::map<std::string, std::string> cache_;
   std::set<NodeId> reads_;
   int floor_ = 0;  // values are computed no further out than this scope
   int positions_ = 0;  // the loop over the positions of the stream axis
+  int slices_ = 1;     // the block's threads share a point's stream in this many slices (streamSlices)
+  std::string eightBase_;  // set: each thread takes 8 adjacent points, from this one (pointsTake8)
   // Lanes taking 8 adjacent positions (vectorLanes, loop): each element's
   // position variable -> the span loop around it and the span's first
   // position; the 8 values of an array loaded at a span (by array and offset).
@@ -1413,8 +1516,8 @@ class Writer {
 }  // namespace
 
 WrittenKernel writeKernel(const Graph& graph, const LaunchPlan& plan, const std::map<NodeId, StoredArray>& stored,
-                          const std::vector<std::string>& names) {
-  return Writer(graph, plan, stored, names).run();
+                          const std::vector<std::string>& names, int64_t residentThreads) {
+  return Writer(graph, plan, stored, names, nullptr, nullptr, residentThreads).run();
 }
 
 bool isGridSum(const Graph& graph, const LaunchPlan& plan) {

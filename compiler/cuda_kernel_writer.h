@@ -47,9 +47,11 @@ struct WrittenKernel {
   std::string streamNote;       // how the stream was emitted, for the source's comment
 };
 
-// `names`: printedNames(graph), made once for all the launches of a module.
+// `names`: printedNames(graph), made once for all the launches of a module;
+// `residentThreads`: the threads the device holds at once (SMs x resident
+// warps x 32), what a launch's threads should fill to keep loads in flight.
 WrittenKernel writeKernel(const Graph& graph, const LaunchPlan& plan, const std::map<NodeId, StoredArray>& stored,
-                          const std::vector<std::string>& names);
+                          const std::vector<std::string>& names, int64_t residentThreads);
 
 // A stream launch on the tensor cores (tensor_core_stream.h): the kernel body
 // around the stream_mma.cuh steps, with `stream.smemBytes` of dynamic shared

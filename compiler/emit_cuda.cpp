@@ -404,7 +404,8 @@ CudaModule emitCuda(const Graph& graph, const std::vector<PlannedKernel>& kernel
   };
   std::map<NodeId, StoredArray> arrays;
   for (NodeId id : stored) arrays[id] = {"g_" + name(id), storageOfValue(id).ctype};
-  for (Planned& p : plans) p.written = writeKernel(graph, p.plan, arrays, names);
+  const int64_t residentThreads = int64_t{target.smCount} * target.maxWarpsPerSM * target.warpSize;
+  for (Planned& p : plans) p.written = writeKernel(graph, p.plan, arrays, names, residentThreads);
 
   CudaModule module;
   module.arch = target.arch;

@@ -89,6 +89,9 @@ inline std::vector<EmitCase> otherCases() {
       {"classifier with cross-entropy", "tests/lit/pseudocode/classifier.dg", "", {{"N", 100}, {"C", 48}, {"V", 771}},
        false, {{"target", 771}}},
       {"layernorm", "tests/lit/pseudocode/layernorm.dg", "", {{"N", 100}, {"C", 771}}},
+      // Column sums and maxima whose rows the block's threads take in slices,
+      // joined through shared memory: the rows not a multiple of the slices.
+      {"column sums and maxima", "tests/lit/cuda/column_sums.dg", "", {{"B", 5}, {"T", 301}, {"C", 768}}},
       // The tensor cores' fusion rules: logits made by their own GEMM and
       // stored; dlogits stored once for both backward GEMMs.
       // Inputs N(0, 0.3²): with N(0, 1) the logits spread over ±20, where
