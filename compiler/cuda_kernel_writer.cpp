@@ -444,8 +444,7 @@ class Writer {
     if (tcs_) {  // in the stream: the slot's registers for the row half; after it: the staged slot
       if (!inTail_) return fmt::format("{}[{}]", s.name, fragment_.half);
       if (s.local.empty()) return fmt::format("{}_staged[p]", s.name);
-      return fmt::format("{}_staged[p * {} + {}]", s.name, productOf(k)->values.paddedChannels,
-                         env.at(s.local[0].name).expr);
+      return fmt::format("{}_staged[p * {} + {}]", s.name, productOf(k)->stagedStride(), env.at(s.local[0].name).expr);
     }
     if (s.local.empty()) return eightBase_.empty() ? s.name : s.name + "[e]";
     std::string off;
@@ -744,7 +743,7 @@ class Writer {
         std::string base = f.kind == StreamFactor::Kind::Exp ? exp(fmt::format("{}{}", f.power < 0 ? "-" : "", v)) : v;
         int times = f.kind == StreamFactor::Kind::Exp ? 1 : std::abs(f.power);
         for (int p = 0; p < times; ++p)
-          term += f.power > 0 || f.kind == StreamFactor::Kind::Exp ? " * " + base : " / " + base;
+          term = f.power > 0 || f.kind == StreamFactor::Kind::Exp ? term + " * " + base : divide(term, base);
       }
       sum = sum.empty() ? term : sum + " + " + term;
     }
@@ -916,15 +915,17 @@ class Writer {
     close(point);
   }
 
-  // The thread's 8 adjacent points along the last group axis, a loop inside
-  // `parent`: bf16 arrays along the axis load and store 16 bytes at once, at
-  // `span` (load, store).
+  // The thread's 8 adjacent points along an axis (the last group axis, from
+  // eightBase_, unless named), a loop inside `parent`: bf16 arrays along the
+  // axis load and store 16 bytes at once, at `span` (load, store).
   int openEightPoints(int parent, int span, Env& env) {
-    const Axis& x = plan_.groupAxes.back();
+    return openEightPoints(parent, span, plan_.groupAxes.back().name, eightBase_, env);
+  }
+  int openEightPoints(int parent, int span, const std::string& axis, const std::string& base, Env& env) {
     const int at = open(parent, "_Pragma(\"unroll\") for (int e = 0; e < 8; ++e)");
-    const std::string var = define(at, "int", "i_" + x.name, eightBase_ + " + e");
-    vectorElements_[var] = {eightBase_, span, at};
-    env[x.name] = {var, at};
+    const std::string var = define(at, "int", "i_" + axis, base + " + e");
+    vectorElements_[var] = {base, span, at};
+    env[axis] = {var, at};
     return at;
   }
 
@@ -1027,10 +1028,11 @@ class Writer {
   // The launch's outputs at a point of the tile: each one's axes outside the
   // group looped whole; an output without some group axis stored by the
   // point at position 0 of it.
-  void storeOutputs(int point, const Env& env) {
+  void storeOutputs(int point, const Env& env) { storeOutputs(point, env, plan_.outputs); }
+  void storeOutputs(int point, const Env& env, const std::vector<NodeId>& outputs) {
     std::set<std::string> group;
     for (const Axis& a : plan_.groupAxes) group.insert(a.name);
-    for (NodeId o : plan_.outputs) {
+    for (NodeId o : outputs) {
       Env e = env;
       std::vector<int> opened;
       int s = point;
@@ -1296,7 +1298,7 @@ class Writer {
         emit(0, fmt::format("_Pragma(\"unroll\") for (int n = 0; n < {}; ++n)", p->values.paddedChannels / 8));
         emit(0, fmt::format("  _Pragma(\"unroll\") for (int r = 0; r < 4; ++r) {}_staged[(warp * 16 + (lane >> 2) + 8 * (r / 2)) * "
                             "{} + 8 * n + 2 * (lane & 3) + r % 2] = {}[n][r];",
-                            name, p->values.paddedChannels, name));
+                            name, p->stagedStride(), name));
         continue;
       }
       if (stream_.slots[k].kind == AccumulatorSlot::Kind::Sum)
@@ -1306,16 +1308,66 @@ class Writer {
     }
     emit(0, "__syncthreads();");
     inTail_ = true;
-    const int point = open(0, fmt::format("for (int p = threadIdx.x; p < {}; p += blockDim.x)", kStreamRowsPerBlock));
-    floor_ = point;
-    emit(point, fmt::format("const int i_{0} = {1} + p;", t.rows.name, rowOrigin));
-    if (t.rows.size % kStreamRowsPerBlock != 0) emit(point, fmt::format("if (i_{} >= {}) continue;  // past the end of the rows", t.rows.name, t.rows.size));
-    env[t.rows.name] = {"i_" + t.rows.name, point};
-    storeOutputs(point, env);
-    close(point);
+    // The tail: an output whose innermost axis is a product's channels is
+    // stored by threads along the channels (coalesced; 8 a thread and one
+    // 16-byte store where bf16), each other output by a thread per row.
+    std::vector<NodeId> byRow;
+    for (NodeId o : plan_.outputs) {
+      const Axis* channel = channelsInnermost(o);
+      if (!channel) {
+        byRow.push_back(o);
+        continue;
+      }
+      const bool eight = channel->size % 8 == 0 && stored_.at(o).ctype == "llmc_bf16";
+      const int64_t perRow = eight ? channel->size / 8 : channel->size;
+      const int q = open(0, fmt::format("for (int q = threadIdx.x; q < {}; q += blockDim.x)", kStreamRowsPerBlock * perRow));
+      floor_ = q;
+      emit(q, fmt::format("const int p = q / {};", perRow));
+      Env e = env;
+      e[t.rows.name] = {define(q, "int", "i_" + t.rows.name, rowOrigin + " + p"), q};
+      if (t.rows.size % kStreamRowsPerBlock != 0)
+        emit(q, fmt::format("if ({} >= {}) continue;  // past the end of the rows", e.at(t.rows.name).expr, t.rows.size));
+      int at = q;
+      if (eight) {
+        const std::string base = define(q, "int", "i_" + channel->name + "_8", fmt::format("(q % {}) * 8", perRow));
+        at = openEightPoints(q, q, channel->name, base, e);
+      } else {
+        e[channel->name] = {define(q, "int", "i_" + channel->name, fmt::format("q % {}", perRow)), q};
+      }
+      store(at, o, e);
+      if (at != q) close(at);
+      close(q);
+    }
+    if (!byRow.empty()) {
+      const int point = open(0, fmt::format("for (int p = threadIdx.x; p < {}; p += blockDim.x)", kStreamRowsPerBlock));
+      floor_ = point;
+      emit(point, fmt::format("const int i_{0} = {1} + p;", t.rows.name, rowOrigin));
+      if (t.rows.size % kStreamRowsPerBlock != 0) emit(point, fmt::format("if (i_{} >= {}) continue;  // past the end of the rows", t.rows.name, t.rows.size));
+      env[t.rows.name] = {"i_" + t.rows.name, point};
+      storeOutputs(point, env, byRow);
+      close(point);
+    }
     out.streamNote = fmt::format("stream over {} in steps of {} positions: scores and products by mma.sync, the slots in "
                                  "registers",
                                  t.stream.name, kStreamPositionsPerStep);
+  }
+
+  // The channel axis of a product slot when it is the innermost axis of
+  // output `o` and the only one outside the launch's group; else null.
+  const Axis* channelsInnermost(NodeId o) const {
+    const std::vector<Axis>& axes = g_.node(o).type.axes;
+    if (axes.empty()) return nullptr;
+    const Axis* channel = nullptr;
+    for (const StreamProduct& p : tcs_->products)
+      if (slots_[static_cast<size_t>(p.slot)].local.size() == 1 && slots_[static_cast<size_t>(p.slot)].local[0].name == axes.back().name)
+        channel = &axes.back();
+    if (!channel) return nullptr;
+    for (size_t i = 0; i + 1 < axes.size(); ++i) {
+      const bool grouped = axes[i].name == tcs_->rows.name ||
+                           std::any_of(tcs_->batch.begin(), tcs_->batch.end(), [&](const Axis& b) { return b.name == axes[i].name; });
+      if (!grouped) return nullptr;
+    }
+    return channel;
   }
 
   // Binds `axes` (outermost first) to the digits of the flat index `flat`.

@@ -129,10 +129,10 @@ class Planner {
     int64_t staged = 0;
     for (size_t k = 0; k < analysis.slots.size(); ++k) {
       s.slotSmemOffset[static_cast<int>(k)] = staged;
-      int channels = 1;
+      int stride = 1;
       for (const StreamProduct& p : s.products)
-        if (p.slot == static_cast<int>(k)) channels = p.values.paddedChannels;
-      staged += int64_t{kStreamRowsPerBlock} * channels * 4;
+        if (p.slot == static_cast<int>(k)) stride = p.stagedStride();
+      staged += (int64_t{kStreamRowsPerBlock} * stride * 4 + 15) / 16 * 16;
     }
     s.smemBytes = std::max(at, staged);
     const int64_t limit = target.level("SMEM").maxPerBlock;

@@ -61,6 +61,10 @@ struct StreamProduct {
   int slot = -1;        // index into the stream analysis's slots
   NodeId factor = -1;   // the slot's factor read from `values`
   StreamTile values;    // [64 positions][channels]
+  // Floats between rows of the slot staged for the tail: odd, so that the
+  // tail's threads reading down a column (rows apart) or along a row hit
+  // distinct banks (at the tile's 64 rows would be a 32-way conflict).
+  int stagedStride() const { return values.paddedChannels + 1; }
 };
 
 // A step whose every position leaves every slot unchanged is skipped: where
