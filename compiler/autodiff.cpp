@@ -373,7 +373,13 @@ class Differentiator {
     }
     NodeId g = b.sum(grad, gradOnly);
     o = b.sum(o, otherOnly);
-    accumulate(b, self, b.contract(g, o, shared));
+    // A contraction's axes are its first operand's, then the second's: the
+    // operand that holds self's innermost axis goes second, so the adjoint
+    // keeps that axis innermost, as self has it (attention's dV = dOᵀ·P laid
+    // out [x d] like V, not transposed [d x]: stored and read contiguously).
+    const std::string& inner = ts.axes.empty() ? std::string() : ts.axes.back().name;
+    const bool innerFromGrad = !inner.empty() && b.type(g).has(inner) && !b.type(o).has(inner);
+    accumulate(b, self, innerFromGrad ? b.contract(o, g, shared) : b.contract(g, o, shared));
   }
 
   Graph g_;
