@@ -500,8 +500,9 @@ CudaModule emitCuda(const Graph& graph, const std::vector<PlannedKernel>& kernel
       text += fmt::format("extern \"C\" __global__ void __launch_bounds__({0}_config::kThreads, 1) {0}("
                           "const __grid_constant__ llmc::sm90::TmaDescriptor tma_a, const __grid_constant__ "
                           "llmc::sm90::TmaDescriptor tma_b, {1}) {{\n"
-                          "  llmc::sm90::gemm<{0}_config>(tma_a, tma_b, {2}, {0}_epilogue{{{3}}});\n}}\n",
-                          n, params, shape, init);
+                          "  llmc::sm90::gemm<{0}_config>(tma_a, tma_b, {2}, {0}_epilogue{{{3}}}{4});\n}}\n",
+                          n, params, shape, init,
+                          gemm.splits > 1 ? fmt::format(", llmc::sm90::SplitK{{{}}}", gemm.splits) : "");
     } else {
       auto operand = [&](const GemmOperandPlacement& o) {
         return fmt::format("llmc::GemmOperand{{reinterpret_cast<const llmc::bf16*>({}) + {}, {}, {{{}, {}}}}}",

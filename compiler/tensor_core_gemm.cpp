@@ -104,6 +104,28 @@ struct TileCandidate {
   int bm, bn;
 };
 
+// Split-K for a launch whose partition shares k axes out across blocks
+// (plan.splitTiles: its outputs are atomic sums): few output tiles over a
+// long K, as weight gradients are (768 x 768 over 32K rows is 24 tiles of
+// 128 x 192 for 132 SMs). The persistent blocks take units in waves, so the
+// time goes as waves(units) / splits: the fewest splits within 10% of the
+// best, up to the partition's own and 8 k-steps a unit (each split adds its
+// partial tile once more by atomics).
+int splitK(const LaunchPlan& plan, const TensorCoreGemm& gemm, int64_t tiles, int smCount) {
+  int64_t planned = 1;
+  for (const auto& [axis, perBlock] : plan.splitTiles)
+    for (const Axis& k : gemm.k)
+      if (k.name == axis) planned *= ceilDiv(k.size, perBlock);
+  const int64_t limit = std::min<int64_t>(planned, ceilDiv(gemm.K, gemm.BK) / 8);
+  if (limit <= 1 || smCount <= 0) return 1;
+  auto time = [&](int64_t s) { return double(ceilDiv(tiles * s, smCount)) / double(s); };
+  double best = time(1);
+  for (int64_t s = 2; s <= limit; ++s) best = std::min(best, time(s));
+  for (int64_t s = 1; s <= limit; ++s)
+    if (time(s) <= 1.1 * best) return static_cast<int>(s);
+  return 1;
+}
+
 }  // namespace
 
 std::string TensorCoreGemm::configType() const {
@@ -115,11 +137,12 @@ std::string TensorCoreGemm::configType() const {
 }
 
 std::string TensorCoreGemm::describe() const {
-  return fmt::format("tensor cores: {} {}x{}x{} tiles, {} stages; GEMM {}x{}x{}{}, A {}-major, B {}-major",
+  return fmt::format("tensor cores: {} {}x{}x{} tiles, {} stages; GEMM {}x{}x{}{}{}, A {}-major, B {}-major",
                      library == Library::Sm90 ? "llmc::sm90::gemm (TMA + wgmma)" : "llmc::sm80::gemm (cp.async + mma.sync)",
                      BM, BN, BK, stages, M, N, K,
                      batchOuter * batchInner > 1 ? fmt::format(" x {} batches", batchOuter * batchInner) : "",
-                     a.kMajor ? "K" : "M", b.kMajor ? "K" : "N");
+                     splits > 1 ? fmt::format(", split-K {} ways (atomic adds)", splits) : "", a.kMajor ? "K" : "M",
+                     b.kMajor ? "K" : "N");
 }
 
 TensorCorePlan planTensorCoreGemm(const Graph& g, const LaunchPlan& plan, const InstructionChoice& choice,
@@ -250,8 +273,9 @@ TensorCorePlan planTensorCoreGemm(const Graph& g, const LaunchPlan& plan, const 
     while (gemm.stages < 8 && smem(gemm.stages + 1) <= smemLimit) ++gemm.stages;
     gemm.smemBytes = smem(gemm.stages);
     gemm.threads = 384;
-    // Persistent: one block per SM at most, walking the tiles of every batch.
-    gemm.grid[0] = std::min<int64_t>(tiles * batches, target.smCount);
+    gemm.splits = splitK(plan, gemm, tiles * batches, target.smCount);
+    // Persistent: one block per SM at most, walking the units (tiles x splits) of every batch.
+    gemm.grid[0] = std::min<int64_t>(tiles * batches * gemm.splits, target.smCount);
   } else {
     gemm.warpsM = 2, gemm.warpsN = gemm.BN / 64;
     auto smem = [&](int stages) {

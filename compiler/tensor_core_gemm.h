@@ -51,6 +51,11 @@ struct TensorCoreGemm {
   int threads = 0;
   int64_t smemBytes = 0;      // the config's kSmemBytes
   int64_t grid[3] = {1, 1, 1};
+  // sm90: units of work per output tile, each over a slice of the k-steps
+  // (split-K), where the partition shares a k axis out across blocks and the
+  // outputs are plain sums added atomically into zeroed f32 arrays: each
+  // unit's epilogue adds its partial tile.
+  int splits = 1;
 
   std::string configType() const;  // "llmc::sm90::GemmConfig<128, 256, 4, llmc::Major::K, llmc::Major::K>"
   std::string describe() const;    // one line: library, tile, layouts

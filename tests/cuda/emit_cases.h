@@ -92,6 +92,10 @@ inline std::vector<EmitCase> otherCases() {
       // Column sums and maxima whose rows the block's threads take in slices,
       // joined through shared memory: the rows not a multiple of the slices.
       {"column sums and maxima", "tests/lit/cuda/column_sums.dg", "", {{"B", 5}, {"T", 301}, {"C", 768}}},
+      // A contraction over all rows split-K on the tensor cores (4 units a
+      // tile adding their partials atomically), tiles not dividing 200 x 136.
+      {"split-K contraction", "tests/lit/cuda/split_k.dg", "", {{"B", 8}, {"T", 300}, {"I", 200}, {"J", 136}}, false, {}, 1,
+       1},
       // The tensor cores' fusion rules: logits made by their own GEMM and
       // stored; dlogits stored once for both backward GEMMs.
       // Inputs N(0, 0.3²): with N(0, 1) the logits spread over ±20, where

@@ -41,6 +41,9 @@
 // k-steps. A unit stores its fp32 partial tile to the workspace and counts itself in the tile's
 // counter; the unit that arrives last adds the S partials in split order (so results do not
 // depend on timing), runs the epilogue, and resets the counter to zero for the next launch.
+// Without a workspace each unit runs the epilogue on its own partial tile: for an epilogue that
+// adds atomically into a zeroed fp32 array (the compiler's split sums), the partials sum there
+// in the order the units finish.
 #pragma once
 
 #include "llmc/gemm_common.cuh"
@@ -56,7 +59,7 @@ struct alignas(64) TmaDescriptor {
 
 // Split-K work space: S <= ceil(K / 64); workspace holds #tiles * S * BM * BN floats, counters
 // #tiles ints that are zero before the first launch (the kernel leaves them zero). #tiles counts
-// all batches.
+// all batches. A null workspace: each unit's epilogue gets its partial tile (atomic epilogues).
 struct SplitK {
   int splits = 1;
   float* workspace = nullptr;
@@ -278,7 +281,7 @@ __device__ void gemm(const TmaDescriptor& tma_a, const TmaDescriptor& tma_b, con
       asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
       if (lane == 0) mbar_arrive(empty_bar + 8 * previous_stage);
 
-      if (splits > 1) {
+      if (splits > 1 && split.workspace) {
         // Publish this slice's partial tile (st.cg: past L1, which other SMs do not see).
         float4* const mine = partial_slot<Cfg>(split, t, u % splits, consumer, thread, 0);
 #pragma unroll
