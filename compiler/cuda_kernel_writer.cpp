@@ -210,12 +210,19 @@ class Writer {
       }
       return define(target, "float", names_[static_cast<size_t>(n.id)], it->second + "[e]");
     }
-    if (epilogue_ && columnsVectorised_ && arr.ctype == "llmc_bf16" && atContraction(n, own)) {
-      // The epilogue's 8 columns of a bf16 array laid out like the output: one 16-byte load, before the column loop.
-      std::string v = fresh(names_[static_cast<size_t>(n.id)]);
-      emit(0, fmt::format("float {}[8];", v));
-      emit(0, fmt::format("llmc_load_bf16x8({} + {}, {});", arr.param, offset(n.id, firstColumn_), v));
-      return v + "[e]";
+    if (epilogue_ && columnsVectorised_ && arr.ctype == "llmc_bf16" && alongColumns(n, own)) {
+      // The epilogue's 8 columns of a bf16 array whose rows are its columns (laid out like the output, or a
+      // bias along them): one 16-byte load, before the column loop.
+      Env at = own;
+      for (const Axis& c : epilogue_->columns) at[c.name] = firstColumn_.at(c.name);
+      const std::string key = fmt::format("{}@{}", n.id, offset(n.id, at));
+      auto [it, isNew] = vectorLoads_.emplace(key, "");
+      if (isNew) {
+        it->second = fresh(names_[static_cast<size_t>(n.id)]);
+        emit(0, fmt::format("float {}[8];", it->second));
+        emit(0, fmt::format("llmc_load_bf16x8({} + {}, {});", arr.param, offset(n.id, at), it->second));
+      }
+      return it->second + "[e]";
     }
     std::string at = fmt::format("{}[{}]", arr.param, offset(n.id, own));
     std::string expr = at;
@@ -226,17 +233,20 @@ class Writer {
     return define(target, valueType(n.type.dtype), names_[static_cast<size_t>(n.id)], expr);
   }
 
-  // Whether `n` is read at the contraction's position and its innermost axes
-  // are the epilogue's columns, in order.
-  bool atContraction(const Node& n, const Env& own) const {
+  // Whether the innermost axes of `n` are the epilogue's columns, in order,
+  // read at the contraction's columns, and its other axes are the same for
+  // the 8 columns (bound outside the column loop: a row, a batch, a layer).
+  // Its other strides are then multiples of the columns' count, so the 8
+  // columns from col (a multiple of 8) are 16-byte aligned.
+  bool alongColumns(const Node& n, const Env& own) const {
     const std::vector<Axis>& columns = epilogue_->columns;
     if (n.type.axes.size() < columns.size()) return false;
-    for (size_t i = 0; i < columns.size(); ++i)
-      if (n.type.axes[n.type.axes.size() - columns.size() + i].name != columns[i].name) return false;
-    for (const Axis& a : n.type.axes) {
-      auto at = contractionAt_.find(a.name);
-      if (at == contractionAt_.end() || at->second.expr != own.at(a.name).expr) return false;
+    for (size_t i = 0; i < columns.size(); ++i) {
+      const std::string& axis = n.type.axes[n.type.axes.size() - columns.size() + i].name;
+      if (axis != columns[i].name || own.at(axis).expr != contractionAt_.at(axis).expr) return false;
     }
+    for (size_t i = 0; i + columns.size() < n.type.axes.size(); ++i)
+      if (own.at(n.type.axes[i].name).scope != 0) return false;
     return true;
   }
 
