@@ -1415,11 +1415,14 @@ class Writer {
     for (const Axis& a : ax.columns) columns *= a.size;
     columnsVectorised_ = columns % 8 == 0;  // count is then always 8, and rows are 16-byte aligned
     std::vector<std::string> after;
+    const bool atomic = !plan_.splitTiles.empty();  // split sums: added into zeroed f32 arrays
     for (NodeId o : plan_.outputs) {
       const StoredArray& arr = stored_.at(o);
       const std::vector<Axis>& axes = g_.node(o).type.axes;
-      // bf16 rows of a multiple of 8 columns: one 16-byte store of all 8 (aligned: col % 8 == 0).
-      bool vector = arr.ctype == "llmc_bf16" && columnsVectorised_ && axes.size() >= ax.columns.size();
+      // Rows of a multiple of 8 columns: all 8 at once (aligned: col % 8 == 0), one 16-byte store of
+      // bf16, or two 16-byte atomic adds of f32 split sums.
+      bool vector = (atomic ? arr.ctype == "float" : arr.ctype == "llmc_bf16") && columnsVectorised_ &&
+                    axes.size() >= ax.columns.size();
       for (size_t i = 0; vector && i < ax.columns.size(); ++i)
         vector = axes[axes.size() - ax.columns.size() + i].name == ax.columns[i].name;
       if (!vector) {
@@ -1429,8 +1432,9 @@ class Writer {
       std::string staged = fresh("out_" + names_[static_cast<size_t>(o)]);
       emit(0, fmt::format("float {}[8];", staged));
       emit(column, fmt::format("{}[e] = {};", staged, value(o, env)));
-      after.push_back(fmt::format("llmc::store_bf16x8(reinterpret_cast<llmc::bf16*>({}) + {}, {}, count);", arr.param,
-                                  offset(o, firstColumn), staged));
+      after.push_back(atomic ? fmt::format("llmc_add_f32x8({} + {}, {});", arr.param, offset(o, firstColumn), staged)
+                             : fmt::format("llmc::store_bf16x8(reinterpret_cast<llmc::bf16*>({}) + {}, {}, count);",
+                                           arr.param, offset(o, firstColumn), staged));
     }
     emit(0, "#pragma unroll");
     close(column);

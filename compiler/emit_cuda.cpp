@@ -49,6 +49,19 @@ __device__ __forceinline__ void llmc_store_bf16x8(llmc_bf16* p, const float (&v)
   *reinterpret_cast<uint4*>(p) = make_uint4(w[0], w[1], w[2], w[3]);
 }
 
+// 8 floats added atomically to consecutive fp32 values at a 16-byte aligned address: two vector
+// reductions (red.global.add.v4.f32) from sm_90 on, eight scalar ones before.
+__device__ __forceinline__ void llmc_add_f32x8(float* p, const float (&v)[8]) {
+#if __CUDA_ARCH__ >= 900
+  for (int i = 0; i < 8; i += 4)
+    asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p + i), "f"(v[i]), "f"(v[i + 1]), "f"(v[i + 2]),
+                 "f"(v[i + 3])
+                 : "memory");
+#else
+  for (int i = 0; i < 8; ++i) atomicAdd(p + i, v[i]);
+#endif
+}
+
 // tanh from the hardware's exp (cuda_kernel_writer.cpp, approximate_): 1 - 2 / (exp(2x) + 1), within a few
 // units of 1.0's last place absolutely, exactly -1 and 1 where exp under- and overflows.
 __device__ __forceinline__ float llmc_fast_tanh(float x) { return 1.0f - __fdividef(2.0f, __expf(2.0f * x) + 1.0f); }
