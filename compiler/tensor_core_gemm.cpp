@@ -7,6 +7,7 @@
 #include <cmath>
 #include <map>
 
+#include "kernels.h"
 #include "print.h"
 #include "strided_view.h"
 
@@ -104,6 +105,17 @@ struct TileCandidate {
   int bm, bn;
 };
 
+// Whether the launch computes more after its contraction than views of it
+// and conversions: a bias, an activation, a derivative read from a stored
+// input; what ping-pong consumers run beside the other's mainloop.
+bool epilogueHasWork(const Graph& g, const LaunchPlan& plan, NodeId contraction) {
+  for (NodeId id : plan.computed) {
+    const Node& n = g.node(id);
+    if (id != contraction && !isView(n) && !isFree(g, n) && n.op != Op::Cast) return true;
+  }
+  return false;
+}
+
 // Split-K for a launch whose partition shares k axes out across blocks
 // (plan.splitTiles: its outputs are atomic sums): few output tiles over a
 // long K, as weight gradients are (768 x 768 over 32K rows is 24 tiles of
@@ -131,15 +143,16 @@ int splitK(const LaunchPlan& plan, const TensorCoreGemm& gemm, int64_t tiles, in
 std::string TensorCoreGemm::configType() const {
   auto major = [](bool kMajor) { return kMajor ? "llmc::Major::K" : "llmc::Major::MN"; };
   if (library == Library::Sm90)
-    return fmt::format("llmc::sm90::GemmConfig<{}, {}, {}, {}, {}>", BM, BN, stages, major(a.kMajor), major(b.kMajor));
+    return fmt::format("llmc::sm90::GemmConfig<{}, {}, {}, {}, {}{}>", BM, BN, stages, major(a.kMajor), major(b.kMajor),
+                       pingPong ? ", true" : "");
   return fmt::format("llmc::sm80::GemmConfig<{}, {}, {}, {}, {}, {}, {}, {}>", BM, BN, BK, stages, warpsM, warpsN,
                      major(a.kMajor), major(b.kMajor));
 }
 
 std::string TensorCoreGemm::describe() const {
-  return fmt::format("tensor cores: {} {}x{}x{} tiles, {} stages; GEMM {}x{}x{}{}{}, A {}-major, B {}-major",
+  return fmt::format("tensor cores: {} {}x{}x{} tiles, {} stages{}; GEMM {}x{}x{}{}{}, A {}-major, B {}-major",
                      library == Library::Sm90 ? "llmc::sm90::gemm (TMA + wgmma)" : "llmc::sm80::gemm (cp.async + mma.sync)",
-                     BM, BN, BK, stages, M, N, K,
+                     BM, BN, BK, stages, pingPong ? ", ping-pong consumers" : "", M, N, K,
                      batchOuter * batchInner > 1 ? fmt::format(" x {} batches", batchOuter * batchInner) : "",
                      splits > 1 ? fmt::format(", split-K {} ways (atomic adds)", splits) : "", a.kMajor ? "K" : "M",
                      b.kMajor ? "K" : "N");
@@ -239,10 +252,15 @@ TensorCorePlan planTensorCoreGemm(const Graph& g, const LaunchPlan& plan, const 
   const int64_t bm = planned(gemm.m), bn = planned(gemm.n);
   std::vector<TileCandidate> legal;
   if (gemm.library == TensorCoreGemm::Library::Sm90) {
-    // Two consumer warpgroups of m64 blocks; one wgmma n of 64..256; at most 128 accumulators a thread.
-    for (int tm : {128, 256})
-      for (int tn : {64, 128, 192, 256})
-        if ((tm / 128) * tn / 2 <= 128) legal.push_back({tm, tn});
+    gemm.pingPong = epilogueHasWork(g, plan, c.id);
+    // Two consumer warpgroups of m64 blocks, splitting a tile's rows or (ping-pong) a whole tile
+    // each; one wgmma n of 64..256; at most 128 accumulators a thread.
+    for (int tm : {64, 128, 256})
+      for (int tn : {64, 128, 192, 256}) {
+        const int rowsPerConsumer = gemm.pingPong ? tm : tm / 2;
+        if (rowsPerConsumer >= 64 && rowsPerConsumer <= 128 && (rowsPerConsumer / 64) * tn / 2 <= 128)
+          legal.push_back({tm, tn});
+      }
   } else {
     // 2 x BN/64 warps of (BM/2) x 64; BM = 256 would need 256 accumulators a thread.
     for (int tm : {64, 128})

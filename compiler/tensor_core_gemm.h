@@ -56,6 +56,10 @@ struct TensorCoreGemm {
   // outputs are plain sums added atomically into zeroed f32 arrays: each
   // unit's epilogue adds its partial tile.
   int splits = 1;
+  // sm90: the consumer warpgroups take whole tiles in turn (ping-pong), one's
+  // epilogue beside the other's wgmmas, where the epilogue has work of its
+  // own (a bias, an activation); else they split each tile's rows.
+  bool pingPong = false;
 
   std::string configType() const;  // "llmc::sm90::GemmConfig<128, 256, 4, llmc::Major::K, llmc::Major::K>"
   std::string describe() const;    // one line: library, tile, layouts

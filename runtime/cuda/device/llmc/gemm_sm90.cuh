@@ -11,6 +11,11 @@
 //    BM x BN tile (BM/2 rows, as BM/128 wgmma m64nBNk16 row blocks) from the stages, then stages
 //    its half through shared memory in 64x64 fp32 pieces and hands it to the epilogue. The
 //    producer meanwhile fills the ring for the next tile.
+//  - ping-pong (GemmConfig's kPingPong, for epilogues with work of their own: a bias, an
+//    activation, its derivative from a stored input): each consumer takes whole tiles, the
+//    block's units alternately, so one consumer's epilogue runs while the other's wgmmas keep
+//    the tensor cores busy. A stage is then freed by the 4 warps of the consumer that read it;
+//    the other consumer steps its ring position past the stages of the units it leaves.
 //
 // Ring protocol (stage s, pass p = how often the ring wrapped):
 //   full[s]  (count 1): the producer arrives with expect_tx(stage bytes); the TMA's completed
@@ -66,22 +71,25 @@ struct SplitK {
   int* counters = nullptr;
 };
 
-template <int BM_, int BN_, int kStages_, Major kAMajor_, Major kBMajor_>
+template <int BM_, int BN_, int kStages_, Major kAMajor_, Major kBMajor_, bool kPingPong_ = false>
 struct GemmConfig {
   static constexpr int BM = BM_, BN = BN_, kStages = kStages_;
   // A k-step is one 128-byte swizzle atom of k (K-major) or 64 k rows (MN-major).
   static constexpr int BK = 64;
   static constexpr Major kAMajor = kAMajor_, kBMajor = kBMajor_;
+  static constexpr bool kPingPong = kPingPong_;
 
   static constexpr int kConsumers = 2;
   static constexpr int kThreads = 128 * (1 + kConsumers);
-  static constexpr int kRowBlocks = BM / kConsumers / 64;  // wgmma m64 blocks per consumer
+  static constexpr int kConsumerRows = kPingPong ? BM : BM / kConsumers;  // a consumer's rows of a tile
+  static constexpr int kRowBlocks = kConsumerRows / 64;  // wgmma m64 blocks per consumer
   static constexpr int kAccumulators = kRowBlocks * BN / 2;  // fp32 per consumer thread
+  static constexpr int kStageReaders = kPingPong ? 4 : 4 * kConsumers;  // warps whose arrivals free a stage
 
   static constexpr int kATileBytes = BM * BK * 2, kBTileBytes = BN * BK * 2;
   static constexpr int kStageBytes = kATileBytes + kBTileBytes;
   static constexpr int kStagingBytes = kConsumers * 64 * 64 * 4;
-  static constexpr int kBarrierBytes = 2 * kStages * 8 + 16;  // + the split-K "last unit" flag
+  static constexpr int kBarrierBytes = 2 * kStages * 8 + 16;  // + the split-K "last unit" flags (one a consumer)
   // 1024 bytes of slack to align the swizzled tiles to the 1024-byte swizzle period.
   static constexpr int kSmemBytes = 1024 + kStages * kStageBytes + kStagingBytes + kBarrierBytes;
 
@@ -91,7 +99,8 @@ struct GemmConfig {
   static constexpr int kBBoxRows = kBMajor == Major::K ? BN : BK;
   static constexpr int kGroupRows = 8;
 
-  static_assert(BM % 128 == 0 && BM <= 256, "BM: 128 or 256 (two consumers x m64 blocks)");
+  static_assert(kConsumerRows % 64 == 0 && kConsumerRows >= 64 && BM <= 256,
+                "BM: 128 or 256 (two consumers x m64 blocks), 64 or 128 with ping-pong");
   static_assert(BN % 64 == 0 && BN <= 256, "BN: 64, 128, 192 or 256 (one wgmma instruction)");
   static_assert(kAccumulators <= 128, "at most 128 fp32 accumulators per consumer thread");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory per block");
@@ -180,7 +189,7 @@ __device__ void gemm(const TmaDescriptor& tma_a, const TmaDescriptor& tma_b, con
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
       mbar_init(full_bar + 8 * s, 1);
-      mbar_init(empty_bar + 8 * s, Cfg::kConsumers * 4);
+      mbar_init(empty_bar + 8 * s, Cfg::kStageReaders);
     }
     // Make the initialised barriers visible to the async proxy (TMA) as well.
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
@@ -237,18 +246,32 @@ __device__ void gemm(const TmaDescriptor& tma_a, const TmaDescriptor& tma_b, con
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
     const int consumer = warpgroup - 1;
     const int thread = threadIdx.x % 128, warp = thread / 32, lane = thread % 32;
-    const int row_base = consumer * (BM / Cfg::kConsumers);  // first tile row of this consumer
+    const int row_base = Cfg::kPingPong ? 0 : consumer * Cfg::kConsumerRows;  // first tile row of this consumer
     const StagingTile<64, 64> piece{staging + consumer * 64 * 64};
+    // Split-K with a workspace: the threads that hold one unit's partial tile.
+    const int slot_consumer = Cfg::kPingPong ? 0 : consumer;
+    const int unit_barrier = Cfg::kPingPong ? 3 + consumer : 3;
+    const int unit_threads = Cfg::kPingPong ? 128 : 128 * Cfg::kConsumers;
+    const bool unit_leader = Cfg::kPingPong ? thread == 0 : threadIdx.x == 128;
+    volatile int* const unit_flag = last_unit_flag + (Cfg::kPingPong ? consumer : 0);
 
     float acc[Cfg::kRowBlocks][BN / 2];
     int stage = 0;
     unsigned pass = 0;
-    for (int u = blockIdx.x; u < units; u += gridDim.x) {
+    int turn = 0;  // the block's units in order; with ping-pong, consumer c takes those of parity c
+    for (int u = blockIdx.x; u < units; u += gridDim.x, ++turn) {
       const int t = u / splits;
       const BatchIndex batch = shape.batch_index(t / tiles_per_batch);
       const TileCoord tile = grouped_tile<Cfg::kGroupRows>(t % tiles_per_batch, tiles_m, tiles_n);
       const int m0 = tile.m * BM, n0 = tile.n * BN;
       const int ks_first = k_begin(u), ks_end = k_end(u);
+      if (Cfg::kPingPong && turn % 2 != consumer) {
+        // The other consumer's unit: its k-steps pass through the ring without this one.
+        const int next = stage + (ks_end - ks_first);
+        pass ^= (next / kStages) & 1;
+        stage = next % kStages;
+        continue;
+      }
 
       int previous_stage = -1;
       for (int ks = ks_first; ks < ks_end; ++ks) {
@@ -283,17 +306,17 @@ __device__ void gemm(const TmaDescriptor& tma_a, const TmaDescriptor& tma_b, con
 
       if (splits > 1 && split.workspace) {
         // Publish this slice's partial tile (st.cg: past L1, which other SMs do not see).
-        float4* const mine = partial_slot<Cfg>(split, t, u % splits, consumer, thread, 0);
+        float4* const mine = partial_slot<Cfg>(split, t, u % splits, slot_consumer, thread, 0);
 #pragma unroll
         for (int j = 0; j < Cfg::kAccumulators; j += 4) {
           const float* a = &acc[j / (BN / 2)][j % (BN / 2)];
           __stcg(mine + (j / 4) * 128, make_float4(a[0], a[1], a[2], a[3]));
         }
         __threadfence();
-        named_barrier(3, 128 * Cfg::kConsumers);
-        if (threadIdx.x == 128) *last_unit_flag = atomicAdd(&split.counters[t], 1) == splits - 1;
-        named_barrier(3, 128 * Cfg::kConsumers);
-        const bool last = *last_unit_flag;
+        named_barrier(unit_barrier, unit_threads);
+        if (unit_leader) *unit_flag = atomicAdd(&split.counters[t], 1) == splits - 1;
+        named_barrier(unit_barrier, unit_threads);
+        const bool last = *unit_flag;
         if (!last) continue;
         __threadfence();
         // Sum all slices (this unit's too, read back) in split order into zeroed accumulators,
@@ -304,7 +327,7 @@ __device__ void gemm(const TmaDescriptor& tma_a, const TmaDescriptor& tma_b, con
 #pragma unroll
           for (int j = 0; j < BN / 2; ++j) acc[i][j] = 0.f;
         for (int s = 0; s < splits; ++s) {
-          const float4* slice = partial_slot<Cfg>(split, t, s, consumer, thread, 0);
+          const float4* slice = partial_slot<Cfg>(split, t, s, slot_consumer, thread, 0);
 #pragma unroll
           for (int j = 0; j < Cfg::kAccumulators; j += 4) {
             float* a = &acc[j / (BN / 2)][j % (BN / 2)];
@@ -312,7 +335,7 @@ __device__ void gemm(const TmaDescriptor& tma_a, const TmaDescriptor& tma_b, con
             a[0] += p.x, a[1] += p.y, a[2] += p.z, a[3] += p.w;
           }
         }
-        if (threadIdx.x == 128) split.counters[t] = 0;
+        if (unit_leader) split.counters[t] = 0;
       }
 
       // Epilogue, one 64x64 piece at a time through this consumer's staging buffer. The first
