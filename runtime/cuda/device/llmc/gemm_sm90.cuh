@@ -15,7 +15,11 @@
 //    activation, its derivative from a stored input): each consumer takes whole tiles, the
 //    block's units alternately, so one consumer's epilogue runs while the other's wgmmas keep
 //    the tensor cores busy. A stage is then freed by the 4 warps of the consumer that read it;
-//    the other consumer steps its ring position past the stages of the units it leaves.
+//    the other consumer steps its ring position past the stages of the units it leaves. The
+//    mainloops take turns (named barriers 5 and 6: a consumer starts its unit's k-steps once the
+//    other has finished the previous unit's), so the stages are read in the order they were
+//    filled and a full barrier is never waited on more than one phase ahead (its parity would
+//    alias an earlier phase).
 //
 // Ring protocol (stage s, pass p = how often the ring wrapped):
 //   full[s]  (count 1): the producer arrives with expect_tx(stage bytes); the TMA's completed
@@ -155,6 +159,10 @@ __device__ inline float4* partial_slot(const SplitK& split, int tile, int s, int
 __device__ inline void named_barrier(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
+// Counts the calling warp's threads towards barrier `id` without waiting (a bar.sync by the others completes it).
+__device__ inline void named_barrier_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
 
 // wgmma shared-memory matrix descriptor for a 128B-swizzled operand: start address, leading
 // byte offset (MN-major: distance between 64-element column blocks; unused for K-major), stride
@@ -273,6 +281,8 @@ __device__ void gemm(const TmaDescriptor& tma_a, const TmaDescriptor& tma_b, con
         continue;
       }
 
+      // Ping-pong: this unit's k-steps after the other consumer's previous unit's.
+      if (Cfg::kPingPong && turn > 0) named_barrier(5 + consumer, 256);
       int previous_stage = -1;
       for (int ks = ks_first; ks < ks_end; ++ks) {
         mbar_wait(full_bar + 8 * stage, pass);
@@ -303,6 +313,8 @@ __device__ void gemm(const TmaDescriptor& tma_a, const TmaDescriptor& tma_b, con
       }
       asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
       if (lane == 0) mbar_arrive(empty_bar + 8 * previous_stage);
+      // Ping-pong: the other consumer's next unit may start its k-steps.
+      if (Cfg::kPingPong && u + gridDim.x < units) named_barrier_arrive(5 + (1 - consumer), 256);
 
       if (splits > 1 && split.workspace) {
         // Publish this slice's partial tile (st.cg: past L1, which other SMs do not see).
