@@ -82,6 +82,38 @@ struct Storage {
   int bytes;
 };
 
+// Whether a CUDA-core tile launch can write `output` over `input` (KernelLaunch::inPlace):
+// both stored alike with the same axes, and every value the launch makes from the input by
+// elementwise operations alone (no view, reduction or gather that reads it elsewhere), the
+// output among them, without a stream or split. (The kernel's pointers stay __restrict__: per
+// element the one read feeds the one write, in the same thread.)
+bool elementwiseInPlace(const Graph& g, const LaunchPlan& plan, NodeId output, NodeId input,
+                        const std::map<NodeId, StoredArray>& arrays) {
+  if (plan.kind != LaunchPlan::Kind::Tile || !plan.streamAxis.empty() || !plan.splitTiles.empty()) return false;
+  const Type& to = g.node(output).type;
+  const Type& ti = g.node(input).type;
+  if (to.axes.size() != ti.axes.size() || arrays.at(output).ctype != arrays.at(input).ctype) return false;
+  for (size_t k = 0; k < to.axes.size(); ++k)
+    if (to.axes[k].name != ti.axes[k].name || to.axes[k].size != ti.axes[k].size) return false;
+  // The launch's values that depend on the input: each an elementwise op over the output's axes.
+  std::set<NodeId> dependent = {input};
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (NodeId id : plan.computed) {
+      const Node& n = g.node(id);
+      if (dependent.count(id) ||
+          std::none_of(n.operands.begin(), n.operands.end(), [&](NodeId x) { return dependent.count(x) > 0; }))
+        continue;
+      const bool elementwise = n.op == Op::Unary || n.op == Op::Binary || n.op == Op::Select || n.op == Op::Compare ||
+                               n.op == Op::Cast;
+      if (!elementwise || n.type.axes.size() != to.axes.size()) return false;
+      dependent.insert(id);
+      grew = true;
+    }
+  }
+  return dependent.count(output) > 0;
+}
+
 // One function as a translation unit: the tile library's header where the
 // function instantiates it, the prelude, the function.
 std::string translationUnit(const char* tileLibrary, const std::string& function) {
@@ -572,6 +604,10 @@ CudaModule emitCuda(const Graph& graph, const std::vector<PlannedKernel>& kernel
     } else if (!tcStream.reason.empty() && launch.instructions.scalarReason.empty()) {
       launch.instructions.scalarReason = tcStream.reason;
     }
+    if (!tcStream.stream)
+      for (NodeId o : p.plan.outputs)
+        for (NodeId r : written.reads)
+          if (elementwiseInPlace(graph, p.plan, o, r, arrays)) launch.inPlace.push_back({bufferOf.at(o), bufferOf.at(r)});
     std::string params;
     for (NodeId o : p.plan.outputs) {
       launch.params.push_back({bufferOf.at(o), true});
@@ -687,6 +723,7 @@ nlohmann::json launchesToJson(const CudaModule& module) {
                         {"tensor_maps", maps},
                         {"gemm", gemm},
                         {"params", params},
+                        {"in_place", l.inPlace},
                         {"instructions", l.instructions.describe()}});
   }
   return {{"arch", module.arch}, {"buffers", buffers}, {"launches", launches}};

@@ -82,6 +82,12 @@ struct KernelLaunch {
   int64_t dynamicSmemBytes = 0;
   std::vector<TensorMapParam> tensorMaps;  // the function's first parameters, in this order
   std::vector<LaunchParam> params;  // then these pointers, in the function's parameter order
+  // (output buffer, input buffer) pairs the launch can run in place: the same
+  // type, each output element made only from the input's element at its own
+  // position (elementwise work), so a thread reads it before it writes there
+  // and no other thread touches it. Where the input's last use is this
+  // launch, the memory plan lets the output take its bytes.
+  std::vector<std::pair<int, int>> inPlace;
   InstructionChoice instructions;   // what the instruction selection made of it
   std::optional<TensorCoreGemm> gemm;  // set where it runs on the tensor-core tile library
   // The launch's function alone, with the prelude and what it includes: a

@@ -52,22 +52,49 @@ MemoryPlan planMemory(const CudaModule& module, const std::vector<bool>& placedB
     return lifetimes[a].first < lifetimes[b].first;
   });
 
+  // An output its first launch may write over an input whose last use that launch is
+  // (KernelLaunch::inPlace): the two need not be apart at that launch.
+  std::vector<int> partner(count, -1);
+  for (int64_t i = 0; i < end; ++i)
+    for (const auto& [output, input] : module.launches[static_cast<size_t>(i)].inPlace)
+      if (lifetimes[static_cast<size_t>(output)].first == i && lifetimes[static_cast<size_t>(input)].last == i &&
+          module.buffers[static_cast<size_t>(output)].bytes == module.buffers[static_cast<size_t>(input)].bytes &&
+          !placedByCaller[static_cast<size_t>(output)] && !placedByCaller[static_cast<size_t>(input)])
+        partner[static_cast<size_t>(output)] = input, partner[static_cast<size_t>(input)] = output;
+  auto sharing = [&](size_t b) {  // b's in-place partner at b's own offset
+    const int p = partner[b];
+    return p >= 0 && plan.offsets[b] != MemoryPlan::kOutside && plan.offsets[static_cast<size_t>(p)] == plan.offsets[b];
+  };
+
   std::vector<size_t> placed;
   for (size_t b : order) {
     const int64_t bytes = roundUp(std::max<int64_t>(module.buffers[b].bytes, 1), alignment);
     plan.separateBytes += bytes;
-    // The arrays alive with this one, by offset; the lowest gap that fits.
+    // The arrays alive with this one, by offset; its in-place partner's very
+    // bytes where nothing else holds them, else the lowest gap that fits.
     std::vector<std::pair<int64_t, int64_t>> busy;  // [offset, offset + bytes)
     for (size_t p : placed)
-      if (lifetimes[p].overlaps(lifetimes[b]))
+      if (lifetimes[p].overlaps(lifetimes[b]) && static_cast<int>(p) != partner[b])
         busy.push_back({plan.offsets[p], plan.offsets[p] + roundUp(std::max<int64_t>(module.buffers[p].bytes, 1), alignment)});
-    std::sort(busy.begin(), busy.end());
-    int64_t offset = 0;
-    for (const auto& [from, to] : busy) {
-      if (offset + bytes <= from) break;
-      offset = std::max(offset, to);
+    const int other = partner[b];
+    const bool partnerPlaced = other >= 0 && plan.offsets[static_cast<size_t>(other)] != MemoryPlan::kOutside;
+    int64_t offset = partnerPlaced ? plan.offsets[static_cast<size_t>(other)] : 0;
+    const bool inPlace = partnerPlaced && std::none_of(busy.begin(), busy.end(), [&](const auto& r) {
+                           return offset < r.second && r.first < offset + bytes;
+                         });
+    if (!inPlace) {
+      if (partnerPlaced) busy.push_back({offset, offset + bytes});  // apart, then: not even in part
+      std::sort(busy.begin(), busy.end());
+      offset = 0;
+      for (const auto& [from, to] : busy) {
+        if (offset + bytes <= from) break;
+        offset = std::max(offset, to);
+      }
     }
     plan.offsets[b] = offset;
+    if (inPlace) plan.inPlace.push_back(lifetimes[b].first > lifetimes[static_cast<size_t>(other)].first
+                                            ? std::pair<int, int>{static_cast<int>(b), other}
+                                            : std::pair<int, int>{other, static_cast<int>(b)});
     plan.arenaBytes = std::max(plan.arenaBytes, offset + bytes);
     placed.push_back(b);
   }
@@ -75,7 +102,8 @@ MemoryPlan planMemory(const CudaModule& module, const std::vector<bool>& placedB
   for (int64_t i = -1; i <= end; ++i) {
     int64_t live = 0;
     for (size_t b : order)
-      if (lifetimes[b].first <= i && i <= lifetimes[b].last)
+      if (lifetimes[b].first <= i && i <= lifetimes[b].last &&
+          !(sharing(b) && lifetimes[b].first == i && lifetimes[static_cast<size_t>(partner[b])].last == i))
         live += roundUp(std::max<int64_t>(module.buffers[b].bytes, 1), alignment);
     if (live > plan.peakLiveBytes) plan.peakLiveBytes = live, plan.peakLaunch = i;
   }
@@ -103,6 +131,10 @@ std::string describeMemoryPlan(const CudaModule& module, const MemoryPlan& plan,
       "  peak alive        {:>14}  at {} (the least any placement needs)\n",
       module.buffers.size(), end, size(plan.arenaBytes), size(plan.separateBytes), size(plan.peakLiveBytes),
       launchName(plan.peakLaunch));
+  for (const auto& [output, input] : plan.inPlace)
+    out += fmt::format("  in place: {} over {} ({}, {})\n", module.buffers[static_cast<size_t>(output)].name,
+                       module.buffers[static_cast<size_t>(input)].name, size(module.buffers[static_cast<size_t>(output)].bytes),
+                       launchName(plan.lifetimes[static_cast<size_t>(output)].first));
   std::vector<size_t> alive;
   for (size_t b = 0; b < module.buffers.size(); ++b) {
     if (plan.offsets[b] == MemoryPlan::kOutside) continue;

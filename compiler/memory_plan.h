@@ -1,6 +1,7 @@
 // The device memory plan of a module: every stored array that the caller does
 // not place itself gets an offset in one arena, and two arrays share bytes
-// only when no launch sees both alive. Lifetimes come from the launch order:
+// only when no launch sees both alive, or when a launch writes one over the
+// other in place as the other's last use. Lifetimes come from the launch order:
 // an array lives from the first launch that touches it to the last (inputs
 // from before the first, outputs until after the last), so a step's
 // activations, its backward's temporaries and its gradients' partial sums
@@ -25,6 +26,7 @@ struct MemoryPlan {
   int64_t separateBytes = 0;  // what the same arrays would take allocated one by one
   int64_t peakLiveBytes = 0;  // the most bytes alive at one launch: the least any plan needs
   int64_t peakLaunch = -1;    // where that is (-1: before the first launch)
+  std::vector<std::pair<int, int>> inPlace;  // (output, input) buffers at the same offset, written in place
   // Per buffer: the launches it lives from and to (inclusive; -1 before the
   // first, launches.size() after the last).
   std::vector<std::pair<int64_t, int64_t>> lifetimes;

@@ -30,7 +30,7 @@ std::string readFile(const fs::path& path) {
 }
 
 // Bump when the JSON layout changes.
-constexpr int kFormat = 2;
+constexpr int kFormat = 3;
 
 }  // namespace
 
@@ -130,7 +130,7 @@ std::string moduleToJson(const CudaModule& module) {
                       {"strides_bytes", m.stridesBytes}, {"box", m.box}, {"swizzle", m.swizzle}});
     launches.push_back({{"name", l.name}, {"kernel", l.kernel}, {"role", l.role}, {"grid", l.grid},
                         {"block", l.block}, {"dynamic_smem_bytes", l.dynamicSmemBytes}, {"tensor_maps", maps},
-                        {"params", params}, {"tensor_cores", l.instructions.tensorCores},
+                        {"params", params}, {"in_place", l.inPlace}, {"tensor_cores", l.instructions.tensorCores},
                         {"source", l.source}});
   }
   return json{{"format", kFormat}, {"arch", module.arch}, {"buffers", buffers}, {"launches", launches}}.dump();
@@ -180,6 +180,7 @@ CudaModule moduleFromJson(const std::string& text) {
       k.tensorMaps.push_back(p);
     }
     for (const json& p : l.at("params")) k.params.push_back({bufferIndex(p.at(0)), p.at(1).get<bool>()});
+    for (const json& p : l.at("in_place")) k.inPlace.push_back({bufferIndex(p.at(0)), bufferIndex(p.at(1))});
     k.instructions.tensorCores = l.at("tensor_cores").get<std::string>();
     k.source = l.at("source").get<std::string>();
     m.launches.push_back(std::move(k));

@@ -55,6 +55,7 @@ void requireSame(const llmc::CudaModule& a, const llmc::CudaModule& b) {
              m.stridesBytes == n.stridesBytes && m.box == n.box && m.swizzle == n.swizzle));
     }
     CHECK(x.instructions.tensorCores.empty() == y.instructions.tensorCores.empty());
+    CHECK(x.inPlace == y.inPlace);
   }
 }
 
@@ -63,6 +64,7 @@ void requireSame(const llmc::CudaModule& a, const llmc::CudaModule& b) {
 TEST_CASE("a module comes back from JSON whole", "[module_cache]") {
   const llmc::CudaModule module = plannedStep();
   REQUIRE(std::any_of(module.launches.begin(), module.launches.end(), [](const auto& l) { return !l.tensorMaps.empty(); }));
+  REQUIRE(std::any_of(module.launches.begin(), module.launches.end(), [](const auto& l) { return !l.inPlace.empty(); }));
   requireSame(module, llmc::cuda::moduleFromJson(llmc::cuda::moduleToJson(module)));
 }
 

@@ -4,6 +4,7 @@
 #include "memory_plan.h"
 
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <random>
 
 #include "pipeline.h"
@@ -34,14 +35,33 @@ CudaModule syntheticModule(const std::vector<int64_t>& bytes, const std::vector<
   return m;
 }
 
-// Every pair of arrays alive at the same launch occupies disjoint bytes.
+// Every pair of arrays alive at the same launch occupies disjoint bytes, but
+// for an output written in place over an input: the same offset, and alive
+// together only at the launch that is the input's last and the output's first,
+// which declared the pair (KernelLaunch::inPlace).
 void requireSound(const CudaModule& m, const MemoryPlan& plan) {
+  for (const auto& [output, input] : plan.inPlace) {
+    const size_t o = static_cast<size_t>(output), i = static_cast<size_t>(input);
+    REQUIRE(plan.offsets[o] == plan.offsets[i]);
+    REQUIRE(m.buffers[o].bytes == m.buffers[i].bytes);
+    const int64_t at = plan.lifetimes[o].first;
+    REQUIRE(at == plan.lifetimes[i].second);
+    const std::vector<std::pair<int, int>>& declared = m.launches.at(static_cast<size_t>(at)).inPlace;
+    REQUIRE(std::find(declared.begin(), declared.end(), std::pair<int, int>{output, input}) != declared.end());
+  }
+  auto inPlace = [&](size_t a, size_t b) {
+    for (const auto& [output, input] : plan.inPlace)
+      if ((output == static_cast<int>(a) && input == static_cast<int>(b)) ||
+          (output == static_cast<int>(b) && input == static_cast<int>(a)))
+        return true;
+    return false;
+  };
   for (size_t a = 0; a < m.buffers.size(); ++a)
     for (size_t b = a + 1; b < m.buffers.size(); ++b) {
       if (plan.offsets[a] == MemoryPlan::kOutside || plan.offsets[b] == MemoryPlan::kOutside) continue;
       const auto [fa, la] = plan.lifetimes[a];
       const auto [fb, lb] = plan.lifetimes[b];
-      if (fa > lb || fb > la) continue;  // never alive together
+      if (fa > lb || fb > la || inPlace(a, b)) continue;  // never alive together, or checked above
       const bool disjoint = plan.offsets[a] + m.buffers[a].bytes <= plan.offsets[b] ||
                             plan.offsets[b] + m.buffers[b].bytes <= plan.offsets[a];
       INFO(m.buffers[a].name << " and " << m.buffers[b].name);
@@ -99,6 +119,40 @@ TEST_CASE("random lifetimes plan soundly", "[memory_plan]") {
   }
 }
 
+TEST_CASE("an output written in place takes its input's bytes only where the launch declared it", "[memory_plan]") {
+  // a0 made by k0, read last by k1, which makes a1 (read by k2); a2 is alive throughout.
+  CudaModule m = syntheticModule({4096, 4096, 1024}, {{0, 2}, {0, 1, 2}, {1, 2}});
+  SECTION("declared: the same bytes, and the arena holds one of the two") {
+    m.launches[1].inPlace = {{1, 0}};
+    const MemoryPlan plan = planMemory(m, std::vector<bool>(3, false));
+    requireSound(m, plan);
+    CHECK(plan.offsets[1] == plan.offsets[0]);
+    CHECK(plan.arenaBytes == 4096 + 1024);
+    REQUIRE(plan.inPlace == std::vector<std::pair<int, int>>{{1, 0}});
+  }
+  SECTION("not declared: apart") {
+    const MemoryPlan plan = planMemory(m, std::vector<bool>(3, false));
+    requireSound(m, plan);
+    CHECK(plan.arenaBytes == 2 * 4096 + 1024);
+    CHECK(plan.inPlace.empty());
+  }
+  SECTION("declared, but the input is read after the launch: apart") {
+    m.launches[2].params.push_back({0, false});
+    m.launches[1].inPlace = {{1, 0}};
+    const MemoryPlan plan = planMemory(m, std::vector<bool>(3, false));
+    requireSound(m, plan);
+    CHECK(plan.offsets[1] != plan.offsets[0]);
+    CHECK(plan.inPlace.empty());
+  }
+  SECTION("declared, but the caller places the output: apart") {
+    m.launches[1].inPlace = {{1, 0}};
+    const MemoryPlan plan = planMemory(m, {false, true, false});
+    requireSound(m, plan);
+    CHECK(plan.offsets[1] == MemoryPlan::kOutside);
+    CHECK(plan.inPlace.empty());
+  }
+}
+
 TEST_CASE("a training step's arrays fit an arena far smaller than one allocation each", "[memory_plan]") {
   // A diagram GPT-2 does not use: a two-layer MLP with a residual, trained.
   const Target target = loadTarget("sm_90a");
@@ -112,4 +166,6 @@ TEST_CASE("a training step's arrays fit an arena far smaller than one allocation
   const MemoryPlan plan = planMemory(m, std::vector<bool>(m.buffers.size(), false));
   requireSound(m, plan);
   CHECK(plan.arenaBytes < plan.separateBytes);
+  // The loss's gradient at the output is elementwise over y, y's last use: written over it.
+  REQUIRE_FALSE(plan.inPlace.empty());
 }
