@@ -85,7 +85,8 @@ struct Storage {
 // Whether a CUDA-core tile launch can write `output` over `input` (KernelLaunch::inPlace):
 // both stored alike with the same axes, and every value the launch makes from the input by
 // elementwise operations alone (no view, reduction or gather that reads it elsewhere), the
-// output among them, without a stream or split. (The kernel's pointers stay __restrict__: per
+// output among them and no other output (each output is stored by a loop of its own), without a
+// stream or split. (The kernel's pointers stay __restrict__: per
 // element the one read feeds the one write, in the same thread.)
 bool elementwiseInPlace(const Graph& g, const LaunchPlan& plan, NodeId output, NodeId input,
                         const std::map<NodeId, StoredArray>& arrays) {
@@ -111,6 +112,10 @@ bool elementwiseInPlace(const Graph& g, const LaunchPlan& plan, NodeId output, N
       grew = true;
     }
   }
+  // Another output made from the input is stored by its own loop, after or before this one's: it
+  // would read the input over what this one wrote.
+  for (NodeId other : plan.outputs)
+    if (other != output && dependent.count(other)) return false;
   return dependent.count(output) > 0;
 }
 

@@ -85,7 +85,8 @@ struct KernelLaunch {
   // (output buffer, input buffer) pairs the launch can run in place: the same
   // type, each output element made only from the input's element at its own
   // position (elementwise work), so a thread reads it before it writes there
-  // and no other thread touches it. Where the input's last use is this
+  // and no other thread touches it; no other output of the launch made from
+  // the input (its own loop would read the input after this one's stores). Where the input's last use is this
   // launch, the memory plan lets the output take its bytes.
   std::vector<std::pair<int, int>> inPlace;
   InstructionChoice instructions;   // what the instruction selection made of it

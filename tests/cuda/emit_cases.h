@@ -96,6 +96,10 @@ inline std::vector<EmitCase> otherCases() {
       // tile adding their partials atomically), tiles not dividing 200 x 136.
       {"split-K contraction", "tests/lit/cuda/split_k.dg", "", {{"B", 8}, {"T", 300}, {"I", 200}, {"J", 136}}, false, {}, 1,
        1},
+      // In place: an output over its input (the memory plan shares their bytes),
+      // and two outputs from one input in one launch (it must not).
+      {"a row's sum added in place", "tests/lit/memory/in_place.dg", "shifted", {{"N", 300}, {"C", 520}}},
+      {"a row's sum added and multiplied", "tests/lit/memory/in_place.dg", "shifted_twice", {{"N", 300}, {"C", 520}}},
       // Ping-pong consumers (an epilogue with a bias and tanh): 280 tiles, 2 or 3
       // a block, taken by the two consumers in turn, 16 k-steps each through a
       // ring of fewer stages; 776 columns, not a multiple of the tile.
