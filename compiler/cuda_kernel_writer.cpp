@@ -597,7 +597,7 @@ class Writer {
     int body = positions;
     if (!eightBase_.empty()) {
       for (const std::string& a : slots_[0].innerAxes) around.push_back(body = loop(body, Axis{a, innerSize(a)}, e));
-      around.push_back(body = openEightPoints(body, body == positions ? positions : around.back(), e));
+      around.push_back(body = openEightPoints(body, body, e));
     }
     for (int pass = 0; pass < 2; ++pass) {  // the running maxima first, then the sums they rescale
       for (size_t k = 0; k < slots_.size(); ++k) {
@@ -625,8 +625,10 @@ class Writer {
     close(positions);
     close(chunks);
     if (lanes) mergeLaneSlots(point);
-    out.streamNote = fmt::format("stream over {} in chunks of {} with {} accumulator slots{}", x, plan_.streamChunk,
-                                 slots_.size(), lanes ? ", a warp per point, its lanes along the stream" : "");
+    out.streamNote = fmt::format("stream over {} in chunks of {} with {} accumulator slots{}{}{}", x, plan_.streamChunk,
+                                 slots_.size(), lanes ? ", a warp per point, its lanes along the stream" : "",
+                                 eightBase_.empty() ? "" : ", 8 points a thread",
+                                 slices_ > 1 ? fmt::format(", its positions dealt to {} slices of the block's threads", slices_) : "");
   }
 
   // Lanes take 8 adjacent positions each where the axis is a multiple of 8
