@@ -278,13 +278,22 @@ KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const
                          0});
   cost.fits = smemBytes <= static_cast<double>(smem.maxPerBlock) && perThread <= static_cast<double>(reg.maxPerThread);
 
+  // A kernel with a contraction evaluated at each position of its stream (attention's scores, over
+  // the channels while the keys stream) runs its contractions on warp-level mma.sync
+  // (tensor_core_stream.h), not on the GEMM library's instruction: on Hopper at less than half of
+  // wgmma's rate. (A GEMM's one contraction is over the stream axis itself.)
+  bool perPosition = false;
   for (NodeId id : k.nodes) {
-    NodeWork w = nodeWork(g, g.node(id), t, o);
+    const Node& n = g.node(id);
+    NodeWork w = nodeWork(g, n, t, o);
     if (w.operations > 0) cost.work[w.unit] += w.operations;
+    perPosition = perPosition || (n.op == Op::Contract && !k.streamAxis.empty() &&
+                                  std::find(n.axes.begin(), n.axes.end(), k.streamAxis) == n.axes.end());
   }
   for (const auto& level : cost.levels)
     if (level.seconds > 0) cost.seconds[level.level] = level.seconds;
-  for (const auto& [unit, ops] : cost.work) cost.seconds[unit] = ops / t.unit(unit).attainable;
+  for (const auto& [unit, ops] : cost.work)
+    cost.seconds[unit] = ops / (perPosition ? t.unit(unit).warpMmaAttainable : t.unit(unit).attainable);
 
   // Blocks resident on an SM share its bandwidth and units, so an SM's time
   // grows with the blocks it is given: the busiest SM, with ceil(blocks/SMs),

@@ -308,9 +308,10 @@ void readDevice(const Field& dev, Target& t, FigureReader& figures) {
   units.allowOnly(kUnitNames);
   for (std::string_view name : kUnitNames) {
     Field u = units[std::string(name)];
-    u.allowOnly({"peak", "attainable"});
+    u.allowOnly({"peak", "attainable", "warp_mma_attainable"});
     ComputeUnit unit{std::string(name), figures.positive(u["peak"]), 0};
     unit.attainable = u.has("attainable") ? figures.positive(u["attainable"]) : unit.peak;
+    unit.warpMmaAttainable = u.has("warp_mma_attainable") ? figures.positive(u["warp_mma_attainable"]) : unit.attainable;
     t.units.push_back(unit);
   }
 }
@@ -459,8 +460,10 @@ void applyGpu(Target& t, const GpuProperties& gpu, bool listed) {
   for (ComputeUnit& u : t.units) {
     u.peak *= scale;
     u.attainable *= scale;
+    u.warpMmaAttainable *= scale;
     rescaled("device.units." + u.name + ".peak", scale);
     rescaled("device.units." + u.name + ".attainable", scale);
+    rescaled("device.units." + u.name + ".warp_mma_attainable", scale);
   }
   l2.bandwidth *= scale;
   l2.attainableBandwidth *= scale;

@@ -44,6 +44,9 @@ struct ComputeUnit {
   std::string name;  // "tensor_bf16", "tensor_f16", "tensor_tf32", "fp32", "sfu", "int32"
   double peak = 0;        // operations per second, nominal
   double attainable = 0;  // what good code reaches; the peak where no better figure is known
+  // Tensor units: what warp-level mma.sync reaches where the device's best
+  // instruction is another (Hopper's warpgroup wgmma); `attainable` where not given.
+  double warpMmaAttainable = 0;
 };
 
 // Who issues a tensor-core instruction: one warp, or a warpgroup of 4 warps.

@@ -91,6 +91,30 @@ TEST_CASE("the matmul optimum approaches 2abc/sqrt(M) + ac as M grows", "[cost]"
   CHECK(previous < 1.15);
 }
 
+TEST_CASE("a stream of contractions takes warp-level mma.sync's rate; a matmul, the target's best", "[cost]") {
+  // On Hopper the GEMM library issues wgmma (800 TFLOP/s measured) while a stream whose scores are
+  // contractions at each position (and its products) runs on mma.sync (352 measured); on Ampere
+  // mma.sync is the best there is, the same figure.
+  const Target hopper = loadTarget("sm_90a"), ampere = loadTarget("sm_80");
+  const ComputeUnit& bf16 = hopper.unit("tensor_bf16");
+  REQUIRE(bf16.warpMmaAttainable < 0.5 * bf16.attainable);
+  REQUIRE(ampere.unit("tensor_bf16").warpMmaAttainable == ampere.unit("tensor_bf16").attainable);
+  const CostOptions bf16Storage{2};
+  for (const char* entry : {"attention", "matmul"}) {
+    const bool attention = std::string(entry) == "attention";
+    auto k = single(entry,
+                    attention ? SizeBindings{{"T", 4096}, {"X", 4096}, {"D", 64}}
+                              : SizeBindings{{"I", 4096}, {"K", 4096}, {"J", 4096}},
+                    hopper);
+    const KernelShape shape = kernelShape(k.graph, k.kernel, hopper, bf16Storage);
+    const Partition best = searchPartition(k.graph, k.kernel, shape, hopper, bf16Storage, Objective::Time);
+    const KernelCost cost = evaluate(k.graph, k.kernel, shape, best, hopper, bf16Storage);
+    const double rate = attention ? bf16.warpMmaAttainable : bf16.attainable;
+    INFO(entry);
+    CHECK(cost.seconds.at("tensor_bf16") == Approx(cost.work.at("tensor_bf16") / rate));
+  }
+}
+
 TEST_CASE("the attention optimum approaches 2qd + 4qxd^2/M as M grows", "[cost]") {
   // The closed form counts the Q tile and the output accumulator, 2 g_q d, as
   // all of M; the model also holds the K and V chunks (double-buffered) and

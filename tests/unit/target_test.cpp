@@ -261,7 +261,7 @@ TEST_CASE("target: a malformed file is refused, naming the file and the field", 
     doc["devices"]["H200"]["units"]["fp32"]["atainable"] = doc["devices"]["H200"]["units"]["fp32"]["peak"];
     const std::string path = writeJson(dir, "typo.json", doc);
     CHECK_THAT(loadError(path), Contains("field 'devices.H200.units.fp32.atainable': unknown field (expected one "
-                                         "of: peak, attainable)"));
+                                         "of: peak, attainable, warp_mma_attainable)"));
   }
   SECTION("bad tensor-core shape") {
     auto doc = readTargetJson("sm_90a");
