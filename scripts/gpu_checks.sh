@@ -42,8 +42,9 @@ for step in "${steps[@]}"; do
         tests/pytorch/compare_gpt2_train.py diagrams ;;
     sanitizer)
       run memcheck 300 compute-sanitizer --tool memcheck "$bin/emit_cuda_gpu_test" "matmul M=1000" "causal attention" \
-        "training step, small"
-      run racecheck 300 compute-sanitizer --tool racecheck "$bin/emit_cuda_gpu_test" "matmul M=1000" "causal attention" ;;
+        "training step, small" "ping-pong" "split-K" "column sums" "in place" "added and multiplied"
+      run racecheck 300 compute-sanitizer --tool racecheck "$bin/emit_cuda_gpu_test" "matmul M=1000" "causal attention" \
+        "ping-pong" "split-K" "column sums" ;;
     kernels)
       run step_kernels_bench 300 "$bin/step_kernels_bench" --reps 5 --top 40 --json "$out/step_kernels.json"
       run generated_gemm_bench 300 "$bin/generated_gemm_bench" --grad
