@@ -43,7 +43,8 @@ options:
                       JSON: grid, block, parameters, tensor maps, buffers),
                       or ptx (that source compiled with NVRTC for --arch; no
                       GPU needed), or memory (the device memory plan of that
-                      source: arena, peak, the largest arrays at the peak)
+                      source: arena, peak, outputs written in place over
+                      their inputs, the largest arrays at the peak)
   --arch ARCH         the target for pseudocode, perf, cuda, launches and ptx: sm_80, sm_90a, a
                       target .json file, or auto (the GPU present); default sm_90a
   --device NAME       a device of the arch's file (H100-SXM, H200, ...)
