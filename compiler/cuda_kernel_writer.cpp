@@ -795,18 +795,27 @@ class Writer {
   // idle and the others reading rows 1536 bytes apart.
   static constexpr int64_t kLaneAxisMin = 32;
 
-  // Whether a stored array the launch reads along `along` is contiguous
-  // along `walked` (through the views it is read through).
-  bool contiguousAcrossPoints(const std::string& along, const std::string& walked) const {
+  // The layouts of the stored arrays the launch reads along `along`, through
+  // the views it reads them through (a renamed axis is the array's own).
+  std::vector<AffineLayout> readLayoutsAlong(const std::string& along) const {
     std::set<NodeId> stored;
     for (const auto& [id, array] : stored_) stored.insert(id);
+    std::vector<AffineLayout> layouts;
     for (NodeId id : plan_.computed)
       for (NodeId o : g_.node(id).operands) {
-        if (plan_.computed.count(o) || isFree(g_, g_.node(o)) || !g_.node(o).type.has(along)) continue;
+        if (isFree(g_, g_.node(o)) || !g_.node(o).type.has(along)) continue;
         std::string why;
-        const std::optional<AffineLayout> layout = layoutThroughViews(g_, o, plan_.computed, stored, names_, why);
-        if (layout && layout->strides.count(walked) && layout->strides.at(walked) == 1) return true;
+        if (std::optional<AffineLayout> l = layoutThroughViews(g_, o, plan_.computed, stored, names_, why))
+          layouts.push_back(std::move(*l));
       }
+    return layouts;
+  }
+
+  // Whether a stored array the launch reads along `along` is contiguous
+  // along `walked`.
+  bool contiguousAcrossPoints(const std::string& along, const std::string& walked) const {
+    for (const AffineLayout& l : readLayoutsAlong(along))
+      if (l.strides.count(walked) && l.strides.at(walked) == 1) return true;
     return false;
   }
   // A stream whose slots are all scalars per point (a softmax's max and
@@ -1025,15 +1034,8 @@ class Writer {
     };
     for (NodeId o : plan_.outputs)
       if (bf16(o) && !g_.node(o).type.axes.empty() && g_.node(o).type.axes.back().name == axis) return true;
-    std::set<NodeId> stored;
-    for (const auto& [id, array] : stored_) stored.insert(id);
-    for (NodeId id : plan_.computed)
-      for (NodeId o : g_.node(id).operands) {
-        if (isFree(g_, g_.node(o)) || !g_.node(o).type.has(axis)) continue;
-        std::string why;
-        const std::optional<AffineLayout> layout = layoutThroughViews(g_, o, plan_.computed, stored, names_, why);
-        if (layout && bf16(layout->array) && layout->strides.count(axis) && layout->strides.at(axis) == 1) return true;
-      }
+    for (const AffineLayout& l : readLayoutsAlong(axis))
+      if (bf16(l.array) && l.strides.count(axis) && l.strides.at(axis) == 1) return true;
     return false;
   }
 
