@@ -66,6 +66,8 @@ class Writer {
     }
     for (const std::string& l : scopes_[0].lines) out.body += "  " + l + "\n";
     out.reads = reads_;
+    out.epilogueInputs = epilogueInputs_;
+    out.epilogueLoads = epilogueLoads_;
     return out;
   }
 
@@ -220,7 +222,13 @@ class Writer {
       if (isNew) {
         it->second = fresh(names_[static_cast<size_t>(n.id)]);
         emit(0, fmt::format("float {}[8];", it->second));
-        emit(0, fmt::format("llmc_load_bf16x8({} + {}, {});", arr.param, offset(n.id, at), it->second));
+        if (addressedByCoordinates(n, at)) {
+          epilogueInputs_.push_back(it->second);
+          epilogueLoads_ += fmt::format("in.{} = llmc_load_raw16({} + {});\n", it->second, arr.param, offset(n.id, at));
+          emit(0, fmt::format("llmc_unpack_bf16x8(in.{0}, {0});", it->second));
+        } else {
+          emit(0, fmt::format("llmc_load_bf16x8({} + {}, {});", arr.param, offset(n.id, at), it->second));
+        }
       }
       return it->second + "[e]";
     }
@@ -247,6 +255,22 @@ class Writer {
     }
     for (size_t i = 0; i + columns.size() < n.type.axes.size(); ++i)
       if (own.at(n.type.axes[i].name).scope != 0) return false;
+    return true;
+  }
+
+  // Whether the epilogue's read of `n` at `at` is addressed by the call's
+  // coordinates (batch, row, col) and constants alone: no value the functor
+  // computes (a gathered index) goes into it, so load() can issue it first.
+  bool addressedByCoordinates(const Node& n, const Env& at) const {
+    auto constant = [](const std::string& e) {
+      return !e.empty() && e.find_first_not_of("()-0123456789") == std::string::npos;
+    };
+    for (const Axis& a : n.type.axes) {
+      const std::string& e = at.at(a.name).expr;
+      const bool coordinate = std::any_of(firstColumn_.begin(), firstColumn_.end(),
+                                          [&](const auto& bound) { return bound.second.expr == e; });
+      if (!coordinate && !constant(e)) return false;
+    }
     return true;
   }
 
@@ -656,7 +680,9 @@ class Writer {
   void vectorLanes(int point, const Env& env, int64_t extent) {
     const std::string& x = plan_.streamAxis;
     const std::string base = fresh("i_" + x + "_8");
-    const int group = open(point, fmt::format("for (int {0} = lane * 8; {0} < {1}; {0} += 256)", base, extent));
+    // Unrolled by 4: each lane has four 16-byte loads in flight, not one (the
+    // loop carries the slots only; a launch of few warps is bound by that).
+    const int group = open(point, fmt::format("_Pragma(\"unroll 4\") for (int {0} = lane * 8; {0} < {1}; {0} += 256)", base, extent));
     for (int pass = 0; pass < 2; ++pass) {  // the running maxima first, then the sums they rescale
       positions_ = group;
       for (size_t k = 0; k < slots_.size(); ++k) {
@@ -1581,6 +1607,8 @@ class Writer {
   Env contractionAt_;  // the epilogue's position of the contraction, v[e]
   Env firstColumn_;    // the same at column col (e = 0)
   bool columnsVectorised_ = false;  // the epilogue's rows hold a multiple of 8 columns
+  std::vector<std::string> epilogueInputs_;  // WrittenKernel::epilogueInputs
+  std::string epilogueLoads_;                // WrittenKernel::epilogueLoads
 };
 
 }  // namespace

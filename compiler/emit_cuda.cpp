@@ -35,12 +35,15 @@ __device__ __forceinline__ llmc_bf16 llmc_f32_to_bf16(float f) {
   return (llmc_bf16)(u >> 16);
 }
 
-// 8 consecutive bf16 values at a 16-byte aligned address, as floats: one 16-byte load.
-__device__ __forceinline__ void llmc_load_bf16x8(const llmc_bf16* p, float (&v)[8]) {
-  const uint4 u = *reinterpret_cast<const uint4*>(p);
+// 16 bytes at a 16-byte aligned address, unconverted; and 8 bf16 values so loaded, as floats.
+__device__ __forceinline__ uint4 llmc_load_raw16(const llmc_bf16* p) { return *reinterpret_cast<const uint4*>(p); }
+__device__ __forceinline__ void llmc_unpack_bf16x8(const uint4& u, float (&v)[8]) {
   const unsigned w[4] = {u.x, u.y, u.z, u.w};
   for (int i = 0; i < 4; ++i) v[2 * i] = __uint_as_float(w[i] << 16), v[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
 }
+
+// 8 consecutive bf16 values at a 16-byte aligned address, as floats: one 16-byte load.
+__device__ __forceinline__ void llmc_load_bf16x8(const llmc_bf16* p, float (&v)[8]) { llmc_unpack_bf16x8(llmc_load_raw16(p), v); }
 
 // 8 floats to consecutive bf16 values at a 16-byte aligned address (rounded as llmc_f32_to_bf16): one 16-byte store.
 __device__ __forceinline__ void llmc_store_bf16x8(llmc_bf16* p, const float (&v)[8]) {
@@ -531,9 +534,18 @@ CudaModule emitCuda(const Graph& graph, const std::vector<PlannedKernel>& kernel
         sm90 ? " (persistent: one block per SM at most)" : "", launch.instructions.describe(), axisList(gemm.m),
         axisList(gemm.n), axisList(gemm.k), axisList(gemm.batch), operandNote("A", gemm.a), operandNote("B", gemm.b),
         gemm.BM, gemm.BN, gemm.tileChoice);
-    text += fmt::format("struct {}_epilogue {{\n{}  __device__ void operator()(llmc::BatchIndex batch, int row, int col, "
-                        "const float (&v)[8], int count) const {{\n",
-                        n, members);
+    std::string inputs, loads;
+    for (const std::string& input : epilogue.epilogueInputs) inputs += fmt::format(" uint4 {};", input);
+    for (size_t at = 0; at < epilogue.epilogueLoads.size();) {
+      size_t end = epilogue.epilogueLoads.find('\n', at);
+      loads += "    " + epilogue.epilogueLoads.substr(at, end - at + 1);
+      at = end + 1;
+    }
+    text += fmt::format("struct {}_epilogue {{\n{}  struct Inputs {{{}{}}};\n"
+                        "  __device__ void load(llmc::BatchIndex batch, int row, int col, Inputs& in) const {{\n{}  }}\n"
+                        "  __device__ void operator()(llmc::BatchIndex batch, int row, int col, const float (&v)[8], "
+                        "int count, const Inputs& in) const {{\n",
+                        n, members, inputs, inputs.empty() ? "" : " ", loads);
     std::string body;
     for (size_t at = 0; at < epilogue.body.size();) {
       size_t end = epilogue.body.find('\n', at);

@@ -54,36 +54,44 @@ bool isBias(const std::string& name) {
 }
 bool isResidualProjection(const std::string& name) { return name == "attprojw" || name == "fcprojw"; }
 
-// N(mean, stddev) values, drawn in blocks of 2^20 that each have a generator
-// seeded from (seed, block): the same values on any number of threads, and
-// GPT-2's 124M parameters in a fraction of a second instead of seconds.
-HostTensor parallelNormal(const Type& type, uint64_t seed, double mean, double stddev) {
+// N(mean, stddev) values for a parameter, drawn in blocks of 2^20 that each
+// have a generator seeded from (seed, block) and are rounded to f32 as drawn.
+struct NormalFill {
+  HostTensor* tensor;
+  uint64_t seed;
+  double mean, stddev;
+};
+
+// Every block of every fill, shared out to the machine's threads at once: the
+// same values on any number of threads, and GPT-2's 124M parameters in a
+// fraction of a second (a parameter's few blocks alone would keep most of the
+// threads idle).
+void drawNormal(const std::vector<NormalFill>& fills) {
   constexpr int64_t kBlock = int64_t{1} << 20;
-  HostTensor out = zeros(type);
-  const int64_t n = static_cast<int64_t>(out.data.size());
-  const int64_t blocks = (n + kBlock - 1) / kBlock;
-  std::atomic<int64_t> next{0};
+  std::vector<std::pair<size_t, int64_t>> blocks;  // fill, block
+  for (size_t f = 0; f < fills.size(); ++f) {
+    const int64_t n = static_cast<int64_t>(fills[f].tensor->data.size());
+    for (int64_t b = 0; b * kBlock < n; ++b) blocks.push_back({f, b});
+  }
+  std::atomic<size_t> next{0};
   auto work = [&] {
-    for (int64_t b; (b = next++) < blocks;) {
-      std::seed_seq seq{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32), static_cast<uint32_t>(b),
-                        static_cast<uint32_t>(b >> 32)};
+    for (size_t k; (k = next++) < blocks.size();) {
+      const auto [f, b] = blocks[k];
+      const NormalFill& fill = fills[f];
+      std::seed_seq seq{static_cast<uint32_t>(fill.seed), static_cast<uint32_t>(fill.seed >> 32),
+                        static_cast<uint32_t>(b), static_cast<uint32_t>(b >> 32)};
       std::mt19937_64 rng(seq);
-      std::normal_distribution<double> normal(mean, stddev);
-      for (int64_t i = b * kBlock; i < std::min(n, (b + 1) * kBlock); ++i) out.data[static_cast<size_t>(i)] = normal(rng);
+      std::normal_distribution<double> normal(fill.mean, fill.stddev);
+      std::vector<double>& data = fill.tensor->data;
+      const int64_t end = std::min(static_cast<int64_t>(data.size()), (b + 1) * kBlock);
+      for (int64_t i = b * kBlock; i < end; ++i) data[static_cast<size_t>(i)] = static_cast<float>(normal(rng));
     }
   };
-  const int64_t threads = std::min<int64_t>(blocks, std::max(1u, std::thread::hardware_concurrency()));
+  const size_t threads = std::min<size_t>(blocks.size(), std::max(1u, std::thread::hardware_concurrency()));
   std::vector<std::thread> helpers;
-  for (int64_t t = 1; t < threads; ++t) helpers.emplace_back(work);
+  for (size_t t = 1; t < threads; ++t) helpers.emplace_back(work);
   work();
   for (std::thread& h : helpers) h.join();
-  return out;
-}
-
-HostTensor filled(const Type& type, double value) {
-  HostTensor t = zeros(type);
-  std::fill(t.data.begin(), t.data.end(), value);
-  return t;
 }
 
 // A checkpoint stores f32: keep the host values exactly representable, so that
@@ -111,11 +119,18 @@ Gpt2Weights fillGpt2Weights(const Gpt2Config& config, uint64_t seed, Fill fill) 
 
 Gpt2Weights randomGpt2Weights(const Gpt2Config& config, uint64_t seed) {
   const double residualScale = 1.0 / std::sqrt(2.0 * static_cast<double>(config.L));
-  Gpt2Weights w = fillGpt2Weights(config, seed, [&](const Gpt2Parameter& p, uint64_t s) {
-    if (isLayernormGain(p.name)) return filled(p.type, 1);
-    if (isLayernormBias(p.name) || isBias(p.name)) return zeros(p.type);
-    return parallelNormal(p.type, s, 0, isResidualProjection(p.name) ? 0.02 * residualScale : 0.02);
-  });
+  // Each parameter its own seed, drawn from one generator (independent parameters).
+  Gpt2Weights w = zeroGpt2Weights(config);
+  std::mt19937_64 seeds(seed);
+  std::vector<NormalFill> normal;
+  for (const Gpt2Parameter& p : gpt2Parameters(config)) {
+    HostTensor& t = w.*p.member;
+    const uint64_t s = seeds();
+    if (isLayernormGain(p.name)) std::fill(t.data.begin(), t.data.end(), 1.0);
+    else if (!isLayernormBias(p.name) && !isBias(p.name))
+      normal.push_back({&t, s, 0, isResidualProjection(p.name) ? 0.02 * residualScale : 0.02});
+  }
+  drawNormal(normal);
   // llm.c initialises only the V real rows of wte; the padding is never a
   // token and its logits never count, so it stays zero.
   std::fill(w.wte.data.begin() + config.V * config.C, w.wte.data.end(), 0.0);

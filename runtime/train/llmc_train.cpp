@@ -11,10 +11,12 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <memory>
 #include <optional>
 #include <random>
 
+#include "cuda_context.h"
 #include "cuda_driver.h"
 #include "data_loader.h"
 #include "gpt2_checkpoint.h"
@@ -126,6 +128,17 @@ class TrainingRun {
 
   int run() {
     auto start = Clock::now();
+    // The driver's start and the GPU's context (a second or so) beside the
+    // model's making or reading; the trainer's context is then the same one.
+    std::future<std::unique_ptr<cuda::Context>> earlyContext;
+    if (o_.device != DeviceChoice::Cpu)
+      earlyContext = std::async(std::launch::async, [gpu = place_.gpu]() -> std::unique_ptr<cuda::Context> {
+        try {
+          return std::make_unique<cuda::Context>(gpu);
+        } catch (const std::exception&) {
+          return nullptr;  // the trainer meets the same error and reports it
+        }
+      });
     Gpt2Weights weights = loadOrCreateModel(o_);
     const Gpt2Config c = weights.config;
     fmt::print("model: L={} C={} H={} maxT={} V={} Vp={}, {:.2f}M parameters ({} in {:.2f} s)\n", c.L, c.C, c.H, c.T,
@@ -155,6 +168,7 @@ class TrainingRun {
     int64_t firstStep = 0;
     if (o_.resume) firstStep = readResumePoint(weights, resumed);
 
+    const std::unique_ptr<cuda::Context> context = earlyContext.valid() ? earlyContext.get() : nullptr;
     makeTrainer(std::move(weights));
     if (resumed) {
       trainer_->restoreOptimizerState(resumed->optimizer);

@@ -95,15 +95,22 @@ __device__ inline int swizzled_offset(int outer, int inner) {
 // Epilogue contract
 //
 // The kernels call a functor supplied by the generated kernel,
-//     struct E { __device__ void operator()(BatchIndex batch, int row, int col,
-//                                           const float (&v)[8], int count) const; };
+//     struct E {
+//       struct Inputs { ... };  // what one call reads from global memory (may be empty)
+//       __device__ void load(BatchIndex batch, int row, int col, Inputs& in) const;
+//       __device__ void operator()(BatchIndex batch, int row, int col, const float (&v)[8],
+//                                  int count, const Inputs& in) const;
+//     };
 // with v[i] = C(row, col + i) of GEMM `batch` in fp32 for i < count (entries past count are
 // unspecified), where 0 <= row < M, col % 8 == 0, count = min(8, N - col). Every
-// (batch, row, col-group) is passed exactly once; the tile is staged through shared memory so
-// that consecutive threads of a warp get consecutive column groups of one row, and 16-byte stores
-// from the functor (store_bf16x8) coalesce into whole 128-byte segments. The functor may read
-// any memory (bias, residual) but not write what the running GEMM reads; it must not
-// synchronise (not all threads call it equally often).
+// (batch, row, col-group) is passed exactly once, to load and then to operator() with what load
+// filled in: a thread loads the inputs of several column groups before it computes any of them,
+// so their loads are in flight together (one call that loads, computes and stores would wait a
+// whole memory latency per group). The tile is staged through shared memory so that consecutive
+// threads of a warp get consecutive column groups of one row, and 16-byte stores from the functor
+// (store_bf16x8) coalesce into whole 128-byte segments. The functor may read any memory (bias,
+// residual) but not write what the running GEMM reads; it must not synchronise (not all threads
+// call it equally often).
 
 // Stores v[0..count) to p as bf16; one 16-byte store when count == 8 (p then 16-byte aligned,
 // which the requirements above guarantee for p = base + row * ld + col).
@@ -127,7 +134,9 @@ struct EpilogueStoreBf16 {
   index_t ld;
   BatchStrides batch;
 
-  __device__ void operator()(BatchIndex b, int row, int col, const float (&v)[8], int count) const {
+  struct Inputs {};
+  __device__ void load(BatchIndex, int, int, Inputs&) const {}
+  __device__ void operator()(BatchIndex b, int row, int col, const float (&v)[8], int count, const Inputs&) const {
     store_bf16x8(out + batch.offset(b) + row * ld + col, v, count);
   }
 };
@@ -165,17 +174,34 @@ struct StagingTile {
   }
 
   // Hands rows [0, kRows) x columns [0, kCols) of the staged tile, whose element (0, 0) is
-  // C(row0, col0), to the epilogue; `thread`/`threads` are the calling threads' rank and count.
-  template <class Epilogue>
+  // C(row0, col0), to the epilogue; `thread` is the calling thread's rank among kThreads. Each
+  // thread takes column groups kGroupsAtOnce at a time: their inputs loaded, then computed.
+  template <int kThreads, class Epilogue>
   __device__ void drain(const Epilogue& epilogue, BatchIndex batch, int row0, int col0, int M, int N,
-                        int thread, int threads) const {
+                        int thread) const {
     constexpr int kGroupsPerRow = kCols / 8;
-    for (int g = thread; g < kRows * kGroupsPerRow; g += threads) {
-      const int row = g / kGroupsPerRow, col = (g % kGroupsPerRow) * 8;
-      if (row0 + row < M && col0 + col < N) {
-        float v[8];
-        load8(row, col, v);
-        epilogue(batch, row0 + row, col0 + col, v, min(8, N - (col0 + col)));
+    constexpr int kGroups = kRows * kGroupsPerRow / kThreads;  // per thread
+    constexpr int kGroupsAtOnce = kGroups < 4 ? kGroups : 4;
+    static_assert(kRows * kGroupsPerRow % kThreads == 0 && kGroups % kGroupsAtOnce == 0,
+                  "the tile's column groups shared evenly by the threads");
+#pragma unroll
+    for (int first = 0; first < kGroups; first += kGroupsAtOnce) {
+      typename Epilogue::Inputs in[kGroupsAtOnce];
+#pragma unroll
+      for (int i = 0; i < kGroupsAtOnce; ++i) {
+        const int g = thread + (first + i) * kThreads;
+        const int row = g / kGroupsPerRow, col = (g % kGroupsPerRow) * 8;
+        if (row0 + row < M && col0 + col < N) epilogue.load(batch, row0 + row, col0 + col, in[i]);
+      }
+#pragma unroll
+      for (int i = 0; i < kGroupsAtOnce; ++i) {
+        const int g = thread + (first + i) * kThreads;
+        const int row = g / kGroupsPerRow, col = (g % kGroupsPerRow) * 8;
+        if (row0 + row < M && col0 + col < N) {
+          float v[8];
+          load8(row, col, v);
+          epilogue(batch, row0 + row, col0 + col, v, min(8, N - (col0 + col)), in[i]);
+        }
       }
     }
   }

@@ -222,7 +222,7 @@ __device__ void gemm(const GemmShape& shape, const GemmOperand& a, const GemmOpe
       staging.store_pair(row + 8, col, acc[i][j][2], acc[i][j][3]);
     }
   __syncthreads();
-  staging.drain(epilogue, batch, m0, n0, M, N, threadIdx.x, kThreads);
+  staging.template drain<kThreads>(epilogue, batch, m0, n0, M, N, threadIdx.x);
 }
 
 }  // namespace llmc::sm80

@@ -365,7 +365,7 @@ __device__ void gemm(const TmaDescriptor& tma_a, const TmaDescriptor& tma_b, con
             piece.store_pair(row + 8, col, d[2], d[3]);
           }
           named_barrier(1 + consumer, 128);
-          piece.drain(epilogue, batch, m0 + row_base + 64 * i, n0 + 64 * c, M, N, thread, 128);
+          piece.template drain<128>(epilogue, batch, m0 + row_base + 64 * i, n0 + 64 * c, M, N, thread);
         }
     }
   }
