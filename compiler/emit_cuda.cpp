@@ -88,9 +88,12 @@ struct Storage {
 // Whether a CUDA-core tile launch can write `output` over `input` (KernelLaunch::inPlace):
 // both stored alike with the same axes, and every value the launch makes from the input by
 // elementwise operations alone (no view, reduction or gather that reads it elsewhere), the
-// output among them and no other output (each output is stored by a loop of its own), without a
-// stream or split. (The kernel's pointers stay __restrict__: per
-// element the one read feeds the one write, in the same thread.)
+// output among them, without a stream or split. Other outputs may be made from the input too
+// where every output made from it is stored at the tile's points themselves: the writer reads
+// the input once per point, before any of them is stored (an output with an axis of its own is
+// stored by a loop of its own, which would read the input again over what was written). (The
+// kernel's pointers stay __restrict__: per element the one read feeds the writes, in the same
+// thread.)
 bool elementwiseInPlace(const Graph& g, const LaunchPlan& plan, NodeId output, NodeId input,
                         const std::map<NodeId, StoredArray>& arrays) {
   if (plan.kind != LaunchPlan::Kind::Tile || !plan.streamAxis.empty() || !plan.splitTiles.empty()) return false;
@@ -115,10 +118,15 @@ bool elementwiseInPlace(const Graph& g, const LaunchPlan& plan, NodeId output, N
       grew = true;
     }
   }
-  // Another output made from the input is stored by its own loop, after or before this one's: it
-  // would read the input over what this one wrote.
+  auto atTilePoints = [&](NodeId o) {
+    const std::vector<Axis>& axes = g.node(o).type.axes;
+    return axes.size() == plan.groupAxes.size() &&
+           std::all_of(axes.begin(), axes.end(), [&](const Axis& a) {
+             return std::any_of(plan.groupAxes.begin(), plan.groupAxes.end(), [&](const Axis& x) { return x.name == a.name; });
+           });
+  };
   for (NodeId other : plan.outputs)
-    if (other != output && dependent.count(other)) return false;
+    if (other != output && dependent.count(other) && !(atTilePoints(other) && atTilePoints(output))) return false;
   return dependent.count(output) > 0;
 }
 

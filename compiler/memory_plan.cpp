@@ -53,14 +53,17 @@ MemoryPlan planMemory(const CudaModule& module, const std::vector<bool>& placedB
   });
 
   // An output its first launch may write over an input whose last use that launch is
-  // (KernelLaunch::inPlace): the two need not be apart at that launch.
+  // (KernelLaunch::inPlace): the two need not be apart at that launch. Both in the arena, the
+  // plan may place them so; both the caller's, the caller may.
   std::vector<int> partner(count, -1);
   for (int64_t i = 0; i < end; ++i)
-    for (const auto& [output, input] : module.launches[static_cast<size_t>(i)].inPlace)
-      if (lifetimes[static_cast<size_t>(output)].first == i && lifetimes[static_cast<size_t>(input)].last == i &&
-          module.buffers[static_cast<size_t>(output)].bytes == module.buffers[static_cast<size_t>(input)].bytes &&
-          !placedByCaller[static_cast<size_t>(output)] && !placedByCaller[static_cast<size_t>(input)])
-        partner[static_cast<size_t>(output)] = input, partner[static_cast<size_t>(input)] = output;
+    for (const auto& [output, input] : module.launches[static_cast<size_t>(i)].inPlace) {
+      const size_t o = static_cast<size_t>(output), x = static_cast<size_t>(input);
+      if (lifetimes[o].first != i || lifetimes[x].last != i || module.buffers[o].bytes != module.buffers[x].bytes) continue;
+      if (!placedByCaller[o] && !placedByCaller[x] && partner[o] < 0 && partner[x] < 0)  // the first pair each may join
+        partner[o] = input, partner[x] = output;
+      if (placedByCaller[o] && placedByCaller[x]) plan.callerInPlace.push_back({output, input});
+    }
   auto sharing = [&](size_t b) {  // b's in-place partner at b's own offset
     const int p = partner[b];
     return p >= 0 && plan.offsets[b] != MemoryPlan::kOutside && plan.offsets[static_cast<size_t>(p)] == plan.offsets[b];
@@ -131,6 +134,10 @@ std::string describeMemoryPlan(const CudaModule& module, const MemoryPlan& plan,
       "  peak alive        {:>14}  at {} (the least any placement needs)\n",
       module.buffers.size(), end, size(plan.arenaBytes), size(plan.separateBytes), size(plan.peakLiveBytes),
       launchName(plan.peakLaunch));
+  for (const auto& [output, input] : plan.callerInPlace)
+    out += fmt::format("  may share with the caller: {} over {} ({}, {})\n", module.buffers[static_cast<size_t>(output)].name,
+                       module.buffers[static_cast<size_t>(input)].name, size(module.buffers[static_cast<size_t>(output)].bytes),
+                       launchName(plan.lifetimes[static_cast<size_t>(output)].first));
   for (const auto& [output, input] : plan.inPlace)
     out += fmt::format("  in place: {} over {} ({}, {})\n", module.buffers[static_cast<size_t>(output)].name,
                        module.buffers[static_cast<size_t>(input)].name, size(module.buffers[static_cast<size_t>(output)].bytes),

@@ -27,6 +27,10 @@ struct MemoryPlan {
   int64_t peakLiveBytes = 0;  // the most bytes alive at one launch: the least any plan needs
   int64_t peakLaunch = -1;    // where that is (-1: before the first launch)
   std::vector<std::pair<int, int>> inPlace;  // (output, input) buffers at the same offset, written in place
+  // (output, input) buffers both placed by the caller that the caller may give
+  // the same memory: the one launch that writes the output writes it in place
+  // over the input at the input's last use (an optimizer's w_next over w).
+  std::vector<std::pair<int, int>> callerInPlace;
   // Per buffer: the launches it lives from and to (inclusive; -1 before the
   // first, launches.size() after the last).
   std::vector<std::pair<int64_t, int64_t>> lifetimes;

@@ -26,8 +26,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 def llmc_times(bench, sizes, reps):
     """(forward ms, backward-stream ms, loss ms) from step_kernels_bench's JSON rows."""
     out = {}
-    for name, diagram, extra in (("forward", "tests/lit/pseudocode/attention.dg", ["--forward"]),
-                                 ("training", "tests/lit/pseudocode/attention_loss.dg", [])):
+    for name, diagram, extra in (("forward", "tests/lit/pseudocode/attention.dg", ["--entry", "attend", "--forward"]),
+                                 ("training", "tests/lit/pseudocode/attention_loss.dg", ["--entry", "attention_loss"])):
         with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
             path = f.name
         cmd = [bench, "--diagram", os.path.join(ROOT, diagram), "--set", sizes, "--reps", str(reps), "--top", "0",

@@ -30,7 +30,7 @@ std::string readFile(const fs::path& path) {
 }
 
 // Bump when the JSON layout changes.
-constexpr int kFormat = 3;
+constexpr int kFormat = 4;
 
 }  // namespace
 

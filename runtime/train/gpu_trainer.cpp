@@ -14,6 +14,7 @@
 #include "cuda_event.h"
 #include "jit.h"
 #include "kernel_cache.h"
+#include "memory_plan.h"
 #include "module_cache.h"
 #include "pipeline.h"
 #include "pseudocode.h"
@@ -57,7 +58,7 @@ GpuTrainer::~GpuTrainer() = default;
 
 GpuTrainer::GpuTrainer(const std::string& diagramsDir, Gpt2Weights weights, int64_t B, int64_t T,
                        GpuTrainerOptions options)
-    : config_(weights.config), B_(B), T_(T), options_(std::move(options)), context_(options_.gpu) {
+    : config_(weights.config), B_(B), T_(T), options_(std::move(options)), started_(Clock::now()), context_(options_.gpu) {
   if (T > config_.T)
     throw std::invalid_argument(fmt::format("sequence length {} exceeds the model's maximum {}", T, config_.T));
   stream_ = std::make_unique<cuda::Stream>();
@@ -66,6 +67,7 @@ GpuTrainer::GpuTrainer(const std::string& diagramsDir, Gpt2Weights weights, int6
   if (options_.dataParallel)
     communicator_ = std::make_unique<cuda::NcclCommunicator>(options_.dataParallel->id, options_.dataParallel->rank,
                                                              processes);
+  startup_.contextSeconds = secondsSince(started_);
   const Target target = loadTarget(context_.arch());
   peakFlops_ = target.unit("tensor_bf16").peak;
   startup_.device = context_.name();
@@ -148,7 +150,26 @@ GpuTrainer::GpuTrainer(const std::string& diagramsDir, Gpt2Weights weights, int6
   const int64_t storageBytes = options_.bf16 ? 2 : 4;
   const int64_t packedF32 = packedCount_ * 4, shardF32 = shardCount_ * 4;
   const int64_t tokenBytes = B * T * 4;
-  const int64_t fixedBytes = packedCount_ * storageBytes + 7 * shardF32 /* master, moments, decay mask */ +
+  // The optimizer's state (master weights, moments) updated in place where
+  // its plan lets each next value take the present one's memory (one launch
+  // reads each element before it writes it): one copy each, else two, used
+  // in turns.
+  {
+    const CudaModule& optimizer = module("optimizer").code;
+    std::vector<bool> callerPlaced(optimizer.buffers.size());
+    for (size_t b = 0; b < callerPlaced.size(); ++b)
+      callerPlaced[b] = optimizer.buffers[b].graphInput || !optimizer.buffers[b].graphOutputs.empty();
+    const MemoryPlan plan = planMemory(optimizer, callerPlaced);
+    auto shares = [&](const std::string& output, const std::string& input) {
+      return std::any_of(plan.callerInPlace.begin(), plan.callerInPlace.end(), [&](const auto& pair) {
+        return optimizer.buffers[static_cast<size_t>(pair.first)].name == output &&
+               optimizer.buffers[static_cast<size_t>(pair.second)].name == input;
+      });
+    };
+    stateInPlace_ = shares("w_next", "w") && shares("m_next", "m") && shares("v_next", "v");
+  }
+  const int stateCopies = stateInPlace_ ? 1 : 2;
+  const int64_t fixedBytes = packedCount_ * storageBytes + (3 * stateCopies + 1) * shardF32 /* master, moments, decay mask */ +
                              packedF32 /* gradient */ + 2 * tokenBytes + T * 4 + kSlotCount * 16;
   startup_.gradientBytes = packedF32;
 
@@ -169,7 +190,7 @@ GpuTrainer::GpuTrainer(const std::string& diagramsDir, Gpt2Weights weights, int6
 
   auto allocateStart = Clock::now();
   params_ = allocate(packedCount_ * storageBytes, "the step's parameters");
-  for (int i = 0; i < 2; ++i) {
+  for (int i = 0; i < stateCopies; ++i) {
     master_[i] = allocate(shardF32, "master weights");
     m_[i] = allocate(shardF32, "AdamW's first moments");
     v_[i] = allocate(shardF32, "AdamW's second moments");
@@ -183,9 +204,10 @@ GpuTrainer::GpuTrainer(const std::string& diagramsDir, Gpt2Weights weights, int6
   // Packing pads stay zero: zero gradients, zero moments, zero weights.
   for (cuda::DeviceBuffer* b : {&params_, &master_[0], &master_[1], &m_[0], &m_[1], &v_[0], &v_[1], &gradient_,
                                 &tokens_, &targets_, &sampleTokens_, &scalars_})
-    b->fillBytes(0);
+    if (b->bytes() > 0) b->fillBytes(0);
   startup_.allocateSeconds = secondsSince(allocateStart);
 
+  const auto executorsStart = Clock::now();
   auto slot = [&](int s) { return scalars_.address() + static_cast<CUdeviceptr>(16 * s); };
   auto parameterBindings = [&](std::map<std::string, CUdeviceptr>& b) {
     for (const Slice& s : slices_) b[s.name] = at(params_, s.offset, storageBytes);
@@ -215,8 +237,8 @@ GpuTrainer::GpuTrainer(const std::string& diagramsDir, Gpt2Weights weights, int6
       {"w", master_[0].address()}, {"g", gradientShard}, {"m", m_[0].address()}, {"v", v_[0].address()},
       {"decay_mask", decayMask_.address()}, {"lr", slot(kLearningRate)}, {"beta1", slot(kBeta1)},
       {"beta2", slot(kBeta2)}, {"eps", slot(kEps)}, {"weight_decay", slot(kWeightDecay)}, {"t", slot(kStepNumber)},
-      {"max_norm", slot(kMaxNorm)}, {"w_next", master_[1].address()}, {"m_next", m_[1].address()},
-      {"v_next", v_[1].address()}, {"grad_norm", slot(kGradNorm)}};
+      {"max_norm", slot(kMaxNorm)}, {"w_next", master_[stateCopies - 1].address()},
+      {"m_next", m_[stateCopies - 1].address()}, {"v_next", v_[stateCopies - 1].address()}, {"grad_norm", slot(kGradNorm)}};
   if (sharded) {
     optimizerBindings["squares"] = slot(kGradSquares);
     module("squares").executor = std::make_unique<cuda::ModuleExecutor>(
@@ -238,6 +260,7 @@ GpuTrainer::GpuTrainer(const std::string& diagramsDir, Gpt2Weights weights, int6
     arenaBytes = std::max(arenaBytes, m->executor->memoryPlan().arenaBytes);
     startup_.arenaSeparateBytes = std::max(startup_.arenaSeparateBytes, m->executor->memoryPlan().separateBytes);
   }
+  startup_.executorsSeconds = secondsSince(executorsStart);
   allocateStart = Clock::now();
   arena_ = allocate(arenaBytes, fmt::format("the activations' arena (B={}, T={})", B, T).c_str());
   startup_.allocateSeconds += secondsSince(allocateStart);
@@ -278,18 +301,23 @@ GpuTrainer::GpuTrainer(const std::string& diagramsDir, Gpt2Weights weights, int6
   // packed straight from the parameters (no per-parameter copy in between:
   // d12's would be 2 GB of doubles), the parameters shared out to the
   // machine's threads (one thread takes seconds for GPT-2's 124M).
-  std::vector<float> master(static_cast<size_t>(packedCount_), 0.0f), mask(static_cast<size_t>(packedCount_), 0.0f);
+  // Left uninitialised: each thread first touches (and so faults in) the
+  // pages of its own parameters and their pads.
+  const std::unique_ptr<float[]> master(new float[static_cast<size_t>(packedCount_)]),
+      mask(new float[static_cast<size_t>(packedCount_)]);
   const std::vector<Gpt2Parameter> parameters = gpt2Parameters(config_);
   std::atomic<size_t> nextParameter{0};
   auto pack = [&] {
     for (size_t k; (k = nextParameter++) < parameters.size();) {
       const Gpt2Parameter& p = parameters[k];
       const Slice& slice = slices_[k];  // made from the same list, in the same order
+      const int64_t end = k + 1 < slices_.size() ? slices_[k + 1].offset : packedCount_;  // the pad up to the next
       const std::vector<double>& data = (weights.*p.member).data;
       const bool matrix = p.type.axes.size() >= 2 && !(p.type.axes.size() == 2 && p.type.axes[0].name == "l");
-      std::transform(data.begin(), data.end(), master.begin() + slice.offset,
-                     [](double v) { return static_cast<float>(v); });
-      std::fill_n(mask.begin() + slice.offset, slice.count, matrix ? 1.0f : 0.0f);
+      std::transform(data.begin(), data.end(), master.get() + slice.offset, [](double v) { return static_cast<float>(v); });
+      std::fill(master.get() + slice.offset + slice.count, master.get() + end, 0.0f);
+      std::fill(mask.get() + slice.offset, mask.get() + slice.offset + slice.count, matrix ? 1.0f : 0.0f);
+      std::fill(mask.get() + slice.offset + slice.count, mask.get() + end, 0.0f);
     }
   };
   {
@@ -298,8 +326,8 @@ GpuTrainer::GpuTrainer(const std::string& diagramsDir, Gpt2Weights weights, int6
       helpers.emplace_back(pack);
     pack();
   }
-  master_[0].copyFromHost(master.data() + shardOffset_, static_cast<size_t>(shardF32));
-  decayMask_.copyFromHost(mask.data() + shardOffset_, static_cast<size_t>(shardF32));
+  master_[0].copyFromHost(master.get() + shardOffset_, static_cast<size_t>(shardF32));
+  decayMask_.copyFromHost(mask.get() + shardOffset_, static_cast<size_t>(shardF32));
   module("to_params").executor->run(stream_->get());
   gatherParameters();
   stream_->synchronize();
@@ -452,7 +480,7 @@ double GpuTrainer::optimizerStep(const OptimizerSettings& s) {
     communicator_->allReduce(scalars_.address() + static_cast<CUdeviceptr>(16 * kGradSquares), 1, cuda::kNcclFloat32,
                              cuda::kNcclSum, stream_->get());
   }
-  const int next = 1 - current_;
+  const int next = stateInPlace_ ? current_ : 1 - current_;
   cuda::ModuleExecutor& optimizer = *module("optimizer").executor;
   optimizer.rebind("w", master_[current_].address());
   optimizer.rebind("m", m_[current_].address());

@@ -23,6 +23,7 @@
 // each module's arrays placed in it by the memory plan (compiler/memory_plan.h).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -69,6 +70,8 @@ struct GpuStartup {
   double loadSeconds = 0;     // the compiled kernels loaded into the context
   double allocateSeconds = 0; // device memory allocated and zeroed
   double weightsSeconds = 0;  // the model packed, uploaded and rounded to the step's copy
+  double contextSeconds = 0;  // the GPU's context and stream (and NCCL's communicator)
+  double executorsSeconds = 0;  // the modules' executors and memory plans
   int64_t stepLaunches = 0;
   int64_t arenaBytes = 0, arenaSeparateBytes = 0;  // the shared arena, and its arrays one by one
   int64_t deviceBytes = 0;    // everything the trainer allocated
@@ -134,6 +137,7 @@ class GpuTrainer final : public Trainer {
   Gpt2Config config_;
   int64_t B_, T_;
   GpuTrainerOptions options_;
+  std::chrono::steady_clock::time_point started_;  // for GpuStartup's figures
   cuda::Context context_;
   std::unique_ptr<cuda::Stream> stream_;
   std::vector<Slice> slices_;
@@ -149,7 +153,7 @@ class GpuTrainer final : public Trainer {
 
   // Device arrays (packed: packedCount_ elements).
   cuda::DeviceBuffer params_;                // the step's copy, in its storage
-  cuda::DeviceBuffer master_[2], m_[2], v_[2];  // f32, the optimizer's share; [current_] holds the present state
+  cuda::DeviceBuffer master_[2], m_[2], v_[2];  // f32, the optimizer's share; [current_] holds the present state ([1] unused in place)
   cuda::DeviceBuffer gradient_;              // f32, what the last step wrote
   cuda::DeviceBuffer accumulated_[2];        // f32 sums over micro-batches, allocated on first use
   cuda::DeviceBuffer decayMask_;              // the optimizer's share
@@ -157,6 +161,7 @@ class GpuTrainer final : public Trainer {
   cuda::DeviceBuffer scalars_;               // 16-byte slots: losses, norm, the optimizer's settings
   cuda::DeviceBuffer arena_;
   int current_ = 0;
+  bool stateInPlace_ = false;  // the optimizer writes master_[0], m_[0], v_[0] over themselves
   int accumulatedIn_ = -1;   // accumulated_[i] holds this optimizer step's sum; -1: none yet
   int64_t microBatches_ = 0;  // since the last optimizer step
 

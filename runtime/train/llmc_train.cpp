@@ -168,7 +168,9 @@ class TrainingRun {
     int64_t firstStep = 0;
     if (o_.resume) firstStep = readResumePoint(weights, resumed);
 
+    const auto contextWait = Clock::now();
     const std::unique_ptr<cuda::Context> context = earlyContext.valid() ? earlyContext.get() : nullptr;
+    if (context) fmt::print("CUDA context ready {:.2f} s later\n", secondsSince(contextWait));
     makeTrainer(std::move(weights));
     if (resumed) {
       trainer_->restoreOptimizerState(resumed->optimizer);
@@ -237,10 +239,11 @@ class TrainingRun {
         fmt::print("compiled the training step from {} in {:.2f} s: planned in {:.2f} s ({} of {} modules from the "
                    "plan cache), kernels {}\n",
                    diagramsDir(), total, s.planSeconds, s.plansFromCache, s.modules, s.jit.describe());
-        fmt::print("startup: kernels loaded in {:.2f} s, device memory {:.2f} s, weights {:.2f} s, the rest (CUDA "
-                   "context, executors) {:.2f} s\n",
-                   s.loadSeconds, s.allocateSeconds, s.weightsSeconds,
-                   total - s.planSeconds - s.jit.wallSeconds - s.loadSeconds - s.allocateSeconds - s.weightsSeconds);
+        fmt::print("startup: CUDA context {:.2f} s, executors {:.2f} s, kernels loaded in {:.2f} s, device memory {:.2f} s, "
+                   "weights {:.2f} s, the rest {:.2f} s\n",
+                   s.contextSeconds, s.executorsSeconds, s.loadSeconds, s.allocateSeconds, s.weightsSeconds,
+                   total - s.contextSeconds - s.executorsSeconds - s.planSeconds - s.jit.wallSeconds - s.loadSeconds -
+                       s.allocateSeconds - s.weightsSeconds);
         fmt::print("device memory: {:.2f} GiB allocated ({} launches per step; activations arena {:.2f} GiB, "
                    "{:.2f} GiB without the memory plan)\n",
                    gib(s.deviceBytes), s.stepLaunches, gib(s.arenaBytes), gib(s.arenaSeparateBytes));

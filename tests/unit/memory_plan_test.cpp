@@ -150,7 +150,49 @@ TEST_CASE("an output written in place takes its input's bytes only where the lau
     requireSound(m, plan);
     CHECK(plan.offsets[1] == MemoryPlan::kOutside);
     CHECK(plan.inPlace.empty());
+    CHECK(plan.callerInPlace.empty());
   }
+  SECTION("declared, the caller places both: the caller may share them") {
+    m.launches[1].inPlace = {{1, 0}};
+    const MemoryPlan plan = planMemory(m, {true, true, false});
+    CHECK(plan.inPlace.empty());
+    REQUIRE(plan.callerInPlace == std::vector<std::pair<int, int>>{{1, 0}});
+  }
+  SECTION("declared, the caller places both, but the input is read after the launch: apart") {
+    m.launches[2].params.push_back({0, false});
+    m.launches[1].inPlace = {{1, 0}};
+    const MemoryPlan plan = planMemory(m, {true, true, false});
+    CHECK(plan.callerInPlace.empty());
+  }
+}
+
+TEST_CASE("an optimizer's next state may take the present state's memory", "[memory_plan]") {
+  // A diagram GPT-2 does not use: SGD with momentum, two outputs from one
+  // elementwise launch, the weights' made from the velocity's too.
+  const Target target = loadTarget("sm_90a");
+  PipelineOptions p;
+  p.path = testing::repoPath("tests/lit/memory/momentum_sgd.dg");
+  p.sizes = {{"N", 1 << 20}};
+  p.target = &target;
+  const Graph g = compileToIR(p);
+  EmitOptions e;
+  e.storage = StorageType::F32;
+  const CudaModule m = emitCuda(g, planKernels(g, target, p.cost), target, e);
+  std::vector<bool> callerPlaced(m.buffers.size());
+  for (size_t b = 0; b < m.buffers.size(); ++b)
+    callerPlaced[b] = m.buffers[b].graphInput || !m.buffers[b].graphOutputs.empty();
+  const MemoryPlan plan = planMemory(m, callerPlaced);
+  auto shares = [&](const std::string& output, const std::string& input) {
+    return std::any_of(plan.callerInPlace.begin(), plan.callerInPlace.end(), [&](const auto& pair) {
+      return m.buffers[static_cast<size_t>(pair.first)].name == output &&
+             m.buffers[static_cast<size_t>(pair.second)].name == input;
+    });
+  };
+  CHECK(shares("w_next", "w"));
+  CHECK(shares("velocity_next", "velocity"));
+  // The gradient is read by the same launch but the caller keeps it: no pair
+  // can name an output the launch does not write.
+  for (const auto& [output, input] : plan.callerInPlace) CHECK(m.buffers[static_cast<size_t>(output)].name != "g");
 }
 
 TEST_CASE("a training step's arrays fit an arena far smaller than one allocation each", "[memory_plan]") {
