@@ -85,14 +85,26 @@ void compileInThreads(const std::vector<KernelSource>& kernels, const std::vecto
 // errors. The children run NVRTC and the cache only, and leave by _exit.
 std::vector<size_t> compileInProcesses(const std::vector<KernelSource>& kernels, const KernelCache& cache,
                                        unsigned workers, std::vector<JitKernel>& out) {
-  std::vector<size_t> missing;
-  for (size_t i = 0; i < kernels.size(); ++i) {
-    const auto start = std::chrono::steady_clock::now();
-    if (auto cached = cache.find(kernels[i]))
-      out[i] = JitKernel{.compiled = std::move(*cached), .seconds = secondsSince(start), .fromCache = true};
-    else
-      missing.push_back(i);
+  // The cache first, looked up on `workers` threads (a warm start reads
+  // hundreds of entries: one by one they took half a second).
+  std::vector<char> cached(kernels.size(), 0);
+  {
+    std::atomic<size_t> next = 0;
+    auto lookUp = [&] {
+      for (size_t i = next++; i < kernels.size(); i = next++) {
+        const auto start = std::chrono::steady_clock::now();
+        if (auto found = cache.find(kernels[i])) {
+          out[i] = JitKernel{.compiled = std::move(*found), .seconds = secondsSince(start), .fromCache = true};
+          cached[i] = 1;
+        }
+      }
+    };
+    std::vector<std::jthread> pool;
+    for (unsigned t = 0; t < workers; ++t) pool.emplace_back(lookUp);
   }
+  std::vector<size_t> missing;
+  for (size_t i = 0; i < kernels.size(); ++i)
+    if (!cached[i]) missing.push_back(i);
   if (missing.empty()) return {};
 
   // Shared with the children: the next missing kernel to take, and each one's compile time.

@@ -56,9 +56,14 @@ GpuTrainer::Module& GpuTrainer::module(const std::string& name) { return *module
 
 GpuTrainer::~GpuTrainer() = default;
 
-GpuTrainer::GpuTrainer(const std::string& diagramsDir, Gpt2Weights weights, int64_t B, int64_t T,
+GpuTrainer::GpuTrainer(const std::string& diagramsDir, const Gpt2Weights& weights, int64_t B, int64_t T,
                        GpuTrainerOptions options)
-    : config_(weights.config), B_(B), T_(T), options_(std::move(options)), started_(Clock::now()), context_(options_.gpu) {
+    : GpuTrainer(diagramsDir, weights.config, [&weights]() -> const Gpt2Weights& { return weights; }, B, T,
+                 std::move(options)) {}
+
+GpuTrainer::GpuTrainer(const std::string& diagramsDir, const Gpt2Config& config,
+                       const std::function<const Gpt2Weights&()>& model, int64_t B, int64_t T, GpuTrainerOptions options)
+    : config_(config), B_(B), T_(T), options_(std::move(options)), started_(Clock::now()), context_(options_.gpu) {
   if (T > config_.T)
     throw std::invalid_argument(fmt::format("sequence length {} exceeds the model's maximum {}", T, config_.T));
   stream_ = std::make_unique<cuda::Stream>();
@@ -305,6 +310,11 @@ GpuTrainer::GpuTrainer(const std::string& diagramsDir, Gpt2Weights weights, int6
   // pages of its own parameters and their pads.
   const std::unique_ptr<float[]> master(new float[static_cast<size_t>(packedCount_)]),
       mask(new float[static_cast<size_t>(packedCount_)]);
+  const Gpt2Weights& weights = model();
+  startup_.modelWaitSeconds = secondsSince(weightsStart);
+  if (weights.config.L != config_.L || weights.config.C != config_.C || weights.config.Vp != config_.Vp ||
+      weights.config.T != config_.T)
+    throw std::invalid_argument("GpuTrainer: the model is not of the configuration it was planned for");
   const std::vector<Gpt2Parameter> parameters = gpt2Parameters(config_);
   std::atomic<size_t> nextParameter{0};
   auto pack = [&] {
@@ -332,7 +342,6 @@ GpuTrainer::GpuTrainer(const std::string& diagramsDir, Gpt2Weights weights, int6
   gatherParameters();
   stream_->synchronize();
   startup_.weightsSeconds = secondsSince(weightsStart);
-  hostWeights_ = std::move(weights);
 }
 
 std::vector<float> GpuTrainer::packed(const std::vector<double>& perParameter) const {

@@ -26,6 +26,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -70,6 +71,7 @@ struct GpuStartup {
   double loadSeconds = 0;     // the compiled kernels loaded into the context
   double allocateSeconds = 0; // device memory allocated and zeroed
   double weightsSeconds = 0;  // the model packed, uploaded and rounded to the step's copy
+  double modelWaitSeconds = 0;  // of weightsSeconds, waiting for the model still in the making
   double contextSeconds = 0;  // the GPU's context and stream (and NCCL's communicator)
   double executorsSeconds = 0;  // the modules' executors and memory plans
   int64_t stepLaunches = 0;
@@ -84,7 +86,11 @@ class GpuTrainer final : public Trainer {
  public:
   // Throws NoGpuError without a usable GPU, and std::runtime_error naming
   // the sizes when the model does not fit its memory.
-  GpuTrainer(const std::string& diagramsDir, Gpt2Weights weights, int64_t B, int64_t T, GpuTrainerOptions options);
+  GpuTrainer(const std::string& diagramsDir, const Gpt2Weights& weights, int64_t B, int64_t T, GpuTrainerOptions options);
+  // The model asked for only when its values go to the device, after the
+  // kernels are planned and compiled: it may still be in the making.
+  GpuTrainer(const std::string& diagramsDir, const Gpt2Config& config, const std::function<const Gpt2Weights&()>& model,
+             int64_t B, int64_t T, GpuTrainerOptions options);
   ~GpuTrainer() override;
 
   double forwardBackward(const std::vector<int32_t>& inputs, const std::vector<int32_t>& targets,

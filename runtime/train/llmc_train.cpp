@@ -70,7 +70,22 @@ int gpusOnThisNode() {
   }
 }
 
-Gpt2Weights loadOrCreateModel(const TrainOptions& o) {
+// The model of -e: a fresh dN (made from the seed: its configuration known at
+// once, its values on a thread beside the trainer's planning and compiling,
+// which need them only when they go to the device), or a checkpoint, read.
+struct ModelSource {
+  Gpt2Config config;
+  std::shared_future<Gpt2Weights> weights;
+  bool fresh = false;
+};
+
+std::shared_future<Gpt2Weights> ready(Gpt2Weights weights) {
+  std::promise<Gpt2Weights> promise;
+  promise.set_value(std::move(weights));
+  return promise.get_future().share();
+}
+
+ModelSource openModel(const TrainOptions& o) {
   bool isFile = fs::exists(o.model);
   bool looksLikePath = o.model.find('/') != std::string::npos || o.model.find('.') != std::string::npos;
   if (!isFile && !looksLikePath) {
@@ -80,11 +95,14 @@ Gpt2Weights loadOrCreateModel(const TrainOptions& o) {
     if (config.C % config.H != 0)
       throw std::invalid_argument(fmt::format("{} channels do not split into {} heads", config.C, config.H));
     config.T = std::max<int64_t>(1024, o.seqLen);
-    return randomGpt2Weights(config, o.seed);
+    return {config, std::async(std::launch::async, [config, seed = o.seed] { return randomGpt2Weights(config, seed); }).share(),
+            true};
   }
   if (!isFile) throw std::runtime_error(fmt::format("-e {}: no such checkpoint file (or dN for a fresh model)", o.model));
   if (o.channels || o.heads) throw std::invalid_argument("--channels and --heads apply to a fresh dN model only");
-  return readCheckpoint(o.model);
+  Gpt2Weights weights = readCheckpoint(o.model);
+  const Gpt2Config config = weights.config;
+  return {config, ready(std::move(weights)), false};
 }
 
 std::vector<uint8_t> packLoaderState(const DataLoaderState& s) {
@@ -139,11 +157,12 @@ class TrainingRun {
           return nullptr;  // the trainer meets the same error and reports it
         }
       });
-    Gpt2Weights weights = loadOrCreateModel(o_);
-    const Gpt2Config c = weights.config;
-    fmt::print("model: L={} C={} H={} maxT={} V={} Vp={}, {:.2f}M parameters ({} in {:.2f} s)\n", c.L, c.C, c.H, c.T,
-               c.V, c.Vp, static_cast<double>(c.parameterCount()) / 1e6, fs::exists(o_.model) ? "read" : "made",
-               secondsSince(start));
+    ModelSource model = openModel(o_);
+    const Gpt2Config c = model.config;
+    fmt::print("model: L={} C={} H={} maxT={} V={} Vp={}, {:.2f}M parameters ({})\n", c.L, c.C, c.H, c.T, c.V, c.Vp,
+               static_cast<double>(c.parameterCount()) / 1e6,
+               model.fresh ? "initialised from the seed beside the compiling"
+                           : fmt::format("read in {:.2f} s", secondsSince(start)));
 
     train_.emplace(o_.trainData, static_cast<int>(o_.batchSize), static_cast<int>(o_.seqLen),
                    DataLoaderOptions{o_.shuffle, o_.seed, place_.rank, place_.size});
@@ -166,12 +185,12 @@ class TrainingRun {
     // once, for it.
     std::optional<TrainState> resumed;
     int64_t firstStep = 0;
-    if (o_.resume) firstStep = readResumePoint(weights, resumed);
+    if (o_.resume) firstStep = readResumePoint(model, resumed);
 
     const auto contextWait = Clock::now();
     const std::unique_ptr<cuda::Context> context = earlyContext.valid() ? earlyContext.get() : nullptr;
     if (context) fmt::print("CUDA context ready {:.2f} s later\n", secondsSince(contextWait));
-    makeTrainer(std::move(weights));
+    makeTrainer(model);
     if (resumed) {
       trainer_->restoreOptimizerState(resumed->optimizer);
       train_->restore(unpackLoaderState(resumed->loaderState, stateCheckpointPath(o_.outputDir, firstStep)));
@@ -209,7 +228,7 @@ class TrainingRun {
  private:
   // The GPU path where there is a GPU (or where --device cuda asks for it:
   // then its absence is an error), else the CPU path.
-  void makeTrainer(Gpt2Weights weights) {
+  void makeTrainer(const ModelSource& model) {
     auto start = Clock::now();
     if (o_.device != DeviceChoice::Cpu) {
       try {
@@ -221,7 +240,9 @@ class TrainingRun {
         if (place_.size > 1)
           g.dataParallel =
               GpuTrainerOptions::DataParallel{exchangeNcclId(place_), place_.rank, place_.size, o_.zeroStage, o_.overlap};
-        auto gpu = std::make_unique<GpuTrainer>(diagramsDir(), weights, o_.batchSize, o_.seqLen, g);
+        auto gpu = std::make_unique<GpuTrainer>(
+            diagramsDir(), model.config, [&model]() -> const Gpt2Weights& { return model.weights.get(); }, o_.batchSize,
+            o_.seqLen, g);
         removeNcclIdFile(place_);
         const GpuStartup& s = gpu->startup();
         if (place_.size > 1)
@@ -240,8 +261,9 @@ class TrainingRun {
                    "plan cache), kernels {}\n",
                    diagramsDir(), total, s.planSeconds, s.plansFromCache, s.modules, s.jit.describe());
         fmt::print("startup: CUDA context {:.2f} s, executors {:.2f} s, kernels loaded in {:.2f} s, device memory {:.2f} s, "
-                   "weights {:.2f} s, the rest {:.2f} s\n",
+                   "weights {:.2f} s ({:.2f} s of it waiting for the model), the rest {:.2f} s\n",
                    s.contextSeconds, s.executorsSeconds, s.loadSeconds, s.allocateSeconds, s.weightsSeconds,
+                   s.modelWaitSeconds,
                    total - s.contextSeconds - s.executorsSeconds - s.planSeconds - s.jit.wallSeconds - s.loadSeconds -
                        s.allocateSeconds - s.weightsSeconds);
         fmt::print("device memory: {:.2f} GiB allocated ({} launches per step; activations arena {:.2f} GiB, "
@@ -259,7 +281,7 @@ class TrainingRun {
     } else {
       fmt::print("device: cpu (reference interpreter)\n");
     }
-    trainer_ = std::make_unique<InterpreterTrainer>(diagramsDir(), std::move(weights), o_.batchSize, o_.seqLen);
+    trainer_ = std::make_unique<InterpreterTrainer>(diagramsDir(), model.weights.get(), o_.batchSize, o_.seqLen);
     fmt::print("compiled the training step from {} in {:.2f} s (CPU path: reference interpreter)\n", diagramsDir(),
                secondsSince(start));
   }
@@ -390,7 +412,7 @@ class TrainingRun {
   // The newest checkpoint in -o, checked against the model of this run:
   // its weights replace `weights`, its state goes to `state`. Returns its step
   // (0 when there is none).
-  int64_t readResumePoint(Gpt2Weights& weights, std::optional<TrainState>& state) {
+  int64_t readResumePoint(ModelSource& model, std::optional<TrainState>& state) {
     int64_t step = newestCheckpointStep(o_.outputDir);
     if (step < 0) {
       fmt::print("resume: no checkpoint in {}; starting from step 0\n", o_.outputDir);
@@ -399,7 +421,7 @@ class TrainingRun {
     const std::string modelPath = modelCheckpointPath(o_.outputDir, step);
     const std::string statePath = stateCheckpointPath(o_.outputDir, step);
     Gpt2Weights saved = readCheckpoint(modelPath);
-    const Gpt2Config& want = weights.config;
+    const Gpt2Config& want = model.config;
     const Gpt2Config& have = saved.config;
     if (have.L != want.L || have.C != want.C || have.H != want.H || have.V != want.V || have.Vp != want.Vp ||
         have.T != want.T)
@@ -410,7 +432,7 @@ class TrainingRun {
     state = readTrainState(statePath);
     if (state->optimizer.step != step)
       throw std::runtime_error(fmt::format("{}: holds step {}, but its name says {}", statePath, state->optimizer.step, step));
-    weights = std::move(saved);
+    model.weights = ready(std::move(saved));
     return step;
   }
 
