@@ -661,10 +661,12 @@ CudaModule emitCuda(const Graph& graph, const std::vector<PlannedKernel>& kernel
     } else {
       about = "// Zeroes an array that atomic adds accumulate into.\n";
     }
+    const std::string bounds = tcStream.stream ? fmt::format("{}, {}", launch.block, tcStream.stream->residentBlocks)
+                                               : fmt::format("{}", launch.block);
     const std::string function =
         fmt::format("\n// {}: {} blocks x {} threads. Instruction selection: {}.\n{}"
                     "extern \"C\" __global__ void __launch_bounds__({}) {}({}) {{\n{}}}\n",
-                    launch.name, launch.grid[0], launch.block, launch.instructions.describe(), about, launch.block,
+                    launch.name, launch.grid[0], launch.block, launch.instructions.describe(), about, bounds,
                     launch.name, params, written.body);
     kernelsSource += function;
     if (tcStream.stream) tileLibraries.insert("llmc/stream_mma.cuh");

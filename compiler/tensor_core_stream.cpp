@@ -12,6 +12,29 @@ namespace llmc {
 
 namespace {
 
+// The blocks an SM holds of a stream kernel: as many as its shared memory
+// allows, while each thread keeps the registers its fragments need through a
+// step: per product its accumulators and its weights (16 rows x 64 columns of
+// fp32 over a warp's 32 lanes: 32 each), per score its scores (32) and the
+// rows' A fragments (channels/16 mma k-steps of 4), and never fewer than 128
+// (the step's elementwise work, indices and addresses need theirs: the
+// logsumexp stream of tests/lit/cuda/logsumexp.dg takes 109 registers with
+// 48 of fragments, and spills at 64). More blocks than the registers leave
+// room for make ptxas spill the fragments; measured on the H200 (GPT-2 d12,
+// 2026-11-30): attention's dK/dV stream (224 registers of fragments) at 3
+// blocks 25% slower than at 2, its dQ stream (160) at 3 8% faster than at 2,
+// the forward (112) at 4 4% faster than at its 3.
+int residentBlocks(const TensorCoreStream& s, const Target& target) {
+  int64_t fragmentRegisters = 0;
+  for (size_t p = 0; p < s.products.size(); ++p) fragmentRegisters += 2 * 32;
+  for (const StreamScore& sc : s.scores) fragmentRegisters += 32 + sc.rows.paddedChannels / 16 * 4;
+  const int64_t byRegisters = target.registersPerSM / (int64_t{kStreamThreads} * std::max<int64_t>(fragmentRegisters, 128));
+  const int64_t bySmem = target.level("SMEM").capacity / std::max<int64_t>(s.smemBytes, 1);
+  return static_cast<int>(std::clamp<int64_t>(std::min({byRegisters, bySmem, int64_t{target.maxBlocksPerSM}}), 1,
+                                              target.maxWarpsPerSM * target.warpSize / kStreamThreads));
+}
+
+
 constexpr int kMaxChannels = 128;  // registers: a warp's product accumulators hold 16 x channels floats
 
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -138,6 +161,7 @@ class Planner {
     const int64_t limit = target.level("SMEM").maxPerBlock;
     if (s.smemBytes > limit)
       return fail(out, fmt::format("its tiles need {} bytes of shared memory, more than a block's {}", s.smemBytes, limit));
+    s.residentBlocks = residentBlocks(s, target);
     s.grid = ceilDiv(s.rows.size, kStreamRowsPerBlock);
     for (const Axis& a : s.batch) s.grid *= a.size;
     out.stream = s;
@@ -322,9 +346,9 @@ std::string TensorCoreStream::describe() const {
   for (const StreamScore& s : scores) channels += fmt::format("{}{}", channels.empty() ? "" : ", ", s.rows.channel.size);
   return fmt::format(
       "tensor cores: llmc::stream (cp.async + mma.sync), {} rows of {} per block, {} positions of {} per step; "
-      "{} score contraction(s) over {} channels, {} product(s) along the stream{}",
+      "{} score contraction(s) over {} channels, {} product(s) along the stream{}; {} block(s) an SM",
       kStreamRowsPerBlock, rows.name, kStreamPositionsPerStep, stream.name, scores.size(), channels, products.size(),
-      skip ? "; steps a comparison of positions leaves unchanged are skipped" : "");
+      skip ? "; steps a comparison of positions leaves unchanged are skipped" : "", residentBlocks);
 }
 
 TensorCoreStreamPlan planTensorCoreStream(const Graph& graph, const LaunchPlan& plan, const std::set<NodeId>& stored,

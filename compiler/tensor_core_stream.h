@@ -86,6 +86,10 @@ struct TensorCoreStream {
   std::optional<StreamStepSkip> skip;
   int64_t grid = 1;
   int64_t smemBytes = 0;      // the larger of the tiles' and the accumulators' staging at the end
+  // Blocks an SM should hold at once (the kernel's __launch_bounds__ minimum):
+  // as many as its shared memory allows and the registers its fragments need
+  // leave room for (residentBlocks()).
+  int residentBlocks = 1;
   std::map<int, int64_t> slotSmemOffset;  // bytes: each slot's values for the block's rows, after the stream
 
   std::string describe() const;  // one line, for the source's comment and the JSON

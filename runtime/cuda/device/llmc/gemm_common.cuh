@@ -173,36 +173,55 @@ struct StagingTile {
     v[4] = hi.x, v[5] = hi.y, v[6] = hi.z, v[7] = hi.w;
   }
 
-  // Hands rows [0, kRows) x columns [0, kCols) of the staged tile, whose element (0, 0) is
-  // C(row0, col0), to the epilogue; `thread` is the calling thread's rank among kThreads. Each
-  // thread takes column groups kGroupsAtOnce at a time: their inputs loaded, then computed.
+  // Column groups of 8 a thread of kThreads takes from the tile.
+  template <int kThreads>
+  __host__ __device__ static constexpr int groups() {
+    static_assert(kRows * (kCols / 8) % kThreads == 0, "the tile's column groups shared evenly by the threads");
+    return kRows * (kCols / 8) / kThreads;
+  }
+
+  // The epilogue's inputs of this thread's column groups first .. first + kCount - 1 of the tile
+  // whose element (0, 0) is C(row0, col0); `thread` is the calling thread's rank among kThreads.
+  template <int kThreads, int kCount, class Epilogue>
+  __device__ void load_inputs(const Epilogue& epilogue, BatchIndex batch, int row0, int col0, int M, int N, int thread,
+                              int first, typename Epilogue::Inputs (&in)[kCount]) const {
+#pragma unroll
+    for (int i = 0; i < kCount; ++i) {
+      const int g = thread + (first + i) * kThreads;
+      const int row = g / (kCols / 8), col = (g % (kCols / 8)) * 8;
+      if (row0 + row < M && col0 + col < N) epilogue.load(batch, row0 + row, col0 + col, in[i]);
+    }
+  }
+
+  // Hands the same groups of the staged tile to the epilogue with the inputs loaded for them.
+  template <int kThreads, int kCount, class Epilogue>
+  __device__ void compute(const Epilogue& epilogue, BatchIndex batch, int row0, int col0, int M, int N, int thread,
+                          int first, const typename Epilogue::Inputs (&in)[kCount]) const {
+#pragma unroll
+    for (int i = 0; i < kCount; ++i) {
+      const int g = thread + (first + i) * kThreads;
+      const int row = g / (kCols / 8), col = (g % (kCols / 8)) * 8;
+      if (row0 + row < M && col0 + col < N) {
+        float v[8];
+        load8(row, col, v);
+        epilogue(batch, row0 + row, col0 + col, v, min(8, N - (col0 + col)), in[i]);
+      }
+    }
+  }
+
+  // Hands rows [0, kRows) x columns [0, kCols) of the staged tile to the epilogue, four column
+  // groups at a time: their inputs loaded, then computed.
   template <int kThreads, class Epilogue>
   __device__ void drain(const Epilogue& epilogue, BatchIndex batch, int row0, int col0, int M, int N,
                         int thread) const {
-    constexpr int kGroupsPerRow = kCols / 8;
-    constexpr int kGroups = kRows * kGroupsPerRow / kThreads;  // per thread
-    constexpr int kGroupsAtOnce = kGroups < 4 ? kGroups : 4;
-    static_assert(kRows * kGroupsPerRow % kThreads == 0 && kGroups % kGroupsAtOnce == 0,
-                  "the tile's column groups shared evenly by the threads");
+    constexpr int kGroups = groups<kThreads>();
+    constexpr int kAtOnce = kGroups < 4 ? kGroups : 4;
+    static_assert(kGroups % kAtOnce == 0, "whole batches of column groups");
 #pragma unroll
-    for (int first = 0; first < kGroups; first += kGroupsAtOnce) {
-      typename Epilogue::Inputs in[kGroupsAtOnce];
-#pragma unroll
-      for (int i = 0; i < kGroupsAtOnce; ++i) {
-        const int g = thread + (first + i) * kThreads;
-        const int row = g / kGroupsPerRow, col = (g % kGroupsPerRow) * 8;
-        if (row0 + row < M && col0 + col < N) epilogue.load(batch, row0 + row, col0 + col, in[i]);
-      }
-#pragma unroll
-      for (int i = 0; i < kGroupsAtOnce; ++i) {
-        const int g = thread + (first + i) * kThreads;
-        const int row = g / kGroupsPerRow, col = (g % kGroupsPerRow) * 8;
-        if (row0 + row < M && col0 + col < N) {
-          float v[8];
-          load8(row, col, v);
-          epilogue(batch, row0 + row, col0 + col, v, min(8, N - (col0 + col)), in[i]);
-        }
-      }
+    for (int first = 0; first < kGroups; first += kAtOnce) {
+      typename Epilogue::Inputs in[kAtOnce];
+      load_inputs<kThreads>(epilogue, batch, row0, col0, M, N, thread, first, in);
+      compute<kThreads>(epilogue, batch, row0, col0, M, N, thread, first, in);
     }
   }
 };

@@ -350,23 +350,27 @@ __device__ void gemm(const TmaDescriptor& tma_a, const TmaDescriptor& tma_b, con
         if (unit_leader) split.counters[t] = 0;
       }
 
-      // Epilogue, one 64x64 piece at a time through this consumer's staging buffer. The first
+      // Epilogue, one 64x64 piece at a time through this consumer's staging buffer. Each piece's
+      // inputs are loaded first, so their latency passes while the piece is staged; the first
       // barrier waits until the previous piece has been read out.
+      constexpr int kPieceCols = BN / 64;
+      constexpr int kGroups = StagingTile<64, 64>::groups<128>();
 #pragma unroll
-      for (int i = 0; i < Cfg::kRowBlocks; ++i)
+      for (int q = 0; q < Cfg::kRowBlocks * kPieceCols; ++q) {
+        const int i = q / kPieceCols, c = q % kPieceCols;
+        typename Epilogue::Inputs in[kGroups];
+        piece.template load_inputs<128>(epilogue, batch, m0 + row_base + 64 * i, n0 + 64 * c, M, N, thread, 0, in);
+        named_barrier(1 + consumer, 128);
 #pragma unroll
-        for (int c = 0; c < BN / 64; ++c) {
-          named_barrier(1 + consumer, 128);
-#pragma unroll
-          for (int j = 0; j < 8; ++j) {
-            const int row = 16 * warp + lane / 4, col = 8 * j + 2 * (lane % 4);
-            const float* d = &acc[i][4 * (8 * c + j)];
-            piece.store_pair(row, col, d[0], d[1]);
-            piece.store_pair(row + 8, col, d[2], d[3]);
-          }
-          named_barrier(1 + consumer, 128);
-          piece.template drain<128>(epilogue, batch, m0 + row_base + 64 * i, n0 + 64 * c, M, N, thread);
+        for (int j = 0; j < 8; ++j) {
+          const int row = 16 * warp + lane / 4, col = 8 * j + 2 * (lane % 4);
+          const float* d = &acc[i][4 * (8 * c + j)];
+          piece.store_pair(row, col, d[0], d[1]);
+          piece.store_pair(row + 8, col, d[2], d[3]);
         }
+        named_barrier(1 + consumer, 128);
+        piece.template compute<128>(epilogue, batch, m0 + row_base + 64 * i, n0 + 64 * c, M, N, thread, 0, in);
+      }
     }
   }
 }
