@@ -158,6 +158,7 @@ class Writer {
       own[a.name] = it->second;
     }
     if (n.op == Op::Pos) return own.at(n.axes[0]).expr;
+    if (auto fixed = fixed_.find(id); fixed != fixed_.end()) return fixed->second;
     if (auto score = scoreIndex_.find(id); score != scoreIndex_.end() && !inTail_)
       return fmt::format("sc{}[{}][2 * {} + {}]", score->second, fragment_.column, fragment_.half, fragment_.element);
     if (epilogue_ && id == epilogue_->contraction) {
@@ -1173,6 +1174,14 @@ class Writer {
     return skip.neutralWhen ? always : never;
   }
 
+  // The comparison holds the other way (not `neutralWhen`) at every row and
+  // position of the step: the step changes slots everywhere, no mask needed.
+  std::string maskFreeCondition(const StreamStepSkip& skip, const std::string& step) const {
+    StreamStepSkip other = skip;
+    other.neutralWhen = !skip.neutralWhen;
+    return skipCondition(other, step);
+  }
+
   static std::string masked(const std::string& valid, const std::string& v, const char* otherwise) {
     return valid.empty() ? v : fmt::format("({}) ? {} : {}", valid, v, otherwise);
   }
@@ -1269,55 +1278,74 @@ class Writer {
       emit(step, fmt::format("llmc::stream::warp_scores<{}>(sc{}, fa{}, llmc::smem_addr(smem + {} + stage * {}));",
                              columns.paddedChannels, k, k, columns.smemOffset, columns.stageBytes()));
     }
-    // The running maxima first: the sums are rescaled by them.
-    for (size_t k = 0; k < slots_.size(); ++k) {
-      if (stream_.slots[k].kind != AccumulatorSlot::Kind::Max) continue;
-      Env e = env;
-      const int rows = openRows(step, e);
-      std::string stepMax = fresh("step_max");
-      emit(rows, fmt::format("float {} = -LLMC_INF;", stepMax));
-      std::vector<int> opened;
-      std::string valid;
-      const int at = openColumns(rows, e, opened, valid);
-      emit(at, fmt::format("{0} = fmaxf({0}, {1});", stepMax, masked(valid, core(static_cast<int>(k), e), "-LLMC_INF")));
-      closeAll(opened);
-      const std::string ref = slotRef(static_cast<int>(k), e);
-      if (slots_[k].keepsPrevious) emit(rows, fmt::format("{}_prev[{}] = {};", slots_[k].name, fragment_.half, ref));
-      emit(rows, fmt::format("{0} = fmaxf({0}, llmc::stream::quad_max({1}));", ref, stepMax));
-      close(rows);
-    }
-    {
-      Env e = env;
-      const int rows = openRows(step, e);
-      std::map<int, std::string> rescaleOf;  // by max slot
+    for (const StreamProduct& p : t.products) emit(step, fmt::format("float w{}[8][4];", p.slot));
+    // The step's elementwise work at the lane's fragment elements, under `parent`.
+    auto elementwise = [&](int parent) {
+      // The running maxima first: the sums are rescaled by them.
       for (size_t k = 0; k < slots_.size(); ++k) {
-        const int m = slots_[k].maxSlotOfRescale;
-        if (m < 0) continue;
-        if (!rescaleOf.count(m))
-          rescaleOf[m] = define(rows, "float", "rescale",
-                                fmt::format("{}({}_prev[{}], {})", rescale(), slots_[static_cast<size_t>(m)].name,
-                                            fragment_.half, slotRef(m, e)));
-        const std::string& factor = rescaleOf[m];
-        if (const StreamProduct* p = productOf(static_cast<int>(k)))
-          emit(rows, fmt::format("_Pragma(\"unroll\") for (int n = 0; n < {0}; ++n) {{ {1}[n][2 * {2}] *= {3}; "
-                                 "{1}[n][2 * {2} + 1] *= {3}; }}  // rescaled as the max moves",
-                                 p->values.paddedChannels / 8, slots_[k].name, fragment_.half, factor));
-        else emit(rows, fmt::format("{} *= {};  // rescaled as the max moves", slotRef(static_cast<int>(k), e), factor));
+        if (stream_.slots[k].kind != AccumulatorSlot::Kind::Max) continue;
+        Env e = env;
+        const int rows = openRows(parent, e);
+        std::string stepMax = fresh("step_max");
+        emit(rows, fmt::format("float {} = -LLMC_INF;", stepMax));
+        std::vector<int> opened;
+        std::string valid;
+        const int at = openColumns(rows, e, opened, valid);
+        emit(at, fmt::format("{0} = fmaxf({0}, {1});", stepMax, masked(valid, core(static_cast<int>(k), e), "-LLMC_INF")));
+        closeAll(opened);
+        const std::string ref = slotRef(static_cast<int>(k), e);
+        if (slots_[k].keepsPrevious) emit(rows, fmt::format("{}_prev[{}] = {};", slots_[k].name, fragment_.half, ref));
+        emit(rows, fmt::format("{0} = fmaxf({0}, llmc::stream::quad_max({1}));", ref, stepMax));
+        close(rows);
       }
-      for (const StreamProduct& p : t.products) emit(step, fmt::format("float w{}[8][4];", p.slot));
-      std::vector<int> opened;
-      std::string valid;
-      const int at = openColumns(rows, e, opened, valid);
-      for (size_t k = 0; k < slots_.size(); ++k) {
-        if (stream_.slots[k].kind == AccumulatorSlot::Kind::Max) continue;
-        if (const StreamProduct* p = productOf(static_cast<int>(k)))
-          emit(at, fmt::format("w{}[{}][2 * {} + {}] = {};", k, fragment_.column, fragment_.half, fragment_.element,
-                               masked(valid, core(static_cast<int>(k), e, p->factor), "0.0f")));
-        else
-          emit(at, fmt::format("{} += {};", slotRef(static_cast<int>(k), e), masked(valid, core(static_cast<int>(k), e), "0.0f")));
+      {
+        Env e = env;
+        const int rows = openRows(parent, e);
+        std::map<int, std::string> rescaleOf;  // by max slot
+        for (size_t k = 0; k < slots_.size(); ++k) {
+          const int m = slots_[k].maxSlotOfRescale;
+          if (m < 0) continue;
+          if (!rescaleOf.count(m))
+            rescaleOf[m] = define(rows, "float", "rescale",
+                                  fmt::format("{}({}_prev[{}], {})", rescale(), slots_[static_cast<size_t>(m)].name,
+                                              fragment_.half, slotRef(m, e)));
+          const std::string& factor = rescaleOf[m];
+          if (const StreamProduct* p = productOf(static_cast<int>(k)))
+            emit(rows, fmt::format("_Pragma(\"unroll\") for (int n = 0; n < {0}; ++n) {{ {1}[n][2 * {2}] *= {3}; "
+                                   "{1}[n][2 * {2} + 1] *= {3}; }}  // rescaled as the max moves",
+                                   p->values.paddedChannels / 8, slots_[k].name, fragment_.half, factor));
+          else emit(rows, fmt::format("{} *= {};  // rescaled as the max moves", slotRef(static_cast<int>(k), e), factor));
+        }
+        std::vector<int> opened;
+        std::string valid;
+        const int at = openColumns(rows, e, opened, valid);
+        for (size_t k = 0; k < slots_.size(); ++k) {
+          if (stream_.slots[k].kind == AccumulatorSlot::Kind::Max) continue;
+          if (const StreamProduct* p = productOf(static_cast<int>(k)))
+            emit(at, fmt::format("w{}[{}][2 * {} + {}] = {};", k, fragment_.column, fragment_.half, fragment_.element,
+                                 masked(valid, core(static_cast<int>(k), e, p->factor), "0.0f")));
+          else
+            emit(at, fmt::format("{} += {};", slotRef(static_cast<int>(k), e), masked(valid, core(static_cast<int>(k), e), "0.0f")));
+        }
+        closeAll(opened);
+        close(rows);
       }
-      closeAll(opened);
-      close(rows);
+    };
+    if (t.skip) {
+      // A step whose every row and position the comparison leaves unmasked
+      // (a causal mask's keys before the block's first query) runs without it.
+      const std::string full = fresh("unmasked");
+      emit(step, fmt::format("const bool {} = {};", full, maskFreeCondition(*t.skip, "c0")));
+      const int unmasked = open(step, fmt::format("if ({})", full));
+      fixed_[t.skip->comparison] = t.skip->neutralWhen ? "false" : "true";
+      elementwise(unmasked);
+      fixed_.clear();
+      close(unmasked);
+      const int masked = open(step, fmt::format("if (!{})", full));
+      elementwise(masked);
+      close(masked);
+    } else {
+      elementwise(step);
     }
     for (const StreamProduct& p : t.products) {
       emit(step, fmt::format("unsigned fw{}[4][4];", p.slot));
@@ -1607,6 +1635,7 @@ class Writer {
   Env contractionAt_;  // the epilogue's position of the contraction, v[e]
   Env firstColumn_;    // the same at column col (e = 0)
   bool columnsVectorised_ = false;  // the epilogue's rows hold a multiple of 8 columns
+  std::map<NodeId, std::string> fixed_;  // values known where the code is written (a step's unmasked comparison)
   std::vector<std::string> epilogueInputs_;  // WrittenKernel::epilogueInputs
   std::string epilogueLoads_;                // WrittenKernel::epilogueLoads
 };
