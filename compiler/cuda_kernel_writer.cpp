@@ -1543,42 +1543,18 @@ class Writer {
     out.streamNote = fmt::format("a sum over the whole grid: {} blocks, warp shuffles, one atomic add per warp", out.grid);
   }
 
-  // A scatter-add, one thread per value; where the values' innermost axis is
-  // the destination's too (an embedding's channels), a multiple of 8 long, and
-  // the destination f32, 8 adjacent values a thread: bf16 values read 16
-  // bytes at once, added by two 16-byte vector reductions (llmc_add_f32x8)
-  // instead of 8 scalar atomics (GPT-2's token-embedding gradient, 25M
-  // values a step).
   void scatter(WrittenKernel& out) {
     const Node& s = g_.node(plan_.outputs.at(0));
     const Node& values = g_.node(s.operands[0]);
-    const StoredArray& arr = stored_.at(s.id);
-    const Axis& inner = values.type.axes.back();
-    const int64_t rows = s.type.find(s.newAxes[0])->size;
-    const bool eight = arr.ctype == "float" && inner.size % 8 == 0 && s.type.axes.back().name == inner.name &&
-                       s.newAxes[0] != inner.name;
     Env env;
-    Type points = values.type;
-    if (eight) points.axes.back().size /= 8;
-    const int point = flatPoints(points, env, out);
+    const int point = flatPoints(values.type, env, out);
+    std::string v = value(values.id, env);
     std::string row = define(point, "int", "row", value(s.operands[1], env));
     Env at = env;
     at[s.newAxes[0]] = {row, point};
-    if (!eight) {
-      emit(point, fmt::format("if ({0} >= 0 && {0} < {1}) atomicAdd(&{2}[{3}], {4});", row, rows, arr.param,
-                              offset(s.id, at), value(values.id, env)));
-      close(point);
-      return;
-    }
-    const std::string base = define(point, "int", "i_" + inner.name + "_8", env.at(inner.name).expr + " * 8");
-    at[inner.name] = {base, point};
-    const std::string staged = fresh("added");
-    emit(point, fmt::format("float {}[8];", staged));
-    const int elements = openEightPoints(point, point, inner.name, base, env);
-    emit(elements, fmt::format("{}[e] = {};", staged, value(values.id, env)));
-    close(elements);
-    emit(point, fmt::format("if ({0} >= 0 && {0} < {1}) llmc_add_f32x8({2} + {3}, {4});", row, rows, arr.param,
-                            offset(s.id, at), staged));
+    const StoredArray& arr = stored_.at(s.id);
+    emit(point, fmt::format("if ({0} >= 0 && {0} < {1}) atomicAdd(&{2}[{3}], {4});", row, s.type.find(s.newAxes[0])->size,
+                            arr.param, offset(s.id, at), v));
     close(point);
   }
 

@@ -657,8 +657,7 @@ CudaModule emitCuda(const Graph& graph, const std::vector<PlannedKernel>& kernel
                           axes.empty() ? "one point" : axes);
       if (!p.written.streamNote.empty()) about += "// " + p.written.streamNote + ".\n";
     } else if (p.plan.kind == LaunchPlan::Kind::Scatter) {
-      about = "// A scatter-add: atomic adds into the zeroed f32 array, a thread per value (8 adjacent values where they "
-              "are the array's rows).\n";
+      about = "// A scatter-add: one thread per value, atomic adds into the zeroed f32 array.\n";
     } else {
       about = "// Zeroes an array that atomic adds accumulate into.\n";
     }

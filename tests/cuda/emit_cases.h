@@ -100,10 +100,6 @@ inline std::vector<EmitCase> otherCases() {
       // and two outputs from one input in one launch (it must not).
       {"a row's sum added in place", "tests/lit/memory/in_place.dg", "shifted", {{"N", 300}, {"C", 520}}},
       {"a row's sum added and multiplied", "tests/lit/memory/in_place.dg", "shifted_twice", {{"N", 300}, {"C", 520}}},
-      // An embedding's gradient, 8 channels a thread added by vector reductions;
-      // 7 rows for 150 tokens: every row is added to by many threads.
-      {"embedding gradient, 8 channels a thread", "tests/lit/cuda/scatter_add.dg", "", {{"B", 3}, {"T", 50}, {"V", 7}, {"C", 24}},
-       true, {{"tokens", 7}}},
       // Ping-pong consumers (an epilogue with a bias and tanh): 280 tiles, 2 or 3
       // a block, taken by the two consumers in turn, 16 k-steps each through a
       // ring of fewer stages; 776 columns, not a multiple of the tile.
