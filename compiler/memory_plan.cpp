@@ -114,6 +114,19 @@ MemoryPlan planMemory(const CudaModule& module, const std::vector<bool>& placedB
   return plan;
 }
 
+std::vector<bool> graphInputsAndOutputs(const CudaModule& module) {
+  std::vector<bool> placed(module.buffers.size());
+  for (size_t b = 0; b < placed.size(); ++b) placed[b] = module.buffers[b].graphInput || !module.buffers[b].graphOutputs.empty();
+  return placed;
+}
+
+bool callerMayShare(const CudaModule& module, const MemoryPlan& plan, const std::string& output, const std::string& input) {
+  return std::any_of(plan.callerInPlace.begin(), plan.callerInPlace.end(), [&](const std::pair<int, int>& pair) {
+    return module.buffers[static_cast<size_t>(pair.first)].name == output &&
+           module.buffers[static_cast<size_t>(pair.second)].name == input;
+  });
+}
+
 std::string describeMemoryPlan(const CudaModule& module, const MemoryPlan& plan, int top) {
   auto size = [](int64_t bytes) {
     const double b = static_cast<double>(bytes);

@@ -41,6 +41,14 @@ struct MemoryPlan {
 // `alignment` bytes (TMA wants 16; 256 keeps every array on its own sectors).
 MemoryPlan planMemory(const CudaModule& module, const std::vector<bool>& placedByCaller, int64_t alignment = 256);
 
+// planMemory's flags for a caller that places every graph input and output
+// itself (a trainer's parameters, gradients and optimizer state).
+std::vector<bool> graphInputsAndOutputs(const CudaModule& module);
+
+// Whether `plan` lets the caller give the graph output named `output` the
+// memory of the graph input named `input` (MemoryPlan::callerInPlace).
+bool callerMayShare(const CudaModule& module, const MemoryPlan& plan, const std::string& output, const std::string& input);
+
 // The plan in words (llmc-compile --emit memory): the arena against the
 // arrays one by one and the peak, then the `top` largest arrays alive at the
 // peak with the launches that write them first and read them last.

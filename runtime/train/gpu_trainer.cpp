@@ -161,17 +161,9 @@ GpuTrainer::GpuTrainer(const std::string& diagramsDir, const Gpt2Config& config,
   // in turns.
   {
     const CudaModule& optimizer = module("optimizer").code;
-    std::vector<bool> callerPlaced(optimizer.buffers.size());
-    for (size_t b = 0; b < callerPlaced.size(); ++b)
-      callerPlaced[b] = optimizer.buffers[b].graphInput || !optimizer.buffers[b].graphOutputs.empty();
-    const MemoryPlan plan = planMemory(optimizer, callerPlaced);
-    auto shares = [&](const std::string& output, const std::string& input) {
-      return std::any_of(plan.callerInPlace.begin(), plan.callerInPlace.end(), [&](const auto& pair) {
-        return optimizer.buffers[static_cast<size_t>(pair.first)].name == output &&
-               optimizer.buffers[static_cast<size_t>(pair.second)].name == input;
-      });
-    };
-    stateInPlace_ = shares("w_next", "w") && shares("m_next", "m") && shares("v_next", "v");
+    const MemoryPlan plan = planMemory(optimizer, graphInputsAndOutputs(optimizer));
+    stateInPlace_ = callerMayShare(optimizer, plan, "w_next", "w") && callerMayShare(optimizer, plan, "m_next", "m") &&
+                    callerMayShare(optimizer, plan, "v_next", "v");
   }
   const int stateCopies = stateInPlace_ ? 1 : 2;
   const int64_t fixedBytes = packedCount_ * storageBytes + (3 * stateCopies + 1) * shardF32 /* master, moments, decay mask */ +
