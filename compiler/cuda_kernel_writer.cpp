@@ -681,9 +681,7 @@ class Writer {
   void vectorLanes(int point, const Env& env, int64_t extent) {
     const std::string& x = plan_.streamAxis;
     const std::string base = fresh("i_" + x + "_8");
-    // Unrolled by 4: each lane has four 16-byte loads in flight, not one (the
-    // loop carries the slots only; a launch of few warps is bound by that).
-    const int group = open(point, fmt::format("_Pragma(\"unroll 4\") for (int {0} = lane * 8; {0} < {1}; {0} += 256)", base, extent));
+    const int group = open(point, fmt::format("for (int {0} = lane * 8; {0} < {1}; {0} += 256)", base, extent));
     for (int pass = 0; pass < 2; ++pass) {  // the running maxima first, then the sums they rescale
       positions_ = group;
       for (size_t k = 0; k < slots_.size(); ++k) {
