@@ -147,10 +147,6 @@ std::string describeMemoryPlan(const CudaModule& module, const MemoryPlan& plan,
       "  peak alive        {:>14}  at {} (the least any placement needs)\n",
       module.buffers.size(), end, size(plan.arenaBytes), size(plan.separateBytes), size(plan.peakLiveBytes),
       launchName(plan.peakLaunch));
-  for (const auto& [output, input] : plan.callerInPlace)
-    out += fmt::format("  may share with the caller: {} over {} ({}, {})\n", module.buffers[static_cast<size_t>(output)].name,
-                       module.buffers[static_cast<size_t>(input)].name, size(module.buffers[static_cast<size_t>(output)].bytes),
-                       launchName(plan.lifetimes[static_cast<size_t>(output)].first));
   for (const auto& [output, input] : plan.inPlace)
     out += fmt::format("  in place: {} over {} ({}, {})\n", module.buffers[static_cast<size_t>(output)].name,
                        module.buffers[static_cast<size_t>(input)].name, size(module.buffers[static_cast<size_t>(output)].bytes),
