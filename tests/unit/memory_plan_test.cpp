@@ -35,6 +35,21 @@ CudaModule syntheticModule(const std::vector<int64_t>& bytes, const std::vector<
   return m;
 }
 
+// A diagram of the repository emitted for sm_90a with f32 storage (as
+// llmc-train emits its optimizer).
+CudaModule f32Module(const std::string& path, const std::string& entry, const SizeBindings& sizes) {
+  const Target target = loadTarget("sm_90a");
+  PipelineOptions p;
+  p.path = testing::repoPath(path);
+  p.entry = entry;
+  p.sizes = sizes;
+  p.target = &target;
+  const Graph g = compileToIR(p);
+  EmitOptions e;
+  e.storage = StorageType::F32;
+  return emitCuda(g, planKernels(g, target, p.cost), target, e);
+}
+
 // Every pair of arrays alive at the same launch occupies disjoint bytes, but
 // for an output written in place over an input: the same offset, and alive
 // together only at the launch that is the input's last and the output's first,
@@ -169,15 +184,7 @@ TEST_CASE("an output written in place takes its input's bytes only where the lau
 TEST_CASE("an optimizer's next state may take the present state's memory", "[memory_plan]") {
   // A diagram GPT-2 does not use: SGD with momentum, two outputs from one
   // elementwise launch, the weights' made from the velocity's too.
-  const Target target = loadTarget("sm_90a");
-  PipelineOptions p;
-  p.path = testing::repoPath("tests/lit/memory/momentum_sgd.dg");
-  p.sizes = {{"N", 1 << 20}};
-  p.target = &target;
-  const Graph g = compileToIR(p);
-  EmitOptions e;
-  e.storage = StorageType::F32;
-  const CudaModule m = emitCuda(g, planKernels(g, target, p.cost), target, e);
+  const CudaModule m = f32Module("tests/lit/memory/momentum_sgd.dg", "", {{"N", 1 << 20}});
   const MemoryPlan plan = planMemory(m, graphInputsAndOutputs(m));
   auto shares = [&](const std::string& output, const std::string& input) { return callerMayShare(m, plan, output, input); };
   CHECK(shares("w_next", "w"));
@@ -207,17 +214,8 @@ TEST_CASE("a training step's arrays fit an arena far smaller than one allocation
 TEST_CASE("GPT-2's optimizer may update its master weights and moments in place", "[memory_plan]") {
   // llmc-train keeps one copy of them when so (1.4 GiB at d12); both the
   // whole optimizer step and ZeRO-1's clipped half.
-  const Target target = loadTarget("sm_90a");
   for (const char* entry : {"optimizer_step", "clipped_adamw"}) {
-    PipelineOptions p;
-    p.path = testing::repoPath("diagrams/gpt2/optimizer.dg");
-    p.entry = entry;
-    p.sizes = {{"N", 1 << 20}};
-    p.target = &target;
-    const Graph g = compileToIR(p);
-    EmitOptions e;
-    e.storage = StorageType::F32;
-    const CudaModule m = emitCuda(g, planKernels(g, target, p.cost), target, e);
+    const CudaModule m = f32Module("diagrams/gpt2/optimizer.dg", entry, {{"N", 1 << 20}});
     const MemoryPlan plan = planMemory(m, graphInputsAndOutputs(m));
     INFO(entry);
     CHECK(callerMayShare(m, plan, "w_next", "w"));
