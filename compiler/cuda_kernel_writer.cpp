@@ -1109,6 +1109,15 @@ class Writer {
     return fmt::format("reinterpret_cast<const llmc::bf16*>({}) + {}", stored_.at(tile.layout.array).param, offset);
   }
 
+  // A tile by the TMA (one thread a block issues it), counted on `barrier`.
+  std::string tmaTile(const StreamTile& tile, const std::string& smemAt, const std::string& outerPosition,
+                      const std::string& barrier) const {
+    std::string batch[2] = {"0", "0"};
+    for (size_t k = 0; k < tile.batchAxes.size(); ++k) batch[k] = "i_" + tile.batchAxes[k].name;
+    return fmt::format("llmc::stream::tma_tile<{}>(llmc::smem_addr(smem + {}), {}, {}, {}, {}, {});", tile.paddedChannels,
+                       smemAt, tile.tensorMap, outerPosition, batch[0], batch[1], barrier);
+  }
+
   std::string loadTile(const StreamTile& tile, const std::string& smemAt, const std::string& outerPosition,
                        int64_t outerSize) {
     return fmt::format("llmc::sm80::detail::load_tile_async<{}, {}, {}>(reinterpret_cast<llmc::bf16*>(smem + {}), {}, {}, "
@@ -1190,7 +1199,27 @@ class Writer {
     for (size_t k = 0; k < t.scores.size(); ++k) scoreIndex_[t.scores[k].contraction] = static_cast<int>(k);
     out.grid = t.grid;
     out.block = kStreamThreads;
-    emit(0, "extern __shared__ __align__(128) unsigned char smem[];");
+    const bool warpgroup = t.issuer == MmaIssuer::Warpgroup;
+    if (warpgroup) {
+      emit(0, "extern __shared__ __align__(128) unsigned char smem_raw[];");
+      emit(0, fmt::format("// wgmma reads the swizzled tiles by address: they start on a {0}-byte boundary.", kSwizzleAlignment));
+      emit(0, fmt::format("unsigned char* const smem = smem_raw + ({0} - llmc::smem_addr(smem_raw) % {0}) % {0};",
+                          kSwizzleAlignment));
+    } else {
+      emit(0, "extern __shared__ __align__(128) unsigned char smem[];");
+    }
+    if (t.tma) {
+      emit(0, fmt::format("const unsigned stage_full = llmc::smem_addr(smem + {});  // a stage's tiles landed: two mbarriers",
+                          t.barrierOffset));
+      emit(0, "llmc::stream::init_stage_barriers(stage_full);");
+    }
+    // The tiles' loads complete (each thread waits for its own), ordered before wgmma's reads, published.
+    auto tilesLoaded = [&](int scope, int pending) {
+      emit(scope, fmt::format("llmc::sm80::detail::cp_async_wait<{}>();", pending));
+      if (warpgroup) emit(scope, "llmc::stream::fence_shared_for_tensor_cores();");
+      emit(scope, "__syncthreads();");
+    };
+    const char* const issuer = warpgroup ? "warpgroup" : "warp";
     emit(0, "const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;");
     if (t.grid > 1) emit(0, "long long block = blockIdx.x;");
     Env env;
@@ -1208,7 +1237,25 @@ class Writer {
     const std::string rowOrigin = "t_" + t.rows.name;
     const int64_t positions = t.stream.size;
     // The row tiles, the first step's column tiles; the rows' A fragments.
-    for (const StreamScore& sc : t.scores) emit(0, loadTile(sc.rows, fmt::format("{}", sc.rows.smemOffset), rowOrigin, t.rows.size));
+    if (!t.tma)
+      for (const StreamScore& sc : t.scores)
+        emit(0, loadTile(sc.rows, fmt::format("{}", sc.rows.smemOffset), rowOrigin, t.rows.size));
+    int64_t rowBytes = 0, stepBytes = 0;
+    for (const StreamTile* tile : t.loadedTiles()) (tile->outer == t.rows.name ? rowBytes : stepBytes) += tile->stageBytes();
+    // By the TMA: thread 0 expects the stage's bytes on its barrier, then issues the boxes.
+    auto tmaStep = [&](int scope, const std::string& stage, const std::string& first, bool withRows) {
+      const int issuer = open(scope, "if (threadIdx.x == 0)");
+      const std::string barrier = fmt::format("stage_full + 8 * {}", stage);
+      emit(issuer, fmt::format("llmc::stream::expect_tile_bytes({}, {});", barrier, stepBytes + (withRows ? rowBytes : 0)));
+      for (const StreamTile* tile : t.loadedTiles()) {
+        if (tile->outer == t.rows.name) {
+          if (withRows) emit(issuer, tmaTile(*tile, fmt::format("{}", tile->smemOffset), rowOrigin, barrier));
+          continue;
+        }
+        emit(issuer, tmaTile(*tile, fmt::format("{} + {} * {}", tile->smemOffset, stage, tile->stageBytes()), first, barrier));
+      }
+      close(issuer);
+    };
     auto loadStep = [&](int scope, const std::string& stage, const std::string& first) {
       std::vector<const StreamTile*> tiles;
       for (const StreamScore& sc : t.scores) tiles.push_back(&sc.columns);
@@ -1234,11 +1281,15 @@ class Writer {
     } else {
       emit(0, fmt::format("const int c_first = 0, c_last = {};", lastStart));
     }
-    loadStep(0, "0", "c_first");
-    emit(0, "llmc::sm80::detail::cp_async_commit();");
-    emit(0, "llmc::sm80::detail::cp_async_wait<0>();");
-    emit(0, "__syncthreads();");
-    for (size_t k = 0; k < t.scores.size(); ++k) {
+    if (t.tma) {
+      tmaStep(0, "0", "c_first", true);
+      emit(0, "llmc::stream::wait_tiles(stage_full, 0);");
+    } else {
+      loadStep(0, "0", "c_first");
+      emit(0, "llmc::sm80::detail::cp_async_commit();");
+      tilesLoaded(0, 0);
+    }
+    for (size_t k = 0; k < t.scores.size() && !warpgroup; ++k) {
       const StreamTile& rows = t.scores[k].rows;
       emit(0, fmt::format("unsigned fa{}[{}][4];", k, rows.paddedChannels / 16));
       emit(0, fmt::format("llmc::stream::load_row_fragments<{}>(fa{}, llmc::smem_addr(smem + {}), warp * 16);",
@@ -1259,23 +1310,38 @@ class Writer {
       if (slots_[k].keepsPrevious) emit(0, fmt::format("float {}_prev[2];", name));
     }
 
-    const int step = open(0, fmt::format("for (int c0 = c_first, stage = 0; c0 <= c_last; c0 += {}, stage ^= 1)",
-                                         kStreamPositionsPerStep));
+    // With the TMA, n counts the steps: step n fills its stage for the (n / 2)-th time.
+    const int step = open(0, fmt::format("for (int c0 = c_first, stage = 0{}; c0 <= c_last; c0 += {}, stage ^= 1{})",
+                                         t.tma ? ", n = 0" : "", kStreamPositionsPerStep, t.tma ? ", ++n" : ""));
     // The next step's tiles load while this one computes; the barrier at the
     // end of a step frees the stage they overwrite.
     const std::string nextStep = fmt::format("c0 + {}", kStreamPositionsPerStep);
     const int next = open(step, fmt::format("if ({} <= c_last)", nextStep));
-    loadStep(next, "(stage ^ 1)", nextStep);
+    if (t.tma) tmaStep(next, "(stage ^ 1)", nextStep, false);
+    else loadStep(next, "(stage ^ 1)", nextStep);
     close(next);
-    emit(step, "llmc::sm80::detail::cp_async_commit();");
-    emit(step, "llmc::sm80::detail::cp_async_wait<1>();");
-    emit(step, "__syncthreads();");
-    for (size_t k = 0; k < t.scores.size(); ++k) {
-      const StreamTile& columns = t.scores[k].columns;
-      emit(step, fmt::format("float sc{}[8][4];", k));
-      emit(step, fmt::format("llmc::stream::warp_scores<{}>(sc{}, fa{}, llmc::smem_addr(smem + {} + stage * {}));",
-                             columns.paddedChannels, k, k, columns.smemOffset, columns.stageBytes()));
+    if (t.tma) {
+      emit(step, "llmc::stream::wait_tiles(stage_full + 8 * stage, (n >> 1) & 1);");
+    } else {
+      emit(step, "llmc::sm80::detail::cp_async_commit();");
+      tilesLoaded(step, 1);
     }
+    // The scores: from the rows' fragments by each warp, or from both tiles by the warpgroup,
+    // which issues them all before it waits.
+    std::string scoreFragments;
+    for (size_t k = 0; k < t.scores.size(); ++k) {
+      const StreamScore& sc = t.scores[k];
+      const std::string columns = fmt::format("llmc::smem_addr(smem + {} + stage * {})", sc.columns.smemOffset,
+                                              sc.columns.stageBytes());
+      emit(step, fmt::format("float sc{}[8][4];", k));
+      if (warpgroup)
+        emit(step, fmt::format("llmc::stream::warpgroup_scores<{}>(sc{}, llmc::smem_addr(smem + {}), {});",
+                               sc.columns.paddedChannels, k, sc.rows.smemOffset, columns));
+      else
+        emit(step, fmt::format("llmc::stream::warp_scores<{}>(sc{}, fa{}, {});", sc.columns.paddedChannels, k, k, columns));
+      scoreFragments += fmt::format("{}sc{}", k ? ", " : "", k);
+    }
+    if (warpgroup) emit(step, fmt::format("llmc::stream::warpgroup_wait({});", scoreFragments));
     for (const StreamProduct& p : t.products) emit(step, fmt::format("float w{}[8][4];", p.slot));
     // The step's elementwise work at the lane's fragment elements, under `parent`.
     auto elementwise = [&](int parent) {
@@ -1348,13 +1414,16 @@ class Writer {
     } else {
       elementwise(step);
     }
+    std::string productFragments;
     for (const StreamProduct& p : t.products) {
+      productFragments += fmt::format("{}{}", productFragments.empty() ? "" : ", ", slots_[static_cast<size_t>(p.slot)].name);
       emit(step, fmt::format("unsigned fw{}[4][4];", p.slot));
       emit(step, fmt::format("llmc::stream::weight_fragments(fw{0}, w{0});", p.slot));
-      emit(step, fmt::format("llmc::stream::warp_accumulate<{}>({}, fw{}, llmc::smem_addr(smem + {} + stage * {}));",
-                             p.values.paddedChannels, slots_[static_cast<size_t>(p.slot)].name, p.slot, p.values.smemOffset,
+      emit(step, fmt::format("llmc::stream::{}_accumulate<{}>({}, fw{}, llmc::smem_addr(smem + {} + stage * {}));",
+                             issuer, p.values.paddedChannels, slots_[static_cast<size_t>(p.slot)].name, p.slot, p.values.smemOffset,
                              p.values.stageBytes()));
     }
+    if (warpgroup) emit(step, fmt::format("llmc::stream::warpgroup_wait({});", productFragments));
     emit(step, "__syncthreads();");
     close(step);
 
@@ -1416,9 +1485,12 @@ class Writer {
       storeOutputs(point, env, byRow);
       close(point);
     }
-    out.streamNote = fmt::format("stream over {} in steps of {} positions: scores and products by mma.sync, the slots in "
+    if (t.tma)
+      for (const StreamTile* tile : t.loadedTiles()) out.tensorMaps.push_back(tile->tensorMap);
+    out.streamNote = fmt::format("stream over {} in steps of {} positions: scores and products by {}, the slots in "
                                  "registers",
-                                 t.stream.name, kStreamPositionsPerStep);
+                                 t.stream.name, kStreamPositionsPerStep,
+                                 warpgroup ? "wgmma (the block's warpgroup)" : "mma.sync");
   }
 
   // The channel axis of a product slot when it is the innermost axis of

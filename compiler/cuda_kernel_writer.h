@@ -45,6 +45,7 @@ struct WrittenKernel {
   int64_t grid = 1;
   int block = 256;
   std::string streamNote;       // how the stream was emitted, for the source's comment
+  std::vector<std::string> tensorMaps;  // a stream's TMA tiles: the kernel's first parameters (TensorCoreStream::loadedTiles)
   // A GEMM epilogue's inputs whose address is the call's coordinates alone:
   // loaded by the functor's load() (raw 16 bytes into an Inputs member, each
   // a name here) before any column group is computed (gemm_common.cuh).

@@ -335,6 +335,26 @@ TensorMapParam tensorMapOf(const std::string& operand, int buffer, const GemmOpe
   return map;
 }
 
+// A stream tile's tensor map (tensor_core_stream.h): dims (channels, outer
+// positions, its batch axes), boxes of 64 channels x 64 positions, 128B
+// swizzle as the tile is laid out.
+TensorMapParam streamTensorMap(const StreamTile& tile, const TensorCoreStream& stream, int buffer) {
+  TensorMapParam map;
+  map.operand = tile.tensorMap;
+  map.buffer = buffer;
+  map.offsetBytes = tile.layout.offset * 2;
+  const int64_t outer = tile.outer == stream.rows.name ? stream.rows.size : stream.stream.size;
+  const uint64_t rowBytes = static_cast<uint64_t>(tile.layout.strides.at(tile.outer)) * 2;
+  map.dims = {static_cast<uint64_t>(tile.channel.size), static_cast<uint64_t>(outer), 1, 1};
+  map.stridesBytes = {rowBytes, rowBytes, rowBytes};  // a batch dimension of extent 1: never used, but valid
+  for (size_t k = 0; k < tile.batchAxes.size(); ++k) {
+    map.dims[k + 2] = static_cast<uint64_t>(tile.batchAxes[k].size);
+    map.stridesBytes[k + 1] = static_cast<uint64_t>(tile.layout.strides.at(tile.batchAxes[k].name)) * 2;
+  }
+  map.box = {64, static_cast<uint32_t>(kStreamPositionsPerStep), 1, 1};
+  return map;
+}
+
 std::string axisList(const std::vector<Axis>& axes) {
   std::string s;
   for (const Axis& a : axes) s += fmt::format("{}{}:{}", s.empty() ? "" : " ", a.name, a.size);
@@ -634,6 +654,12 @@ CudaModule emitCuda(const Graph& graph, const std::vector<PlannedKernel>& kernel
         for (NodeId r : written.reads)
           if (elementwiseInPlace(graph, p.plan, o, r, arrays)) launch.inPlace.push_back({bufferOf.at(o), bufferOf.at(r)});
     std::string params;
+    if (tcStream.stream && tcStream.stream->tma)
+      for (const StreamTile* tile : tcStream.stream->loadedTiles()) {
+        launch.tensorMaps.push_back(streamTensorMap(*tile, *tcStream.stream, bufferOf.at(tile->layout.array)));
+        params += fmt::format("{}const __grid_constant__ llmc::sm90::TmaDescriptor {}", params.empty() ? "" : ", ",
+                              tile->tensorMap);
+      }
     for (NodeId o : p.plan.outputs) {
       launch.params.push_back({bufferOf.at(o), true});
       params += fmt::format("{}{}* __restrict__ {}", params.empty() ? "" : ", ", arrays.at(o).ctype, arrays.at(o).param);
@@ -669,8 +695,11 @@ CudaModule emitCuda(const Graph& graph, const std::vector<PlannedKernel>& kernel
                     launch.name, launch.grid[0], launch.block, launch.instructions.describe(), about, bounds,
                     launch.name, params, written.body);
     kernelsSource += function;
-    if (tcStream.stream) tileLibraries.insert("llmc/stream_mma.cuh");
-    launch.source = translationUnit(tcStream.stream ? "llmc/stream_mma.cuh" : nullptr, function);
+    const char* streamLibrary = !tcStream.stream                                   ? nullptr
+                                : tcStream.stream->issuer == MmaIssuer::Warpgroup ? "llmc/stream_wgmma.cuh"
+                                                                                  : "llmc/stream_mma.cuh";
+    if (streamLibrary) tileLibraries.insert(streamLibrary);
+    launch.source = translationUnit(streamLibrary, function);
     module.launches.push_back(std::move(launch));
   }
   std::string includes;

@@ -16,7 +16,10 @@ namespace {
 // allows, while each thread keeps the registers its fragments need through a
 // step: per product its accumulators and its weights (16 rows x 64 columns of
 // fp32 over a warp's 32 lanes: 32 each), per score its scores (32) and the
-// rows' A fragments (channels/16 mma k-steps of 4), and never fewer than 128
+// rows' A operand (channels/16 k-steps of 4: the fragments where warps issue,
+// as many for the operands' descriptors where the warpgroup does: with wgmma,
+// attention's dQ stream spills at 4 blocks, takes 161 registers at 3), and
+// never fewer than 128
 // (the step's elementwise work, indices and addresses need theirs: the
 // logsumexp stream of tests/lit/cuda/logsumexp.dg takes 109 registers with
 // 48 of fragments, and spills at 64). More blocks than the registers leave
@@ -46,6 +49,17 @@ bool hasWarpMma(const Target& target) {
   if (!target.hasCpAsync) return false;
   for (const TensorCoreShape& s : target.shapesFor("bf16"))
     if (s.executedBy == MmaIssuer::Warp && s.m == 16) return true;
+  return false;
+}
+
+// The target's warpgroups issue bf16 wgmma with A from registers at N = 64
+// (the scores) and at every product's padded channels.
+bool hasWarpgroupMma(const Target& target, const std::vector<int>& widths) {
+  for (const TensorCoreShape& s : target.shapesFor("bf16")) {
+    if (s.executedBy != MmaIssuer::Warpgroup || s.m != kStreamRowsPerBlock || s.k != 16) continue;
+    if (std::find(s.aFrom.begin(), s.aFrom.end(), OperandSource::Registers) == s.aFrom.end()) continue;
+    if (std::all_of(widths.begin(), widths.end(), [&](int n) { return s.acceptsN(n); })) return true;
+  }
   return false;
 }
 
@@ -157,7 +171,13 @@ class Planner {
         if (p.slot == static_cast<int>(k)) stride = p.stagedStride();
       staged += (int64_t{kStreamRowsPerBlock} * stride * 4 + 15) / 16 * 16;
     }
-    s.smemBytes = std::max(at, staged);
+    std::vector<int> widths = {kStreamPositionsPerStep};
+    for (const StreamProduct& p : s.products) widths.push_back(p.values.paddedChannels);
+    if (hasWarpgroupMma(target, widths)) s.issuer = MmaIssuer::Warpgroup;
+    s.tma = s.issuer == MmaIssuer::Warpgroup && target.hasTMA && tensorMaps(s);
+    s.barrierOffset = (std::max(at, staged) + 7) / 8 * 8;
+    s.smemBytes = s.tma ? s.barrierOffset + 16 : std::max(at, staged);
+    if (s.issuer == MmaIssuer::Warpgroup) s.smemBytes += kSwizzleAlignment;
     const int64_t limit = target.level("SMEM").maxPerBlock;
     if (s.smemBytes > limit)
       return fail(out, fmt::format("its tiles need {} bytes of shared memory, more than a block's {}", s.smemBytes, limit));
@@ -176,6 +196,27 @@ class Planner {
   }
 
   std::string name(NodeId id) const { return names_[static_cast<size_t>(id)]; }
+
+  // Names each loaded tile's tensor map and finds its batch axes; false
+  // where a tile's array has more than two strided group axes.
+  bool tensorMaps(TensorCoreStream& s) const {
+    std::set<std::string> taken;
+    auto map = [&](StreamTile& tile) {
+      if (tile.sharesEarlierTile) return true;
+      tile.batchAxes.clear();
+      for (const Axis& a : s.batch)
+        if (tile.layout.strides.count(a.name) && tile.layout.strides.at(a.name) != 0) tile.batchAxes.push_back(a);
+      const std::string& value = names_[static_cast<size_t>(tile.value)];
+      tile.tensorMap = "tm_" + value;
+      for (int k = 2; taken.count(tile.tensorMap); ++k) tile.tensorMap = fmt::format("tm_{}_{}", value, k);
+      taken.insert(tile.tensorMap);
+      return tile.batchAxes.size() <= 2;
+    };
+    bool all = true;
+    for (StreamScore& sc : s.scores) all = map(sc.rows) && map(sc.columns) && all;
+    for (StreamProduct& p : s.products) all = map(p.values) && all;
+    return all;
+  }
 
   // Whether two tiles hold the same elements of one array: same origin, and
   // the same stride along their rows, their channels and every batch axis.
@@ -341,13 +382,24 @@ class Planner {
 
 }  // namespace
 
+std::vector<const StreamTile*> TensorCoreStream::loadedTiles() const {
+  std::vector<const StreamTile*> tiles;
+  for (const StreamScore& sc : scores) tiles.push_back(&sc.rows);
+  for (const StreamScore& sc : scores)
+    if (!sc.columns.sharesEarlierTile) tiles.push_back(&sc.columns);
+  for (const StreamProduct& p : products)
+    if (!p.values.sharesEarlierTile) tiles.push_back(&p.values);
+  return tiles;
+}
+
 std::string TensorCoreStream::describe() const {
   std::string channels;
   for (const StreamScore& s : scores) channels += fmt::format("{}{}", channels.empty() ? "" : ", ", s.rows.channel.size);
   return fmt::format(
-      "tensor cores: llmc::stream (cp.async + mma.sync), {} rows of {} per block, {} positions of {} per step; "
+      "tensor cores: llmc::stream ({} + {}), {} rows of {} per block, {} positions of {} per step; "
       "{} score contraction(s) over {} channels, {} product(s) along the stream{}; {} block(s) an SM",
-      kStreamRowsPerBlock, rows.name, kStreamPositionsPerStep, stream.name, scores.size(), channels, products.size(),
+      tma ? "TMA" : "cp.async", issuer == MmaIssuer::Warpgroup ? "wgmma" : "mma.sync", kStreamRowsPerBlock, rows.name, kStreamPositionsPerStep,
+      stream.name, scores.size(), channels, products.size(),
       skip ? "; steps a comparison of positions leaves unchanged are skipped" : "", residentBlocks);
 }
 

@@ -35,6 +35,9 @@ namespace llmc {
 constexpr int kStreamRowsPerBlock = 64;
 constexpr int kStreamPositionsPerStep = 64;
 constexpr int kStreamThreads = 128;
+// wgmma reads a 128B-swizzled tile by its address bits: tiles start on this
+// boundary, which the kernel finds in its shared memory (given this much more).
+constexpr int64_t kSwizzleAlignment = 1024;
 
 // One stored operand read as [64 outer positions][channels] tiles in shared memory.
 struct StreamTile {
@@ -45,6 +48,11 @@ struct StreamTile {
   int paddedChannels = 0;  // channel.size rounded up to 64 (the swizzled tile's column blocks)
   int64_t smemOffset = 0;  // bytes; a column tile has two stages, `stageBytes` apart
   bool sharesEarlierTile = false;  // the same elements as an earlier tile of the step: its stages, loaded once
+  // Loaded by the TMA (TensorCoreStream::tma): the kernel's tensor-map
+  // parameter, whose dims are (channels, outer, batchAxes...): the group axes
+  // along which the array has a stride, at most two.
+  std::string tensorMap;
+  std::vector<Axis> batchAxes;
   int64_t stageBytes() const { return int64_t{kStreamPositionsPerStep} * paddedChannels * 2; }
 };
 
@@ -78,6 +86,16 @@ struct StreamStepSkip {
 };
 
 struct TensorCoreStream {
+  // Who issues the products: each warp its 16 rows by mma.sync (stream_mma.cuh), or, where the
+  // target has wgmma with A from registers, the block's warpgroup all 64 rows by wgmma
+  // (stream_wgmma.cuh). The fragments' layouts, and so the generated elementwise work, are the same.
+  MmaIssuer issuer = MmaIssuer::Warp;
+  // With wgmma, the tiles are loaded by the TMA (one thread issues a step's
+  // boxes, an mbarrier a stage counts their bytes) where each tile's array
+  // has at most two strided group axes besides its rows and channels (a
+  // rank-4 tensor map); else by every thread's cp.async.
+  bool tma = false;
+  int64_t barrierOffset = 0;  // bytes: the stages' two mbarriers, with the TMA
   Axis rows;                 // the group axis tiled kStreamRowsPerBlock rows to a block (16 to a warp)
   std::vector<Axis> batch;   // the other group axes, one position per block
   Axis stream;               // the streamed axis, kStreamPositionsPerStep positions per step
@@ -85,13 +103,16 @@ struct TensorCoreStream {
   std::vector<StreamProduct> products;
   std::optional<StreamStepSkip> skip;
   int64_t grid = 1;
-  int64_t smemBytes = 0;      // the larger of the tiles' and the accumulators' staging at the end
+  int64_t smemBytes = 0;      // the larger of the tiles' and the accumulators' staging at the end,
+                              // + kSwizzleAlignment with wgmma (the kernel aligns its tiles)
+                              // and the mbarriers with the TMA
   // Blocks an SM should hold at once (the kernel's __launch_bounds__ minimum):
   // as many as its shared memory allows and the registers its fragments need
   // leave room for (residentBlocks()).
   int residentBlocks = 1;
   std::map<int, int64_t> slotSmemOffset;  // bytes: each slot's values for the block's rows, after the stream
 
+  std::vector<const StreamTile*> loadedTiles() const;  // the rows' tiles, then a step's (not the shared ones)
   std::string describe() const;  // one line, for the source's comment and the JSON
 };
 

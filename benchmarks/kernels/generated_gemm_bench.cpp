@@ -1,18 +1,24 @@
 // Times the tensor-core GEMM launches llmc emits for GPT-2's forward pass (with the epilogues the
-// compiler fused into them: bias, GELU, residual) against cuBLAS on the same shapes, beside the
-// cost model's predicted time of each kernel.
+// compiler fused into them: bias, GELU, residual) against cuBLAS and cuBLASLt on the same shapes,
+// beside the cost model's predicted time of each kernel.
 //
 // The forward graph (diagrams/gpt2/model.dg, gpt2_logits) is compiled at d12 sizes with B x T rows
 // (default 32 x 1024 = 32768) and one layer (the layers repeat the same GEMMs), the module emitted
 // for the GPU's arch and compiled with NVRTC; each launch that runs on the tile library is timed
 // as emitted: 3 warm-ups, then the median of 20 event-timed launches, its input buffers rotating
-// over copies of at least 256 MB (L2 is 50 MB). cuBLAS (cublasGemmEx, bf16 in and out, fp32
-// compute) computes the same GEMM with no epilogue, timed the same way.
+// over copies of at least 256 MB (L2 is 50 MB). Two baselines, timed the same way, bf16 in and out
+// with fp32 compute:
+//  - cuBLAS (cublasGemmEx): the same GEMM with no epilogue;
+//  - cuBLASLt (cublasLtMatmul): the same GEMM doing the work of the emitted epilogue where cuBLASLt
+//    has an epilogue for it (bias; bias and GELU, storing the pre-activation too where the launch
+//    does; the GELU derivative from a stored pre-activation; a residual added through C), found from
+//    what the launch reads and writes (matchEpilogue); "-" where it has none or the match is unclear.
 //
 // With --grad the training step (gpt2 with its backward pass) instead: the backward's data and
 // weight gradients too.
 //
 // usage: generated_gemm_bench [--grad] [--set B=32,T=1024,...]  (LLMC_SOURCE_DIR: the source tree)
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <fmt/format.h>
 
@@ -22,9 +28,12 @@
 #include <cstdlib>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <random>
 #include <string>
+#include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "cuda_context.h"
@@ -87,6 +96,176 @@ double medianMs(const std::function<void(int)>& run, const cuda::Context& contex
   return ms[kRuns / 2];
 }
 
+// The cuBLASLt epilogue that does the work of a launch's fused one.
+struct LtEpilogue {
+  std::string label;  // for the table
+  cublasLtEpilogue_t mode = CUBLASLT_EPILOGUE_DEFAULT;
+  int bias = -1;           // N bf16, one per column of the M×N output
+  int residual = -1;       // M×N bf16 added to the product: C, with beta = 1
+  int preActivation = -1;  // M×N bf16 read by DGELU (its aux input)
+};
+
+// Which cuBLASLt epilogue does the work of the launch's, from what its epilogue reads and writes (the
+// pointer parameters; A and B come through tensor maps): a read of N elements is a bias, a read of M×N
+// elements an elementwise input, the M×N outputs are counted, and GELU is the tanh form in the epilogue
+// functor. nullopt where that is unclear or cuBLASLt has no such epilogue (the layernorm backward's
+// GEMMs read a per-row vector and write two outputs).
+std::optional<LtEpilogue> matchEpilogue(const llmc::KernelLaunch& l, const llmc::CudaModule& module) {
+  const int64_t M = l.gemm->M, N = l.gemm->N;
+  std::vector<int> vectors, matrices;
+  int outputs = 0;
+  for (const llmc::LaunchParam& p : l.params) {
+    const llmc::BufferDesc& desc = module.buffers[size_t(p.buffer)];
+    if (p.written) {
+      // Any type: the split-K weight gradients add f32 sums atomically; the baselines write bf16.
+      if (desc.elements != M * N) return std::nullopt;
+      ++outputs;
+    } else if (desc.dtype != "bf16") {
+      return std::nullopt;  // cuBLASLt reads a bias, C and aux in D's type
+    } else if (desc.elements == N && M != N) {  // where M == N a vector could as well be one per row
+      vectors.push_back(p.buffer);
+    } else if (desc.elements == M * N) {
+      matrices.push_back(p.buffer);
+    } else {
+      return std::nullopt;
+    }
+  }
+  // Only the functor `struct <name>_epilogue { ... };`: the source's prelude defines a tanh of its own.
+  const std::string_view source = l.source;
+  const size_t begin = source.find("struct " + l.name + "_epilogue {");
+  const size_t end = begin == std::string_view::npos ? begin : source.find("\n};", begin);
+  if (end == std::string_view::npos) return std::nullopt;
+  const std::string_view functor = source.substr(begin, end - begin);
+  const bool hasTanh = functor.find("tanh") != std::string_view::npos;
+  // GELU's tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+  const bool gelu = hasTanh && functor.find("0.044715") != std::string_view::npos;
+  if (hasTanh && !gelu) return std::nullopt;
+
+  const size_t v = vectors.size(), m = matrices.size();
+  LtEpilogue e;
+  if (!gelu && v <= 1 && m <= 1 && outputs == 1) {
+    e.label = v && m ? "bias+residual" : v ? "bias" : m ? "residual" : "plain";
+    if (v) {
+      e.mode = CUBLASLT_EPILOGUE_BIAS;
+      e.bias = vectors[0];
+    }
+    if (m) e.residual = matrices[0];
+    return e;
+  }
+  if (gelu && v == 1 && m == 0 && (outputs == 1 || outputs == 2)) {
+    // Two outputs: the training step's forward keeps GELU's input for the backward, as GELU_AUX_BIAS's aux
+    // (llmc stores it before the bias, cuBLASLt after: the same bytes).
+    e.label = outputs == 2 ? "bias+gelu+aux" : "bias+gelu";
+    e.mode = outputs == 2 ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_BIAS;
+    e.bias = vectors[0];
+    return e;
+  }
+  if (gelu && v <= 1 && m == 1 && outputs == 1) {
+    // GELU that reads an M×N array is its derivative at the stored pre-activation (the forward's GELU reads
+    // only its bias). llmc adds the bias to the stored array again; cuBLASLt's aux holds it added.
+    e.label = "dgelu";
+    e.mode = CUBLASLT_EPILOGUE_DGELU;
+    e.preActivation = matrices[0];
+    return e;
+  }
+  return std::nullopt;
+}
+
+// The largest power of two up to 256 that divides the address: a pointer's alignment for the heuristic,
+// which otherwise assumes 256 bytes (operands at an offset into their buffer may have less).
+uint32_t alignment(CUdeviceptr address) { return uint32_t(std::min<CUdeviceptr>(256, address & (~address + 1))); }
+
+template <typename Handle>
+using LtObject = std::unique_ptr<std::remove_pointer_t<Handle>, cublasStatus_t (*)(Handle)>;
+
+// Median ms of cublasLtMatmul computing the launch's GEMM with epilogue `e`, its inputs rotating over
+// `sets` as the generated kernel's do, into `d` (M×N bf16); NaN where the heuristic finds no algorithm.
+// Column-major, as cuBLAS below: Dᵀ[N, M] = op(B)·op(A) from the row-major operands, so D has N rows (ld
+// N), a bias has one value per row of D (CUBLASLT_EPILOGUE_BIAS: length = D's rows = N), and the GELU
+// aux matrix is laid out as D (AUX_LD = N elements). Bias and aux take D's type, bf16: their
+// *_DATA_TYPE attributes stay unset (a type other than D's is for fp8 kernels only).
+double cublasLtMs(cublasLtHandle_t lt, const llmc::TensorCoreGemm& g, const LtEpilogue& e,
+                  const std::vector<std::map<int, cuda::DeviceBuffer>>& sets, int aBuffer, int bBuffer,
+                  const cuda::DeviceBuffer& d, const cuda::DeviceBuffer& workspace, const cuda::Context& context) {
+  auto layout = [](uint64_t rows, uint64_t cols, int64_t ld) {
+    cublasLtMatrixLayout_t handle;
+    checkCublas(cublasLtMatrixLayoutCreate(&handle, CUDA_R_16BF, rows, cols, ld), "cublasLtMatrixLayoutCreate");
+    return LtObject<cublasLtMatrixLayout_t>(handle, cublasLtMatrixLayoutDestroy);
+  };
+  const uint64_t M = uint64_t(g.M), N = uint64_t(g.N), K = uint64_t(g.K);
+  // cuBLASLt's A is the launch's B operand, its B the launch's A; layouts describe them as stored, before op().
+  const cublasOperation_t opA = g.b.kMajor ? CUBLAS_OP_T : CUBLAS_OP_N, opB = g.a.kMajor ? CUBLAS_OP_N : CUBLAS_OP_T;
+  const auto aLayout = opA == CUBLAS_OP_T ? layout(K, N, g.b.ld) : layout(N, K, g.b.ld);
+  const auto bLayout = opB == CUBLAS_OP_N ? layout(K, M, g.a.ld) : layout(M, K, g.a.ld);
+  const auto dLayout = layout(N, M, int64_t(N));
+
+  cublasLtMatmulDesc_t descHandle;
+  checkCublas(cublasLtMatmulDescCreate(&descHandle, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
+  const LtObject<cublasLtMatmulDesc_t> desc(descHandle, cublasLtMatmulDescDestroy);
+  auto set = [&](cublasLtMatmulDescAttributes_t attribute, const auto& value) {
+    checkCublas(cublasLtMatmulDescSetAttribute(desc.get(), attribute, &value, sizeof(value)),
+                "cublasLtMatmulDescSetAttribute");
+  };
+  set(CUBLASLT_MATMUL_DESC_TRANSA, opA);
+  set(CUBLASLT_MATMUL_DESC_TRANSB, opB);
+  set(CUBLASLT_MATMUL_DESC_EPILOGUE, e.mode);
+  if (e.mode == CUBLASLT_EPILOGUE_GELU_AUX_BIAS || e.mode == CUBLASLT_EPILOGUE_DGELU)
+    set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, int64_t(N));
+  cuda::DeviceBuffer auxOutput;  // GELU_AUX_BIAS's second output, GELU's input (outputs do not rotate)
+  if (e.mode == CUBLASLT_EPILOGUE_GELU_AUX_BIAS) {
+    auxOutput = cuda::DeviceBuffer(M * N * 2);
+    set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, reinterpret_cast<void*>(auxOutput.address()));
+  }
+  // The epilogue's inputs of rotation set s, set in the descriptor before each call. The heuristic reads
+  // set 0's (for their alignment; every set's buffers align alike).
+  auto point = [&](size_t s) {
+    if (e.bias >= 0) set(CUBLASLT_MATMUL_DESC_BIAS_POINTER, reinterpret_cast<const void*>(sets[s].at(e.bias).address()));
+    if (e.preActivation >= 0)
+      set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, reinterpret_cast<const void*>(sets[s].at(e.preActivation).address()));
+  };
+  auto a = [&](size_t s) { return sets[s].at(bBuffer).address() + CUdeviceptr(g.b.offset * 2); };
+  auto b = [&](size_t s) { return sets[s].at(aBuffer).address() + CUdeviceptr(g.a.offset * 2); };
+  auto c = [&](size_t s) { return e.residual >= 0 ? sets[s].at(e.residual).address() : d.address(); };
+  point(0);
+
+  cublasLtMatmulPreference_t preferenceHandle;
+  checkCublas(cublasLtMatmulPreferenceCreate(&preferenceHandle), "cublasLtMatmulPreferenceCreate");
+  const LtObject<cublasLtMatmulPreference_t> preference(preferenceHandle, cublasLtMatmulPreferenceDestroy);
+  auto prefer = [&](cublasLtMatmulPreferenceAttributes_t attribute, const auto& value) {
+    checkCublas(cublasLtMatmulPreferenceSetAttribute(preference.get(), attribute, &value, sizeof(value)),
+                "cublasLtMatmulPreferenceSetAttribute");
+  };
+  prefer(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, uint64_t(workspace.bytes()));
+  prefer(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, alignment(a(0)));
+  prefer(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, alignment(b(0)));
+  prefer(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, alignment(c(0)));
+  prefer(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, alignment(d.address()));
+  cublasLtMatmulHeuristicResult_t heuristic{};
+  int found = 0;
+  const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(lt, desc.get(), aLayout.get(), bLayout.get(), dLayout.get(),
+                                                               dLayout.get(), preference.get(), 1, &heuristic, &found);
+  if (status != CUBLAS_STATUS_NOT_SUPPORTED) checkCublas(status, "cublasLtMatmulAlgoGetHeuristic");
+  if (status != CUBLAS_STATUS_SUCCESS || found == 0 || heuristic.state != CUBLAS_STATUS_SUCCESS) return NAN;
+
+  const float one = 1, beta = e.residual >= 0 ? 1.f : 0.f;
+  auto run = [&](int i) {
+    const size_t s = size_t(i) % sets.size();
+    point(s);
+    checkCublas(cublasLtMatmul(lt, desc.get(), &one, reinterpret_cast<const void*>(a(s)), aLayout.get(),
+                               reinterpret_cast<const void*>(b(s)), bLayout.get(), &beta,
+                               reinterpret_cast<const void*>(c(s)), dLayout.get(), reinterpret_cast<void*>(d.address()),
+                               dLayout.get(), &heuristic.algo, reinterpret_cast<void*>(workspace.address()),
+                               workspace.bytes(), nullptr),
+                "cublasLtMatmul");
+  };
+  return medianMs(run, context);
+}
+
+// A time, rate or ratio right-aligned in `width` columns; "-" where there is none (NaN).
+std::string column(double value, int width, int precision) {
+  return std::isnan(value) ? fmt::format("{:>{}}", "-", width) : fmt::format("{:>{}.{}f}", value, width, precision);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -135,10 +314,14 @@ int main(int argc, char** argv) {
 
     cublasHandle_t cublas;
     checkCublas(cublasCreate(&cublas), "cublasCreate");
+    cublasLtHandle_t lt;
+    checkCublas(cublasLtCreate(&lt), "cublasLtCreate");
+    const cuda::DeviceBuffer ltWorkspace(size_t(32) << 20);
 
     std::map<int, cuda::DeviceBuffer> written;  // outputs: one buffer each, not rotated
-    fmt::print("{:<14} {:>6} {:>6} {:>5} {:<5} {:<44} {:>8} {:>6} {:>8} {:>6} {:>6} {:>9}\n", "launch", "M", "N", "K",
-               "lay", "config", "ms", "TF/s", "cuBLAS", "TF/s", "ratio", "model ms");
+    fmt::print("{:<14} {:>6} {:>6} {:>5} {:<5} {:<63} {:>8} {:>6} {:>8} {:>6} {:>6} {:>8} {:>6} {:>6} {:>9}  {}\n",
+               "launch", "M", "N", "K", "lay", "config", "ms", "TF/s", "cuBLAS", "TF/s", "ratio", "cuBLASLt", "TF/s",
+               "ratio", "model ms", "Lt epilogue");
     for (const llmc::KernelLaunch& l : module.launches) {
       if (!l.gemm) continue;
       const llmc::TensorCoreGemm& g = *l.gemm;
@@ -187,8 +370,10 @@ int main(int argc, char** argv) {
       };
       const double ms = medianMs(runGenerated, context);
 
-      // cuBLAS (column-major) computes Cᵀ[N, M] = op(B)·op(A) from the same row-major operands.
-      double msCublas = NAN;
+      // cuBLAS (column-major) computes Cᵀ[N, M] = op(B)·op(A) from the same row-major operands; cuBLASLt
+      // the same with the epilogue that does the emitted one's work.
+      double msCublas = NAN, msLt = NAN;
+      std::optional<LtEpilogue> epilogue;
       const int aBuffer = l.tensorMaps.empty() ? -1 : l.tensorMaps[0].buffer;
       const int bBuffer = l.tensorMaps.empty() ? -1 : l.tensorMaps[1].buffer;
       if (g.batchOuter * g.batchInner == 1 && aBuffer >= 0) {
@@ -206,20 +391,35 @@ int main(int argc, char** argv) {
                       "cublasGemmEx");
         };
         msCublas = medianMs(runCublas, context);
+        epilogue = matchEpilogue(l, module);
+        if (epilogue) msLt = cublasLtMs(lt, g, *epilogue, copies, aBuffer, bBuffer, c, ltWorkspace, context);
       }
       double predicted = NAN;
       for (const llmc::PlannedKernel& k : planned)
         if (k.kernel.id == l.kernel) predicted = k.cost.predicted * 1e3;
       const double flop = 2.0 * double(g.M) * double(g.N) * double(g.K) * g.batchOuter * g.batchInner;
-      fmt::print("{:<14} {:>6} {:>6} {:>5} A{}B{} {:<44} {:>8.3f} {:>6.0f} {:>8.3f} {:>6.0f} {:>6.2f} {:>9.3f}\n", l.name,
-                 g.M, g.N, g.K, g.a.kMajor ? "k" : "m", g.b.kMajor ? "k" : "n",
-                 g.configType().substr(g.configType().find("GemmConfig")), ms, flop / ms / 1e9, msCublas,
-                 flop / msCublas / 1e9, msCublas / ms, predicted);
+      fmt::print("{:<14} {:>6} {:>6} {:>5} A{}B{} {:<63} {} {} {} {} {} {} {} {} {:>9.3f}  {}\n", l.name, g.M, g.N, g.K,
+                 g.a.kMajor ? "k" : "m", g.b.kMajor ? "k" : "n", g.configType().substr(g.configType().find("GemmConfig")),
+                 column(ms, 8, 3), column(flop / ms / 1e9, 6, 0), column(msCublas, 8, 3),
+                 column(flop / msCublas / 1e9, 6, 0), column(msCublas / ms, 6, 2), column(msLt, 8, 3),
+                 column(flop / msLt / 1e9, 6, 0), column(msLt / ms, 6, 2), predicted, epilogue ? epilogue->label : "-");
       std::fflush(stdout);
     }
+    fmt::print(
+        "\nms: the launch as emitted, its epilogue fused. Baselines (ratio: baseline ms / llmc ms), bf16 in and out, "
+        "fp32 compute:\n"
+        "  cuBLAS: cublasGemmEx, the GEMM alone (no epilogue);\n"
+        "  cuBLASLt: cublasLtMatmul with the epilogue that does the emitted one's work (Lt epilogue): plain: none; "
+        "bias: EPILOGUE_BIAS;\n"
+        "    residual: beta = 1, C = the residual; bias+gelu: GELU_BIAS; bias+gelu+aux: GELU_AUX_BIAS (GELU's input "
+        "stored too);\n"
+        "    dgelu: DGELU (the product times GELU' at the stored input); -: no such epilogue, unclear, or batched; "
+        "a named epilogue\n"
+        "    without a time: the heuristic found no algorithm for it.\n");
     for (const llmc::KernelLaunch& l : module.launches)
       if (l.instructions.kind == llmc::InstructionChoice::Kind::MatmulLike && !l.gemm)
         fmt::print("on CUDA cores: {}: {}\n", l.name, l.instructions.describe());
+    cublasLtDestroy(lt);
     cublasDestroy(cublas);
   } catch (const cuda::NoGpuError& e) {
     fmt::print("skipped: {}\n", e.what());

@@ -7,18 +7,33 @@
 // (the recompute pass included with --grad), its kernels compiled through the
 // kernel cache, its arrays placed by the memory plan in one arena; float
 // inputs random normal (std 0.02), integer inputs 0 (valid indices). The
-// whole module runs twice (warm-up), then --reps times with an event before
-// each launch: a launch's time is the median over the repetitions of the gap
-// to the next event. Activations of the training step are far larger than L2
-// (50 MB on the H200), so consecutive launches do not find their inputs cached
-// any more than in training.
+// whole module runs twice launch by launch (warm-up; kernels opt in to their
+// shared memory then, as in llmc-train's first step). Then it is timed with an
+// event before each launch and one after the last; a launch's time is the
+// median over --reps repetitions of the gap from its event to the next.
+// Activations of the training step are far larger than L2 (50 MB on the
+// H200), so consecutive launches do not find their inputs cached any more than
+// in training.
 //
-// Prints the launches sorted by measured time (--top N of them), then totals:
-// the sum predicted against the sum measured and the count of launches whose
-// prediction is off by more than 2x either way. --json FILE writes every row.
+// By default the launches are timed as llmc-train runs them: captured in order
+// into one CUDA graph, each event an event-record node between two kernel
+// nodes (recorded with CU_EVENT_RECORD_EXTERNAL; a plain record under capture
+// makes no node). The graph is replayed twice, then --reps times. A kernel in
+// a graph costs about 1 us of launch overhead, the cost model's price, where
+// launched alone it costs about 4 (--launch-by-launch times it so: an event
+// recorded on the stream before each launch). The event nodes themselves add
+// a little, so the same launches captured without them are timed too (median
+// of --reps replays): the step's time as training sees it, printed beside the
+// sum of the per-launch gaps.
+//
+// Prints the timing mode, the launches sorted by measured time (--top N of
+// them), then totals: the sum predicted against the sum measured and the count
+// of launches whose prediction is off by more than 2x either way. --json FILE
+// writes every row.
 //
 // usage: step_kernels_bench [--diagram FILE] [--entry NAME] [--set SIZES] [--forward]
-//                           [--storage bf16|f32] [--reps N] [--top N] [--json FILE]
+//                           [--storage bf16|f32] [--launch-by-launch] [--reps N] [--top N]
+//                           [--json FILE]
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -47,7 +62,13 @@
 namespace {
 
 using llmc::cuda::DeviceBuffer;
+using llmc::cuda::Event;
 
+// The median of `samples` (the upper one of an even count).
+double median(std::vector<double> samples) {
+  std::sort(samples.begin(), samples.end());
+  return samples[samples.size() / 2];
+}
 
 // Random normal values in a buffer's storage type; zeros for integers.
 void fillInput(const llmc::BufferDesc& b, CUdeviceptr address, std::mt19937& rng) {
@@ -72,7 +93,7 @@ int run(int argc, char** argv) {
   const char* sourceDir = std::getenv("LLMC_SOURCE_DIR");
   std::string diagram = std::string(sourceDir ? sourceDir : LLMC_SOURCE_DIR) + "/diagrams/gpt2/model.dg";
   std::string entry = "gpt2", sizes = "B=32,T=1024,maxT=1024,L=12,C=768,H=12,V=50257,Vp=50304", json;
-  bool grad = true, bf16 = true;
+  bool grad = true, bf16 = true, launchByLaunch = false;
   int reps = 10, top = 40;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -88,7 +109,8 @@ int run(int argc, char** argv) {
       const std::string s = value();
       if (s != "bf16" && s != "f32") throw std::invalid_argument("--storage expects bf16 or f32");
       bf16 = s == "bf16";
-    } else if (arg == "--reps") reps = std::max(1, std::stoi(value()));
+    } else if (arg == "--launch-by-launch") launchByLaunch = true;
+    else if (arg == "--reps") reps = std::max(1, std::stoi(value()));
     else if (arg == "--top") top = std::stoi(value());
     else if (arg == "--json") json = value();
     else throw std::invalid_argument("unknown argument " + arg + " (see the comment at the top of step_kernels_bench.cpp)");
@@ -131,17 +153,47 @@ int run(int argc, char** argv) {
   for (int warm = 0; warm < 2; ++warm) executor.run(stream.get());
   stream.synchronize();
   const size_t n = module.launches.size();
-  std::vector<llmc::cuda::Event> events(n + 1);
+  std::vector<Event> events(n + 1);  // before each launch, and after the last
   std::vector<std::vector<double>> samples(n);
-  for (int r = 0; r < reps; ++r) {
-    for (size_t i = 0; i < n; ++i) {
-      events[i].record(stream.get());
-      executor.runLaunch(i, stream.get());
+  auto takeSamples = [&] {
+    for (size_t i = 0; i < n; ++i) samples[i].push_back(1e3 * Event::elapsedMilliseconds(events[i], events[i + 1]));
+  };
+  double graphUs = 0;  // the graph without event nodes (graph mode)
+  if (launchByLaunch) {
+    for (int r = 0; r < reps; ++r) {
+      for (size_t i = 0; i < n; ++i) {
+        events[i].record(stream.get());
+        executor.runLaunch(i, stream.get());
+      }
+      events[n].record(stream.get());
+      takeSamples();
     }
-    events[n].record(stream.get());
-    stream.synchronize();
-    for (size_t i = 0; i < n; ++i)
-      samples[i].push_back(1e3 * llmc::cuda::Event::elapsedMilliseconds(events[i], events[i + 1]));
+  } else {
+    const llmc::cuda::CapturedGraph timed(stream, [&](CUstream s) {
+      for (size_t i = 0; i < n; ++i) {
+        events[i].recordInGraph(s);
+        executor.runLaunch(i, s);
+      }
+      events[n].recordInGraph(s);
+    });
+    const llmc::cuda::CapturedGraph plain(stream, [&](CUstream s) { executor.run(s); });
+    Event start, end;
+    std::vector<double> plainSamples;
+    // The two graphs alternate, queued back to back: both see the GPU in the
+    // same state (clocks, temperature), and `start` fires as the timed graph
+    // ends, with the plain one already queued, so no host launch latency is
+    // counted, as in training where the host runs ahead. The first two rounds
+    // are warm-ups.
+    for (int r = -2; r < reps; ++r) {
+      timed.launch(stream);
+      start.record(stream.get());
+      plain.launch(stream);
+      end.record(stream.get());
+      if (r < 0) continue;
+      plainSamples.push_back(1e3 * Event::elapsedMilliseconds(start, end));
+      takeSamples();
+    }
+    graphUs = median(plainSamples);
   }
 
   // Predictions by planned kernel; a kernel's launches (its tile launch and
@@ -172,14 +224,13 @@ int run(int argc, char** argv) {
   std::map<int, double> measuredByKernel;
   double totalMeasured = 0;
   for (size_t i = 0; i < n; ++i) {
-    std::sort(samples[i].begin(), samples[i].end());
-    const double median = samples[i][samples[i].size() / 2];
+    const double measured = median(samples[i]);
     const llmc::KernelLaunch& l = module.launches[i];
-    rows.push_back({l.name, l.role, bound.count(l.kernel) ? bound[l.kernel] : "", kindOf(l), l.kernel, median,
+    rows.push_back({l.name, l.role, bound.count(l.kernel) ? bound[l.kernel] : "", kindOf(l), l.kernel, measured,
                     predictedUs.count(l.kernel) && l.role == "tile" ? predictedUs[l.kernel] : -1,
                     !l.instructions.tensorCores.empty()});
-    totalMeasured += median;
-    if (l.kernel >= 0) measuredByKernel[l.kernel] += median;
+    totalMeasured += measured;
+    if (l.kernel >= 0) measuredByKernel[l.kernel] += measured;
   }
   double totalPredicted = 0;
   int within = 0, slower = 0, faster = 0;
@@ -196,6 +247,10 @@ int run(int argc, char** argv) {
   std::sort(sorted.begin(), sorted.end(), [](const Row& a, const Row& b) { return a.measured > b.measured; });
   fmt::print("{} ({}{}, {}) on {}: {} launches, {}\n", graph.name, sizes, grad ? ", training step" : "",
              bf16 ? "bf16" : "f32", context->name(), n, jit.summary.describe());
+  fmt::print("timed {}: median of {} repetitions\n",
+             launchByLaunch ? "launch by launch, an event recorded before each launch"
+                            : "in one CUDA graph as llmc-train replays it, an event node before each launch",
+             reps);
   fmt::print("{:<34} {:>7} {:>3} {:>12} {:>12} {:>8}  {}\n", "launch", "role", "TC", "measured us", "predicted us",
              "meas/pred", "model's bound");
   for (int i = 0; i < std::min<int>(top, static_cast<int>(sorted.size())); ++i) {
@@ -204,9 +259,14 @@ int run(int argc, char** argv) {
                r.measured, r.predicted >= 0 ? fmt::format("{:.1f}", r.predicted) : "-",
                r.predicted > 0 ? fmt::format("{:.2f}", r.measured / r.predicted) : "-", r.bound);
   }
-  fmt::print("total: measured {:.3f} ms (launch by launch, sum of medians), predicted {:.3f} ms; "
+  const std::string measuredHow =
+      launchByLaunch ? "launch by launch, sum of medians"
+                     : fmt::format("sum of medians in the graph with event nodes; the graph without them, as "
+                                   "llmc-train replays it: {:.3f} ms",
+                                   graphUs / 1e3);
+  fmt::print("total: measured {:.3f} ms ({}), predicted {:.3f} ms; "
              "{} kernels within 2x of the prediction, {} slower than 2x, {} faster than 2x\n",
-             totalMeasured / 1e3, totalPredicted / 1e3, within, slower, faster);
+             totalMeasured / 1e3, measuredHow, totalPredicted / 1e3, within, slower, faster);
 
   std::map<std::string, std::tuple<int, double, double>> byKind;  // launches, measured, predicted (us)
   for (const Row& r : rows) {

@@ -72,6 +72,7 @@ class CudaError : public std::runtime_error {
   X(eventCreate, cuEventCreate, 2000)                        \
   X(eventDestroy, cuEventDestroy, 4000)                      \
   X(eventRecord, cuEventRecord, 2000)                        \
+  X(eventRecordWithFlags, cuEventRecordWithFlags, 11010)     \
   X(eventSynchronize, cuEventSynchronize, 2000)              \
   X(streamWaitEvent, cuStreamWaitEvent, 3020)                \
   X(eventElapsedTime, cuEventElapsedTime, 12080)              \

@@ -8,6 +8,10 @@ Event::~Event() { driver().eventDestroy(event_); }
 
 void Event::record(CUstream stream) { check(driver().eventRecord(event_, stream), "cuEventRecord"); }
 
+void Event::recordInGraph(CUstream stream) {
+  check(driver().eventRecordWithFlags(event_, stream, CU_EVENT_RECORD_EXTERNAL), "cuEventRecordWithFlags(external)");
+}
+
 void Event::makeWait(CUstream stream) const {
   check(driver().streamWaitEvent(stream, event_, 0), "cuStreamWaitEvent");
 }

@@ -14,6 +14,10 @@ class Event {
   Event& operator=(const Event&) = delete;
 
   void record(CUstream stream = nullptr);
+  // Under stream capture of `stream`: an event-record node in the graph, so
+  // that every replay records the event (to time parts of a graph). record()
+  // under capture makes no node; it only marks a point for makeWait.
+  void recordInGraph(CUstream stream);
   // Work submitted to `stream` after this waits for the work recorded before
   // the event (under stream capture: a dependency between the two streams).
   void makeWait(CUstream stream) const;

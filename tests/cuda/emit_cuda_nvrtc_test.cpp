@@ -3,7 +3,8 @@
 // forward and training step (small, and d12's channel, head, context and
 // vocabulary sizes with two layers), the examples and the pseudocode tests'
 // diagrams. With bf16 storage GPT-2's matmuls run on the tensor-core tile
-// library: their PTX holds wgmma and TMA copies for sm_90a, mma.sync for
+// library and its attention on tensor-core streams: the PTX of every launch
+// on the tensor cores holds wgmma and TMA copies for sm_90a, mma.sync for
 // sm_80. Needs the CUDA toolkit's NVRTC, not a GPU.
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
@@ -21,8 +22,10 @@ namespace {
 using llmc::testing::EmitCase;
 
 // `tensorCores`: with bf16 storage, matmul-like launches must use the tile
-// library, and the PTX must show its tensor-core instructions.
-void compilesEverywhere(const EmitCase& c, bool tensorCores = false) {
+// library, and the PTX must show its tensor-core instructions. Returns the
+// launches on tensor-core streams (bf16, both archs).
+int compilesEverywhere(const EmitCase& c, bool tensorCores = false) {
+  int streams = 0;
   for (const char* arch : {"sm_80", "sm_90a"}) {
     for (auto storage : {llmc::StorageType::F32, llmc::StorageType::BF16}) {
       llmc::Target target = llmc::loadTarget(arch);
@@ -46,28 +49,30 @@ void compilesEverywhere(const EmitCase& c, bool tensorCores = false) {
       } catch (const llmc::cuda::KernelCompileError& e) {
         FAIL(e.what());
       }
-      std::string ptx;
       int onTensorCores = 0;
       for (size_t i = 0; i < module.launches.size(); ++i) {
         const llmc::KernelLaunch& launch = module.launches[i];
         const llmc::cuda::CompiledKernel& kernel = compiled.kernels.at(i).compiled;
-        INFO(launch.name);
+        INFO(launch.name << ": " << launch.instructions.tensorCores);
         CHECK(!kernel.cubin.empty());
         CHECK(kernel.ptx.find(fmt::format(".entry {}(", launch.name)) != std::string::npos);
-        ptx += kernel.ptx;
-        onTensorCores += !launch.instructions.tensorCores.empty();
+        if (launch.instructions.tensorCores.empty()) continue;
+        ++onTensorCores;
+        streams += !launch.gemm.has_value();
+        // Each launch on the tensor cores, GEMM or stream (attention), shows its instructions.
+        auto has = [&](const char* instruction) { return kernel.ptx.find(instruction) != std::string::npos; };
+        if (std::string(arch) == "sm_90a") {
+          CHECK(has("wgmma.mma_async"));
+          CHECK(has("cp.async.bulk.tensor"));
+        } else {
+          CHECK(has("mma.sync.aligned.m16n8k16"));
+        }
       }
       if (!tensorCores || storage != llmc::StorageType::BF16) continue;
       CHECK(onTensorCores > 0);
-      auto has = [&](const char* instruction) { return ptx.find(instruction) != std::string::npos; };
-      if (std::string(arch) == "sm_90a") {
-        CHECK(has("wgmma.mma_async"));
-        CHECK(has("cp.async.bulk.tensor"));
-      } else {
-        CHECK(has("mma.sync.aligned.m16n8k16"));
-      }
     }
   }
+  return streams;
 }
 
 }  // namespace
@@ -77,7 +82,7 @@ TEST_CASE("emitted CUDA of GPT-2 compiles with NVRTC", "[emit_cuda][nvrtc]") {
   EmitCase d12{"gpt2 training step, d12 sizes (2 layers)", "diagrams/gpt2/model.dg", "gpt2",
                {{"B", 4}, {"T", 1024}, {"maxT", 1024}, {"L", 2}, {"C", 768}, {"H", 12}, {"V", 50257}, {"Vp", 50304}},
                true, {}};
-  compilesEverywhere(d12, true);
+  CHECK(compilesEverywhere(d12, true) > 0);  // its attention on tensor-core streams
 }
 
 TEST_CASE("emitted CUDA of the examples compiles with NVRTC", "[emit_cuda][nvrtc]") {

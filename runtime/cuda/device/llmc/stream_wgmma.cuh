@@ -1,0 +1,124 @@
+// llmc device library: warpgroup tensor-core steps of a streamed kernel (sm_90a).
+//
+// The two chained products of stream_mma.cuh, issued by the block's one warpgroup (4 warps, 64
+// rows) as wgmma instead of per warp as mma.sync:
+//
+//   S[64 x 64]  = A[64 rows x D] · B[64 c x D]ᵀ     warpgroup_scores:  wgmma m64n64k16, A and B
+//                                                    (K-major) read by the tensor cores from their
+//                                                    shared-memory tiles
+//   O[64 x D'] += P[64 x 64] · V[64 c x D']          warpgroup_accumulate: wgmma m64nD'k16, A = the
+//                                                    weights in registers, V (MN-major) from its tile
+//
+// The register layouts are those of mma.sync, warp w holding rows 16w..16w+15: wgmma's
+// accumulator d[4j + r] is the mma.m16n8k16 C fragment acc[j][r], and its register A operand is
+// the m16n8k16 A fragment (wgmma_bf16.cuh). So the generated kernel's elementwise work and
+// weight_fragments() are the same for both issuers; the rows' fragments stay in shared memory.
+//
+// Tiles are the swizzled tiles of gemm_common.cuh ([64 outer][kD] in column blocks of 64, 128-byte
+// rows, chunk ^ outer % 8), which is wgmma's 128B-swizzle canonical layout when the tile starts on
+// a 1024-byte boundary. The steps issue and commit; the kernel issues all of a step's scores (or
+// products), then waits once (warpgroup_wait), so the tensor cores run them back to back.
+#pragma once
+
+#include "llmc/gemm_sm90.cuh"
+#include "llmc/stream_mma.cuh"
+
+namespace llmc::stream {
+
+// Orders this thread's writes to shared memory by the generic proxy (cp.async, st.shared) before
+// later reads by the async proxy (wgmma's operand fetch); each writing thread fences before the
+// barrier that publishes its writes.
+__device__ inline void fence_shared_for_tensor_cores() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+
+namespace detail {
+__device__ inline void warpgroup_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ inline void warpgroup_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+constexpr unsigned kColumnBlockBytes = kTileColumns * 128;  // 64 outer rows of 64 bf16
+}  // namespace detail
+
+// Issues s = A·Bᵀ for the warpgroup's 64 rows and the tile's 64 columns, both operands read by the
+// tensor cores from their tiles: A [64 rows][kD] and B [64 columns][kD] (both K-major).
+template <int kD>
+__device__ inline void warpgroup_scores(float (&s)[kColumnFrags][4], unsigned tile_a, unsigned tile_b) {
+  float(&d)[4 * kColumnFrags] = reinterpret_cast<float(&)[4 * kColumnFrags]>(s);
+  detail::warpgroup_fence();
+#pragma unroll
+  for (int kk = 0; kk < kD / 16; ++kk) {
+    // k16 slice kk: column block kk / 4, then 32 bytes along the swizzled rows (the hardware applies
+    // the xor to the final address).
+    const unsigned slice = (kk / 4) * detail::kColumnBlockBytes + (kk % 4) * 32;
+    sm90::wgmma_bf16<kTileColumns, 0, 0>(d, sm90::detail::smem_descriptor(tile_a + slice, 0),
+                                          sm90::detail::smem_descriptor(tile_b + slice, 0), kk > 0);
+  }
+  detail::warpgroup_commit();
+}
+
+// Issues o += W·V for the warpgroup's 64 rows, W the step's weights in registers; V stored
+// [column][kD] (MN-major for this product: the stream axis is its k, read 16 rows of 128 bytes a
+// slice, column blocks of 64 channels apart).
+template <int kD>
+__device__ inline void warpgroup_accumulate(float (&o)[kD / 8][4], const unsigned (&fp)[kColumnFrags / 2][4],
+                                            unsigned tile_v) {
+  float(&d)[kD / 2] = reinterpret_cast<float(&)[kD / 2]>(o);
+  detail::warpgroup_fence();
+#pragma unroll
+  for (int kc = 0; kc < kColumnFrags / 2; ++kc)
+    sm90::wgmma_bf16_rs<kD, 1>(d, fp[kc], sm90::detail::smem_descriptor(tile_v + kc * 16 * 128, detail::kColumnBlockBytes), 1);
+  detail::warpgroup_commit();
+}
+
+namespace detail {
+// An empty asm statement that "changes" every register of a fragment: reads of them stay after it.
+template <int kRows, int kColumns>
+__device__ inline void pin_fragment(float (&fragment)[kRows][kColumns]) {
+#pragma unroll
+  for (int r = 0; r < kRows; ++r)
+#pragma unroll
+    for (int c = 0; c < kColumns; ++c) asm volatile("" : "+f"(fragment[r][c])::"memory");
+}
+}  // namespace detail
+
+// Waits for all of the warpgroup's issued products: the step's scores before its elementwise work
+// reads them, its products before the weights, accumulators and stage may change. The fragments
+// the products write are passed so that the compiler sees them change here: it may not move a read
+// of them above the wait (the wgmma's asm statement gave them their values at its issue).
+template <class... Fragments>
+__device__ inline void warpgroup_wait(Fragments&... fragments) {
+  asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+  (detail::pin_fragment(fragments), ...);
+}
+
+// ---- Tiles loaded by the TMA. A stage's tiles are counted on one mbarrier (two: one a stage, at
+// `barriers`): one thread arrives on it with the bytes the stage's boxes will write, the TMA's
+// completed bytes finish its phase, and every thread waits for the phase: a stage's n-th fill
+// completes phase parity n % 2.
+
+// Thread 0 makes the barriers, the block waits for them.
+__device__ inline void init_stage_barriers(unsigned barriers) {
+  if (threadIdx.x == 0) {
+    sm90::detail::mbar_init(barriers, 1);
+    sm90::detail::mbar_init(barriers + 8, 1);
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+}
+
+// The calling thread (one a block) expects `bytes` on a stage's barrier before its boxes are issued.
+__device__ inline void expect_tile_bytes(unsigned barrier, unsigned bytes) {
+  sm90::detail::mbar_arrive_expect_tx(barrier, bytes);
+}
+
+// One tile [64 outer][kD] as kD / 64 boxes of 64 channels x 64 outer positions from `outer` (the
+// map's dims: channels, outer, batch inner, batch outer); past the array's ends the TMA writes
+// zeros, and counts the whole box's bytes all the same.
+template <int kD>
+__device__ inline void tma_tile(unsigned tile, const sm90::TmaDescriptor& map, int outer, int batch_inner,
+                                int batch_outer, unsigned barrier) {
+#pragma unroll
+  for (int b = 0; b < kD / 64; ++b)
+    sm90::detail::tma_load(tile + b * detail::kColumnBlockBytes, map, b * 64, outer, {batch_outer, batch_inner}, barrier);
+}
+
+__device__ inline void wait_tiles(unsigned barrier, unsigned parity) { sm90::detail::mbar_wait(barrier, parity); }
+
+}  // namespace llmc::stream
