@@ -110,9 +110,9 @@ class Writer {
   // an axis split across blocks.
   int loop(int parent, const Axis& axis, Env& env) {
     if (axis.name == laneAxis_ && lanesTake8(axis.size) && bf16ArrayAlong(axis.name)) {
-      // 8 adjacent positions a lane per span of 256: bf16 arrays along the axis load 16 bytes at once (load).
+      // 8 adjacent positions a lane per span of 8 x lanes: bf16 arrays along the axis load 16 bytes at once (load).
       const std::string base = fresh("i_" + axis.name + "_8");
-      const int span = open(parent, fmt::format("for (int {0} = lane * 8; {0} < {1}; {0} += 256)", base, axis.size));
+      const int span = open(parent, fmt::format("for (int {0} = lane * 8; {0} < {1}; {0} += {2})", base, axis.size, 8 * lanes_));
       const int elements = open(span, "_Pragma(\"unroll\") for (int e = 0; e < 8; ++e)");
       const std::string var = define(elements, "int", "i_" + axis.name, base + " + e");
       spanOf_[elements] = span;
@@ -122,7 +122,7 @@ class Writer {
     }
     std::string var = fresh("i_" + axis.name);
     auto split = tcs_ ? plan_.splitTiles.end() : plan_.splitTiles.find(axis.name);
-    int s = axis.name == laneAxis_ ? open(parent, fmt::format("for (int {0} = lane; {0} < {1}; {0} += 32)", var, axis.size))
+    int s = axis.name == laneAxis_ ? open(parent, fmt::format("for (int {0} = lane; {0} < {1}; {0} += {2})", var, axis.size, lanes_))
             : split == plan_.splitTiles.end()
                 ? open(parent, fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", var, axis.size))
                 : open(parent, fmt::format("for (int {0} = split_{2}; {0} < min(split_{2} + {3}, {1}); ++{0})", var,
@@ -435,7 +435,7 @@ class Writer {
     if (std::find(n.axes.begin(), n.axes.end(), laneAxis_) != n.axes.end()) {
       // The lanes' partial results combined: every lane holds the whole.
       const std::string other = fmt::format("__shfl_xor_sync(0xffffffffu, {}, offset)", acc);
-      emit(target, fmt::format("for (int offset = 16; offset > 0; offset /= 2) {};",
+      emit(target, fmt::format("for (int offset = {}; offset > 0; offset /= 2) {};", lanes_ / 2,
                                isMax ? fmt::format(fmt::runtime(isFloat(n.type.dtype) ? "{0} = fmaxf({0}, {1})" : "{0} = max({0}, {1})"), acc, other)
                                      : fmt::format("{} += {}", acc, other)));
     }
@@ -601,15 +601,15 @@ class Writer {
     if (lanes && vectorisableLanes(extent)) {
       vectorLanes(point, env, extent);
       mergeLaneSlots(point);
-      out.streamNote = fmt::format("stream over {} with {} accumulator slots, a warp per point, its lanes along the "
+      out.streamNote = fmt::format("stream over {} with {} accumulator slots, {}, its lanes along the "
                                    "stream, 8 positions a lane (16-byte loads)",
-                                   x, slots_.size());
+                                   x, slots_.size(), lanesNote());
       return;
     }
     const std::string chunk = "chunk_" + x, var = "i_" + x;
     int chunks = open(point, fmt::format("for (int {0} = 0; {0} < {1}; {0} += {2})", chunk, extent, plan_.streamChunk));
-    int positions = open(chunks, lanes        ? fmt::format("for (int {0} = {1} + lane; {0} < min({1} + {2}, {3}); {0} += 32)",
-                                                                var, chunk, plan_.streamChunk, extent)
+    int positions = open(chunks, lanes        ? fmt::format("for (int {0} = {1} + lane; {0} < min({1} + {2}, {3}); {0} += {4})",
+                                                                var, chunk, plan_.streamChunk, extent, lanes_)
                                  : slices_ > 1 ? fmt::format("for (int {0} = {1} + slice; {0} < min({1} + {2}, {3}); {0} += {4})",
                                                                 var, chunk, plan_.streamChunk, extent, slices_)
                                                : fmt::format("for (int {0} = {1}; {0} < min({1} + {2}, {3}); ++{0})", var,
@@ -651,14 +651,35 @@ class Writer {
     close(chunks);
     if (lanes) mergeLaneSlots(point);
     out.streamNote = fmt::format("stream over {} in chunks of {} with {} accumulator slots{}{}{}", x, plan_.streamChunk,
-                                 slots_.size(), lanes ? ", a warp per point, its lanes along the stream" : "",
+                                 slots_.size(), lanes ? ", " + lanesNote() + ", its lanes along the stream" : "",
                                  eightBase_.empty() ? "" : ", 8 points a thread",
                                  slices_ > 1 ? fmt::format(", its positions dealt to {} slices of the block's threads", slices_) : "");
   }
 
   // Lanes take 8 adjacent positions each where the axis is a multiple of 8
-  // long and holds a span of 256 (every lane busy), under bf16 storage.
-  bool lanesTake8(int64_t extent) const { return approximate_ && extent % 8 == 0 && extent >= 256; }
+  // long and holds a span of 8 x the point's lanes (every lane busy), under bf16 storage.
+  bool lanesTake8(int64_t extent) const { return approximate_ && extent % 8 == 0 && extent >= 8 * lanes_; }
+
+  // The lanes a point takes: a warp's 32, or, where the lane axis is shorter
+  // than a warp's span of 8 positions a lane and a bf16 array lies along it
+  // (16-byte loads), as many as hold it, several points a warp (attention's
+  // 64 channels: 8 lanes, 4 points; at 2 positions a lane of 32 the loads are
+  // 4 bytes: measured 2.4x the model's time on the H200, 2026-11-30). The
+  // points must fill whole warps, and no tile may end past its axis (a point
+  // there is skipped): the shuffles take all 32 lanes of a warp.
+  int lanesPerPoint(int64_t points) const {
+    if (laneAxis_.empty() || !approximate_) return 32;
+    const int64_t extent = innerSize(laneAxis_);
+    if (extent % 8 != 0 || extent >= 256 || !bf16ArrayAlong(laneAxis_)) return 32;
+    for (const Axis& a : plan_.groupAxes)
+      if (a.size % plan_.tiles.at(a.name) != 0) return 32;
+    int lanes = 1;
+    while (16 * lanes <= extent) lanes *= 2;
+    return points % (32 / lanes) == 0 ? lanes : 32;
+  }
+  std::string lanesNote() const {
+    return lanes_ == 32 ? "a warp per point" : fmt::format("{} lanes per point, {} points a warp", lanes_, 32 / lanes_);
+  }
 
   // A warp-per-point stream whose lanes can take 8 adjacent positions each:
   // a multiple of 8 positions, at least 256 (every lane busy), scalar slots,
@@ -673,7 +694,7 @@ class Writer {
     return bf16ArrayAlong(x);
   }
 
-  // The stream's positions 8 to a lane: per span of 256, each bf16 array read
+  // The stream's positions 8 to a lane: per span of 8 x lanes, each bf16 array read
   // along the stream (innermost) by one 16-byte load per lane; the running
   // maxima over the lane's 8 positions first, then each sum rescaled once to
   // them and its 8 terms added (the online softmax's update per group of
@@ -681,8 +702,10 @@ class Writer {
   void vectorLanes(int point, const Env& env, int64_t extent) {
     const std::string& x = plan_.streamAxis;
     const std::string base = fresh("i_" + x + "_8");
-    const int group = open(point, fmt::format("for (int {0} = lane * 8; {0} < {1}; {0} += 256)", base, extent));
-    for (int pass = 0; pass < 2; ++pass) {  // the running maxima first, then the sums they rescale
+    const int group = open(point, fmt::format("for (int {0} = lane * 8; {0} < {1}; {0} += {2})", base, extent, 8 * lanes_));
+    const bool anyMax = std::any_of(stream_.slots.begin(), stream_.slots.end(),
+                                    [](const AccumulatorSlot& slot) { return slot.kind == AccumulatorSlot::Kind::Max; });
+    for (int pass = anyMax ? 0 : 1; pass < 2; ++pass) {  // the running maxima first, then the sums they rescale
       positions_ = group;
       for (size_t k = 0; k < slots_.size(); ++k) {
         const SlotLayout& s = slots_[k];
@@ -714,7 +737,7 @@ class Writer {
   // running max over the warp, the sums rescaled to it (exp(m_lane - m_warp))
   // first, then every sum over the warp.
   void mergeLaneSlots(int point) {
-    const char* butterfly = "for (int offset = 16; offset > 0; offset /= 2) ";
+    const std::string butterfly = fmt::format("for (int offset = {}; offset > 0; offset /= 2) ", lanes_ / 2);
     for (size_t k = 0; k < slots_.size(); ++k) {
       if (stream_.slots[k].kind != AccumulatorSlot::Kind::Max) continue;
       const std::string& m = slots_[k].name;
@@ -888,6 +911,7 @@ class Writer {
     }
     if (points > INT_MAX) throw std::logic_error("emit cuda: a tile of more than 2^31 points");
     laneAxis_ = laneAxis();
+    lanes_ = lanesPerPoint(points);
     const bool streamed = setUpStream();
     const bool eight = pointsTake8(streamed);
     const int64_t threadPoints = eight ? points / 8 : points;  // what the block's threads walk
@@ -898,7 +922,7 @@ class Writer {
     }
     slices_ = streamed ? streamSlices(out.grid, threadPoints) : 1;
     out.block = static_cast<int>(std::min<int64_t>(
-        256, !laneAxis_.empty() ? points * 32 : slices_ > 1 ? threadPoints * slices_ : ceilDiv(threadPoints, 32) * 32));
+        256, !laneAxis_.empty() ? points * lanes_ : slices_ > 1 ? threadPoints * slices_ : ceilDiv(threadPoints, 32) * 32));
     // Tile origin from the block index, last group axis fastest; the shares
     // of split axes fastest of all.
     if (out.grid > 1) emit(0, "long long block = blockIdx.x;");
@@ -918,9 +942,10 @@ class Writer {
       emit(0, fmt::format("const int {} = (int)(block % {}) * {};", origins[i], tiles, plan_.tiles.at(a.name)));
       if (i > 0) emit(0, fmt::format("block /= {};", tiles));
     }
-    if (!laneAxis_.empty()) emit(0, "const int lane = threadIdx.x % 32;");
+    if (!laneAxis_.empty()) emit(0, fmt::format("const int lane = threadIdx.x % {};{}", lanes_,
+                                                lanes_ < 32 ? "  // within the point's lanes" : ""));
     if (slices_ > 1) emit(0, fmt::format("const int slice = threadIdx.x / {};  // the block's threads: {} slices of the stream's positions", threadPoints, slices_));
-    const int point = open(0, !laneAxis_.empty() ? fmt::format("for (int p = threadIdx.x / 32; p < {}; p += blockDim.x / 32)", points)
+    const int point = open(0, !laneAxis_.empty() ? fmt::format("for (int p = threadIdx.x / {1}; p < {0}; p += blockDim.x / {1})", points, lanes_)
                               : slices_ > 1      ? fmt::format("for (int p = threadIdx.x % {}; p < {}; p += blockDim.x)", threadPoints, threadPoints)
                                                  : fmt::format("for (int p = threadIdx.x; p < {}; p += blockDim.x)", threadPoints));
     floor_ = point;
@@ -1705,6 +1730,7 @@ class Writer {
   } fragment_;
   bool inTail_ = false;                        // past the stream: slots read from shared memory
   std::string laneAxis_;                       // set: a warp per point, its lanes along this axis
+  int lanes_ = 32;                             // with laneAxis_: the lanes a point takes (lanesPerPoint)
   Env contractionAt_;  // the epilogue's position of the contraction, v[e]
   Env firstColumn_;    // the same at column col (e = 0)
   bool columnsVectorised_ = false;  // the epilogue's rows hold a multiple of 8 columns

@@ -89,6 +89,11 @@ inline std::vector<EmitCase> otherCases() {
       {"classifier with cross-entropy", "tests/lit/pseudocode/classifier.dg", "", {{"N", 100}, {"C", 48}, {"V", 771}},
        false, {{"target", 771}}},
       {"layernorm", "tests/lit/pseudocode/layernorm.dg", "", {{"N", 100}, {"C", 771}}},
+      // Dot products of rows shorter than a warp's span: 8 (D=64) or 4 (D=40)
+      // lanes a row, several rows a warp; N=1000 ends a tile past the rows: a warp a row.
+      {"row dot products D=64", "tests/lit/cuda/row_dot.dg", "", {{"N", 1024}, {"D", 64}}},
+      {"row dot products D=40", "tests/lit/cuda/row_dot.dg", "", {{"N", 1024}, {"D", 40}}},
+      {"row dot products N=1000", "tests/lit/cuda/row_dot.dg", "", {{"N", 1000}, {"D", 64}}},
       // Column sums and maxima whose rows the block's threads take in slices,
       // joined through shared memory: the rows not a multiple of the slices.
       {"column sums and maxima", "tests/lit/cuda/column_sums.dg", "", {{"B", 5}, {"T", 301}, {"C", 768}}},
