@@ -65,9 +65,14 @@ __device__ __forceinline__ void llmc_add_f32x8(float* p, const float (&v)[8]) {
 #endif
 }
 
-// tanh from the hardware's exp (cuda_kernel_writer.cpp, approximate_): 1 - 2 / (exp(2x) + 1), within a few
-// units of 1.0's last place absolutely, exactly -1 and 1 where exp under- and overflows.
-__device__ __forceinline__ float llmc_fast_tanh(float x) { return 1.0f - __fdividef(2.0f, __expf(2.0f * x) + 1.0f); }
+// The hardware's tanh (cuda_kernel_writer.cpp, approximate_: bf16 storage): one MUFU instruction, relative
+// error under 2^-10.9 (PTX ISA, tanh.approx.f32), below bf16's 2^-8. It replaced 1 - 2 / (exp(2x) + 1), six
+// instructions on the critical path of a GELU epilogue.
+__device__ __forceinline__ float llmc_fast_tanh(float x) {
+  float y;
+  asm("tanh.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
 
 // exp(s - m) against a running max m: 0 for s = -inf, also while m is still -inf.
 __device__ __forceinline__ float llmc_exp_shifted(float s, float m) { return s == -LLMC_INF ? 0.0f : expf(s - m); }

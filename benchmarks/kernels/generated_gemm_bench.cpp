@@ -17,7 +17,7 @@
 // With --grad the training step (gpt2 with its backward pass) instead: the backward's data and
 // weight gradients too.
 //
-// usage: generated_gemm_bench [--grad] [--set B=32,T=1024,...]  (LLMC_SOURCE_DIR: the source tree)
+// usage: generated_gemm_bench [--grad] [--set B=32,T=1024,...] [--only LAUNCH]...  (LLMC_SOURCE_DIR: the source tree)
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include <fmt/format.h>
@@ -272,10 +272,13 @@ int main(int argc, char** argv) {
   llmc::SizeBindings sizes = {{"B", 32}, {"T", 1024}, {"maxT", 1024}, {"L", 1}, {"C", 768},
                               {"H", 12}, {"V", 50257}, {"Vp", 50304}};
   bool grad = false;
+  std::vector<std::string> only;  // --only: the launches named (all when empty)
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--grad") {
       grad = true;
+    } else if (arg == "--only" && i + 1 < argc) {
+      only.push_back(argv[++i]);
     } else if (arg == "--set" && i + 1 < argc) {
       std::string list = argv[++i];
       for (size_t start = 0; start < list.size();) {
@@ -285,7 +288,7 @@ int main(int argc, char** argv) {
         start = comma + 1;
       }
     } else {
-      fmt::print(stderr, "usage: generated_gemm_bench [--grad] [--set NAME=N,...]\n");
+      fmt::print(stderr, "usage: generated_gemm_bench [--grad] [--set NAME=N,...] [--only LAUNCH]...\n");
       return 2;
     }
   }
@@ -323,7 +326,7 @@ int main(int argc, char** argv) {
                "launch", "M", "N", "K", "lay", "config", "ms", "TF/s", "cuBLAS", "TF/s", "ratio", "cuBLASLt", "TF/s",
                "ratio", "model ms", "Lt epilogue");
     for (const llmc::KernelLaunch& l : module.launches) {
-      if (!l.gemm) continue;
+      if (!l.gemm || (!only.empty() && std::find(only.begin(), only.end(), l.name) == only.end())) continue;
       const llmc::TensorCoreGemm& g = *l.gemm;
       // The buffers it reads (operands and the epilogue's inputs), in rotation sets.
       std::vector<int> reads;
