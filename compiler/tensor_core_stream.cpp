@@ -17,9 +17,12 @@ namespace {
 // step: per product its accumulators and its weights (16 rows x 64 columns of
 // fp32 over a warp's 32 lanes: 32 each), per score its scores (32) and the
 // rows' A operand (channels/16 k-steps of 4: the fragments where warps issue,
-// as many for the operands' descriptors where the warpgroup does: with wgmma,
-// attention's dQ stream spills at 4 blocks, takes 161 registers at 3), and
-// never fewer than 128
+// as many for the operands' descriptors where the warpgroup does: with wgmma
+// from cp.async tiles, attention's dQ stream spills at 4 blocks; from TMA
+// tiles dQ fits 128 registers at 4 and dK/dV 168 at 3, but ran slower so:
+// forward and backward 0.970 ms at 3 and 2, 1.008 at 4 and 3, H200,
+// 2026-11-30, benchmarks/kernels/results/2026-11-30-h200-stream-wgmma.txt),
+// and never fewer than 128
 // (the step's elementwise work, indices and addresses need theirs: the
 // logsumexp stream of tests/lit/cuda/logsumexp.dg takes 109 registers with
 // 48 of fragments, and spills at 64). More blocks than the registers leave
