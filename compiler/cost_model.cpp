@@ -230,6 +230,12 @@ KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const
     smemTraffic += tile * static_cast<double>(streamed ? cost.chunks : 1) * static_cast<double>(cost.blocks);
   }
   double accumulator = 0;
+  // Outputs added into atomically are zeroed first by a launch of their own
+  // (emit_cuda.cpp, clearBefore): a graph node more, and the zeros' bytes.
+  double clearSeconds = 0;
+  auto zeroedFirst = [&](const Type& ty) {
+    clearSeconds += t.graphLaunchOverhead + 4 * static_cast<double>(ty.elementCount()) / t.level("GMEM").attainableBandwidth;
+  };
   for (NodeId out : k.outputs) {
     const Node& n = g.node(out);
     const Type& ty = n.type;
@@ -237,14 +243,16 @@ KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const
     if (n.op == Op::ScatterAdd) {
       // An f32 atomic read-modify-write in L2 per value added; nothing held.
       moved += 2 * 4 * static_cast<double>(g.node(n.operands[0]).type.elementCount());
+      zeroedFirst(ty);
       continue;
     }
     // Split blocks add their partial results: an f32 atomic per element each
-    // (a whole-array sum: one per warp).
-    if (wholeArraySum) moved += 2 * 4 * static_cast<double>(cost.blocks * 256 / t.warpSize);
+    // (a whole-array sum: one per block).
+    if (wholeArraySum) moved += 2 * 4 * static_cast<double>(cost.blocks);
     else
       moved += splits > 1 ? 2 * 4 * static_cast<double>(ty.elementCount() * splits)
                           : static_cast<double>(ty.elementCount()) * elementBytes(ty, o);
+    if (wholeArraySum || splits > 1) zeroedFirst(ty);
   }
   // The accumulators: the tiles of the kernel's reductions that outlive a
   // chunk, in f32. Outputs made from them elementwise (a bias, GELU) are
@@ -313,8 +321,8 @@ KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const
     if (sec > busiest) busiest = sec, cost.bottleneck = term;
   double sync = static_cast<double>(cost.chunks * waves) * t.blockSyncSeconds(threads / t.warpSize);
   cost.seconds["sync"] = sync;
-  cost.seconds["launch"] = t.graphLaunchOverhead;
-  cost.predicted = busiest / cost.waveEfficiency + sync + t.graphLaunchOverhead;
+  cost.seconds["launch"] = t.graphLaunchOverhead + clearSeconds;
+  cost.predicted = busiest / cost.waveEfficiency + sync + t.graphLaunchOverhead + clearSeconds;
   if (cost.predicted - busiest / cost.waveEfficiency > busiest / cost.waveEfficiency) cost.bottleneck = "launch/sync";
   return cost;
 }
