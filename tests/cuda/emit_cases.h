@@ -25,9 +25,8 @@ struct EmitCase {
   // (tests/unit/storage_precision_test.cpp).
   double inputScale = 1;
   // With bf16 storage: how many launches must run on tensor cores (-1: not
-  // checked), and whether the GPU test also runs the sm_80 code on Hopper.
+  // checked).
   int tensorCoreLaunches = -1;
-  bool alsoSm80 = false;
   std::vector<std::string> wrt = {};  // with grad: differentiate against these inputs (empty: the params)
 };
 
@@ -60,7 +59,7 @@ inline std::vector<EmitCase> gpt2Cases() {
       {"gpt2 logits, odd sizes", "diagrams/gpt2/model.dg", "gpt2_logits", odd, false, tokens, 0.1},
       // One row, as the sampler runs it: the GEMMs' batch axis of extent 1.
       {"gpt2 logits, one row", "diagrams/gpt2/model.dg", "gpt2_logits", one, false, tokens, 0.1},
-      {"gpt2 training step, small", "diagrams/gpt2/model.dg", "gpt2", small, true, tokens, 0.1, -1, true},
+      {"gpt2 training step, small", "diagrams/gpt2/model.dg", "gpt2", small, true, tokens, 0.1, -1},
       {"gpt2 training step, odd sizes", "diagrams/gpt2/model.dg", "gpt2", odd, true, tokens, 0.1},
   };
 }
@@ -76,7 +75,7 @@ inline std::vector<EmitCase> otherCases() {
       // On the tensor cores (a streamed pair of mma.sync products), at sizes
       // that are not multiples of the 64-row and 64-key tiles.
       {"causal attention T=1000 d=80", "tests/lit/pseudocode/attention.dg", "", {{"B", 1}, {"H", 2}, {"T", 1000}, {"D", 80}},
-       false, {}, 1, 1, true},
+       false, {}, 1, 1},
       // Attention's backward streams under a loss over every axis (the loss
       // a grid-wide sum of its own), at sizes no tile divides.
       {"causal attention training step T=200 d=80", "tests/lit/pseudocode/attention_loss.dg", "",
@@ -84,8 +83,7 @@ inline std::vector<EmitCase> otherCases() {
       // A stream of scalar slots (max, and a sum rescaled by it): f32 with a
       // warp per row and the lanes' slots merged after it; bf16 on the tensor
       // cores without a product.
-      {"row log-sum-exp V=5000", "tests/lit/cuda/logsumexp.dg", "", {{"N", 300}, {"K", 40}, {"V", 5000}}, false, {}, 1, 1,
-       true},
+      {"row log-sum-exp V=5000", "tests/lit/cuda/logsumexp.dg", "", {{"N", 300}, {"K", 40}, {"V", 5000}}, false, {}, 1, 1},
       {"classifier with cross-entropy", "tests/lit/pseudocode/classifier.dg", "", {{"N", 100}, {"C", 48}, {"V", 771}},
        false, {{"target", 771}}},
       {"layernorm", "tests/lit/pseudocode/layernorm.dg", "", {{"N", 100}, {"C", 771}}},
@@ -115,17 +113,17 @@ inline std::vector<EmitCase> otherCases() {
       // Inputs N(0, 0.3²): with N(0, 1) the logits spread over ±20, where
       // bf16's absolute step (1/8) alone moves the softmax by 10%.
       {"classifier training step", "tests/diagrams/recompute.dg", "classifier_loss", {{"N", 100}, {"C", 48}, {"V", 771}},
-       true, {{"targets", 771}}, 0.3, -1, false, {"h", "wv"}},
+       true, {{"targets", 771}}, 0.3, -1, {"h", "wv"}},
       // A residual MLP trained: a whole-array sum to the loss, the GEMMs'
       // data and weight gradients.
       {"residual MLP training step", "tests/lit/memory/residual_mlp.dg", "", {{"N", 100}, {"C", 40}}, true, {}},
-      {"matmul", "tests/lit/pseudocode/matmul.dg", "", {{"M", 1000}, {"K", 80}, {"N", 771}}, false, {}, 1, 1, true},
+      {"matmul", "tests/lit/pseudocode/matmul.dg", "", {{"M", 1000}, {"K", 80}, {"N", 771}}, false, {}, 1, 1},
       // Tensor cores at shapes that are not multiples of the tiles; a K that
       // is not a multiple of 8 leaves rows misaligned for the library: CUDA cores.
       {"matmul M=1000 N=80 K=776", "tests/lit/pseudocode/matmul.dg", "", {{"M", 1000}, {"K", 776}, {"N", 80}}, false, {},
-       1, 1, true},
+       1, 1},
       {"matmul K=771 (CUDA cores)", "tests/lit/pseudocode/matmul.dg", "", {{"M", 1000}, {"K", 771}, {"N", 80}}, false, {},
-       1, 0, true},
+       1, 0},
   };
 }
 
