@@ -6,7 +6,8 @@
 // The module is planned and emitted for the GPU's arch as llmc-train does
 // (the recompute pass included with --grad), its kernels compiled through the
 // kernel cache, its arrays placed by the memory plan in one arena; float
-// inputs random normal (std 0.02), integer inputs 0 (valid indices). The
+// inputs random normal (std 0.02), integer inputs uniform over the extent
+// they index (token ids over the vocabulary; 0 where they index nothing). The
 // whole module runs twice launch by launch (warm-up; kernels opt in to their
 // shared memory then, as in llmc-train's first step). Then it is timed with an
 // event before each launch and one after the last; a launch's time is the
@@ -72,12 +73,33 @@ double median(std::vector<double> samples) {
   return samples[samples.size() / 2];
 }
 
-// Random normal values in a buffer's storage type; zeros for integers.
-void fillInput(const llmc::BufferDesc& b, CUdeviceptr address, std::mt19937& rng) {
+// The extent an integer input indexes where a gather or a scatter-add takes
+// it as its index (a token id into the vocabulary); 0 where none does.
+int64_t indexBound(const llmc::Graph& graph, llmc::NodeId input) {
+  int64_t bound = 0;
+  for (const llmc::Node& n : graph.nodes) {
+    if (n.operands.size() < 2 || n.operands[1] != input) continue;
+    const llmc::Axis* axis = n.op == llmc::Op::Gather       ? graph.node(n.operands[0]).type.find(n.axes.at(0))
+                             : n.op == llmc::Op::ScatterAdd ? n.type.find(n.newAxes.at(0))
+                                                            : nullptr;
+    if (axis) bound = bound == 0 ? axis->size : std::min(bound, axis->size);
+  }
+  return bound;
+}
+
+// Random values in a buffer's storage type: floats normal, integers uniform
+// over the extent they index (`bound`; 0 where they index nothing). All zeros
+// would send every token's gradient to one embedding row: the scatter-add's
+// atomics then meet on 768 addresses, 6x the model's time on the H200.
+void fillInput(const llmc::BufferDesc& b, CUdeviceptr address, int64_t bound, std::mt19937& rng) {
   std::vector<unsigned char> bytes(static_cast<size_t>(b.bytes), 0);
   std::normal_distribution<float> normal(0.0f, 0.02f);
+  std::uniform_int_distribution<int32_t> index(0, static_cast<int32_t>(std::max<int64_t>(bound, 1) - 1));
   for (int64_t i = 0; i < b.elements; ++i) {
-    if (b.dtype == "f32") {
+    if (b.dtype == "i32") {
+      const int32_t v = index(rng);
+      std::memcpy(&bytes[static_cast<size_t>(4 * i)], &v, 4);
+    } else if (b.dtype == "f32") {
       float f = normal(rng);
       std::memcpy(&bytes[static_cast<size_t>(4 * i)], &f, 4);
     } else if (b.dtype == "bf16") {
@@ -149,7 +171,7 @@ int run(int argc, char** argv) {
   executor.setArena(arena.address(), arena.bytes());
   std::mt19937 rng(1234);
   for (const llmc::BufferDesc& b : module.buffers)
-    if (b.graphInput) fillInput(b, executor.address(b.name), rng);
+    if (b.graphInput) fillInput(b, executor.address(b.name), indexBound(graph, b.node), rng);
 
   llmc::cuda::Stream stream;
   for (int warm = 0; warm < 2; ++warm) executor.run(stream.get());
