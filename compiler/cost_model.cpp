@@ -243,7 +243,6 @@ KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const
     if (n.op == Op::ScatterAdd) {
       // An f32 atomic read-modify-write in L2 per value added; nothing held.
       moved += 2 * 4 * static_cast<double>(g.node(n.operands[0]).type.elementCount());
-      zeroedFirst(ty);
       continue;
     }
     // Split blocks add their partial results: an f32 atomic per element each
@@ -254,6 +253,14 @@ KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const
                           : static_cast<double>(ty.elementCount()) * elementBytes(ty, o);
     if (wholeArraySum || splits > 1) zeroedFirst(ty);
   }
+  // A scatter-add is launched apart from its kernel's other work, into an
+  // array zeroed first, whether or not the kernel stores it as an output.
+  double atomicAdds = 0;
+  for (NodeId id : k.nodes)
+    if (g.node(id).op == Op::ScatterAdd) {
+      zeroedFirst(g.node(id).type);
+      atomicAdds += static_cast<double>(g.node(g.node(id).operands[0]).type.elementCount());
+    }
   // The accumulators: the tiles of the kernel's reductions that outlive a
   // chunk, in f32. Outputs made from them elementwise (a bias, GELU) are
   // written as they are made.
@@ -306,6 +313,10 @@ KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const
     if (level.seconds > 0) cost.seconds[level.level] = level.seconds;
   for (const auto& [unit, ops] : cost.work)
     cost.seconds[unit] = ops / (perPosition ? t.unit(unit).warpMmaAttainable : t.unit(unit).attainable);
+  // A scatter-add's atomics go at the rate the device completes them, well
+  // under what its L2 moves of plain traffic (the token embedding's gradient:
+  // 125 us against 20 at L2 bandwidth, on the H200).
+  if (atomicAdds > 0 && t.atomicAddsPerSecond > 0) cost.seconds["atomics"] = atomicAdds / t.atomicAddsPerSecond;
 
   // Blocks resident on an SM share its bandwidth and units, so an SM's time
   // grows with the blocks it is given: the busiest SM, with ceil(blocks/SMs),

@@ -105,6 +105,9 @@ struct Target {
 
   double launchOverhead = 0;       // seconds per kernel launched on a stream
   double graphLaunchOverhead = 0;  // seconds per kernel node of a CUDA graph
+  // Scalar f32 atomic adds to global memory the device completes a second,
+  // to distinct addresses (a scatter-add's); 0 where the file gives none.
+  double atomicAddsPerSecond = 0;
   // One __syncthreads costs blockSyncBaseCycles + blockSyncCyclesPerWarp x the block's warps.
   double blockSyncBaseCycles = 0;
   double blockSyncCyclesPerWarp = 0;
