@@ -1233,17 +1233,11 @@ class Writer {
     } else {
       emit(0, "extern __shared__ __align__(128) unsigned char smem[];");
     }
-    if (t.tma) {
+    if (warpgroup) {
       emit(0, fmt::format("const unsigned stage_full = llmc::smem_addr(smem + {});  // a stage's tiles landed: two mbarriers",
                           t.barrierOffset));
       emit(0, "llmc::stream::init_stage_barriers(stage_full);");
     }
-    // The tiles' loads complete (each thread waits for its own), ordered before wgmma's reads, published.
-    auto tilesLoaded = [&](int scope, int pending) {
-      emit(scope, fmt::format("llmc::sm80::detail::cp_async_wait<{}>();", pending));
-      if (warpgroup) emit(scope, "llmc::stream::fence_shared_for_tensor_cores();");
-      emit(scope, "__syncthreads();");
-    };
     const char* const issuer = warpgroup ? "warpgroup" : "warp";
     emit(0, "const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;");
     if (t.grid > 1) emit(0, "long long block = blockIdx.x;");
@@ -1262,7 +1256,7 @@ class Writer {
     const std::string rowOrigin = "t_" + t.rows.name;
     const int64_t positions = t.stream.size;
     // The row tiles, the first step's column tiles; the rows' A fragments.
-    if (!t.tma)
+    if (!warpgroup)
       for (const StreamScore& sc : t.scores)
         emit(0, loadTile(sc.rows, fmt::format("{}", sc.rows.smemOffset), rowOrigin, t.rows.size));
     int64_t rowBytes = 0, stepBytes = 0;
@@ -1306,13 +1300,14 @@ class Writer {
     } else {
       emit(0, fmt::format("const int c_first = 0, c_last = {};", lastStart));
     }
-    if (t.tma) {
+    if (warpgroup) {
       tmaStep(0, "0", "c_first", true);
       emit(0, "llmc::stream::wait_tiles(stage_full, 0);");
     } else {
       loadStep(0, "0", "c_first");
       emit(0, "llmc::sm80::detail::cp_async_commit();");
-      tilesLoaded(0, 0);
+      emit(0, "llmc::sm80::detail::cp_async_wait<0>();");
+      emit(0, "__syncthreads();");
     }
     for (size_t k = 0; k < t.scores.size() && !warpgroup; ++k) {
       const StreamTile& rows = t.scores[k].rows;
@@ -1337,19 +1332,20 @@ class Writer {
 
     // With the TMA, n counts the steps: step n fills its stage for the (n / 2)-th time.
     const int step = open(0, fmt::format("for (int c0 = c_first, stage = 0{}; c0 <= c_last; c0 += {}, stage ^= 1{})",
-                                         t.tma ? ", n = 0" : "", kStreamPositionsPerStep, t.tma ? ", ++n" : ""));
+                                         warpgroup ? ", n = 0" : "", kStreamPositionsPerStep, warpgroup ? ", ++n" : ""));
     // The next step's tiles load while this one computes; the barrier at the
     // end of a step frees the stage they overwrite.
     const std::string nextStep = fmt::format("c0 + {}", kStreamPositionsPerStep);
     const int next = open(step, fmt::format("if ({} <= c_last)", nextStep));
-    if (t.tma) tmaStep(next, "(stage ^ 1)", nextStep, false);
+    if (warpgroup) tmaStep(next, "(stage ^ 1)", nextStep, false);
     else loadStep(next, "(stage ^ 1)", nextStep);
     close(next);
-    if (t.tma) {
+    if (warpgroup) {
       emit(step, "llmc::stream::wait_tiles(stage_full + 8 * stage, (n >> 1) & 1);");
     } else {
       emit(step, "llmc::sm80::detail::cp_async_commit();");
-      tilesLoaded(step, 1);
+      emit(step, "llmc::sm80::detail::cp_async_wait<1>();");
+      emit(step, "__syncthreads();");
     }
     // The scores: from the rows' fragments by each warp, or from both tiles by the warpgroup,
     // which issues them all before it waits.
@@ -1510,7 +1506,7 @@ class Writer {
       storeOutputs(point, env, byRow);
       close(point);
     }
-    if (t.tma)
+    if (warpgroup)
       for (const StreamTile* tile : t.loadedTiles()) out.tensorMaps.push_back(tile->tensorMap);
     out.streamNote = fmt::format("stream over {} in steps of {} positions: scores and products by {}, the slots in "
                                  "registers",

@@ -659,7 +659,7 @@ CudaModule emitCuda(const Graph& graph, const std::vector<PlannedKernel>& kernel
         for (NodeId r : written.reads)
           if (elementwiseInPlace(graph, p.plan, o, r, arrays)) launch.inPlace.push_back({bufferOf.at(o), bufferOf.at(r)});
     std::string params;
-    if (tcStream.stream && tcStream.stream->tma)
+    if (tcStream.stream && tcStream.stream->issuer == MmaIssuer::Warpgroup)
       for (const StreamTile* tile : tcStream.stream->loadedTiles()) {
         launch.tensorMaps.push_back(streamTensorMap(*tile, *tcStream.stream, bufferOf.at(tile->layout.array)));
         params += fmt::format("{}const __grid_constant__ llmc::sm90::TmaDescriptor {}", params.empty() ? "" : ", ",

@@ -176,11 +176,9 @@ class Planner {
     }
     std::vector<int> widths = {kStreamPositionsPerStep};
     for (const StreamProduct& p : s.products) widths.push_back(p.values.paddedChannels);
-    if (hasWarpgroupMma(target, widths)) s.issuer = MmaIssuer::Warpgroup;
-    s.tma = s.issuer == MmaIssuer::Warpgroup && target.hasTMA && tensorMaps(s);
+    if (hasWarpgroupMma(target, widths) && target.hasTMA && tensorMaps(s)) s.issuer = MmaIssuer::Warpgroup;
     s.barrierOffset = (std::max(at, staged) + 7) / 8 * 8;
-    s.smemBytes = s.tma ? s.barrierOffset + 16 : std::max(at, staged);
-    if (s.issuer == MmaIssuer::Warpgroup) s.smemBytes += kSwizzleAlignment;
+    s.smemBytes = s.issuer == MmaIssuer::Warpgroup ? s.barrierOffset + 16 + kSwizzleAlignment : std::max(at, staged);
     const int64_t limit = target.level("SMEM").maxPerBlock;
     if (s.smemBytes > limit)
       return fail(out, fmt::format("its tiles need {} bytes of shared memory, more than a block's {}", s.smemBytes, limit));
@@ -401,7 +399,7 @@ std::string TensorCoreStream::describe() const {
   return fmt::format(
       "tensor cores: llmc::stream ({} + {}), {} rows of {} per block, {} positions of {} per step; "
       "{} score contraction(s) over {} channels, {} product(s) along the stream{}; {} block(s) an SM",
-      tma ? "TMA" : "cp.async", issuer == MmaIssuer::Warpgroup ? "wgmma" : "mma.sync", kStreamRowsPerBlock, rows.name, kStreamPositionsPerStep,
+      issuer == MmaIssuer::Warpgroup ? "TMA" : "cp.async", issuer == MmaIssuer::Warpgroup ? "wgmma" : "mma.sync", kStreamRowsPerBlock, rows.name, kStreamPositionsPerStep,
       stream.name, scores.size(), channels, products.size(),
       skip ? "; steps a comparison of positions leaves unchanged are skipped" : "", residentBlocks);
 }

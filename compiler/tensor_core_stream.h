@@ -48,7 +48,7 @@ struct StreamTile {
   int paddedChannels = 0;  // channel.size rounded up to 64 (the swizzled tile's column blocks)
   int64_t smemOffset = 0;  // bytes; a column tile has two stages, `stageBytes` apart
   bool sharesEarlierTile = false;  // the same elements as an earlier tile of the step: its stages, loaded once
-  // Loaded by the TMA (TensorCoreStream::tma): the kernel's tensor-map
+  // Loaded by the TMA (a warpgroup's stream): the kernel's tensor-map
   // parameter, whose dims are (channels, outer, batchAxes...): the group axes
   // along which the array has a stride, at most two.
   std::string tensorMap;
@@ -86,16 +86,14 @@ struct StreamStepSkip {
 };
 
 struct TensorCoreStream {
-  // Who issues the products: each warp its 16 rows by mma.sync (stream_mma.cuh), or, where the
-  // target has wgmma with A from registers, the block's warpgroup all 64 rows by wgmma
-  // (stream_wgmma.cuh). The fragments' layouts, and so the generated elementwise work, are the same.
+  // Who issues the products, and how the tiles load: each warp its 16 rows by mma.sync on tiles
+  // every thread loads by cp.async (stream_mma.cuh); or the block's warpgroup all 64 rows by wgmma
+  // on tiles the TMA loads (stream_wgmma.cuh: one thread issues a step's boxes, an mbarrier a stage
+  // counts their bytes), where the target has wgmma with A from registers and the TMA, and each
+  // tile's array has at most two strided group axes besides its rows and channels (a rank-4
+  // tensor map). The fragments' layouts, and so the generated elementwise work, are the same.
   MmaIssuer issuer = MmaIssuer::Warp;
-  // With wgmma, the tiles are loaded by the TMA (one thread issues a step's
-  // boxes, an mbarrier a stage counts their bytes) where each tile's array
-  // has at most two strided group axes besides its rows and channels (a
-  // rank-4 tensor map); else by every thread's cp.async.
-  bool tma = false;
-  int64_t barrierOffset = 0;  // bytes: the stages' two mbarriers, with the TMA
+  int64_t barrierOffset = 0;  // bytes: the stages' two mbarriers (warpgroup)
   Axis rows;                 // the group axis tiled kStreamRowsPerBlock rows to a block (16 to a warp)
   std::vector<Axis> batch;   // the other group axes, one position per block
   Axis stream;               // the streamed axis, kStreamPositionsPerStep positions per step
@@ -104,8 +102,8 @@ struct TensorCoreStream {
   std::optional<StreamStepSkip> skip;
   int64_t grid = 1;
   int64_t smemBytes = 0;      // the larger of the tiles' and the accumulators' staging at the end,
-                              // + kSwizzleAlignment with wgmma (the kernel aligns its tiles)
-                              // and the mbarriers with the TMA
+                              // + with wgmma the mbarriers and kSwizzleAlignment (the kernel
+                              // aligns its tiles)
   // Blocks an SM should hold at once (the kernel's __launch_bounds__ minimum):
   // as many as its shared memory allows and the registers its fragments need
   // leave room for (residentBlocks()).

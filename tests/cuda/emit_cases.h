@@ -76,6 +76,10 @@ inline std::vector<EmitCase> otherCases() {
       // that are not multiples of the 64-row and 64-key tiles.
       {"causal attention T=1000 d=80", "tests/lit/pseudocode/attention.dg", "", {{"B", 1}, {"H", 2}, {"T", 1000}, {"D", 80}},
        false, {}, 1, 1},
+      // Three batch axes: more than a TMA tensor map holds, so mma.sync on
+      // cp.async tiles on sm_90a too.
+      {"causal attention over three batch axes", "tests/lit/cuda/attention_three_batch_axes.dg", "",
+       {{"B", 2}, {"G", 2}, {"H", 3}, {"T", 200}, {"D", 64}}, false, {}, 1, 1},
       // Attention's backward streams under a loss over every axis (the loss
       // a grid-wide sum of its own), at sizes no tile divides.
       {"causal attention training step T=200 d=80", "tests/lit/pseudocode/attention_loss.dg", "",

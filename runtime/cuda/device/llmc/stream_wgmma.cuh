@@ -25,11 +25,6 @@
 
 namespace llmc::stream {
 
-// Orders this thread's writes to shared memory by the generic proxy (cp.async, st.shared) before
-// later reads by the async proxy (wgmma's operand fetch); each writing thread fences before the
-// barrier that publishes its writes.
-__device__ inline void fence_shared_for_tensor_cores() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
-
 namespace detail {
 __device__ inline void warpgroup_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ inline void warpgroup_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
