@@ -31,6 +31,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -308,6 +309,14 @@ int main(int argc, char** argv) {
     llmc::Graph graph = llmc::compileToIR(options);
     std::vector<llmc::PlannedKernel> planned = llmc::planKernels(graph, target, cost);
     llmc::CudaModule module = llmc::emitCuda(graph, planned, target, {.storage = llmc::StorageType::BF16});
+    for (const std::string& name : only)  // before compiling: a misspelt name would time nothing
+      if (std::none_of(module.launches.begin(), module.launches.end(),
+                       [&](const llmc::KernelLaunch& l) { return l.gemm && l.name == name; })) {
+        std::string gemms;
+        for (const llmc::KernelLaunch& l : module.launches)
+          if (l.gemm) gemms += " " + l.name;
+        throw std::invalid_argument(fmt::format("--only {}: no GEMM launch of that name; the GEMMs are{}", name, gemms));
+      }
     cuda::CompiledKernel compiled = cuda::compileWithNvrtc({options.entry, module.source, arch, {}});
     cuda::Module loaded(compiled.cubin, options.entry);
     fmt::print("GPU 0: {} ({}), {} launches, {} on tensor cores; sizes", context.name(), arch, module.launches.size(),
