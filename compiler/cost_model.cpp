@@ -201,6 +201,11 @@ KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const
   }
 
   double moved = 0, unique = 0, smemBytes = 0, smemTraffic = 0;
+  double loaded = 0;          // bytes read from GMEM
+  // A thread's load: 16 bytes of bf16 storage (8 values), one value of f32
+  // storage (emit_cuda's loads).
+  const double loadBytes = o.storageBytes == 2 ? t.vectorAccessBytes : 4;
+  double loads = 0;  // of the largest share of an input a block reads
   for (NodeId in : k.inputs) {
     const Type& ty = g.node(in).type;
     double bytes = static_cast<double>(ty.elementCount()) * elementBytes(ty, o);
@@ -215,6 +220,7 @@ KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const
       }
     }
     unique += bytes;
+    loaded += bytes;
     double replication = 1;
     for (const auto& a : s.groupAxes)
       if (!ty.has(a.name) && !gathered) replication *= static_cast<double>(ceilDiv(a.size, p.groupTiles.at(a.name)));
@@ -224,6 +230,14 @@ KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const
       const Node& n = g.node(id);
       if (n.op == Op::Gather && n.operands[0] == in) tile = tileElements(n.type, s, p) * elementBytes(ty, o);
     }
+    // What the block's threads may share out: its whole stream and the
+    // positions it loops over, not only a chunk.
+    double reach = tile;
+    if (const Axis* streamed = ty.find(s.streamAxis); streamed && p.streamChunk > 0)
+      reach *= static_cast<double>(streamed->size) / static_cast<double>(std::min(p.streamChunk, streamed->size));
+    for (const auto& [axis, extent] : s.loopExtent)
+      if (ty.has(axis)) reach *= static_cast<double>(p.splitTiles.count(axis) ? p.splitTiles.at(axis) : extent);
+    loads = std::max(loads, std::ceil(reach / loadBytes));
     bool streamed = (ty.has(s.streamAxis) && p.streamChunk > 0) ||
                     std::any_of(s.loopAxes.begin(), s.loopAxes.end(), [&](const std::string& a) { return ty.has(a); });
     smemBytes += tile * (streamed ? 2 : 1);  // a chunk in use and the next one in flight
@@ -329,12 +343,47 @@ KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const
                         static_cast<double>(ceilDiv(cost.blocks, t.smCount) * t.smCount);
   double busiest = 0;
   for (const auto& [term, sec] : cost.seconds)
-    if (sec > busiest) busiest = sec, cost.bottleneck = term;
+    if (sec / cost.waveEfficiency > busiest) busiest = sec / cost.waveEfficiency, cost.bottleneck = term;
+
+  // Latency (Little's law): a kernel on the CUDA cores loads straight into
+  // registers, a thread waiting for its load before the next (the
+  // tensor-core kernels keep stages of tiles in flight instead), so the
+  // device has at most its resident threads' loads in flight and moves
+  // them once per memory latency. A grid of few threads is bound by that,
+  // not by the bandwidth: GPT-2's position-embedding gradient, 192 blocks of
+  // 256 threads summing 50 MB over the batch, ran at 1.5 TB/s on the H200.
+  // The block's threads share the loads of the largest share of an
+  // input it reads (its tile along the whole stream and the axes it loops
+  // over): a thread walks its points' positions, all of them, or 8 where
+  // emit_cuda deals the positions out to slices of the block's threads (16
+  // positions or more, and no remainder tile, whose idle points would miss
+  // the slices' joins); at least a warp's threads, at most the block's.
+  const bool tensorCoreWork = std::any_of(cost.work.begin(), cost.work.end(), [](const auto& w) {
+    return w.first.rfind("tensor", 0) == 0 && w.second > 0;
+  });
+  if (!tensorCoreWork && gmem.latency > 0 && loaded > 0) {
+    double positions = s.streamAxis.empty() ? 1 : static_cast<double>(s.streamExtent);
+    for (const auto& [axis, extent] : s.loopExtent)
+      positions *= static_cast<double>(p.splitTiles.count(axis) ? p.splitTiles.at(axis) : extent);
+    const bool remainder = std::any_of(s.groupAxes.begin(), s.groupAxes.end(),
+                                       [&](const Axis& a) { return a.size % p.groupTiles.at(a.name) != 0; });
+    const double loadsPerThread = !remainder && positions >= 16 ? 8 : positions;
+    const double threadsUsed = std::clamp(std::ceil(loads / loadsPerThread), static_cast<double>(t.warpSize),
+                                          static_cast<double>(threads));
+    const double residentBlocks = std::min<double>(static_cast<double>(cost.blocks),
+                                                   static_cast<double>(t.smCount) * t.maxBlocksPerSM);
+    const double resident = std::min(residentBlocks * threadsUsed,
+                                     static_cast<double>(t.smCount) * t.maxWarpsPerSM * t.warpSize);
+    const double latencyBound = loaded * gmem.latency / (resident * loadBytes);
+    cost.seconds["latency"] = latencyBound;
+    if (latencyBound > busiest) busiest = latencyBound, cost.bottleneck = "latency";
+  }
+
   double sync = static_cast<double>(cost.chunks * waves) * t.blockSyncSeconds(threads / t.warpSize);
   cost.seconds["sync"] = sync;
   cost.seconds["launch"] = t.graphLaunchOverhead + clearSeconds;
-  cost.predicted = busiest / cost.waveEfficiency + sync + t.graphLaunchOverhead + clearSeconds;
-  if (cost.predicted - busiest / cost.waveEfficiency > busiest / cost.waveEfficiency) cost.bottleneck = "launch/sync";
+  cost.predicted = busiest + sync + t.graphLaunchOverhead + clearSeconds;
+  if (cost.predicted - busiest > busiest) cost.bottleneck = "launch/sync";
   return cost;
 }
 

@@ -45,8 +45,8 @@ class Writer {
  public:
   Writer(const Graph& g, const LaunchPlan& plan, const std::map<NodeId, StoredArray>& stored,
          const std::vector<std::string>& names, const GemmEpilogueAxes* epilogue = nullptr,
-         const TensorCoreStream* tensorStream = nullptr, int64_t residentThreads = 0)
-      : g_(g), plan_(plan), stored_(stored), names_(names), residentThreads_(residentThreads), epilogue_(epilogue),
+         const TensorCoreStream* tensorStream = nullptr, DeviceResidency resident = {})
+      : g_(g), plan_(plan), stored_(stored), names_(names), resident_(resident), epilogue_(epilogue),
         tcs_(tensorStream),
         approximate_(std::any_of(stored.begin(), stored.end(), [](const auto& a) { return a.second.ctype == "llmc_bf16"; })) {
     scopes_.push_back({-1, 0, "", {}});
@@ -1016,15 +1016,18 @@ class Writer {
   // the slices' slots after it. Without them the loads in flight are too few
   // to cover the memory's latency (Little's law: 4.8 TB/s x ~0.8 us is ~4 MB
   // in flight across the H200; 384 blocks of 64 threads reading 2 bytes each
-  // kept 1.2 TB/s). Slices double while the launch's threads stay within
-  // the device's, a block within 256 threads, and each slice 8 or more positions.
+  // kept 1.2 TB/s). Slices double while the threads of the blocks resident
+  // at once (a grid larger than the device's blocks runs in turns) stay
+  // within the device's, a block within 256 threads, and each slice 8 or more
+  // positions. The cost model's latency term counts the threads so.
   int streamSlices(int64_t grid, int64_t threadPoints) const {
     if (!laneAxis_.empty() || tcs_ || !plainSlots()) return 1;
     for (const Axis& a : plan_.groupAxes)
       if (a.size % plan_.tiles.at(a.name) != 0) return 1;  // a remainder tile's idle points would skip the joins
     const int64_t extent = innerSize(plan_.streamAxis);
     int slices = 1;
-    while (threadPoints * slices * 2 <= 256 && grid * threadPoints * slices * 2 <= residentThreads_ &&
+    const int64_t residentBlocks = std::min(grid, resident_.blocks);
+    while (threadPoints * slices * 2 <= 256 && residentBlocks * threadPoints * slices * 2 <= resident_.threads &&
            extent / (slices * 2) >= 8)
       slices *= 2;
     return slices;
@@ -1698,7 +1701,7 @@ class Writer {
   const LaunchPlan& plan_;
   const std::map<NodeId, StoredArray>& stored_;
   const std::vector<std::string>& names_;  // printedNames(g_)
-  const int64_t residentThreads_;          // the device's threads at once (0: not known, no slices)
+  const DeviceResidency resident_;         // the device's threads and blocks at once (0 threads: not known, no slices)
   std::vector<Scope> scopes_;
   std::map<std::string, std::string> cache_;
   std::set<NodeId> reads_;
@@ -1775,8 +1778,8 @@ class Writer {
 }  // namespace
 
 WrittenKernel writeKernel(const Graph& graph, const LaunchPlan& plan, const std::map<NodeId, StoredArray>& stored,
-                          const std::vector<std::string>& names, int64_t residentThreads) {
-  return Writer(graph, plan, stored, names, nullptr, nullptr, residentThreads).run();
+                          const std::vector<std::string>& names, DeviceResidency resident) {
+  return Writer(graph, plan, stored, names, nullptr, nullptr, resident).run();
 }
 
 bool isGridSum(const Graph& graph, const LaunchPlan& plan) {

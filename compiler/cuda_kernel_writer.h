@@ -53,11 +53,17 @@ struct WrittenKernel {
   std::string epilogueLoads;    // load()'s body
 };
 
-// `names`: printedNames(graph), made once for all the launches of a module;
-// `residentThreads`: the threads the device holds at once (SMs x resident
-// warps x 32), what a launch's threads should fill to keep loads in flight.
+// What the device holds at once: threads (SMs x resident warps x 32) and
+// blocks (SMs x resident blocks). A launch's threads should fill them to keep
+// loads in flight.
+struct DeviceResidency {
+  int64_t threads = 0;  // 0: not known (no slices)
+  int64_t blocks = 0;
+};
+
+// `names`: printedNames(graph), made once for all the launches of a module.
 WrittenKernel writeKernel(const Graph& graph, const LaunchPlan& plan, const std::map<NodeId, StoredArray>& stored,
-                          const std::vector<std::string>& names, int64_t residentThreads);
+                          const std::vector<std::string>& names, DeviceResidency resident);
 
 // A stream launch on the tensor cores (tensor_core_stream.h): the kernel body
 // around the stream_mma.cuh steps, with `stream.smemBytes` of dynamic shared

@@ -490,8 +490,9 @@ CudaModule emitCuda(const Graph& graph, const std::vector<PlannedKernel>& kernel
   };
   std::map<NodeId, StoredArray> arrays;
   for (NodeId id : stored) arrays[id] = {"g_" + name(id), storageOfValue(id).ctype};
-  const int64_t residentThreads = int64_t{target.smCount} * target.maxWarpsPerSM * target.warpSize;
-  for (Planned& p : plans) p.written = writeKernel(graph, p.plan, arrays, names, residentThreads);
+  const DeviceResidency resident{int64_t{target.smCount} * target.maxWarpsPerSM * target.warpSize,
+                                 int64_t{target.smCount} * target.maxBlocksPerSM};
+  for (Planned& p : plans) p.written = writeKernel(graph, p.plan, arrays, names, resident);
 
   CudaModule module;
   module.arch = target.arch;

@@ -275,17 +275,18 @@ void readSM(const Field& sm, Target& t, FigureReader& figures) {
   t.levels.push_back(registers);
 }
 
-// GMEM and L2: {"capacity_bytes", "bandwidth_bytes_per_s", "attainable_bandwidth_bytes_per_s"},
-// the last optional where `attainableRequired` is false.
+// GMEM and L2: {"capacity_bytes", "bandwidth_bytes_per_s", "attainable_bandwidth_bytes_per_s",
+// "latency_s"}, the third optional where `attainableRequired` is false, the last optional.
 MemoryLevel readDeviceLevel(const Field& f, const std::string& name, bool attainableRequired,
                             FigureReader& figures) {
-  f.allowOnly({"capacity_bytes", "bandwidth_bytes_per_s", "attainable_bandwidth_bytes_per_s"});
+  f.allowOnly({"capacity_bytes", "bandwidth_bytes_per_s", "attainable_bandwidth_bytes_per_s", "latency_s"});
   MemoryLevel level{name, LevelScope::Device, figures.positiveInteger(f["capacity_bytes"]), 0, 0,
                     figures.positive(f["bandwidth_bytes_per_s"]), 0};
   level.maxPerBlock = level.capacity;
   level.attainableBandwidth = attainableRequired || f.has("attainable_bandwidth_bytes_per_s")
                                   ? figures.positive(f["attainable_bandwidth_bytes_per_s"])
                                   : level.bandwidth;
+  if (f.has("latency_s")) level.latency = figures.positive(f["latency_s"]);
   return level;
 }
 

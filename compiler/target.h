@@ -36,6 +36,10 @@ struct MemoryLevel {
   // the device. The performance model divides the bytes crossing a level by it.
   double bandwidth = 0;            // nominal
   double attainableBandwidth = 0;  // what good code reaches; the nominal figure where none is known
+  // GMEM: seconds from a load's issue to its data, with the device far from
+  // saturated; 0 where the file gives none. By Little's law a device with B
+  // bytes in flight moves at most B / latency a second.
+  double latency = 0;
 };
 
 // An arithmetic unit and its rate over the whole device. Floating-point rates

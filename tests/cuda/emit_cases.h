@@ -99,6 +99,12 @@ inline std::vector<EmitCase> otherCases() {
       // Column sums and maxima whose rows the block's threads take in slices,
       // joined through shared memory: the rows not a multiple of the slices.
       {"column sums and maxima", "tests/lit/cuda/column_sums.dg", "", {{"B", 5}, {"T", 301}, {"C", 768}}},
+      // Sums over the outer axis: few tiles, so the partition the latency
+      // term picks deals the stream to slices of many threads (bf16: 64
+      // blocks of 64 threads); tiles past the end of 200 channels.
+      {"outer-axis sum, few tiles", "tests/lit/perf/latency.dg", "", {{"B", 64}, {"T", 8}, {"C", 512}}},
+      {"outer-axis sum, odd sizes", "tests/lit/perf/latency.dg", "", {{"B", 33}, {"T", 100}, {"C", 200}}},
+      {"batch sum", "tests/lit/cuda/batch_sum.dg", "", {{"B", 32}, {"T", 100}, {"C", 768}}},
       // A contraction over all rows split-K on the tensor cores (4 units a
       // tile adding their partials atomically), tiles not dividing 200 x 136.
       {"split-K contraction", "tests/lit/cuda/split_k.dg", "", {{"B", 8}, {"T", 300}, {"I", 200}, {"J", 136}}, false, {}, 1,

@@ -115,6 +115,60 @@ TEST_CASE("a stream of contractions takes warp-level mma.sync's rate; a matmul, 
   }
 }
 
+TEST_CASE("a CUDA-core kernel of few threads is bound by the memory's latency (Little's law)", "[cost]") {
+  const Target target = loadTarget("sm_90a");
+  const double latency = target.level("GMEM").latency;
+  REQUIRE(latency > 0);
+  // 32 x 64 x 512 f32 summed over b into [64 512]: 4 MiB read.
+  auto k = single("batch_sum", {{"B", 32}, {"T", 64}, {"C", 512}}, target);
+  REQUIRE(k.shape.streamAxis == "b");
+  const double loaded = 32.0 * 64 * 512 * 4;
+  // f32 storage: a thread loads one value at a time. Tiles of 16 x 64: 32
+  // blocks, each reading 16 x 64 x 32 values (its whole stream), 8 a thread
+  // for more than its 256 threads: 8192 threads with a load each in flight.
+  const Partition few{{{"t", 16}, {"c", 64}}, 8};
+  const KernelCost cost = evaluate(k.graph, k.kernel, k.shape, few, target, kF32);
+  REQUIRE(cost.blocks == 32);
+  CHECK(cost.bottleneck == "latency");
+  CHECK(cost.seconds.at("latency") == Approx(loaded * latency / (32 * 256 * 4.0)).epsilon(1e-12));
+  CHECK(cost.seconds.at("latency") > cost.seconds.at("GMEM") / cost.waveEfficiency);
+  // Tiles of 1 x 4 read 4 x 32 values: 16 threads of 8, priced as a warp;
+  // 16384 blocks, 32 resident on each SM.
+  const KernelCost narrow = evaluate(k.graph, k.kernel, k.shape, Partition{{{"t", 1}, {"c", 4}}, 8}, target, kF32);
+  REQUIRE(narrow.blocks == 8192);
+  CHECK(narrow.seconds.at("latency") == Approx(loaded * latency / (132 * 32 * 32 * 4.0)).epsilon(1e-12));
+  // bf16 storage: 16 bytes (8 values) a load.
+  const CostOptions bf16{2};
+  auto half = single("batch_sum", {{"B", 32}, {"T", 64}, {"C", 512}}, target);
+  half.shape = kernelShape(half.graph, half.kernel, target, bf16);
+  const KernelCost wide = evaluate(half.graph, half.kernel, half.shape, few, target, bf16);
+  CHECK(wide.seconds.at("latency") == Approx(loaded / 2 * latency / (32 * 256 * 16.0)).epsilon(1e-12));
+  // The search gives it more blocks than 32: it is not latency-bound then.
+  const Partition searched = searchPartition(k.graph, k.kernel, k.shape, target, kF32);
+  const KernelCost best = evaluate(k.graph, k.kernel, k.shape, searched, target, kF32);
+  CHECK(best.blocks > 32);
+  CHECK(best.predicted < cost.predicted);
+
+  // A grid that fills the device with 16-byte loads keeps more bytes in
+  // flight than the bandwidth needs.
+  auto large = single("batch_sum", {{"B", 32}, {"T", 4096}, {"C", 4096}}, target);
+  large.shape = kernelShape(large.graph, large.kernel, target, bf16);
+  const KernelCost full = evaluate(large.graph, large.kernel, large.shape,
+                                   searchPartition(large.graph, large.kernel, large.shape, target, bf16), target, bf16);
+  CHECK(full.bottleneck == "GMEM");
+  CHECK(full.seconds.at("latency") < full.seconds.at("GMEM"));
+
+  // Without a latency in the target file there is no such term; nor on the
+  // tensor cores, whose pipelines keep stages of tiles in flight.
+  Target unknown = target;
+  unknown.level("GMEM").latency = 0;
+  CHECK(evaluate(k.graph, k.kernel, k.shape, few, unknown, kF32).seconds.count("latency") == 0);
+  auto mm = single("matmul", {{"I", 256}, {"K", 256}, {"J", 256}}, target);
+  const KernelCost matmul = evaluate(mm.graph, mm.kernel, mm.shape, searchPartition(mm.graph, mm.kernel, mm.shape, target, kF32),
+                                     target, kF32);
+  CHECK(matmul.seconds.count("latency") == 0);
+}
+
 TEST_CASE("the attention optimum approaches 2qd + 4qxd^2/M as M grows", "[cost]") {
   // The closed form counts the Q tile and the output accumulator, 2 g_q d, as
   // all of M; the model also holds the K and V chunks (double-buffered) and

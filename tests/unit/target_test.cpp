@@ -99,6 +99,8 @@ TEST_CASE("target: the data files of both archs load, with their default devices
   CHECK(hopper.computeCapabilityMinor == 0);
   CHECK(hopper.smCount == 132);
   CHECK(hopper.level("GMEM").attainableBandwidth == 4.25e12);
+  CHECK(hopper.level("GMEM").latency == 4.4e-7);
+  CHECK(hopper.level("L2").latency == 0);  // none given
   CHECK(hopper.unit("tensor_bf16").attainable == 800e12);
 
   const Target ampere = loadTarget("sm_80");
@@ -255,6 +257,12 @@ TEST_CASE("target: a malformed file is refused, naming the file and the field", 
     doc["devices"]["H200"]["sm_count"]["value"] = 0;
     const std::string path = writeJson(dir, "zero.json", doc);
     CHECK_THAT(loadError(path), Contains("field 'devices.H200.sm_count.value': must be positive"));
+  }
+  SECTION("a latency that is not positive") {
+    auto doc = readTargetJson("sm_90a");
+    doc["devices"]["H200"]["gmem"]["latency_s"]["value"] = -4.4e-7;
+    const std::string path = writeJson(dir, "latency.json", doc);
+    CHECK_THAT(loadError(path), Contains("field 'devices.H200.gmem.latency_s.value': must be positive"));
   }
   SECTION("misspelt field") {
     auto doc = readTargetJson("sm_90a");
