@@ -1743,7 +1743,7 @@ class Writer {
 
   // exp, division and 1/sqrt in the launch's float arithmetic. Under bf16
   // storage (any array of the module stored bf16) they are the hardware's
-  // approximations: __expf (ex2.approx: 2 ulp, plus 2 per unit of |x|),
+  // approximations: llmc_fast_exp (ex2.approx.ftz after x log2(e): 2 ulp, plus 2 per unit of |x|),
   // __fdividef and rsqrtf (2 ulp), far inside bf16's 2^-8, as FlashAttention
   // and llm.c's kernels use them. The accurate forms cost tens of instructions
   // each: per score element of attention, per element of a layernorm's
@@ -1751,7 +1751,7 @@ class Writer {
   // expf, IEEE division and 1.0f / sqrtf (the f32 oracle's 1e-5).
   const bool approximate_;
   std::string exp(const std::string& x) const {
-    return approximate_ ? fmt::format("__expf({})", x) : fmt::format("expf({})", x);
+    return approximate_ ? fmt::format("llmc_fast_exp({})", x) : fmt::format("expf({})", x);
   }
   std::string divide(const std::string& x, const std::string& y) const {
     return approximate_ ? fmt::format("__fdividef({}, {})", x, y) : fmt::format("{} / {}", x, y);

@@ -80,9 +80,26 @@ __device__ __forceinline__ float llmc_exp_shifted(float s, float m) { return s =
 // exp(m_old - m_new), the online-softmax rescaling: 1 while the max has not moved.
 __device__ __forceinline__ float llmc_rescale(float m_old, float m_new) { return m_old == m_new ? 1.0f : expf(m_old - m_new); }
 
-// The same with the hardware's approximate exp, for streams on the tensor cores (cuda_kernel_writer.cpp, exp).
-__device__ __forceinline__ float llmc_fast_exp_shifted(float s, float m) { return s == -LLMC_INF ? 0.0f : __expf(s - m); }
-__device__ __forceinline__ float llmc_fast_rescale(float m_old, float m_new) { return m_old == m_new ? 1.0f : __expf(m_old - m_new); }
+// exp by the hardware's 2^x with results under 2^-126 flushed to zero (cuda_kernel_writer.cpp, approximate_:
+// bf16 storage, whose smallest normal is the same): x log2(e), then one MUFU instruction (ex2.approx.ftz.f32,
+// relative error 2^-22 plus the rounding of x log2(e)). __expf's ex2.approx.f32 keeps denormal results, for a
+// compare and two more multiplies an exp (ptxas, sm_90a): per score element of attention's streams.
+__device__ __forceinline__ float llmc_ex2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+#define LLMC_LOG2E 1.4426950408889634f
+__device__ __forceinline__ float llmc_fast_exp(float x) { return llmc_ex2(x * LLMC_LOG2E); }
+
+// The same shifted and rescaled, for streams on the tensor cores: s log2(e) - m log2(e) is one fused
+// multiply-add, m log2(e) the same for a row's elements (computed once).
+__device__ __forceinline__ float llmc_fast_exp_shifted(float s, float m) {
+  return s == -LLMC_INF ? 0.0f : llmc_ex2(fmaf(s, LLMC_LOG2E, -m * LLMC_LOG2E));
+}
+__device__ __forceinline__ float llmc_fast_rescale(float m_old, float m_new) {
+  return m_old == m_new ? 1.0f : llmc_ex2(fmaf(m_old, LLMC_LOG2E, -m_new * LLMC_LOG2E));
+}
 )";
 
 struct Storage {
