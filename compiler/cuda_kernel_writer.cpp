@@ -293,7 +293,14 @@ class Writer {
         std::string x = operand(0);
         switch (n.unary) {
           case UnaryOp::Neg: return def(fmt::format("-{}", x));
-          case UnaryOp::Exp: return def(exp(x));
+          case UnaryOp::Exp: {
+            // exp(a - b): a - b's rounding and exp's multiply by log2(e) become one fused multiply-add.
+            const Node& arg = g_.node(n.operands[0]);
+            if (approximate_ && arg.op == Op::Binary && arg.binary == BinaryOp::Sub)
+              return def(fmt::format("llmc_fast_exp_difference({}, {})", value(arg.operands[0], own),
+                                     value(arg.operands[1], own)));
+            return def(exp(x));
+          }
           case UnaryOp::Log: return def(fmt::format("logf({})", x));
           case UnaryOp::Tanh: return def(fmt::format(fmt::runtime(approximate_ ? "llmc_fast_tanh({})" : "tanhf({})"), x));
           case UnaryOp::Sqrt: return def(fmt::format("sqrtf({})", x));

@@ -92,10 +92,14 @@ __device__ __forceinline__ float llmc_ex2(float x) {
 #define LLMC_LOG2E 1.4426950408889634f
 __device__ __forceinline__ float llmc_fast_exp(float x) { return llmc_ex2(x * LLMC_LOG2E); }
 
-// The same shifted and rescaled, for streams on the tensor cores: s log2(e) - m log2(e) is one fused
-// multiply-add, m log2(e) the same for a row's elements (computed once).
+// exp(a - b) as one fused multiply-add and ex2: b log2(e) is the same for all the a it is taken from (a row's
+// statistic, computed once).
+__device__ __forceinline__ float llmc_fast_exp_difference(float a, float b) { return llmc_ex2(fmaf(a, LLMC_LOG2E, -b * LLMC_LOG2E)); }
+
+// exp(s - m) against a running max m >= s, for streams: 0 for s = -inf (2^-inf); while m is still -inf (and
+// so is s), the offset is 0 instead of +inf. The test is on m, once a row, not on each element.
 __device__ __forceinline__ float llmc_fast_exp_shifted(float s, float m) {
-  return s == -LLMC_INF ? 0.0f : llmc_ex2(fmaf(s, LLMC_LOG2E, -m * LLMC_LOG2E));
+  return llmc_ex2(fmaf(s, LLMC_LOG2E, m == -LLMC_INF ? 0.0f : -m * LLMC_LOG2E));
 }
 __device__ __forceinline__ float llmc_fast_rescale(float m_old, float m_new) {
   return m_old == m_new ? 1.0f : llmc_ex2(fmaf(m_old, LLMC_LOG2E, -m_new * LLMC_LOG2E));
