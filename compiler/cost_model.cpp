@@ -7,7 +7,9 @@
 #include <numeric>
 #include <set>
 
+#include "step_skip.h"
 #include "streamability.h"
+#include "tensor_core_stream.h"
 
 namespace llmc {
 
@@ -312,16 +314,39 @@ KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const
   // (tensor_core_stream.h): warp-level mma.sync, or on sm_90a the warpgroup's wgmma, which waits for
   // each step's products before the step's elementwise work, so the tensor cores idle through it.
   // Either way well under the GEMM library's rate: priced at the target's warp_mma_attainable
-  // (measured with mma.sync). On the H200 (2026-11-30, wgmma + TMA streams, d12) that predicted the
-  // forward at 298 us against 261 measured, dQ 447 against 275, dK/dV 594 against 730-756.
-  // (A GEMM's one contraction is over the stream axis itself.)
+  // (measured with mma.sync), on the steps the stream runs. On the H200 (2026-11-30, wgmma + TMA
+  // streams, exp as ex2.approx.ftz, d12's causal attention) that predicts the forward at 162 us a
+  // layer against 165 measured, dQ 239 against 206, dK/dV 317 against 411 (all steps priced, the
+  // predictions had been 298, 447 and 594). (A GEMM's one contraction is over the stream axis itself.)
+  // Such a stream runs only the steps a comparison of positions leaves changing some slot
+  // (step_skip.h: a causal mask's keys past a block's queries): its work is that fraction of
+  // the whole, in the tensor-core streams' blocks of rows and steps of positions.
   bool perPosition = false;
+  std::string rowAxis;
   for (NodeId id : k.nodes) {
     const Node& n = g.node(id);
-    NodeWork w = nodeWork(g, n, t, o);
-    if (w.operations > 0) cost.work[w.unit] += w.operations;
-    perPosition = perPosition || (n.op == Op::Contract && !k.streamAxis.empty() &&
-                                  std::find(n.axes.begin(), n.axes.end(), k.streamAxis) == n.axes.end());
+    if (n.op != Op::Contract || k.streamAxis.empty() || !n.type.has(k.streamAxis) ||
+        std::find(n.axes.begin(), n.axes.end(), k.streamAxis) != n.axes.end())
+      continue;
+    perPosition = true;
+    const Type& x = g.node(n.operands[0]).type;
+    const Type& y = g.node(n.operands[1]).type;
+    const Type& rows = x.has(k.streamAxis) ? y : x;
+    const Type& columns = x.has(k.streamAxis) ? x : y;
+    for (const Axis& a : rows.axes)
+      if (hasGroupAxis(s, a.name) && !columns.has(a.name)) rowAxis = a.name;
+  }
+  double stepsRun = 1;
+  if (perPosition && !rowAxis.empty()) {
+    const StreamAnalysis analysis = analyzeStream(g, members, k.streamAxis);
+    if (const std::optional<StreamStepSkip> skip = findStepSkip(g, analysis, rowAxis, k.streamAxis)) {
+      const auto row = std::find_if(s.groupAxes.begin(), s.groupAxes.end(), [&](const Axis& a) { return a.name == rowAxis; });
+      stepsRun = stepsRunFraction(g, *skip, rowAxis, row->size, s.streamExtent, kStreamRowsPerBlock, kStreamPositionsPerStep);
+    }
+  }
+  for (NodeId id : k.nodes) {
+    NodeWork w = nodeWork(g, g.node(id), t, o);
+    if (w.operations > 0) cost.work[w.unit] += w.operations * stepsRun;
   }
   for (const auto& level : cost.levels)
     if (level.seconds > 0) cost.seconds[level.level] = level.seconds;

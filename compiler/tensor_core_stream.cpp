@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "print.h"
+#include "step_skip.h"
 #include "streamability.h"
 
 namespace llmc {
@@ -137,7 +138,7 @@ class Planner {
       }
       if (product) s.products.push_back(*product);
     }
-    s.skip = stepSkip(analysis, s.rows.name);
+    s.skip = findStepSkip(g_, analysis, s.rows.name, plan_.streamAxis);
     for (NodeId id : plan_.computed)
       if (const Axis* a = g_.node(id).type.find(plan_.streamAxis)) s.stream = *a;
     for (const StreamScore& sc : s.scores)
@@ -231,105 +232,6 @@ class Planner {
       if (it == b.layout.strides.end() || it->second != stride) return false;
     }
     return true;
-  }
-
-  // ---- step skipping
-  enum class Known { Zero, NegInf, Unknown };
-
-  // The value of `id` wherever `cond` is `holds`, if the laws fix it: a
-  // select on cond picks a branch; exp(-inf) = 0; -inf + finite = -inf;
-  // 0 * finite = 0 / finite = 0 (the launch's other values are finite).
-  Known whenHolds(NodeId id, NodeId cond, bool holds, int depth = 0) const {
-    if (depth > 24) return Known::Unknown;
-    const Node& n = g_.node(id);
-    auto operand = [&](size_t k) { return whenHolds(n.operands[k], cond, holds, depth + 1); };
-    switch (n.op) {
-      case Op::Constant:
-        if (n.value == 0) return Known::Zero;
-        if (std::isinf(n.value) && n.value < 0) return Known::NegInf;
-        return Known::Unknown;
-      case Op::Select:
-        if (throughViews(n.operands[0]) == cond) return whenHolds(n.operands[holds ? 1 : 2], cond, holds, depth + 1);
-        return Known::Unknown;
-      case Op::Unary:
-        if (n.unary == UnaryOp::Exp && operand(0) == Known::NegInf) return Known::Zero;
-        if (n.unary == UnaryOp::Neg && operand(0) == Known::Zero) return Known::Zero;
-        return Known::Unknown;
-      case Op::Binary:
-        switch (n.binary) {
-          case BinaryOp::Mul: return operand(0) == Known::Zero || operand(1) == Known::Zero ? Known::Zero : Known::Unknown;
-          case BinaryOp::Div: return operand(0) == Known::Zero ? Known::Zero : Known::Unknown;
-          case BinaryOp::Add: return operand(0) == Known::NegInf || operand(1) == Known::NegInf ? Known::NegInf : Known::Unknown;
-          case BinaryOp::Sub: return operand(0) == Known::NegInf ? Known::NegInf : Known::Unknown;
-          default: return Known::Unknown;
-        }
-      case Op::Rename:
-      case Op::Transpose:
-      case Op::Broadcast:
-      case Op::StopGradient: return operand(0);
-      default: return Known::Unknown;
-    }
-  }
-
-  // Whether a slot keeps its value at every position where cond is `holds`.
-  bool neutral(const AccumulatorSlot& slot, NodeId cond, bool holds) const {
-    if (slot.kind == AccumulatorSlot::Kind::Max)
-      return slot.core.size() == 1 && slot.core[0].kind == StreamFactor::Kind::Value && slot.core[0].power == 1 &&
-             whenHolds(slot.core[0].node, cond, holds) == Known::NegInf;
-    for (const StreamFactor& f : slot.core) {
-      if (f.power < 0) continue;
-      switch (f.kind) {
-        case StreamFactor::Kind::Mask: if (throughViews(f.node) == cond && !holds) return true; break;
-        case StreamFactor::Kind::NotMask: if (throughViews(f.node) == cond && holds) return true; break;
-        case StreamFactor::Kind::Value: if (whenHolds(f.node, cond, holds) == Known::Zero) return true; break;
-        case StreamFactor::Kind::Exp: if (whenHolds(f.node, cond, holds) == Known::NegInf) return true; break;
-      }
-    }
-    return false;
-  }
-
-  // The value `id` relabels (renames, transposes, broadcasts) or itself.
-  NodeId throughViews(NodeId id) const {
-    for (;;) {
-      const Node& n = g_.node(id);
-      if (n.op != Op::Rename && n.op != Op::Transpose && n.op != Op::Broadcast && n.op != Op::StopGradient) return id;
-      id = n.operands[0];
-    }
-  }
-
-  // The axis `id` is the position along (pos, through renames and
-  // broadcasts), or "".
-  std::string positionAxis(NodeId id) const {
-    const Node& n = g_.node(id);
-    switch (n.op) {
-      case Op::Pos: return n.axes[0];
-      case Op::Rename: {
-        const std::string inner = positionAxis(n.operands[0]);
-        return inner == n.axes[0] ? n.newAxes[0] : inner;
-      }
-      case Op::Transpose:
-      case Op::Broadcast:
-      case Op::StopGradient: return positionAxis(n.operands[0]);
-      default: return "";
-    }
-  }
-
-  std::optional<StreamStepSkip> stepSkip(const StreamAnalysis& analysis, const std::string& rows) const {
-    // Comparisons of positions are free (kernels.h, isFree): no kernel holds
-    // them, each one that reads them makes its own.
-    for (const Node& n : g_.nodes) {
-      const NodeId id = n.id;
-      if (n.op != Op::Compare || n.compare == CompareOp::Eq || n.compare == CompareOp::Ne) continue;
-      const std::string left = positionAxis(n.operands[0]), right = positionAxis(n.operands[1]);
-      auto known = [&](const std::string& a) { return a == rows || a == plan_.streamAxis; };
-      if (!known(left) || !known(right) || left == right) continue;
-      for (bool holds : {false, true}) {
-        const bool all = std::all_of(analysis.slots.begin(), analysis.slots.end(),
-                                     [&](const AccumulatorSlot& slot) { return neutral(slot, id, holds); });
-        if (all) return StreamStepSkip{id, holds, left, right};
-      }
-    }
-    return std::nullopt;
   }
 
   // `value` as tiles of [outer][channel]: a bf16 array in GMEM (through views)

@@ -25,6 +25,7 @@
 
 #include "cuda_kernel_writer.h"
 #include "ir.h"
+#include "step_skip.h"
 #include "strided_view.h"
 #include "target.h"
 
@@ -73,16 +74,6 @@ struct StreamProduct {
   // tail's threads reading down a column (rows apart) or along a row hit
   // distinct banks (at the tile's 64 rows would be a 32-way conflict).
   int stagedStride() const { return values.paddedChannels + 1; }
-};
-
-// A step whose every position leaves every slot unchanged is skipped: where
-// a comparison of positions (a causal mask, i_x <= i_t) holds `neutralWhen`
-// everywhere in the step's box of rows and positions, each slot's core is
-// zero (a sum) or -inf (a maximum) by the laws of select, exp, + and x.
-struct StreamStepSkip {
-  NodeId comparison = -1;
-  bool neutralWhen = false;
-  std::string left, right;  // the axis whose position each side is: the row axis or the stream axis
 };
 
 struct TensorCoreStream {

@@ -7,6 +7,8 @@
 
 #include "cost_model.h"
 #include "kernels.h"
+#include "step_skip.h"
+#include "streamability.h"
 #include "target.h"
 #include "test_support.h"
 
@@ -167,6 +169,37 @@ TEST_CASE("a CUDA-core kernel of few threads is bound by the memory's latency (L
   const KernelCost matmul = evaluate(mm.graph, mm.kernel, mm.shape, searchPartition(mm.graph, mm.kernel, mm.shape, target, kF32),
                                      target, kF32);
   CHECK(matmul.seconds.count("latency") == 0);
+}
+
+TEST_CASE("a stream pays for the steps a comparison of positions leaves it to run", "[cost]") {
+  const Target target = loadTarget("sm_90a");
+  // T = 1000: 16 blocks of 64 queries, 16 steps of 64 keys, the last of each partial. A key x >= t
+  // runs the steps from the block's first query on: block i runs 16 - i steps of 16.
+  auto masked = single("suffix_attention", {{"T", 1000}, {"D", 64}}, target);
+  auto open = single("attention", {{"T", 1000}, {"X", 1000}, {"D", 64}}, target);
+  REQUIRE(masked.shape.streamAxis == "x");
+  const Partition p = searchPartition(masked.graph, masked.kernel, masked.shape, target, kF32);
+  const KernelCost withMask = evaluate(masked.graph, masked.kernel, masked.shape, p, target, kF32);
+  const KernelCost without = evaluate(open.graph, open.kernel, open.shape,
+                                      searchPartition(open.graph, open.kernel, open.shape, target, kF32), target, kF32);
+  const double run = 136.0 / 256.0;  // (16 + 15 + ... + 1) of 16 x 16
+  CHECK(withMask.work.at("tensor_tf32") == Approx(without.work.at("tensor_tf32") * run).epsilon(1e-12));
+
+  const NodeId compare = [&] {
+    for (const Node& n : masked.graph.nodes)
+      if (n.op == Op::Compare) return n.id;
+    return NodeId{-1};
+  }();
+  REQUIRE(compare >= 0);
+  const std::set<NodeId> members(masked.kernel.nodes.begin(), masked.kernel.nodes.end());
+  const std::optional<StreamStepSkip> skip =
+      findStepSkip(masked.graph, analyzeStream(masked.graph, members, "x"), "t", "x");
+  REQUIRE(skip);
+  CHECK(skip->comparison == compare);
+  CHECK(stepsRunFraction(masked.graph, *skip, "t", 1000, 1000, 64, 64) == Approx(run));
+  CHECK(stepSkipped(masked.graph, *skip, "t", 64, 127, 0, 63));        // keys before every query of the block
+  CHECK_FALSE(stepSkipped(masked.graph, *skip, "t", 64, 127, 64, 127));  // the diagonal step
+  CHECK_FALSE(stepSkipped(masked.graph, *skip, "t", 0, 63, 960, 999));   // the last, partial step
 }
 
 TEST_CASE("the attention optimum approaches 2qd + 4qxd^2/M as M grows", "[cost]") {
