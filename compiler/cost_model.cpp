@@ -137,6 +137,35 @@ KernelShape kernelShape(const Graph& g, const Kernel& k, const Target& target, c
     if (linear && !outputAxes.count(name)) s.splitAxes.push_back(name);
   }
 
+  // A contraction evaluated at each position of the stream (attention's scores, over the
+  // channels while the keys stream) makes the kernel a tensor-core stream (evaluate prices it).
+  // Such a stream runs only the steps a comparison of positions leaves changing some slot
+  // (step_skip.h: a causal mask's keys past a block's queries): its work is that fraction of
+  // the whole, in the tensor-core streams' blocks of rows and steps of positions, whatever the
+  // partition.
+  std::string rowAxis;
+  for (NodeId id : k.nodes) {
+    const Node& n = g.node(id);
+    if (n.op != Op::Contract || s.streamAxis.empty() || !n.type.has(s.streamAxis) ||
+        std::find(n.axes.begin(), n.axes.end(), s.streamAxis) != n.axes.end())
+      continue;
+    s.perPosition = true;
+    const Type& x = g.node(n.operands[0]).type;
+    const Type& y = g.node(n.operands[1]).type;
+    const Type& rows = x.has(s.streamAxis) ? y : x;
+    const Type& columns = x.has(s.streamAxis) ? x : y;
+    for (const Axis& a : rows.axes)
+      if (hasGroupAxis(s, a.name) && !columns.has(a.name)) rowAxis = a.name;
+  }
+  if (s.perPosition && !rowAxis.empty()) {
+    if (const std::optional<StreamStepSkip> skip =
+            findStepSkip(g, analyzeStream(g, members, s.streamAxis), rowAxis, s.streamAxis)) {
+      const auto row = std::find_if(s.groupAxes.begin(), s.groupAxes.end(), [&](const Axis& a) { return a.name == rowAxis; });
+      s.stepsRun = stepsRunFraction(g, *skip, rowAxis, row->size, s.streamExtent, kStreamRowsPerBlock,
+                                    kStreamPositionsPerStep);
+    }
+  }
+
   // Coalescing: the innermost axis of every array in GMEM moves in whole
   // segments (128 bytes: 64 bf16 values) where it is tiled.
   auto coalesce = [&](const Type& t) {
@@ -314,44 +343,18 @@ KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const
   // (tensor_core_stream.h): warp-level mma.sync, or on sm_90a the warpgroup's wgmma, which waits for
   // each step's products before the step's elementwise work, so the tensor cores idle through it.
   // Either way well under the GEMM library's rate: priced at the target's warp_mma_attainable
-  // (measured with mma.sync), on the steps the stream runs. On the H200 (2026-11-30, wgmma + TMA
+  // (measured with mma.sync), on the steps the stream runs (KernelShape::stepsRun). On the H200 (2026-11-30, wgmma + TMA
   // streams, exp as ex2.approx.ftz, d12's causal attention) that predicts the forward at 162 us a
   // layer against 165 measured, dQ 239 against 206, dK/dV 317 against 411 (all steps priced, the
   // predictions had been 298, 447 and 594). (A GEMM's one contraction is over the stream axis itself.)
-  // Such a stream runs only the steps a comparison of positions leaves changing some slot
-  // (step_skip.h: a causal mask's keys past a block's queries): its work is that fraction of
-  // the whole, in the tensor-core streams' blocks of rows and steps of positions.
-  bool perPosition = false;
-  std::string rowAxis;
-  for (NodeId id : k.nodes) {
-    const Node& n = g.node(id);
-    if (n.op != Op::Contract || k.streamAxis.empty() || !n.type.has(k.streamAxis) ||
-        std::find(n.axes.begin(), n.axes.end(), k.streamAxis) != n.axes.end())
-      continue;
-    perPosition = true;
-    const Type& x = g.node(n.operands[0]).type;
-    const Type& y = g.node(n.operands[1]).type;
-    const Type& rows = x.has(k.streamAxis) ? y : x;
-    const Type& columns = x.has(k.streamAxis) ? x : y;
-    for (const Axis& a : rows.axes)
-      if (hasGroupAxis(s, a.name) && !columns.has(a.name)) rowAxis = a.name;
-  }
-  double stepsRun = 1;
-  if (perPosition && !rowAxis.empty()) {
-    const StreamAnalysis analysis = analyzeStream(g, members, k.streamAxis);
-    if (const std::optional<StreamStepSkip> skip = findStepSkip(g, analysis, rowAxis, k.streamAxis)) {
-      const auto row = std::find_if(s.groupAxes.begin(), s.groupAxes.end(), [&](const Axis& a) { return a.name == rowAxis; });
-      stepsRun = stepsRunFraction(g, *skip, rowAxis, row->size, s.streamExtent, kStreamRowsPerBlock, kStreamPositionsPerStep);
-    }
-  }
   for (NodeId id : k.nodes) {
     NodeWork w = nodeWork(g, g.node(id), t, o);
-    if (w.operations > 0) cost.work[w.unit] += w.operations * stepsRun;
+    if (w.operations > 0) cost.work[w.unit] += w.operations * s.stepsRun;
   }
   for (const auto& level : cost.levels)
     if (level.seconds > 0) cost.seconds[level.level] = level.seconds;
   for (const auto& [unit, ops] : cost.work)
-    cost.seconds[unit] = ops / (perPosition ? t.unit(unit).warpMmaAttainable : t.unit(unit).attainable);
+    cost.seconds[unit] = ops / (s.perPosition ? t.unit(unit).warpMmaAttainable : t.unit(unit).attainable);
   // A scatter-add's atomics go at the rate the device completes them, well
   // under what its L2 moves of plain traffic (the token embedding's gradient:
   // 125 us against 20 at L2 bandwidth, on the H200).

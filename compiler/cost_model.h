@@ -73,6 +73,8 @@ struct KernelShape {
   std::vector<std::string> loopAxes;           // other reduced axes looped over around the stream, one position at a time
   std::map<std::string, int64_t> loopExtent;   // loop axis -> its extent
   std::vector<std::string> splitAxes;          // loop axes blocks may share (split-K): the outputs are sums over them
+  bool perPosition = false;  // a contraction at each position of the stream: a tensor-core stream
+  double stepsRun = 1;       // the fraction of such a stream's steps a comparison of positions leaves to run
 };
 
 // The operations a node performs and the unit that performs them
