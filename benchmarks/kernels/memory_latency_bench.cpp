@@ -60,16 +60,15 @@ int main(int argc, char** argv) try {
   int reps = 9;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (arg == "--reps" && i + 1 < argc) reps = std::max(1, std::stoi(argv[++i]));
-    else throw std::invalid_argument("usage: memory_latency_bench [--reps N]");
+    if (arg != "--reps" || i + 1 >= argc) throw std::invalid_argument("usage: memory_latency_bench [--reps N]");
+    const std::string value = argv[++i];
+    if (value.empty() || value.size() > 6 || value.find_first_not_of("0123456789") != std::string::npos ||
+        std::stoi(value) < 1)
+      throw std::invalid_argument("--reps expects a whole number from 1, not '" + value + "'");
+    reps = std::stoi(value);
   }
-  std::optional<llmc::cuda::Context> context;
-  try {
-    context.emplace(0);
-  } catch (const llmc::NoGpuError& e) {
-    fmt::print("skipped: {}\n", e.what());
-    return 77;
-  }
+  const std::optional<llmc::cuda::Context> context = llmc::cuda::contextOrSkip();
+  if (!context) return 77;
   const std::vector<int> ks = {1, 2, 4, 8};
   std::vector<llmc::cuda::Module> modules;
   for (int k : ks) {

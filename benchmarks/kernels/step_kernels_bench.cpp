@@ -140,13 +140,8 @@ int run(int argc, char** argv) {
     else throw std::invalid_argument("unknown argument " + arg + " (see the comment at the top of step_kernels_bench.cpp)");
   }
 
-  std::optional<llmc::cuda::Context> context;
-  try {
-    context.emplace(0);
-  } catch (const llmc::NoGpuError& e) {
-    fmt::print("skipped: {}\n", e.what());
-    return 77;
-  }
+  const std::optional<llmc::cuda::Context> context = llmc::cuda::contextOrSkip();
+  if (!context) return 77;
   const llmc::Target target = llmc::loadTarget(context->arch());
   llmc::CostOptions cost;
   cost.storageBytes = bf16 ? 2 : 4;

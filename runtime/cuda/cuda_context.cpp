@@ -52,4 +52,13 @@ std::string Context::arch() const {
   return fmt::format("sm_{}{}", computeCapability_, computeCapability_ >= 90 ? "a" : "");
 }
 
+std::optional<Context> contextOrSkip() {
+  try {
+    return std::optional<Context>(std::in_place, 0);  // made in place: a Context neither copies nor moves
+  } catch (const NoGpuError& e) {
+    fmt::print("skipped: {}\n", e.what());
+    return std::nullopt;
+  }
+}
+
 }  // namespace llmc::cuda

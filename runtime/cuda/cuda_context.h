@@ -2,6 +2,7 @@
 // context the CUDA runtime and libraries such as cuBLAS and NCCL share.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "cuda_driver.h"
@@ -42,5 +43,10 @@ class Context {
   int computeCapability_ = 0;
   int maxDynamicSharedMemoryPerBlock_ = 0;
 };
+
+// GPU 0's context for a GPU test or benchmark; where there is none, prints
+// "skipped: WHY" and returns nothing: the caller then exits with 77, the code
+// ctest reports as skipped (never as passed).
+std::optional<Context> contextOrSkip();
 
 }  // namespace llmc::cuda

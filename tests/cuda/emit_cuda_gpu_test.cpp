@@ -191,13 +191,8 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "emit_cuda_gpu_test: no case is named like the ones given\n");
     return 2;
   }
-  std::optional<cuda::Context> context;
-  try {
-    context.emplace(0);
-  } catch (const cuda::NoGpuError& error) {
-    fmt::print("skipped: {}\n", error.what());
-    return 77;
-  }
+  const std::optional<cuda::Context> context = cuda::contextOrSkip();
+  if (!context) return 77;
   fmt::print("GPU 0: {}, compiling for {}\n", context->name(), context->arch());
   Outcome outcome;
   const std::string native = context->computeCapability() >= 90 ? "sm_90a" : "sm_80";

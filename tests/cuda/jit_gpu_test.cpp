@@ -129,13 +129,8 @@ void checkReverseChunks(cuda::Kernel& reverse, const cuda::Context& context, Che
 
 int main() {
   try {
-    std::optional<cuda::Context> context;
-    try {
-      context.emplace(0);
-    } catch (const cuda::NoGpuError& error) {
-      fmt::print("skipped: {}\n", error.what());
-      return 77;
-    }
+    const std::optional<cuda::Context> context = cuda::contextOrSkip();
+    if (!context) return 77;
     fmt::print("GPU 0: {}, compiling for {}\n", context->name(), context->arch());
     Checks checks;
 
