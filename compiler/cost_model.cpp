@@ -77,7 +77,7 @@ NodeWork nodeWork(const Graph& g, const Node& n, const Target& t, const CostOpti
   // A gather touches one row per index; a scatter-add one per value.
   if (n.op == Op::Gather) elements = static_cast<double>(n.type.elementCount());
   if (n.op == Op::ScatterAdd) elements = static_cast<double>(g.node(n.operands[0]).type.elementCount());
-  const bool tensorCores = t.hasShapesFor(o.storageBytes == 2 ? "bf16" : "tf32");
+  const bool tensorCores = o.tensorCores && t.hasShapesFor(o.storageBytes == 2 ? "bf16" : "tf32");
   if (n.op == Op::Contract && isFloat(n.type.dtype))
     return {tensorCores ? (o.storageBytes == 2 ? "tensor_bf16" : "tensor_tf32") : "fp32", 2 * elements};
   if (isSpecialFunction(n)) return {"sfu", elements};
@@ -121,8 +121,17 @@ KernelShape kernelShape(const Graph& g, const Kernel& k, const Target& target, c
       for (const auto& name : k.innerAxes)
         if (const Axis* a = g.node(op).type.find(name)) innerExtent[name] = a->size;
     }
+  // The channels a contraction at each position of the stream sums over
+  // (attention's d in q·k) are held whole with each position's operands.
+  std::set<std::string> perPositionChannels;
+  for (NodeId id : k.nodes) {
+    const Node& n = g.node(id);
+    if (n.op == Op::Contract && !s.streamAxis.empty() && n.type.has(s.streamAxis))
+      perPositionChannels.insert(n.axes.begin(), n.axes.end());
+  }
   for (const auto& name : k.innerAxes) {
     int64_t extent = innerExtent[name];
+    if (perPositionChannels.count(name) && extent <= kInnerLimit) continue;
     StreamAnalysis stream = analyzeStream(g, members, name);
     bool looped = extent > kInnerLimit || (!s.streamAxis.empty() && !outputAxes.count(name) && stream.streamable);
     if (!looped) continue;
@@ -144,6 +153,7 @@ KernelShape kernelShape(const Graph& g, const Kernel& k, const Target& target, c
   // the whole, in the tensor-core streams' blocks of rows and steps of positions, whatever the
   // partition.
   std::string rowAxis;
+  std::set<std::string> scoreAxes;  // the axes of the per-position contractions' operands
   for (NodeId id : k.nodes) {
     const Node& n = g.node(id);
     if (n.op != Op::Contract || s.streamAxis.empty() || !n.type.has(s.streamAxis) ||
@@ -154,9 +164,18 @@ KernelShape kernelShape(const Graph& g, const Kernel& k, const Target& target, c
     const Type& y = g.node(n.operands[1]).type;
     const Type& rows = x.has(s.streamAxis) ? y : x;
     const Type& columns = x.has(s.streamAxis) ? x : y;
-    for (const Axis& a : rows.axes)
-      if (hasGroupAxis(s, a.name) && !columns.has(a.name)) rowAxis = a.name;
+    rowAxis = streamRowAxis(rows, columns, s.groupAxes);
+    for (const Type* t : {&x, &y})
+      for (const Axis& a : t->axes) scoreAxes.insert(a.name);
   }
+  // An output axis no per-position contraction's operand has is the channels
+  // of a product along the stream (attention's values' axis): held whole by
+  // each block, as the contracted channels are, not tiled across the grid
+  // (which would recompute the scores once per tile). Whether it shares its
+  // name with the contracted channels (attention's d) or not (e) makes no
+  // difference.
+  if (s.perPosition)
+    std::erase_if(s.groupAxes, [&](const Axis& a) { return !scoreAxes.count(a.name); });
   if (s.perPosition && !rowAxis.empty()) {
     if (const std::optional<StreamStepSkip> skip =
             findStepSkip(g, analyzeStream(g, members, s.streamAxis), rowAxis, s.streamAxis)) {
@@ -181,7 +200,7 @@ KernelShape kernelShape(const Graph& g, const Kernel& k, const Target& target, c
   // Tensor cores: the instruction's m, n and k divide the tiles of the axes
   // that play those parts in each contraction.
   std::vector<TensorCoreShape> shapes = target.shapesFor(o.storageBytes == 2 ? "bf16" : "tf32");
-  if (shapes.empty()) return s;
+  if (shapes.empty() || !o.tensorCores) return s;
   const TensorCoreShape& mma = *std::max_element(shapes.begin(), shapes.end(), [](const auto& a, const auto& b) {
     return a.m < b.m;  // the largest m: wgmma's on Hopper
   });
@@ -354,7 +373,7 @@ KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const
   for (const auto& level : cost.levels)
     if (level.seconds > 0) cost.seconds[level.level] = level.seconds;
   for (const auto& [unit, ops] : cost.work)
-    cost.seconds[unit] = ops / (s.perPosition ? t.unit(unit).warpMmaAttainable : t.unit(unit).attainable);
+    cost.seconds[unit] = ops / (s.perPosition && o.tensorCores ? t.unit(unit).warpMmaAttainable : t.unit(unit).attainable);
   // A scatter-add's atomics go at the rate the device completes them, well
   // under what its L2 moves of plain traffic (the token embedding's gradient:
   // 125 us against 20 at L2 bandwidth, on the H200).

@@ -30,6 +30,10 @@ namespace llmc {
 
 struct CostOptions {
   int storageBytes = 2;  // bytes per float element in GMEM/SMEM (bf16 mixed precision); 0: the IR's dtype
+  // Whether contractions may run on the tensor cores. The lowering stage
+  // (lowering.h) prices a kernel whose launch stays on the CUDA cores with
+  // this false: its contractions at the FMA units' rate.
+  bool tensorCores = true;
 };
 
 struct Partition {
@@ -62,6 +66,11 @@ struct KernelCost {
   // On-chip memory per block, SMEM and registers together: the M of the
   // closed forms (DESIGN.md §2).
   double onChipBytes = 0;
+  // Set by the lowering stage (lowering.h): the engine the kernel's launch
+  // runs on, and the launches made for it besides (staging copies), whose
+  // time `seconds["helpers"]` and `predicted` include.
+  std::string engine;
+  int helperLaunches = 0;
 };
 
 // What a kernel's partition constrains, derived from its nodes.

@@ -6,8 +6,10 @@
 #include <map>
 #include <set>
 #include <stdexcept>
+#include <tuple>
 
 #include "cuda_kernel_writer.h"
+#include "gemm_staging.h"
 #include "print.h"
 #include "tensor_core_gemm.h"
 #include "streamability.h"
@@ -542,8 +544,9 @@ CudaModule emitCuda(const Graph& graph, const std::vector<PlannedKernel>& kernel
 
   // A launch on the tile library: the epilogue functor (the launch's work
   // after the contraction), the config, and the kernel that runs the GEMM.
+  // `stagedA`, `stagedB`: the scratch buffers of staged operands (-1: read in place).
   auto gemmKernelSource = [&](const Planned& planned, const TensorCoreGemm& gemm, const WrittenKernel& epilogue,
-                              KernelLaunch& launch) {
+                              int stagedA, int stagedB, KernelLaunch& launch) {
     const bool sm90 = gemm.library == TensorCoreGemm::Library::Sm90;
     const NodeId aArray = gemm.a.array, bArray = gemm.b.array;
     std::string members, init, params;
@@ -563,12 +566,17 @@ CudaModule emitCuda(const Graph& graph, const std::vector<PlannedKernel>& kernel
       init += (init.empty() ? "" : ", ") + arrays.at(r).param;
     }
     if (sm90) {
-      launch.tensorMaps = {tensorMapOf("A", bufferOf.at(aArray), gemm.a, gemm, gemm.BM),
-                           tensorMapOf("B", bufferOf.at(bArray), gemm.b, gemm, gemm.BN)};
+      launch.tensorMaps = {tensorMapOf("A", stagedA >= 0 ? stagedA : bufferOf.at(aArray), gemm.a, gemm, gemm.BM),
+                           tensorMapOf("B", stagedB >= 0 ? stagedB : bufferOf.at(bArray), gemm.b, gemm, gemm.BN)};
     } else {
       std::set<NodeId> passed = epilogue.reads;
-      for (NodeId operand : {aArray, bArray})
-        if (passed.insert(operand).second) pointer(operand, false);
+      for (auto [operand, staged, param] : {std::tuple{aArray, stagedA, "g_staged_a"}, std::tuple{bArray, stagedB, "g_staged_b"}})
+        if (staged >= 0) {
+          launch.params.push_back({staged, false});
+          params += fmt::format("{}const llmc_bf16* __restrict__ {}", params.empty() ? "" : ", ", param);
+        } else if (passed.insert(operand).second) {
+          pointer(operand, false);
+        }
     }
     launch.grid = {gemm.grid[0], gemm.grid[1], gemm.grid[2]};
     launch.block = gemm.threads;
@@ -621,19 +629,50 @@ CudaModule emitCuda(const Graph& graph, const std::vector<PlannedKernel>& kernel
                           n, params, shape, init,
                           gemm.splits > 1 ? fmt::format(", llmc::sm90::SplitK{{{}}}", gemm.splits) : "");
     } else {
-      auto operand = [&](const GemmOperandPlacement& o) {
+      auto operand = [&](const GemmOperandPlacement& o, const char* stagedParam) {
         return fmt::format("llmc::GemmOperand{{reinterpret_cast<const llmc::bf16*>({}) + {}, {}, {{{}, {}}}}}",
-                           arrays.at(o.array).param, o.offset, o.ld, o.batchOuterStride, o.batchInnerStride);
+                           o.staged ? stagedParam : arrays.at(o.array).param, o.offset, o.ld, o.batchOuterStride,
+                           o.batchInnerStride);
       };
       text += fmt::format("extern \"C\" __global__ void __launch_bounds__({0}_config::kThreads) {0}({1}) {{\n"
                           "  llmc::sm80::gemm<{0}_config>({2}, {3}, {4}, {0}_epilogue{{{5}}});\n}}\n",
-                          n, params, shape, operand(gemm.a), operand(gemm.b), init);
+                          n, params, shape, operand(gemm.a, "g_staged_a"), operand(gemm.b, "g_staged_b"), init);
     }
     return text;
   };
 
   const bool bf16 = options.storage == StorageType::BF16;
   std::string kernelsSource;
+  // A staged GEMM operand (gemm_staging.h): a scratch buffer and the launch
+  // that fills it, before the GEMM's; the buffer's index (-1: not staged).
+  auto stageOperand = [&](const KernelLaunch& gemmLaunch, const GemmOperandPlacement& operand, const char* role,
+                          const TensorCoreGemm& gemm) {
+    if (!operand.staged) return -1;
+    const StagingCopy copy = writeStagingCopy(fmt::format("{}_stage_{}", gemmLaunch.name, role), operand,
+                                              gemm.batchOuter, gemm.batchInner, target);
+    BufferDesc b;
+    b.name = copy.name;
+    b.dtype = "bf16";
+    b.ctype = "llmc_bf16";
+    b.axes = {Axis{"rows", operand.rows * gemm.batches()}, Axis{"padded", operand.ld}};
+    b.elements = copy.elements;
+    b.bytes = copy.elements * 2;
+    const int buffer = static_cast<int>(module.buffers.size());
+    module.buffers.push_back(b);
+    KernelLaunch stage;
+    stage.name = copy.name;
+    stage.kernel = gemmLaunch.kernel;
+    stage.role = "stage";
+    stage.grid = {copy.grid, 1, 1};
+    stage.block = copy.block;
+    stage.params = {{buffer, true}, {bufferOf.at(operand.array), false}};
+    stage.instructions.scalarReason = "a staging copy";
+    stage.predictedSeconds = stagingSeconds(operand, gemm.batches(), target);
+    stage.source = translationUnit(nullptr, copy.function);
+    kernelsSource += copy.function;
+    module.launches.push_back(std::move(stage));
+    return buffer;
+  };
   std::set<std::string> tileLibraries;  // the device headers the module includes
   for (size_t i : order) {
     const Planned& p = plans[i];
@@ -650,7 +689,8 @@ CudaModule emitCuda(const Graph& graph, const std::vector<PlannedKernel>& kernel
         const TensorCoreGemm& gemm = *tc.gemm;
         try {
           WrittenKernel epilogue = writeGemmEpilogue(graph, p.plan, arrays, names, {gemm.contraction, gemm.batch, gemm.m, gemm.n});
-          const std::string function = gemmKernelSource(p, gemm, epilogue, launch);
+          const int stagedA = stageOperand(launch, gemm.a, "a", gemm), stagedB = stageOperand(launch, gemm.b, "b", gemm);
+          const std::string function = gemmKernelSource(p, gemm, epilogue, stagedA, stagedB, launch);
           kernelsSource += function;
           const char* tileLibrary = gemm.library == TensorCoreGemm::Library::Sm90 ? "llmc/gemm_sm90.cuh" : "llmc/gemm_sm80.cuh";
           tileLibraries.insert(tileLibrary);

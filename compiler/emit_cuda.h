@@ -90,6 +90,9 @@ struct KernelLaunch {
   // launch, the memory plan lets the output take its bytes.
   std::vector<std::pair<int, int>> inPlace;
   InstructionChoice instructions;   // what the instruction selection made of it
+  // A helper launch made for a planned kernel's (a staging copy): its
+  // predicted time, which the lowering stage adds to the kernel's. 0: none.
+  double predictedSeconds = 0;
   std::optional<TensorCoreGemm> gemm;  // set where it runs on the tensor-core tile library
   // The launch's function alone, with the prelude and what it includes: a
   // translation unit of its own, so that a JIT compiles launches in parallel

@@ -89,7 +89,8 @@ bool remadeFromShortContraction(const Graph& g, NodeId id) {
 
 class Fuser {
  public:
-  explicit Fuser(const Graph& g) : g_(g), group_(g.nodes.size(), -1), consumers_(g.nodes.size()) {
+  Fuser(const Graph& g, const FusionOptions& options)
+      : g_(g), options_(options), group_(g.nodes.size(), -1), consumers_(g.nodes.size()) {
     for (const Node& n : g.nodes)
       for (NodeId o : n.operands) consumers_[static_cast<size_t>(o)].push_back(n.id);
     for (const auto& o : g.outputs) isOutput_.insert(o.node);
@@ -147,7 +148,7 @@ class Fuser {
   void attachPrologues() {
     for (size_t i = g_.nodes.size(); i-- > 0;) {
       const Node& n = g_.nodes[i];
-      if (!light(n) || isOutput_.count(n.id) || feedsContraction(n.id)) continue;
+      if (!light(n) || isOutput_.count(n.id) || feedsContraction(n.id) || options_.stored.count(n.id)) continue;
       std::set<int> groups;
       for (NodeId c : consumers_[i]) groups.insert(group_[idx(c)]);
       if (groups.size() == 1 && *groups.begin() >= 0) join(n.id, *groups.begin());
@@ -434,7 +435,7 @@ class Fuser {
         // A reduction over several axes at once (a loss summed over every
         // axis) stays a kernel of its own: fused into the kernels it reads,
         // it would leave them nothing to spread over blocks.
-        if (!isAnchor(r) || reducedBy(r).size() != 1) continue;
+        if (!isAnchor(r) || reducedBy(r).size() != 1 || options_.unstreamed.count(r.id)) continue;
         for (const std::string& x : reducedBy(r)) {
           // The kernels that make what r's kernel reads along x (r's operands,
           // and those of its prologue).
@@ -484,6 +485,15 @@ class Fuser {
           // enough to hold whole in a block (a layernorm's channels), with x
           // taken whole and no stream at all.
           std::set<NodeId> members = membersOf(groups);
+          // A sum to one value takes in no other reduction (a mean loss over
+          // rows of a log-sum-exp, or of a sum over channels): the kernel would
+          // have no axis left to spread over blocks and run in one. Apart, the
+          // rows' kernel spreads over the grid, and the sum of its results is
+          // a grid-wide sum (isWholeArraySum).
+          if (r.type.axes.empty() && std::any_of(members.begin(), members.end(), [&](NodeId m) {
+                return m != r.id && isAnchor(g_.node(m));
+              }))
+            continue;
           bool streams = analyzeStream(g_, members, x).streamable;
           // Holding x whole suits statistics over a short axis (a layernorm),
           // not kernels with contractions: those are matmuls, tiled on their own.
@@ -495,8 +505,19 @@ class Fuser {
             continue;
           if (!staysAcyclic([&](NodeId m) { return members.count(m) > 0; })) continue;
           int keep = *groups.begin();
+          const std::vector<int> before = group_;
+          const std::map<int, std::set<NodeId>> membersBefore = members_;
           for (int gr : groups)
             if (gr != keep) moveMembers(gr, keep);
+          // staysAcyclic sees the merged kernel's own paths; the kernels
+          // around it can still close a loop through it (an RMSNorm's
+          // gradient: its statistics' kernel, the data gradient's and the
+          // weight gradients' stream). Such a merge is taken back.
+          if (!runsInOrder()) {
+            group_ = before;
+            members_ = membersBefore;
+            continue;
+          }
           for (int gr : groups) streamAxis_.erase(gr);
           if (streams) streamAxis_[keep] = x;
           else wholeAxes_[keep].insert(x);
@@ -540,6 +561,19 @@ class Fuser {
     }
     if (order.size() != byGroup.size()) throw std::logic_error("fusion made kernels that wait for each other");
     return order;
+  }
+
+  // Whether the groups as they stand can run one after another.
+  bool runsInOrder() const {
+    std::map<int, Kernel> byGroup;
+    for (const Node& n : g_.nodes)
+      if (group_[idx(n.id)] >= 0) byGroup[group_[idx(n.id)]].nodes.push_back(n.id);
+    try {
+      runOrder(byGroup);
+    } catch (const std::logic_error&) {
+      return false;
+    }
+    return true;
   }
 
   int64_t reducedExtent(const Node& r, const std::string& x) const {
@@ -607,6 +641,7 @@ class Fuser {
   }
 
   const Graph& g_;
+  const FusionOptions& options_;
   std::vector<int> group_;                  // per node: its kernel's group, -1 for none (yet)
   std::map<int, std::set<NodeId>> members_;  // per group: its nodes (join, moveMembers)
   std::map<NodeId, std::vector<NodeId>> twins_;  // nodes with the same op, operands and axes as others, with them
@@ -634,6 +669,6 @@ bool isWholeArraySum(const Graph& g, const std::vector<NodeId>& outputs, const s
   return std::none_of(nodes.begin(), nodes.end(), [&](NodeId id) { return id != r.id && isAnchor(g.node(id)); });
 }
 
-std::vector<Kernel> formKernels(const Graph& graph) { return Fuser(graph).run(); }
+std::vector<Kernel> formKernels(const Graph& graph, const FusionOptions& options) { return Fuser(graph, options).run(); }
 
 }  // namespace llmc

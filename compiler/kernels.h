@@ -27,7 +27,21 @@ struct Kernel {
   std::vector<std::string> innerAxes;  // other reduced axes, consumed whole within a chunk
 };
 
-std::vector<Kernel> formKernels(const Graph& graph);
+// Choices the lowering stage (lowering.h) feeds back into fusion.
+struct FusionOptions {
+  // Reductions that join no stream with the kernels making their operands:
+  // the lowering found the stream they would anchor cannot run on the tensor
+  // cores and priced it above the separate kernels (a chain of contractions
+  // whose middle operand lies transposed for the stream's tiles).
+  std::set<NodeId> unstreamed;
+  // Values stored by the kernel that makes them rather than remade as a
+  // prologue of the contraction that reads them: the tensor-core engines
+  // take stored operands only, and the lowering priced the store below the
+  // prologue's contraction on the CUDA cores (a weight gradient's activation).
+  std::set<NodeId> stored;
+};
+
+std::vector<Kernel> formKernels(const Graph& graph, const FusionOptions& options = {});
 
 // The vocabulary of fusion.
 // Anchors reduce (contraction, sum, max, gather, scatter-add): each starts a kernel.

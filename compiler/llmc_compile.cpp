@@ -16,6 +16,7 @@
 #include "pipeline.h"
 #include "print.h"
 #include "measured_times.h"
+#include "lowering.h"
 #include "perf_report.h"
 #include "pseudocode.h"
 #include "streamability.h"
@@ -194,11 +195,10 @@ int main(int argc, char** argv) {
     if (emit == "json") {
       output = llmc::graphToJson(graph).dump(2) + "\n";
     } else if (target) {
-      auto kernels = llmc::planKernels(graph, *target, cost);
+      const llmc::EmitOptions emitOptions = llmc::emitOptionsFor(cost);
+      auto kernels = llmc::lowerKernels(graph, *target, cost, emitOptions);
       std::optional<std::map<int, double>> measured;
       if (!measuredPath.empty()) measured = llmc::readMeasuredKernelSeconds(measuredPath, kernels);
-      llmc::EmitOptions emitOptions;
-      emitOptions.storage = cost.storageBytes == 4 ? llmc::StorageType::F32 : llmc::StorageType::BF16;
       if (emit == "cuda") output = llmc::emitCuda(graph, kernels, *target, emitOptions).source;
       else if (emit == "ptx") {
 #ifdef LLMC_HAVE_NVRTC

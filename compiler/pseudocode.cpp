@@ -40,10 +40,11 @@ std::string kernelSignature(const Graph& g, const Kernel& k) {
 
 }  // namespace
 
-std::vector<PlannedKernel> planKernels(const Graph& graph, const Target& target, const CostOptions& options) {
+std::vector<PlannedKernel> planKernels(const Graph& graph, const Target& target, const CostOptions& options,
+                                       const FusionOptions& fusion) {
   std::vector<PlannedKernel> planned;
   std::map<std::string, Partition> searched;  // signature -> best partition
-  for (Kernel& k : formKernels(graph)) {
+  for (Kernel& k : formKernels(graph, fusion)) {
     PlannedKernel p;
     p.shape = kernelShape(graph, k, target, options);
     const std::string signature = kernelSignature(graph, k);

@@ -19,8 +19,11 @@ struct PlannedKernel {
   KernelCost cost;
 };
 
-// Fuses the graph into kernels and partitions each for the target.
-std::vector<PlannedKernel> planKernels(const Graph& graph, const Target& target, const CostOptions& options);
+// Fuses the graph into kernels and partitions each for the target, as if
+// every contraction ran on the tensor cores where the target has them; the
+// lowering stage (lowering.h, lowerKernels) prices the engines chosen.
+std::vector<PlannedKernel> planKernels(const Graph& graph, const Target& target, const CostOptions& options,
+                                       const FusionOptions& fusion = {});
 
 std::string printPseudocode(const Graph& graph, const std::vector<PlannedKernel>& kernels, const Target& target);
 

@@ -150,12 +150,16 @@ std::string TensorCoreGemm::configType() const {
 }
 
 std::string TensorCoreGemm::describe() const {
-  return fmt::format("tensor cores: {} {}x{}x{} tiles, {} stages{}; GEMM {}x{}x{}{}{}, A {}-major, B {}-major",
+  const char* staged = a.staged && b.staged ? "; A and B staged to aligned rows"
+                       : a.staged          ? "; A staged to aligned rows"
+                       : b.staged          ? "; B staged to aligned rows"
+                                           : "";
+  return fmt::format("tensor cores: {} {}x{}x{} tiles, {} stages{}; GEMM {}x{}x{}{}{}, A {}-major, B {}-major{}",
                      library == Library::Sm90 ? "llmc::sm90::gemm (TMA + wgmma)" : "llmc::sm80::gemm (cp.async + mma.sync)",
                      BM, BN, BK, stages, pingPong ? ", ping-pong consumers" : "", M, N, K,
                      batchOuter * batchInner > 1 ? fmt::format(" x {} batches", batchOuter * batchInner) : "",
                      splits > 1 ? fmt::format(", split-K {} ways (atomic adds)", splits) : "", a.kMajor ? "K" : "M",
-                     b.kMajor ? "K" : "N");
+                     b.kMajor ? "K" : "N", staged);
 }
 
 TensorCorePlan planTensorCoreGemm(const Graph& g, const LaunchPlan& plan, const InstructionChoice& choice,
@@ -228,15 +232,18 @@ TensorCorePlan planTensorCoreGemm(const Graph& g, const LaunchPlan& plan, const 
     else return fmt::format("{} is contiguous along neither k nor {}", name(l.array), rowsName);
     if (gemm.batch.size() == 2) p.batchOuterStride = l.strides.at(gemm.batch[0].name);
     if (!gemm.batch.empty()) p.batchInnerStride = l.strides.at(gemm.batch.back().name);
-    // The library's requirements (gemm_common.cuh): 16-byte aligned rows and batches.
-    if (p.ld % 8 != 0)
-      return fmt::format("the leading dimension of {} ({} elements) is not a multiple of 8 (16 bytes)", name(l.array), p.ld);
-    if (p.offset % 8 != 0) return fmt::format("{} is viewed from element {}, not a multiple of 8", name(l.array), p.offset);
-    if (p.batchOuterStride % 8 != 0 || p.batchInnerStride % 8 != 0)
-      return fmt::format("a batch stride of {} is not a multiple of 8 elements", name(l.array));
-    if (gemm.library == TensorCoreGemm::Library::Sm90 && gemm.batch.size() > 0 &&
-        (p.batchInnerStride == 0 || (gemm.batch.size() == 2 && p.batchOuterStride == 0)))
-      return fmt::format("{} is broadcast along a batch axis (a TMA stride of 0)", name(l.array));
+    // The library reads 16-byte aligned rows and batches (gemm_common.cuh),
+    // the TMA no batch stride of 0: elsewhere the operand is staged.
+    const bool broadcastForTma = gemm.library == TensorCoreGemm::Library::Sm90 && !gemm.batch.empty() &&
+                                 (p.batchInnerStride == 0 || (gemm.batch.size() == 2 && p.batchOuterStride == 0));
+    if (p.ld % 8 != 0 || p.offset % 8 != 0 || p.batchOuterStride % 8 != 0 || p.batchInnerStride % 8 != 0 ||
+        broadcastForTma) {
+      p.staged = GemmStagedSource{p.offset, p.ld, p.batchOuterStride, p.batchInnerStride};
+      p.offset = 0;
+      p.ld = ceilDiv(p.contiguous, 8) * 8;
+      p.batchInnerStride = gemm.batch.empty() ? 0 : p.rows * p.ld;
+      p.batchOuterStride = gemm.batch.size() == 2 ? p.rows * p.ld * gemm.batchInner : 0;
+    }
     return "";
   };
   if (std::string w = place(*la, *m, *ka, gemm.a, "m"); !w.empty()) return no(w);

@@ -22,8 +22,21 @@
 
 namespace llmc {
 
+// Where an operand lies when the library cannot read it there: rows or
+// batches not 16-byte aligned (an odd leading dimension, a view from an odd
+// element), or, for the TMA, a batch stride of 0 (a broadcast). A staging
+// launch (emit_cuda.cpp) first copies it, row by row, into a scratch buffer
+// whose rows are padded to 8 elements with zeros; the GEMM reads that.
+struct GemmStagedSource {
+  int64_t offset = 0, ld = 0;
+  int64_t batchOuterStride = 0, batchInnerStride = 0;
+};
+
 // One GEMM operand in memory, in the library's terms (gemm_common.cuh): rows
 // of `contiguous` elements `ld` apart, in batch_outer x batch_inner copies.
+// Staged (`staged` set): the fields describe the packed scratch buffer
+// [batch outer][batch inner][rows][ld] the staging launch writes, `array` the
+// stored array it copies from, `staged` where the rows lie there.
 struct GemmOperandPlacement {
   NodeId array = -1;       // the stored array it reads
   int64_t offset = 0;      // elements from the array's start (views: index, slice)
@@ -32,6 +45,9 @@ struct GemmOperandPlacement {
   int64_t rows = 0;        // extent of the other one
   int64_t ld = 0;          // elements between rows
   int64_t batchOuterStride = 0, batchInnerStride = 0;  // elements
+  std::optional<GemmStagedSource> staged;
+
+  int64_t stagedElements(int64_t batches) const { return batches * rows * ld; }
 };
 
 struct TensorCoreGemm {
@@ -63,6 +79,7 @@ struct TensorCoreGemm {
 
   std::string configType() const;  // "llmc::sm90::GemmConfig<128, 256, 4, llmc::Major::K, llmc::Major::K>"
   std::string describe() const;    // one line: library, tile, layouts
+  int64_t batches() const { return int64_t{batchOuter} * batchInner; }
 };
 
 struct TensorCorePlan {

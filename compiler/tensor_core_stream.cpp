@@ -95,12 +95,7 @@ class Planner {
         return fail(out, fmt::format("{}: not one operand along the stream and one across it", name(id)));
       const Node& rowOperand = hasAxis(x, plan_.streamAxis) ? y : x;
       const Node& columnOperand = hasAxis(x, plan_.streamAxis) ? x : y;
-      std::string rowAxis;
-      for (const Axis& a : rowOperand.type.axes)
-        if (group_.count(a.name) && !columnOperand.type.has(a.name)) {
-          if (!rowAxis.empty()) return fail(out, fmt::format("{} has two row axes", name(rowOperand.id)));
-          rowAxis = a.name;
-        }
+      const std::string rowAxis = streamRowAxis(rowOperand.type, columnOperand.type, plan_.groupAxes);
       if (rowAxis.empty()) return fail(out, fmt::format("{}: no row axis", name(id)));
       if (!s.rows.name.empty() && s.rows.name != rowAxis)
         return fail(out, "the stream's contractions disagree on the row axis");
@@ -284,6 +279,15 @@ class Planner {
 };
 
 }  // namespace
+
+std::string streamRowAxis(const Type& rows, const Type& columns, const std::vector<Axis>& groupAxes) {
+  const Axis* best = nullptr;
+  for (const Axis& a : rows.axes) {
+    const bool group = std::any_of(groupAxes.begin(), groupAxes.end(), [&](const Axis& g) { return g.name == a.name; });
+    if (group && !columns.has(a.name) && (!best || a.size >= best->size)) best = &a;
+  }
+  return best ? best->name : "";
+}
 
 std::vector<const StreamTile*> TensorCoreStream::loadedTiles() const {
   std::vector<const StreamTile*> tiles;

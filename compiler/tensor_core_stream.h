@@ -110,6 +110,15 @@ struct TensorCoreStreamPlan {
   std::string reason;  // why not, when not (empty for a launch without a stream)
 };
 
+// The row axis of a contraction inside a stream whose operand `rows` lies
+// across the stream and `columns` along it: a group axis of `rows` that
+// `columns` lacks, tiled 64 rows to a block; the others such (a query's heads
+// where the keys have none: multi-query attention) are batch axes, one
+// position a block. The longest is the row axis (the tiles fill best), the
+// innermost of the longest on a tie: by sizes and order, never by names.
+// Empty: none.
+std::string streamRowAxis(const Type& rows, const Type& columns, const std::vector<Axis>& groupAxes);
+
 // `stored`: values read from GMEM; `arrays`: how each is stored (bf16 tiles only); `names`: printedNames(graph).
 TensorCoreStreamPlan planTensorCoreStream(const Graph& graph, const LaunchPlan& plan, const std::set<NodeId>& stored,
                                           const std::map<NodeId, StoredArray>& arrays,

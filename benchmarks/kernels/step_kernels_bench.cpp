@@ -50,6 +50,7 @@
 #include <tuple>
 #include <vector>
 
+#include "lowering.h"
 #include "cuda_context.h"
 #include "cuda_driver.h"
 #include "cuda_event.h"
@@ -153,9 +154,9 @@ int run(int argc, char** argv) {
   options.target = &target;
   options.cost = cost;
   const llmc::Graph graph = llmc::compileToIR(options);
-  const std::vector<llmc::PlannedKernel> planned = llmc::planKernels(graph, target, cost);
   llmc::EmitOptions emit;
   emit.storage = bf16 ? llmc::StorageType::BF16 : llmc::StorageType::F32;
+  const std::vector<llmc::PlannedKernel> planned = llmc::lowerKernels(graph, target, cost, emit);
   llmc::cuda::ModuleExecutor executor(llmc::emitCuda(graph, planned, target, emit), {});
   const llmc::CudaModule& module = executor.module();
 

@@ -1,5 +1,7 @@
 #include "gpu_trainer.h"
 
+#include "lowering.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -125,7 +127,7 @@ GpuTrainer::GpuTrainer(const std::string& diagramsDir, const Gpt2Config& config,
           EmitOptions e;
           e.storage = s;
           e.f32Values = f32Values;
-          return emitCuda(graph, planKernels(graph, target, c), target, e);
+          return emitCuda(graph, lowerKernels(graph, target, c, e), target, e);
         },
         &hit);
     startup_.plansFromCache += hit;

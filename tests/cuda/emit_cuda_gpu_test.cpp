@@ -20,6 +20,7 @@
 #include <span>
 #include <vector>
 
+#include "lowering.h"
 #include "cuda_context.h"
 #include "cuda_driver.h"
 #include "device_buffer.h"
@@ -114,8 +115,8 @@ void runCase(const EmitCase& c, bool bf16, const std::string& arch, const cuda::
   pipeline.target = &target;
   pipeline.cost = cost;
   llmc::Graph graph = llmc::compileToIR(pipeline);
-  llmc::CudaModule module = llmc::emitCuda(graph, llmc::planKernels(graph, target, cost), target,
-                                           {.storage = bf16 ? llmc::StorageType::BF16 : llmc::StorageType::F32});
+  const llmc::EmitOptions emit{.storage = bf16 ? llmc::StorageType::BF16 : llmc::StorageType::F32};
+  llmc::CudaModule module = llmc::emitCuda(graph, llmc::lowerKernels(graph, target, cost, emit), target, emit);
   // Each launch is its own translation unit, compiled in parallel (no cache:
   // every run compiles what it tests).
   const cuda::JitResult compiled = cuda::compileKernels(cuda::kernelSources(module, context.arch()), nullptr);

@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include "lowering.h"
 #include "emit_cases.h"
 #include "emit_cuda.h"
 #include "jit.h"
@@ -36,7 +37,7 @@ int compilesEverywhere(const EmitCase& c, bool tensorCores = false) {
       pipeline.target = &target;
       pipeline.cost = cost;
       llmc::Graph graph = llmc::compileToIR(pipeline);
-      llmc::CudaModule module = llmc::emitCuda(graph, llmc::planKernels(graph, target, cost), target, {.storage = storage});
+      llmc::CudaModule module = llmc::emitCuda(graph, llmc::lowerKernels(graph, target, cost, {.storage = storage}), target, {.storage = storage});
       const std::string what = fmt::format("{} for {}, {} storage", c.name, arch,
                                            storage == llmc::StorageType::BF16 ? "bf16" : "f32");
       INFO(what);

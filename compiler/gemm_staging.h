@@ -1,0 +1,34 @@
+// Staging copies for tensor-core GEMM operands the tile library cannot read
+// where they lie (tensor_core_gemm.h, GemmStagedSource): a launch of its own,
+// before the GEMM, copies the operand's rows into a scratch buffer whose rows
+// are padded with zeros to a multiple of 8 elements (16 bytes), so that the
+// TMA and cp.async read aligned rows. An odd size (C = 771) then costs one
+// pass over the operand instead of the whole GEMM on the CUDA cores.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "tensor_core_gemm.h"
+#include "target.h"
+
+namespace llmc {
+
+struct StagingCopy {
+  std::string name;      // the __global__ function
+  int64_t elements = 0;  // the scratch buffer's, padding included
+  int64_t grid = 1;
+  int block = 256;
+  std::string function;  // the kernel's source: (bf16* dst, const bf16* src)
+};
+
+// The copy of `operand` (staged) into its scratch buffer, for a GEMM of
+// `batchInner` x `batchOuter` batches; `sourceCType` is the stored array's C type.
+StagingCopy writeStagingCopy(const std::string& name, const GemmOperandPlacement& operand, int batchOuter,
+                             int batchInner, const Target& target);
+
+// Its predicted time on `target`: the rows read and the padded rows written
+// at the GMEM's attainable bandwidth, and a launch.
+double stagingSeconds(const GemmOperandPlacement& operand, int64_t batches, const Target& target);
+
+}  // namespace llmc
