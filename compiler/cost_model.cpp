@@ -78,8 +78,13 @@ NodeWork nodeWork(const Graph& g, const Node& n, const Target& t, const CostOpti
   if (n.op == Op::Gather) elements = static_cast<double>(n.type.elementCount());
   if (n.op == Op::ScatterAdd) elements = static_cast<double>(g.node(n.operands[0]).type.elementCount());
   const bool tensorCores = o.tensorCores && t.hasShapesFor(o.storageBytes == 2 ? "bf16" : "tf32");
+  // On the CUDA cores a contraction's products read their operands through
+  // L1 and L2 (the emitted code tiles nothing in shared memory): far below
+  // the FMA units' peak, at the rate the target measured for it.
   if (n.op == Op::Contract && isFloat(n.type.dtype))
-    return {tensorCores ? (o.storageBytes == 2 ? "tensor_bf16" : "tensor_tf32") : "fp32", 2 * elements};
+    return {tensorCores ? (o.storageBytes == 2 ? "tensor_bf16" : "tensor_tf32")
+                        : (t.hasUnit("fp32_contraction") ? "fp32_contraction" : "fp32"),
+            2 * elements};
   if (isSpecialFunction(n)) return {"sfu", elements};
   return {"fp32", elements};
 }

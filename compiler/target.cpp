@@ -33,7 +33,7 @@ auto& named(Items& items, std::string_view name, const std::string& file, const 
 
 // The unit names every device must give, in the order Target::units lists them.
 const std::initializer_list<std::string_view> kUnitNames = {"tensor_bf16", "tensor_f16", "tensor_tf32",
-                                                            "fp32",        "sfu",        "int32"};
+                                                            "fp32", "fp32_contraction",        "sfu",        "int32"};
 
 // A value inside a target file with its place: `path` for error messages
 // ("devices.H200.gmem"), `key` for Target::sources ("device.gmem").
@@ -486,6 +486,10 @@ bool TensorCoreShape::acceptsN(int n) const {
 const MemoryLevel& Target::level(std::string_view name) const { return named(levels, name, file, "memory level"); }
 MemoryLevel& Target::level(std::string_view name) { return named(levels, name, file, "memory level"); }
 const ComputeUnit& Target::unit(std::string_view name) const { return named(units, name, file, "compute unit"); }
+
+bool Target::hasUnit(std::string_view name) const {
+  return std::any_of(units.begin(), units.end(), [&](const ComputeUnit& u) { return u.name == name; });
+}
 
 bool Target::hasWgmma() const {
   return std::any_of(tensorCoreShapes.begin(), tensorCoreShapes.end(),

@@ -124,6 +124,7 @@ struct Target {
   const MemoryLevel& level(std::string_view name) const;  // throws TargetError if absent
   MemoryLevel& level(std::string_view name);
   const ComputeUnit& unit(std::string_view name) const;   // throws TargetError if absent
+  bool hasUnit(std::string_view name) const;
   bool hasClusters() const { return maxClusterSize > 1; }
   bool hasWgmma() const;  // some tensor-core shape is issued by a warpgroup
   std::vector<TensorCoreShape> shapesFor(std::string_view inputType) const;

@@ -67,6 +67,7 @@ bool pointwise(Op op) {
     case Op::Slice:
     case Op::Transpose:
     case Op::Broadcast:
+    case Op::StopGradient:
     case Op::Concat: return true;
     default: return false;
   }

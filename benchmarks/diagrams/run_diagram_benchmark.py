@@ -1,0 +1,236 @@
+#!/usr/bin/env python3
+"""Diagrams GPT-2 does not use, timed on the GPU: llmc beside PyTorch eager and
+torch.compile on the same computation, in the same run.
+
+For each case (a diagram of this folder, an entry, sizes; forward, or with
+--grad the loss and every gradient), llmc's side is step_kernels_bench: the
+module planned and emitted for the GPU's arch, replayed as one CUDA graph (as
+llmc-train runs it), every launch timed beside the cost model's prediction.
+PyTorch's side is the same computation written with torch ops, bf16 inputs,
+timed as the median of CUDA-event intervals: eager, and torch.compile in the
+mode a user would pick for small launches (mode="reduce-overhead": CUDA graphs,
+the counterpart of llmc's graph replay; "default" where that fails); each
+timing the median over repetitions of 10 calls issued back to back.
+
+Prints one row per case: llmc's graph time, the sum of its predictions, how
+many of its kernels lie within 2x of their prediction, eager's and
+torch.compile's times, and the ratio compile/llmc (> 1: llmc faster). With
+--out FILE the same table and every launch go to FILE.
+
+usage: run_diagram_benchmark.py [--bench build/bin/step_kernels_bench] [--only NAME] [--out FILE] [--reps N]
+"""
+import argparse
+import json
+import math
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+
+import torch
+import torch.nn.functional as F
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def silu_gate(a, b):
+    return a / (1 + torch.exp(-a)) * b
+
+
+def gated_mlp(x, w1, w3, w2):
+    return silu_gate(x @ w1, x @ w3) @ w2
+
+
+def mqa(q, k, v):  # q [h t d], k [x d], v [x d]
+    s = torch.einsum("htd,xd->htx", q, k) / math.sqrt(q.shape[-1])
+    return torch.einsum("htx,xd->htd", torch.softmax(s.float(), -1).to(q.dtype), v)
+
+
+def value_axis_attention(q, k, v):  # q [b h t d], k [b h x d], v [b h x e], causal
+    return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+
+def sliding_window(q, k, v, window):
+    t = q.shape[-2]
+    i = torch.arange(t, device=q.device)
+    mask = (i[None, :] <= i[:, None]) & (i[None, :] + window > i[:, None])
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+
+def gqa(q, k, v):  # q [b h t d], k, v [b g x d]
+    groups = q.shape[1] // k.shape[1]
+    return F.scaled_dot_product_attention(q, k.repeat_interleave(groups, 1), v.repeat_interleave(groups, 1))
+
+
+def rmsnorm_matmul(x, g, w):
+    xf = x.float()
+    return (xf * torch.rsqrt((xf * xf).mean(-1, keepdim=True) + 1e-6) * g.float()).to(x.dtype) @ w
+
+
+def layernorm_matmul_gelu(x, g, b, w):
+    return F.gelu(F.layer_norm(x, (x.shape[-1],), g, b, 1e-5) @ w, approximate="tanh")
+
+
+def chain(a, b, c, d, e):
+    return (((a @ b) @ c) @ d) @ e
+
+
+def classifier(h, w, target):
+    return F.cross_entropy((h @ w.t()).float(), target)
+
+
+# name, diagram, entry, sizes, grad, torch function, input shapes (by size names), integer inputs
+CASES = [
+    ("gated MLP, odd", "gated_mlp.dg", "gated_mlp", dict(N=1000, C=771, F=2051), False, gated_mlp,
+     ["N C", "C F", "C F", "F C"]),
+    ("gated MLP, aligned", "gated_mlp.dg", "gated_mlp", dict(N=1000, C=776, F=2056), False, gated_mlp,
+     ["N C", "C F", "C F", "F C"]),
+    ("gated MLP backward, odd", "gated_mlp.dg", "gated_mlp_loss", dict(N=1000, C=771, F=2051), True, gated_mlp,
+     ["N C", "C F", "C F", "F C"]),
+    ("gated MLP backward, small", "gated_mlp.dg", "gated_mlp_loss", dict(N=100, C=77, F=205), True, gated_mlp,
+     ["N C", "C F", "C F", "F C"]),
+    ("multi-query cross-attention", "multi_query_attention.dg", "multi_query_attention",
+     dict(H=8, Tq=300, Tk=1000, D=96), False, mqa, ["H Tq D", "Tk D", "Tk D"]),
+    ("multi-query cross-attention backward", "multi_query_attention.dg", "multi_query_attention_loss",
+     dict(H=8, Tq=300, Tk=1000, D=96), True, mqa, ["H Tq D", "Tk D", "Tk D"]),
+    ("attention, values over e", "value_axis_attention.dg", "value_axis_attention",
+     dict(B=4, H=8, T=1000, D=64, E=64), False, value_axis_attention, ["B H T D", "B H T D", "B H T E"]),
+    ("attention, values over e, backward", "value_axis_attention.dg", "value_axis_attention_loss",
+     dict(B=4, H=8, T=1000, D=64, E=64), True, value_axis_attention, ["B H T D", "B H T D", "B H T E"]),
+    ("grouped-query attention", "grouped_query_attention.dg", "grouped_query_attention",
+     dict(B=2, H=8, G=2, T=1000, X=1000, D=64), False, gqa, ["B H T D", "B G X D", "B G X D"]),
+    ("sliding-window attention", "sliding_window_attention.dg", "sliding_window_attention",
+     dict(B=2, H=8, T=1000, D=64, W=256), False, None, ["B H T D", "B H T D", "B H T D"]),
+    ("RMSNorm, matmul", "rmsnorm_matmul.dg", "rmsnorm_matmul", dict(N=1000, C=771, F=3083), False, rmsnorm_matmul,
+     ["N C", "C", "C F"]),
+    ("RMSNorm, matmul backward", "rmsnorm_matmul.dg", "rmsnorm_matmul_loss", dict(N=1000, C=771, F=3083), True,
+     rmsnorm_matmul, ["N C", "C", "C F"]),
+    ("layernorm, matmul, GELU", "layernorm_matmul_gelu.dg", "layernorm_matmul_gelu", dict(N=333, C=771, F=3083),
+     False, layernorm_matmul_gelu, ["N C", "C", "C", "C F"]),
+    ("layernorm, matmul, GELU backward", "layernorm_matmul_gelu.dg", "layernorm_matmul_gelu_loss",
+     dict(N=333, C=771, F=3083), True, layernorm_matmul_gelu, ["N C", "C", "C", "C F"]),
+    ("four chained contractions", "contraction_chain.dg", "contraction_chain",
+     dict(I=1000, J=96, K=1000, L=40, M=771, P=333), False, chain, ["I J", "J K", "K L", "L M", "M P"]),
+    ("four chained contractions backward", "contraction_chain.dg", "contraction_chain_loss",
+     dict(I=1000, J=96, K=1000, L=40, M=771, P=333), True, chain, ["I J", "J K", "K L", "L M", "M P"]),
+    ("classifier + cross-entropy, with gradients", "classifier.dg", "classifier", dict(N=777, V=50257, C=771), True,
+     classifier, ["N C", "V C"]),
+]
+
+
+def time_cuda(fn, reps, batch=10):
+    """Median over `reps` of the time of `batch` calls issued back to back, per
+    call: the GPU's time where the host keeps ahead of it, the host's where it
+    cannot (what a user of the computation gets either way)."""
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(batch):
+            fn()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end) * 1e3 / batch)
+    return statistics.median(times)
+
+
+def torch_case(name, sizes, grad, fn, shapes, reps):
+    gen = torch.Generator(device="cuda").manual_seed(1)
+    inputs = [(torch.randn([sizes[s] for s in shape.split()], device="cuda", generator=gen) * 0.3)
+              .to(torch.bfloat16).requires_grad_(grad) for shape in shapes]
+    extra = []
+    if fn is classifier:
+        extra = [torch.randint(0, sizes["V"], (sizes["N"],), device="cuda", generator=gen)]
+    if fn is None and "W" in sizes:
+        window = sizes["W"]
+        fn = lambda q, k, v: sliding_window(q, k, v, window)  # noqa: E731
+    out_grad = None
+
+    def make(f):
+        if not grad:
+            return lambda: f(*inputs, *extra)
+        def step():
+            nonlocal out_grad
+            y = f(*inputs, *extra)
+            if out_grad is None or out_grad.shape != y.shape:
+                out_grad = torch.randn_like(y)
+            torch.autograd.backward(y, out_grad)
+        return step
+
+    results = {}
+    results["eager"] = time_cuda(make(fn), reps)
+    for mode in ("reduce-overhead", "default"):
+        try:
+            torch._dynamo.reset()
+            compiled = torch.compile(fn, mode=mode)
+            results["compile"] = time_cuda(make(compiled), reps)
+            results["compile_mode"] = mode
+            break
+        except Exception as e:  # noqa: BLE001
+            print(f"  torch.compile mode={mode} failed for {name}: {e}", file=sys.stderr)
+    return results
+
+
+def llmc_case(bench, diagram, entry, sizes, grad, reps):
+    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
+        path = f.name
+    cmd = [bench, "--diagram", os.path.join(HERE, diagram), "--entry", entry, "--set",
+           ",".join(f"{k}={v}" for k, v in sizes.items()), "--reps", str(reps), "--json", path, "--top", "100"]
+    if not grad:
+        cmd.append("--forward")
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed:\n{out.stdout}\n{out.stderr}")
+    total = re.search(r"as llmc-train replays it: ([0-9.]+) ms\), predicted ([0-9.]+) ms; (\d+) kernels within 2x of the "
+                      r"prediction, (\d+) slower than 2x, (\d+) faster", out.stdout)
+    launches = json.load(open(path))
+    os.unlink(path)
+    return {"graph_us": float(total.group(1)) * 1e3, "predicted_us": float(total.group(2)) * 1e3,
+            "within": int(total.group(3)), "slower": int(total.group(4)), "faster": int(total.group(5)),
+            "launches": launches, "text": out.stdout}
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--bench", default="build/bin/step_kernels_bench")
+    p.add_argument("--only", default="")
+    p.add_argument("--out", default="")
+    p.add_argument("--reps", type=int, default=50)
+    a = p.parse_args()
+    rows, details = [], []
+    print(f"GPU: {torch.cuda.get_device_name()}, torch {torch.__version__}", flush=True)
+    header = (f"{'case':<42} {'llmc us':>9} {'pred us':>9} {'in 2x':>7} {'eager us':>9} {'compile us':>10} "
+              f"{'compile/llmc':>12} {'eager/llmc':>10}")
+    print(header, flush=True)
+    for name, diagram, entry, sizes, grad, fn, shapes in CASES:
+        if a.only and a.only not in name:
+            continue
+        try:
+            l = llmc_case(a.bench, diagram, entry, sizes, grad, a.reps)
+            t = torch_case(name, sizes, grad, fn, shapes, a.reps)
+        except Exception as e:  # noqa: BLE001
+            print(f"{name:<42} FAILED: {e}", flush=True)
+            rows.append(f"{name}: FAILED {e}")
+            continue
+        kernels = l["within"] + l["slower"] + l["faster"]
+        compile_us = t.get("compile", float("nan"))
+        row = (f"{name:<42} {l['graph_us']:>9.1f} {l['predicted_us']:>9.1f} {l['within']:>3}/{kernels:<3} "
+               f"{t['eager']:>9.1f} {compile_us:>10.1f} {compile_us / l['graph_us']:>12.2f} "
+               f"{t['eager'] / l['graph_us']:>10.2f}")
+        print(row, flush=True)
+        rows.append(row)
+        details.append(f"== {name} ({diagram} {entry} {sizes}{' --grad' if grad else ''}; torch.compile mode "
+                       f"{t.get('compile_mode', '-')})\n{l['text']}")
+    if a.out:
+        with open(a.out, "w") as f:
+            f.write(f"GPU: {torch.cuda.get_device_name()}, torch {torch.__version__}\n{header}\n")
+            f.write("\n".join(rows) + "\n\n" + "\n".join(details))
+
+
+if __name__ == "__main__":
+    main()
