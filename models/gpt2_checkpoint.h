@@ -19,8 +19,9 @@ inline constexpr int32_t kCheckpointVersionBF16 = 5;
 inline constexpr int kCheckpointHeaderWords = 256;
 
 // Writes weights to path, as fp32 or as bf16 (rounded to nearest, ties to
-// even). The file appears whole or not at all: it is written to path.tmp,
-// flushed to disk, then renamed. Throws std::invalid_argument when a tensor's
+// even). The file appears whole or not at all: it is written to a fresh
+// temporary beside it, synced, then renamed (common/atomic_file.h); a failure
+// removes the temporary. Throws std::invalid_argument when a tensor's
 // type does not match weights.config, std::runtime_error when writing fails.
 void writeCheckpoint(const std::string& path, const Gpt2Weights& weights, bool bf16);
 
