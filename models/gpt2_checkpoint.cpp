@@ -191,7 +191,15 @@ Gpt2Weights readCheckpoint(const std::string& path) {
                                          available - needed, parameters.back().name));
 
   Gpt2Weights weights = zeroGpt2Weights(config);
-  for (const Gpt2Parameter& p : parameters) readTensor(file.get(), weights.*p.member, bf16, path, p.name);
+  for (const Gpt2Parameter& p : parameters) {
+    HostTensor& t = weights.*p.member;
+    readTensor(file.get(), t, bf16, path, p.name);
+    // A diverged run's weights: training or sampling from them gives NaN only.
+    const auto bad = std::find_if(t.data.begin(), t.data.end(), [](double x) { return !std::isfinite(x); });
+    if (bad != t.data.end())
+      throw std::runtime_error(fmt::format("{}: parameter {} holds a non-finite value ({}) at index {}", path, p.name,
+                                           *bad, bad - t.data.begin()));
+  }
   return weights;
 }
 

@@ -29,7 +29,9 @@ void writeCheckpoint(const std::string& path, const Gpt2Weights& weights, bool b
 // come back widened exactly. Throws std::runtime_error naming the file and
 // what is wrong with it: missing or unreadable, a bad magic, an unknown
 // version, sizes that do not make a GPT-2, too short (naming the parameter
-// that is cut), or longer than its parameters.
+// that is cut), longer than its parameters, or a parameter holding NaN or an
+// infinity (named, with the value's index). Sizes are multiplied with checked
+// arithmetic: a header's product too large for any file reads as too short.
 Gpt2Weights readCheckpoint(const std::string& path);
 
 }  // namespace llmc

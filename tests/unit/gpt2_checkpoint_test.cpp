@@ -261,6 +261,25 @@ TEST_CASE("reading a broken checkpoint names the file and what is wrong", "[gpt2
     CHECK_THROWS_WITH(readBroken(withHeaderWord(6, 2'000'000'000)),
                       Catch::StartsWith(path + ": truncated in parameter wte:"));
   }
+  SECTION("header words at their largest") {
+    std::vector<char> bytes = goodBytes;
+    for (int word = 2; word <= 7; ++word) setHeaderWord(bytes, word, INT32_MAX);
+    setHeaderWord(bytes, 5, 1);  // H divides C
+    CHECK_THROWS_WITH(readBroken(bytes), Catch::StartsWith(path + ": truncated in parameter wte:"));
+  }
+  SECTION("a non-finite parameter") {
+    for (const bool bf16 : {false, true}) {
+      Gpt2Weights weights = randomGpt2TestWeights(testConfig(), 11);
+      weights.ln1b.data[3] = std::nan("");
+      writeCheckpoint(path, weights, bf16);
+      CHECK_THROWS_WITH(readCheckpoint(path), path + ": parameter ln1b holds a non-finite value (nan) at index 3");
+      weights.ln1b.data[3] = 0;
+      weights.lnfw.data.back() = -HUGE_VAL;
+      writeCheckpoint(path, weights, bf16);
+      CHECK_THROWS_WITH(readCheckpoint(path), fmt::format("{}: parameter lnfw holds a non-finite value (-inf) at index {}",
+                                                          path, weights.lnfw.data.size() - 1));
+    }
+  }
   SECTION("trailing bytes") {
     std::vector<char> bytes = goodBytes;
     bytes.insert(bytes.end(), 4, '\0');
