@@ -64,6 +64,44 @@ std::string temporaryTemplate(const fs::path& destination) {
   return (folder / ("." + name + ".XXXXXX")).string();
 }
 
+// Where the bytes go: the file to replace (or create), or a device, FIFO,
+// pipe or terminal to write into (`into`).
+struct Resolved {
+  fs::path path;
+  bool into = false;
+};
+
+// Follows the destination's symlinks that this user or root made (a user's
+// own link to a file, /dev/stdout); one that another user made is replaced,
+// never followed, so a link planted in a shared folder cannot redirect the
+// write (in a sticky folder such as /tmp the replacing rename fails).
+Resolved resolve(const fs::path& destination) {
+  fs::path p = destination;
+  for (int hop = 0; hop < 40; ++hop) {
+    struct stat s;
+    if (::lstat(p.c_str(), &s) != 0) {
+      if (errno == ENOENT) return {p};
+      throw FileWriteError(destination.string() + ": cannot write: " + describe(errno));
+    }
+    if (S_ISREG(s.st_mode)) return {p};
+    if (S_ISDIR(s.st_mode)) throw FileWriteError(destination.string() + ": is a folder");
+    if (S_ISBLK(s.st_mode)) throw FileWriteError(destination.string() + ": is a block device; not written");
+    if (!S_ISLNK(s.st_mode)) return {p, true};  // a character device, FIFO or socket
+    if (s.st_uid != ::geteuid() && s.st_uid != 0) return {p};
+    // A pipe or terminal behind a magic link (/dev/stdout -> /proc/self/fd/1
+    // -> pipe:[123]) has no path to follow: it is written into through the link.
+    struct stat target;
+    if (::stat(p.c_str(), &target) == 0 && !S_ISREG(target.st_mode) && !S_ISDIR(target.st_mode) &&
+        !S_ISBLK(target.st_mode))
+      return {p, true};
+    std::error_code error;
+    const fs::path next = fs::read_symlink(p, error);
+    if (error) throw FileWriteError(destination.string() + ": cannot read the link: " + error.message());
+    p = next.is_absolute() ? next : p.parent_path() / next;
+  }
+  throw FileWriteError(destination.string() + ": too many levels of symbolic links");
+}
+
 }  // namespace
 
 AtomicFile::AtomicFile(fs::path destination, AtomicWriteOptions options)
@@ -71,24 +109,27 @@ AtomicFile::AtomicFile(fs::path destination, AtomicWriteOptions options)
   const std::string path = destination_.string();
   if (destination_.empty() || !destination_.has_filename())
     throw FileWriteError(path + ": not a file name");
+  const Resolved target = resolve(destination_);
+  if (target.into) {
+    if (options_.nonRegular == NonRegularDestination::Refuse)
+      throw FileWriteError(path + ": is not a regular file (a device, FIFO or socket); not replaced");
+    // As `> FILE` would: into the device or FIFO itself, never creating a file.
+    fd_ = ::open(target.path.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC);
+    if (fd_ < 0) throw FileWriteError(path + ": cannot open for writing: " + describe(errno));
+    struct stat s;
+    if (::fstat(fd_, &s) != 0 || S_ISREG(s.st_mode) || S_ISBLK(s.st_mode)) {  // changed since: not written
+      ::close(fd_);
+      fd_ = -1;
+      throw FileWriteError(path + ": changed while being opened; not written");
+    }
+    return;
+  }
+  target_ = target.path;
   mode_t mode = options_.mode.value_or(0666 & ~currentUmask());
   struct stat existing;
-  if (::lstat(path.c_str(), &existing) == 0) {
-    if (S_ISDIR(existing.st_mode)) throw FileWriteError(path + ": is a folder");
-    if (S_ISREG(existing.st_mode) && !options_.mode) mode = existing.st_mode & 07777 & ~static_cast<mode_t>(S_ISUID | S_ISGID);
-    if (!S_ISREG(existing.st_mode) && !S_ISLNK(existing.st_mode)) {
-      if (options_.nonRegular == NonRegularDestination::Refuse)
-        throw FileWriteError(path + ": is not a regular file (a device, FIFO or socket); not replaced");
-      // As `> FILE` would: into the device or FIFO itself, never through a
-      // symlink that replaced it since.
-      fd_ = ::open(path.c_str(), O_WRONLY | O_NOCTTY | O_NOFOLLOW | O_CLOEXEC);
-      if (fd_ < 0) throw FileWriteError(path + ": cannot open for writing: " + describe(errno));
-      return;
-    }
-  } else if (errno != ENOENT) {
-    throw FileWriteError(path + ": cannot write: " + describe(errno));
-  }
-  std::string name = temporaryTemplate(destination_);
+  if (!options_.mode && ::lstat(target_.c_str(), &existing) == 0 && S_ISREG(existing.st_mode))
+    mode = existing.st_mode & 0777;  // the replaced file's permissions, without setuid, setgid or sticky
+  std::string name = temporaryTemplate(target_);
   std::vector<char> buffer(name.begin(), name.end());
   buffer.push_back('\0');
   fd_ = ::mkostemp(buffer.data(), O_CLOEXEC);  // O_CREAT | O_EXCL, mode 0600
@@ -139,10 +180,10 @@ void AtomicFile::commit() {
   const int fd = fd_;
   fd_ = -1;
   if (::close(fd) != 0) fail("write failed", errno);
-  if (::rename(temporary_.c_str(), destination_.c_str()) != 0) fail("cannot rename its temporary into place", errno);
+  if (::rename(temporary_.c_str(), target_.c_str()) != 0) fail("cannot rename its temporary into place", errno);
   temporary_.clear();
   if (options_.sync) {  // the rename itself on disk: best effort
-    const fs::path folder = destination_.has_parent_path() ? destination_.parent_path() : fs::path(".");
+    const fs::path folder = target_.has_parent_path() ? target_.parent_path() : fs::path(".");
     const int dir = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dir >= 0) {
       ::fsync(dir);

@@ -10,11 +10,15 @@
 // - on any failure (a full disk, an I/O error, an exception of the caller
 //   before commit) the temporary is removed and the error names the
 //   destination: nothing is left behind to keep a disk full;
-// - a destination that is a symlink is replaced by the file (the file it
-//   points at is not written); one that is a folder is an error; one that is
-//   another kind of non-regular file (a device such as /dev/null or /dev/full,
-//   a FIFO) is refused, or, with NonRegularDestination::WriteInto, written
-//   into directly as a shell redirection would (llmc-compile -o does that).
+// - a destination that is a symlink made by this user or root (a user's own
+//   link, /dev/stdout) is followed, and the file it leads to replaced the same
+//   way; a symlink made by another user is replaced, never followed (in a
+//   sticky folder such as /tmp that rename fails), so a link planted in a
+//   shared folder cannot redirect the write;
+// - a folder or a block device is an error; a character device (/dev/null,
+//   /dev/full, a terminal), a FIFO or a pipe is refused, or, with
+//   NonRegularDestination::WriteInto, written into directly as a shell
+//   redirection would (llmc-compile -o does that): never replaced by a file.
 #pragma once
 
 #include <sys/types.h>
@@ -62,14 +66,16 @@ class AtomicFile {
   void commit();
 
   const std::filesystem::path& destination() const { return destination_; }
-  // Empty when writing into a non-regular destination directly.
+  // The file replaced: the destination, or where its symlinks lead. Empty,
+  // as the temporary is, when writing into a device or FIFO directly.
+  const std::filesystem::path& target() const { return target_; }
   const std::filesystem::path& temporary() const { return temporary_; }
 
  private:
   [[noreturn]] void fail(const std::string& what, int error);
   void discard();
 
-  std::filesystem::path destination_, temporary_;
+  std::filesystem::path destination_, target_, temporary_;
   AtomicWriteOptions options_;
   int fd_ = -1;
 };

@@ -73,12 +73,38 @@ TEST_CASE("atomic file: a planted symlink at the old fixed name is not followed"
   writeFileAtomically(dir.path / "out", "output");
   CHECK(readFileBytes(victim) == "precious");
   CHECK(readFileBytes(dir.path / "out") == "output");
-  // A link at the destination itself is replaced, the file it points at untouched.
-  fs::create_symlink(victim, dir.path / "link");
-  writeFileAtomically(dir.path / "link", "new");
-  CHECK_FALSE(fs::is_symlink(dir.path / "link"));
-  CHECK(readFileBytes(dir.path / "link") == "new");
-  CHECK(readFileBytes(victim) == "precious");
+  CHECK(fs::is_symlink(dir.path / "out.tmp"));
+}
+
+TEST_CASE("atomic file: the user's own symlink is followed, another user's replaced", "[files]") {
+  DataTempDir dir("atomic_own_symlink");
+  const fs::path real = dir.path / "real", link = dir.path / "link";
+  writeFile(real, "old");
+  fs::permissions(real, static_cast<fs::perms>(0640));
+  fs::create_symlink("real", link);  // relative, as ln -s makes them
+  AtomicFile file(link);
+  CHECK(file.target() == real);
+  CHECK(file.temporary().parent_path() == dir.path);
+  file.write("new");
+  file.commit();
+  CHECK(fs::is_symlink(link));
+  CHECK(readFileBytes(real) == "new");
+  CHECK((fs::status(real).permissions() & fs::perms::all) == static_cast<fs::perms>(0640));
+  // A link to a device or FIFO is written into through it, or refused.
+  fs::create_symlink("/dev/null", dir.path / "null");
+  writeFileAtomically(dir.path / "null", "x", {.nonRegular = NonRegularDestination::WriteInto});
+  CHECK_THROWS_WITH(writeFileAtomically(dir.path / "null", "x"), Contains("is not a regular file"));
+  CHECK(fs::is_symlink(dir.path / "null"));
+  // Only root can make a link another user owns.
+  fs::create_symlink(real, dir.path / "planted");
+  if (::geteuid() != 0 || ::lchown((dir.path / "planted").c_str(), 4242, 4242) != 0) {
+    WARN("not root: cannot make a link of another user here");
+    return;
+  }
+  writeFileAtomically(dir.path / "planted", "not through the link");
+  CHECK_FALSE(fs::is_symlink(dir.path / "planted"));
+  CHECK(readFileBytes(dir.path / "planted") == "not through the link");
+  CHECK(readFileBytes(real) == "new");
 }
 
 TEST_CASE("atomic file: a full disk removes the temporary and names the file", "[files]") {
@@ -128,6 +154,10 @@ TEST_CASE("atomic file: a device is written into or refused, never replaced", "[
   CHECK(S_ISCHR(s.st_mode));
   DataTempDir dir("atomic_folder");
   CHECK_THROWS_WITH(writeFileAtomically(dir.path, "x", into), dir.path.string() + ": is a folder");
+  fs::create_directory_symlink(dir.path, dir.path / "folder_link");
+  CHECK_THROWS_WITH(writeFileAtomically(dir.path / "folder_link", "x", into), Contains(": is a folder"));
+  // A block device is never written, even into.
+  if (fs::is_block_file("/dev/loop0")) CHECK_THROWS_WITH(writeFileAtomically("/dev/loop0", "x", into), "/dev/loop0: is a block device; not written");
 }
 
 TEST_CASE("atomic file: permissions of the file replaced, else the umask's", "[files]") {
