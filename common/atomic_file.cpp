@@ -75,7 +75,7 @@ struct Resolved {
 // own link to a file, /dev/stdout); one that another user made is replaced,
 // never followed, so a link planted in a shared folder cannot redirect the
 // write (in a sticky folder such as /tmp the replacing rename fails).
-Resolved resolve(const fs::path& destination) {
+Resolved resolve(const fs::path& destination, bool followOwnLinks) {
   fs::path p = destination;
   for (int hop = 0; hop < 40; ++hop) {
     struct stat s;
@@ -87,7 +87,7 @@ Resolved resolve(const fs::path& destination) {
     if (S_ISDIR(s.st_mode)) throw FileWriteError(destination.string() + ": is a folder");
     if (S_ISBLK(s.st_mode)) throw FileWriteError(destination.string() + ": is a block device; not written");
     if (!S_ISLNK(s.st_mode)) return {p, true};  // a character device, FIFO or socket
-    if (s.st_uid != ::geteuid() && s.st_uid != 0) return {p};
+    if (!followOwnLinks || (s.st_uid != ::geteuid() && s.st_uid != 0)) return {p};
     // A pipe or terminal behind a magic link (/dev/stdout -> /proc/self/fd/1
     // -> pipe:[123]) has no path to follow: it is written into through the link.
     struct stat target;
@@ -109,7 +109,7 @@ AtomicFile::AtomicFile(fs::path destination, AtomicWriteOptions options)
   const std::string path = destination_.string();
   if (destination_.empty() || !destination_.has_filename())
     throw FileWriteError(path + ": not a file name");
-  const Resolved target = resolve(destination_);
+  const Resolved target = resolve(destination_, options_.followOwnLinks);
   if (target.into) {
     if (options_.nonRegular == NonRegularDestination::Refuse)
       throw FileWriteError(path + ": is not a regular file (a device, FIFO or socket); not replaced");

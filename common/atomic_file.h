@@ -42,6 +42,9 @@ struct AtomicWriteOptions {
   // fsync the file before the rename and the folder after it. Caches, whose
   // entries are checked when read, skip it to keep a cold start fast.
   bool sync = true;
+  // Follow a symlink at the destination that this user or root made. Caches,
+  // which never read through a link, replace it instead.
+  bool followOwnLinks = true;
 };
 
 // A failure to write: the message starts with the destination's path.

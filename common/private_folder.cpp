@@ -40,7 +40,8 @@ std::optional<std::string> whyNotPrivate(const fs::path& folder) {
   for (fs::path above = real.parent_path(); ; above = above.parent_path()) {
     if (::stat(above.c_str(), &s) != 0) return above.string() + " cannot be examined: " + std::strerror(errno);
     if (s.st_uid != user && s.st_uid != 0)
-      return "lies in " + above.string() + ", owned by user " + std::to_string(s.st_uid) + " (neither this user nor root)";
+      return "lies in " + above.string() + ", owned by user " + std::to_string(s.st_uid) +
+             " (neither this user nor root)";
     if ((s.st_mode & (S_IWGRP | S_IWOTH)) && !(s.st_mode & S_ISVTX))
       return "lies in " + above.string() + ", writable by its group or by others (mode " + octal(s.st_mode) + ")";
     if (above == above.root_path() || above.empty()) break;
@@ -72,7 +73,8 @@ std::optional<std::string> readRegularFile(const fs::path& path, uint64_t maxByt
   if (::fstat(fd, &s) != 0) throw std::runtime_error(std::string("cannot be examined: ") + std::strerror(errno));
   if (!S_ISREG(s.st_mode)) throw std::runtime_error("not a regular file");
   if (static_cast<uint64_t>(s.st_size) > maxBytes)
-    throw std::runtime_error(std::to_string(s.st_size) + " bytes, more than the " + std::to_string(maxBytes) + " allowed");
+    throw std::runtime_error(std::to_string(s.st_size) + " bytes, more than the " + std::to_string(maxBytes) +
+                             " allowed");
   std::string bytes(static_cast<size_t>(s.st_size), '\0');
   size_t done = 0;
   while (done < bytes.size()) {

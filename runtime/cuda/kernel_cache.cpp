@@ -182,7 +182,8 @@ void KernelCache::store(const KernelSource& kernel, const CompiledKernel& compil
   // the old entry or the new one, and concurrent writers of one entry are
   // safe. Not synced: a torn entry after a crash fails its SHA-256.
   try {
-    writeFileAtomically(entryPath(key), encodeEntry(key, compiled), {.mode = 0600, .sync = false});
+    writeFileAtomically(entryPath(key), encodeEntry(key, compiled),
+                        {.mode = 0600, .sync = false, .followOwnLinks = false});
   } catch (const std::exception& e) {
     warn(fmt::format("cannot store kernel {} in the kernel cache: {}", kernel.name, e.what()));
   }

@@ -108,7 +108,7 @@ void ModuleCache::store(uint64_t key, const CudaModule& module) const {
   // a torn entry after a crash fails its SHA-256.
   try {
     writeFileAtomically(path(key), fmt::format("{}{}\n{}", kEntryPrefix, sha256Hex(json), json),
-                        {.mode = 0600, .sync = false});
+                        {.mode = 0600, .sync = false, .followOwnLinks = false});
   } catch (const std::exception& e) {
     cacheWarning(fmt::format("cannot store a plan in the module cache: {}", e.what()));
   }

@@ -33,7 +33,8 @@ std::vector<fs::path> prefixes() {
     if (bin.filename() == "shims") {
       std::error_code error;
       std::vector<fs::path> versions;
-      for (const auto& entry : fs::directory_iterator(bin.parent_path() / "versions", error)) versions.push_back(entry.path());
+      for (const auto& entry : fs::directory_iterator(bin.parent_path() / "versions", error))
+        versions.push_back(entry.path());
       std::sort(versions.begin(), versions.end());
       out.insert(out.end(), versions.begin(), versions.end());
     }

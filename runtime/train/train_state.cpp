@@ -100,8 +100,8 @@ TrainState readTrainState(const std::string& path) {
   const uint64_t size = std::filesystem::file_size(path, ec);
   if (ec) bad(path, "cannot read its size: " + ec.message());
   if (size != expected)
-    bad(path, fmt::format("is {} bytes, but its header (header[3..5]: {} parameters, {} loader bytes) says {} ({})", size,
-                          count, header[5], expected, size < expected ? "truncated" : "trailing bytes"));
+    bad(path, fmt::format("is {} bytes, but its header (header[3..5]: {} parameters, {} loader bytes) says {} ({})",
+                          size, count, header[5], expected, size < expected ? "truncated" : "trailing bytes"));
   TrainState state;
   state.optimizer.step = header[2];
   const std::pair<std::vector<double>*, const char*> moments[] = {{&state.optimizer.m, "first moment m"},

@@ -226,7 +226,8 @@ TEST_CASE("a cache entry that is a symlink is not followed, and is replaced", "[
   StderrCapture capture;
   const auto rebuilt = compileKernels({kernel}, &cache);
   CHECK_FALSE(rebuilt.kernels[0].fromCache);
-  CHECK_THAT(capture.text(), Contains("kernel cache entry " + entry.string() + " is unusable (a symbolic link, not a file)"));
+  CHECK_THAT(capture.text(),
+             Contains("kernel cache entry " + entry.string() + " is unusable (a symbolic link, not a file)"));
   CHECK_FALSE(fs::is_symlink(entry));
   CHECK(compileKernels({kernel}, &cache).kernels[0].fromCache);
 }

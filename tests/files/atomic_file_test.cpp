@@ -95,6 +95,10 @@ TEST_CASE("atomic file: the user's own symlink is followed, another user's repla
   writeFileAtomically(dir.path / "null", "x", {.nonRegular = NonRegularDestination::WriteInto});
   CHECK_THROWS_WITH(writeFileAtomically(dir.path / "null", "x"), Contains("is not a regular file"));
   CHECK(fs::is_symlink(dir.path / "null"));
+  // Unless told not to: then the link itself is replaced.
+  writeFileAtomically(link, "replaced", {.followOwnLinks = false});
+  CHECK_FALSE(fs::is_symlink(link));
+  CHECK(readFileBytes(real) == "new");
   // Only root can make a link another user owns.
   fs::create_symlink(real, dir.path / "planted");
   if (::geteuid() != 0 || ::lchown((dir.path / "planted").c_str(), 4242, 4242) != 0) {
@@ -157,7 +161,8 @@ TEST_CASE("atomic file: a device is written into or refused, never replaced", "[
   fs::create_directory_symlink(dir.path, dir.path / "folder_link");
   CHECK_THROWS_WITH(writeFileAtomically(dir.path / "folder_link", "x", into), Contains(": is a folder"));
   // A block device is never written, even into.
-  if (fs::is_block_file("/dev/loop0")) CHECK_THROWS_WITH(writeFileAtomically("/dev/loop0", "x", into), "/dev/loop0: is a block device; not written");
+  if (fs::is_block_file("/dev/loop0"))
+    CHECK_THROWS_WITH(writeFileAtomically("/dev/loop0", "x", into), "/dev/loop0: is a block device; not written");
 }
 
 TEST_CASE("atomic file: permissions of the file replaced, else the umask's", "[files]") {
