@@ -135,7 +135,7 @@ AtomicFile::AtomicFile(fs::path destination, AtomicWriteOptions options)
   fd_ = ::mkostemp(buffer.data(), O_CLOEXEC);  // O_CREAT | O_EXCL, mode 0600
   if (fd_ < 0) throw FileWriteError(path + ": cannot create a temporary file beside it: " + describe(errno));
   temporary_ = buffer.data();
-  if (::fchmod(fd_, mode) != 0) fail("cannot set the permissions of", errno);
+  if (::fchmod(fd_, mode) != 0) fail("cannot set the permissions of its temporary", errno);
 }
 
 AtomicFile::~AtomicFile() { discard(); }
