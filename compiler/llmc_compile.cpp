@@ -9,6 +9,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "atomic_file.h"
 #include "data_parallel_cost.h"
 #include "emit_cuda.h"
 #include "json_export.h"
@@ -76,7 +77,9 @@ options:
   --time-passes       print each pass's time to stderr
   --no-comments       leave the per-line comments (woven axes, composite path)
                       out of --emit ir
-  -o FILE             write the output to FILE instead of standard output
+  -o FILE             write the output to FILE instead of standard output,
+                      whole or not at all (a device such as /dev/null is
+                      written into)
   -h, --help          show this help
 
 exit status: 0 on success, 1 for an error in the diagrams, 2 for a bad command line,
@@ -262,18 +265,12 @@ int main(int argc, char** argv) {
     std::fputs(output.c_str(), stdout);
     return 0;
   }
-  // Write next to the target and rename, so a failed write never leaves half a file.
-  std::string tmp = outPath + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    out << output;
-    if (!out.flush()) {
-      std::fprintf(stderr, "llmc-compile: cannot write '%s'\n", tmp.c_str());
-      return 1;
-    }
-  }
-  if (std::rename(tmp.c_str(), outPath.c_str()) != 0) {
-    std::fprintf(stderr, "llmc-compile: cannot write '%s'\n", outPath.c_str());
+  // Whole or not at all (common/atomic_file.h): a fresh temporary beside FILE,
+  // renamed over it; a device such as /dev/null is written into, as `>` would.
+  try {
+    llmc::writeFileAtomically(outPath, output, {.nonRegular = llmc::NonRegularDestination::WriteInto});
+  } catch (const llmc::FileWriteError& e) {
+    std::fprintf(stderr, "llmc-compile: %s\n", e.what());
     return 1;
   }
   return 0;

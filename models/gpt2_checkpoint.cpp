@@ -1,7 +1,6 @@
 #include "gpt2_checkpoint.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -16,6 +15,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "atomic_file.h"
 #include "low_precision.h"
 
 namespace llmc {
@@ -54,19 +54,14 @@ uint16_t toBFloat16Bits(double x) {
 
 float fromBFloat16Bits(uint16_t bits) { return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16); }
 
-void writeBytes(std::FILE* f, const void* data, size_t bytes, const std::string& path) {
-  if (std::fwrite(data, 1, bytes, f) != bytes)
-    throw std::runtime_error(fmt::format("{}: write failed: {}", path, std::strerror(errno)));
-}
-
-void writeTensor(std::FILE* f, const HostTensor& t, bool bf16, const std::string& path) {
+void writeTensor(AtomicFile& file, const HostTensor& t, bool bf16) {
   if (bf16) {
     std::vector<uint16_t> values(t.data.size());
     for (size_t i = 0; i < values.size(); ++i) values[i] = toBFloat16Bits(t.data[i]);
-    writeBytes(f, values.data(), values.size() * sizeof(uint16_t), path);
+    file.write(values.data(), values.size() * sizeof(uint16_t));
   } else {
     std::vector<float> values(t.data.begin(), t.data.end());
-    writeBytes(f, values.data(), values.size() * sizeof(float), path);
+    file.write(values.data(), values.size() * sizeof(float));
   }
 }
 
@@ -154,23 +149,12 @@ void readTensor(std::FILE* f, HostTensor& t, bool bf16, const std::string& path,
 void writeCheckpoint(const std::string& path, const Gpt2Weights& weights, bool bf16) {
   checkTypes(weights, path);
   const Header header = headerFor(weights.config, bf16);
-  const std::string tmp = path + ".tmp";
-  File file(std::fopen(tmp.c_str(), "wb"));
-  if (!file) throw std::runtime_error(fmt::format("{}: cannot create: {}", tmp, std::strerror(errno)));
-  try {
-    writeBytes(file.get(), header.data(), sizeof header, tmp);
-    for (const Gpt2Parameter& p : gpt2Parameters(weights.config)) writeTensor(file.get(), weights.*p.member, bf16, tmp);
-    // On disk before the rename, or a crash could leave path empty.
-    if (std::fflush(file.get()) != 0 || fsync(fileno(file.get())) != 0)
-      throw std::runtime_error(fmt::format("{}: write failed: {}", tmp, std::strerror(errno)));
-    if (std::fclose(file.release()) != 0)
-      throw std::runtime_error(fmt::format("{}: write failed: {}", tmp, std::strerror(errno)));
-    std::filesystem::rename(tmp, path);
-  } catch (...) {
-    file.reset();
-    std::remove(tmp.c_str());
-    throw;
-  }
+  // A fresh temporary, synced and renamed (common/atomic_file.h): whole or
+  // not at all, and nothing left behind by a failure.
+  AtomicFile file(path);
+  file.write(header.data(), sizeof header);
+  for (const Gpt2Parameter& p : gpt2Parameters(weights.config)) writeTensor(file, weights.*p.member, bf16);
+  file.commit();
 }
 
 Gpt2Weights readCheckpoint(const std::string& path) {
@@ -207,7 +191,15 @@ Gpt2Weights readCheckpoint(const std::string& path) {
                                          available - needed, parameters.back().name));
 
   Gpt2Weights weights = zeroGpt2Weights(config);
-  for (const Gpt2Parameter& p : parameters) readTensor(file.get(), weights.*p.member, bf16, path, p.name);
+  for (const Gpt2Parameter& p : parameters) {
+    HostTensor& t = weights.*p.member;
+    readTensor(file.get(), t, bf16, path, p.name);
+    // A diverged run's weights: training or sampling from them gives NaN only.
+    const auto bad = std::find_if(t.data.begin(), t.data.end(), [](double x) { return !std::isfinite(x); });
+    if (bad != t.data.end())
+      throw std::runtime_error(fmt::format("{}: parameter {} holds a non-finite value ({}) at index {}", path, p.name,
+                                           *bad, bad - t.data.begin()));
+  }
   return weights;
 }
 

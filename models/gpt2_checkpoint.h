@@ -19,8 +19,9 @@ inline constexpr int32_t kCheckpointVersionBF16 = 5;
 inline constexpr int kCheckpointHeaderWords = 256;
 
 // Writes weights to path, as fp32 or as bf16 (rounded to nearest, ties to
-// even). The file appears whole or not at all: it is written to path.tmp,
-// flushed to disk, then renamed. Throws std::invalid_argument when a tensor's
+// even). The file appears whole or not at all: it is written to a fresh
+// temporary beside it, synced, then renamed (common/atomic_file.h); a failure
+// removes the temporary. Throws std::invalid_argument when a tensor's
 // type does not match weights.config, std::runtime_error when writing fails.
 void writeCheckpoint(const std::string& path, const Gpt2Weights& weights, bool bf16);
 
@@ -28,7 +29,9 @@ void writeCheckpoint(const std::string& path, const Gpt2Weights& weights, bool b
 // come back widened exactly. Throws std::runtime_error naming the file and
 // what is wrong with it: missing or unreadable, a bad magic, an unknown
 // version, sizes that do not make a GPT-2, too short (naming the parameter
-// that is cut), or longer than its parameters.
+// that is cut), longer than its parameters, or a parameter holding NaN or an
+// infinity (named, with the value's index). Sizes are multiplied with checked
+// arithmetic: a header's product too large for any file reads as too short.
 Gpt2Weights readCheckpoint(const std::string& path);
 
 }  // namespace llmc

@@ -1,6 +1,6 @@
-// FNV-1a, 64 bits: the kernel cache's key and its entries' checksum. Not a
-// cryptographic hash: it guards against accidents (a changed source, a torn
-// write, a flipped byte), not against an adversary writing the cache.
+// FNV-1a, 64 bits: the kernel and module caches' keys, which name an entry's
+// file. Not a cryptographic hash: the entries' integrity is a SHA-256 of their
+// contents (common/sha256.h), checked before anything in them is used.
 #pragma once
 
 #include <cstdint>

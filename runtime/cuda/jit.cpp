@@ -167,6 +167,7 @@ JitResult compileKernels(const std::vector<KernelSource>& kernels, const KernelC
   const auto start = std::chrono::steady_clock::now();
   if (workers == 0) workers = std::max(1u, std::thread::hardware_concurrency());
   workers = std::min<unsigned>(workers, kernels.size());
+  if (cache && !cache->usable()) cache = nullptr;  // its folder was refused: compile as without one
 
   JitResult result;
   result.kernels.resize(kernels.size());

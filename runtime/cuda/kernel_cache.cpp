@@ -1,21 +1,21 @@
 #include "kernel_cache.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <functional>
-#include <thread>
 #include <variant>
 #include <vector>
 
+#include "atomic_file.h"
+#include "cache_folder.h"
 #include "fnv1a.h"
+#include "private_folder.h"
+#include "sha256.h"
 
 namespace llmc::cuda {
 
@@ -25,14 +25,19 @@ namespace {
 
 constexpr std::array<char, 8> kMagic = {'l', 'l', 'm', 'c', 'K', 'R', 'N', 'L'};
 // Bump when the layout below changes: older entries then read as stale.
-constexpr uint32_t kFormatVersion = 1;
+// 2: a SHA-256 of the whole entry instead of an FNV-1a checksum of the payload.
+constexpr uint32_t kFormatVersion = 2;
 
 // The header, in the host's byte order (a cache belongs to one machine):
 //   magic[8] formatVersion:u32 headerBytes:u32 key:u64
-//   nameBytes archBytes ptxBytes cubinBytes logBytes:u64 payloadChecksum:u64
-// then the payload: name, arch, PTX, CUBIN, log.
+//   nameBytes archBytes ptxBytes cubinBytes logBytes:u64 sha256[32]
+// then the payload: name, arch, PTX, CUBIN, log. The SHA-256 covers every
+// byte of the entry but its own 32.
 constexpr size_t kFieldCount = 5;
-constexpr size_t kHeaderBytes = 8 + 4 + 4 + 8 + 8 * kFieldCount + 8;
+constexpr size_t kDigestOffset = 8 + 4 + 4 + 8 + 8 * kFieldCount;
+constexpr size_t kHeaderBytes = kDigestOffset + 32;
+// Larger than any kernel's PTX and CUBIN together: a bigger file is not read.
+constexpr uint64_t kMaxEntryBytes = uint64_t{1} << 30;
 
 std::string readFile(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -64,18 +69,24 @@ T readAt(const std::string& bytes, size_t offset) {
   return value;
 }
 
+// The SHA-256 of an entry's bytes but its digest field.
+Sha256::Digest entryDigest(std::string_view entry) {
+  return Sha256().add(entry.substr(0, kDigestOffset)).add(entry.substr(kHeaderBytes)).finish();
+}
+
 std::string encodeEntry(uint64_t key, const CompiledKernel& compiled) {
   const std::array<const std::string*, kFieldCount> fields = {&compiled.name, &compiled.arch, &compiled.ptx,
                                                               &compiled.cubin, &compiled.log};
-  std::string payload;
-  for (const std::string* field : fields) payload += *field;
   std::string entry(kMagic.data(), kMagic.size());
   append(entry, kFormatVersion);
   append(entry, static_cast<uint32_t>(kHeaderBytes));
   append(entry, key);
   for (const std::string* field : fields) append(entry, static_cast<uint64_t>(field->size()));
-  append(entry, fnv1a64(payload));
-  return entry + payload;
+  entry.append(32, '\0');
+  for (const std::string* field : fields) entry += *field;
+  const Sha256::Digest digest = entryDigest(entry);
+  std::memcpy(entry.data() + kDigestOffset, digest.data(), digest.size());
+  return entry;
 }
 
 // The entry's kernel, or why it cannot be trusted.
@@ -96,8 +107,10 @@ std::variant<CompiledKernel, std::string> decodeEntry(const std::string& bytes, 
   }
   if (kHeaderBytes + payloadBytes != bytes.size())
     return fmt::format("truncated or corrupt ({} bytes, its header says {})", bytes.size(), kHeaderBytes + payloadBytes);
+  const Sha256::Digest digest = entryDigest(bytes);
+  if (std::memcmp(digest.data(), bytes.data() + kDigestOffset, digest.size()) != 0)
+    return std::string("corrupt (its SHA-256 does not match its contents)");
   const std::string_view payload(bytes.data() + kHeaderBytes, payloadBytes);
-  if (fnv1a64(payload) != readAt<uint64_t>(bytes, 24 + 8 * kFieldCount)) return std::string("corrupt (checksum mismatch)");
   std::array<std::string, kFieldCount> fields;
   size_t offset = 0;
   for (size_t i = 0; i < kFieldCount; ++i) {
@@ -107,18 +120,7 @@ std::variant<CompiledKernel, std::string> decodeEntry(const std::string& bytes, 
   return CompiledKernel{.name = fields[0], .arch = fields[1], .ptx = fields[2], .cubin = fields[3], .log = fields[4]};
 }
 
-// One line, written at once, so that warnings of parallel compiles do not interleave.
-void warn(const std::string& message) {
-  const std::string line = "llmc: warning: " + message + "\n";
-  std::fputs(line.c_str(), stderr);
-}
-
-// A name no other writer, thread or process, uses at the same time.
-fs::path temporaryPath(const fs::path& entry) {
-  static std::atomic<uint64_t> counter = 0;
-  return fs::path(fmt::format("{}.tmp-{}-{:x}-{}", entry.string(), getpid(),
-                              std::hash<std::thread::id>()(std::this_thread::get_id()), counter++));
-}
+void warn(const std::string& message) { cacheWarning(message); }
 
 }  // namespace
 
@@ -132,11 +134,8 @@ uint64_t kernelCacheKey(const KernelSource& kernel) {
   return hash.value();
 }
 
-KernelCache::KernelCache(fs::path directory) : directory_(std::move(directory)) {
-  std::error_code error;
-  fs::create_directories(directory_, error);
-  if (error) throw std::runtime_error(fmt::format("cannot create the kernel cache {}: {}", directory_.string(), error.message()));
-}
+KernelCache::KernelCache(fs::path directory)
+    : directory_(std::move(directory)), usable_(openCacheFolder(directory_, "kernel cache")) {}
 
 fs::path KernelCache::defaultDirectory() {
   if (const char* dir = std::getenv("LLMC_CACHE_DIR"); dir && *dir) return dir;
@@ -150,11 +149,19 @@ fs::path KernelCache::entryPath(const KernelSource& kernel) const { return entry
 fs::path KernelCache::entryPath(uint64_t key) const { return directory_ / fmt::format("{:016x}.kernel", key); }
 
 std::optional<CompiledKernel> KernelCache::find(const KernelSource& kernel) const {
+  if (!usable_) return std::nullopt;
   const uint64_t key = kernelCacheKey(kernel);
   const fs::path path = entryPath(key);
-  std::error_code error;
-  if (!fs::exists(path, error)) return std::nullopt;
-  auto decoded = decodeEntry(readFile(path), key);
+  std::optional<std::string> bytes;
+  try {
+    bytes = readRegularFile(path, kMaxEntryBytes);
+  } catch (const std::exception& e) {
+    warn(fmt::format("kernel cache entry {} is unusable ({}); compiling kernel {} again", path.string(), e.what(),
+                     kernel.name));
+    return std::nullopt;
+  }
+  if (!bytes) return std::nullopt;
+  auto decoded = decodeEntry(*bytes, key);
   if (auto* why = std::get_if<std::string>(&decoded)) {
     warn(fmt::format("kernel cache entry {} is {}; compiling kernel {} again", path.string(), *why, kernel.name));
     return std::nullopt;
@@ -169,26 +176,16 @@ std::optional<CompiledKernel> KernelCache::find(const KernelSource& kernel) cons
 }
 
 void KernelCache::store(const KernelSource& kernel, const CompiledKernel& compiled) const {
+  if (!usable_) return;
   const uint64_t key = kernelCacheKey(kernel);
-  const fs::path path = entryPath(key);
-  const fs::path temporary = temporaryPath(path);
-  const std::string entry = encodeEntry(key, compiled);
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    out.write(entry.data(), static_cast<std::streamsize>(entry.size()));
-    out.close();
-    if (!out) {
-      std::error_code ignored;
-      fs::remove(temporary, ignored);
-      warn(fmt::format("cannot write the kernel cache entry {} of kernel {}", temporary.string(), kernel.name));
-      return;
-    }
-  }
-  std::error_code error;
-  fs::rename(temporary, path, error);  // atomic: readers see the old entry or the new one
-  if (error) {
-    warn(fmt::format("cannot rename {} to {}: {}", temporary.string(), path.string(), error.message()));
-    fs::remove(temporary, error);
+  // A fresh temporary renamed into place (common/atomic_file.h): readers see
+  // the old entry or the new one, and concurrent writers of one entry are
+  // safe. Not synced: a torn entry after a crash fails its SHA-256.
+  try {
+    writeFileAtomically(entryPath(key), encodeEntry(key, compiled),
+                        {.mode = 0600, .sync = false, .followOwnLinks = false});
+  } catch (const std::exception& e) {
+    warn(fmt::format("cannot store kernel {} in the kernel cache: {}", kernel.name, e.what()));
   }
 }
 

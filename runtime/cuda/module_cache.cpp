@@ -1,19 +1,22 @@
 #include "module_cache.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <random>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
 #include <vector>
 
+#include "atomic_file.h"
+#include "cache_folder.h"
 #include "fnv1a.h"
 #include "kernel_cache.h"
+#include "private_folder.h"
+#include "sha256.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -30,8 +33,25 @@ std::string readFile(const fs::path& path) {
 }
 
 // Bump when the JSON layout changes, or what the compiler emits for the same diagrams (the key
-// holds the diagrams, options and target file, not the compiler): 5, streams on wgmma and TMA.
-constexpr int kFormat = 5;
+// holds the diagrams, options and target file, not the compiler): 5, streams on wgmma and TMA;
+// 6, the entry's first line holds the SHA-256 of the JSON after it.
+constexpr int kFormat = 6;
+
+// An entry: this prefix, the SHA-256 of the JSON in hex, a newline, the JSON.
+constexpr std::string_view kEntryPrefix = "llmc plan sha256 ";
+constexpr size_t kEntryHeaderBytes = kEntryPrefix.size() + 64 + 1;
+// Far above any plan's JSON (d48's training step: a few MB).
+constexpr uint64_t kMaxEntryBytes = uint64_t{1} << 30;
+
+// The JSON of an entry whose digest matches it, or why it is not to be used.
+std::string verifiedJson(const std::string& entry) {
+  if (entry.size() < kEntryHeaderBytes || !entry.starts_with(kEntryPrefix) || entry[kEntryHeaderBytes - 1] != '\n')
+    throw std::runtime_error("not a plan cache entry of this format (no SHA-256 line)");
+  const std::string_view json(entry.data() + kEntryHeaderBytes, entry.size() - kEntryHeaderBytes);
+  if (sha256Hex(json) != std::string_view(entry).substr(kEntryPrefix.size(), 64))
+    throw std::runtime_error("its SHA-256 does not match its contents");
+  return std::string(json);
+}
 
 }  // namespace
 
@@ -55,12 +75,8 @@ uint64_t moduleCacheKey(const fs::path& diagramsDir, const std::string& descript
   return hash.value();
 }
 
-ModuleCache::ModuleCache(fs::path directory) : directory_(std::move(directory)) {
-  std::error_code error;
-  fs::create_directories(directory_, error);
-  if (error)
-    throw std::runtime_error(fmt::format("module cache {}: cannot create the folder: {}", directory_.string(), error.message()));
-}
+ModuleCache::ModuleCache(fs::path directory)
+    : directory_(std::move(directory)), usable_(openCacheFolder(directory_, "plan cache")) {}
 
 fs::path ModuleCache::defaultDirectory() {
   if (const char* dir = std::getenv("LLMC_CACHE_DIR"); dir && *dir) return fs::path(dir) / "plans";
@@ -70,35 +86,32 @@ fs::path ModuleCache::defaultDirectory() {
 fs::path ModuleCache::path(uint64_t key) const { return directory_ / fmt::format("{:016x}.module", key); }
 
 std::optional<CudaModule> ModuleCache::find(uint64_t key) const {
+  if (!usable_) return std::nullopt;
   const fs::path p = path(key);
-  if (!fs::exists(p)) return std::nullopt;
   try {
-    return moduleFromJson(readFile(p));
+    const std::optional<std::string> entry = readRegularFile(p, kMaxEntryBytes);
+    if (!entry) return std::nullopt;
+    return moduleFromJson(verifiedJson(*entry));
   } catch (const std::exception& e) {
     // A parser's message can quote a long stretch of the entry: its start says enough.
     std::string why = e.what();
     if (why.size() > 160) why = why.substr(0, 160) + "...";
-    std::fprintf(stderr, "llmc: module cache entry %s is unusable (%s); planning again\n", p.string().c_str(), why.c_str());
+    cacheWarning(fmt::format("module cache entry {} is unusable ({}); planning again", p.string(), why));
     return std::nullopt;
   }
 }
 
 void ModuleCache::store(uint64_t key, const CudaModule& module) const {
-  const fs::path target = path(key);
-  const fs::path temporary = target.string() + fmt::format(".{}.{}.tmp", ::getpid(), std::random_device{}());
-  {
-    std::ofstream out(temporary, std::ios::binary);
-    out << moduleToJson(module);
-    if (!out) {
-      std::error_code ignored;
-      fs::remove(temporary, ignored);
-      std::fprintf(stderr, "llmc: cannot write the module cache entry %s\n", target.string().c_str());
-      return;
-    }
+  if (!usable_) return;
+  const std::string json = moduleToJson(module);
+  // A fresh temporary renamed into place (common/atomic_file.h); not synced:
+  // a torn entry after a crash fails its SHA-256.
+  try {
+    writeFileAtomically(path(key), fmt::format("{}{}\n{}", kEntryPrefix, sha256Hex(json), json),
+                        {.mode = 0600, .sync = false, .followOwnLinks = false});
+  } catch (const std::exception& e) {
+    cacheWarning(fmt::format("cannot store a plan in the module cache: {}", e.what()));
   }
-  std::error_code error;
-  fs::rename(temporary, target, error);
-  if (error) fs::remove(temporary, error);
 }
 
 CudaModule ModuleCache::findOrPlan(uint64_t key, const std::function<CudaModule()>& plan, bool* hit) const {

@@ -8,8 +8,11 @@
 // what determines the plan: the diagram files (every .dg under the diagrams
 // folder, by content), the entry, sizes and options, the target file, and the
 // program that plans (the running executable's path, size and modification
-// time: a rebuilt llmc plans anew). Entries are written to a temporary file
-// and renamed; one that does not parse is reported on stderr and replanned.
+// time: a rebuilt llmc plans anew). An entry's first line holds the SHA-256
+// of the JSON after it; one whose digest does not match, or that does not
+// parse, is reported on stderr, planned again and rewritten. The folder is
+// used only when it is private to this user (cache_folder.h). Entries are
+// written to a fresh temporary and renamed (common/atomic_file.h).
 #pragma once
 
 #include <cstdint>
@@ -29,7 +32,10 @@ uint64_t moduleCacheKey(const std::filesystem::path& diagramsDir, const std::str
 
 class ModuleCache {
  public:
-  explicit ModuleCache(std::filesystem::path directory);  // created if missing
+  // Created if missing (mode 0700); one that cannot be, or is not private to
+  // this user, makes an unusable cache (with a warning): plans are not kept.
+  explicit ModuleCache(std::filesystem::path directory);
+  bool usable() const { return usable_; }
 
   // $LLMC_CACHE_DIR/plans, else the kernel cache's default folder's plans.
   static std::filesystem::path defaultDirectory();
@@ -44,6 +50,7 @@ class ModuleCache {
  private:
   std::filesystem::path path(uint64_t key) const;
   std::filesystem::path directory_;
+  bool usable_;
 };
 
 // A module as JSON and back: every field a runtime needs to compile, load

@@ -3,27 +3,25 @@
 #include <dlfcn.h>
 #include <fmt/format.h>
 
-#include <array>
-#include <cstdio>
 #include <cstdlib>
-#include <memory>
+#include <filesystem>
+
+#include "site_packages.h"
 
 namespace llmc::cuda {
 
 namespace {
 
-// The folder of a Python environment's nvidia-nccl wheel, asked of python3
-// (the wheel's path depends on the environment); empty when there is none.
-std::string wheelLibraryFolder() {
-  const char* command =
-      "python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0])' 2>/dev/null";
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(command, "r"), pclose);
-  if (!pipe) return "";
-  std::array<char, 4096> line{};
-  if (!fgets(line.data(), static_cast<int>(line.size()), pipe.get())) return "";
-  std::string folder = line.data();
-  while (!folder.empty() && (folder.back() == '\n' || folder.back() == '\r')) folder.pop_back();
-  return folder.empty() ? "" : folder + "/lib";
+// The libraries of the nvidia-nccl wheels installed in the Python
+// environments found (site_packages.h: without running Python).
+std::vector<std::string> wheelLibraries() {
+  std::vector<std::string> out;
+  for (const std::string& folder : pythonSitePackages()) {
+    const std::string library = folder + "/nvidia/nccl/lib/libnccl.so.2";
+    std::error_code error;
+    if (std::filesystem::is_regular_file(library, error)) out.push_back(library);
+  }
+  return out;
 }
 
 template <typename F>
@@ -55,6 +53,12 @@ NcclApi load() {
     symbol(library, "ncclGroupEnd", api.groupEnd, candidate);
     return api;
   }
+  // The Python environments searched in vain, named too.
+  const char* given = std::getenv("LLMC_NCCL_LIBRARY");
+  if (!given || !*given)
+    for (const std::string& folder : pythonSitePackages())
+      if (std::error_code error; !std::filesystem::exists(folder + "/nvidia/nccl/lib/libnccl.so.2", error))
+        tried += fmt::format("\n  {}: no nvidia/nccl/lib/libnccl.so.2", folder);
   throw NcclUnavailable(fmt::format(
       "NCCL not found; looked for it at:{}\nInstall it (the CUDA toolkit's libnccl, a distribution's libnccl2, or "
       "pip's nvidia-nccl-cu12/13) or point LLMC_NCCL_LIBRARY at libnccl.so.2",
@@ -66,7 +70,7 @@ NcclApi load() {
 std::vector<std::string> ncclCandidates() {
   if (const char* given = std::getenv("LLMC_NCCL_LIBRARY"); given && *given) return {given};
   std::vector<std::string> out = {"libnccl.so.2"};  // the dynamic linker's search: LD_LIBRARY_PATH, ld.so.cache
-  if (const std::string wheel = wheelLibraryFolder(); !wheel.empty()) out.push_back(wheel + "/libnccl.so.2");
+  for (const std::string& wheel : wheelLibraries()) out.push_back(wheel);
   return out;
 }
 

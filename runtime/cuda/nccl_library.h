@@ -2,7 +2,8 @@
 // time where it lives: $LLMC_NCCL_LIBRARY, the system's library path
 // (libnccl.so.2, as the CUDA toolkit or a distribution installs it), or a
 // Python environment's `nvidia-nccl` wheel (site-packages/nvidia/nccl/lib, as
-// on the GPU machine). Nothing links it, so llmc builds and runs without it;
+// on the GPU machine), found by looking at the environments' folders, never
+// by running Python (site_packages.h). Nothing links it, so llmc builds and runs without it;
 // asking for it then gives NcclUnavailable naming every place looked at.
 //
 // The few types llmc uses are declared here with NCCL's layout (nccl.h is not

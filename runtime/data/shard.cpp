@@ -11,6 +11,8 @@
 #include <stdexcept>
 #include <system_error>
 
+#include "atomic_file.h"
+
 namespace llmc {
 namespace {
 
@@ -66,23 +68,11 @@ void writeShard(const std::filesystem::path& path, std::span<const uint16_t> tok
   header[1] = kShardVersion;
   header[2] = static_cast<int32_t>(tokens.size());
 
-  std::filesystem::path temporary = path;
-  temporary += ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    if (!out) throw shardError(temporary, fmt::format("cannot create: {}", std::strerror(errno)));
-    out.write(reinterpret_cast<const char*>(header.data()), kShardHeaderBytes);
-    out.write(reinterpret_cast<const char*>(tokens.data()), static_cast<std::streamsize>(tokens.size_bytes()));
-    out.close();
-    if (!out) throw shardError(temporary, "write failed (disk full?)");
-  }
-  std::error_code error;
-  std::filesystem::rename(temporary, path, error);
-  if (error) {
-    const std::string reason = error.message();
-    std::filesystem::remove(temporary, error);
-    throw shardError(path, fmt::format("cannot rename {} into place: {}", temporary.string(), reason));
-  }
+  // Whole or not at all, through a fresh temporary (common/atomic_file.h).
+  AtomicFile out(path);
+  out.write(header.data(), kShardHeaderBytes);
+  out.write(tokens.data(), tokens.size_bytes());
+  out.commit();
 }
 
 ShardHeader readShardHeader(const std::filesystem::path& path) {

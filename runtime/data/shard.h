@@ -19,8 +19,9 @@ struct ShardHeader {
   int64_t tokenCount;
 };
 
-// Writes the shard through a temporary file renamed into place, so that a
-// reader never sees a partial shard. Throws std::runtime_error naming the file.
+// Writes the shard through a fresh temporary renamed into place
+// (common/atomic_file.h), so that a reader never sees a partial shard and a
+// failure leaves nothing behind. Throws std::runtime_error naming the file.
 void writeShard(const std::filesystem::path& path, std::span<const uint16_t> tokens);
 
 // Reads and checks the header: magic, version, and a file size of exactly

@@ -14,6 +14,8 @@
 #include <string_view>
 #include <vector>
 
+#include "atomic_file.h"
+
 namespace llmc {
 
 namespace {
@@ -395,17 +397,7 @@ LossCurves readTrainLog(const std::string& path) {
 
 void writeLossPlotSvg(const LossCurves& curves, const std::string& svgPath, const std::string& title) {
   const std::string svg = renderSvg(curves, title);
-  const std::string tmp = svgPath + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error(fmt::format("{}: cannot open for writing", tmp));
-    out.write(svg.data(), static_cast<std::streamsize>(svg.size()));
-    out.flush();
-    if (!out) throw std::runtime_error(fmt::format("{}: write failed (disk full?)", tmp));
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, svgPath, ec);
-  if (ec) throw std::runtime_error(fmt::format("{}: cannot rename {}: {}", svgPath, tmp, ec.message()));
+  writeFileAtomically(svgPath, svg);  // whole or not at all (common/atomic_file.h)
 }
 
 void writeLossPlot(const std::string& outputDir) {

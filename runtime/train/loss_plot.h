@@ -44,7 +44,8 @@ LossCurves readTrainLog(const std::string& path);
 // once it has 20 points or more), validation as points joined by a line in
 // another colour, and a legend. Empty curves give a frame that says so;
 // non-finite losses are skipped and counted in a note under the plot. Written
-// to svgPath + ".tmp" and renamed, so the file appears whole or not at all.
+// to a fresh temporary beside it and renamed (common/atomic_file.h), so the
+// file appears whole or not at all.
 // Throws std::runtime_error naming the file when it cannot be written.
 void writeLossPlotSvg(const LossCurves& curves, const std::string& svgPath, const std::string& title);
 

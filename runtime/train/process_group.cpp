@@ -12,9 +12,11 @@
 #include <cstring>
 #include <fstream>
 #include <stdexcept>
+#include <string_view>
 #include <thread>
 #include <vector>
 
+#include "atomic_file.h"
 #include "nccl_communicator.h"
 
 namespace llmc {
@@ -139,14 +141,9 @@ cuda::NcclUniqueId exchangeNcclId(const ProcessPlace& place, double timeoutSecon
   cuda::NcclUniqueId id{};
   if (place.rank == 0) {
     id = cuda::NcclCommunicator::newUniqueId();
-    // Written whole, then renamed: a reader never sees half an id.
-    const fs::path partial = file.string() + ".partial";
-    {
-      std::ofstream out(partial, std::ios::binary | std::ios::trunc);
-      out.write(id.internal, sizeof id.internal);
-      if (!out) throw std::runtime_error(fmt::format("{}: cannot write the NCCL id", partial.string()));
-    }
-    fs::rename(partial, file);
+    // Written whole, then renamed (common/atomic_file.h): a reader never sees
+    // half an id, and the shared folder holds no fixed temporary name to plant.
+    writeFileAtomically(file, std::string_view(id.internal, sizeof id.internal), {.mode = 0600});
     return id;
   }
   const auto start = std::chrono::steady_clock::now();

@@ -2,11 +2,17 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <regex>
 #include <stdexcept>
+#include <utility>
+
+#include "atomic_file.h"
+#include "checked_math.h"
 
 namespace llmc {
 
@@ -25,6 +31,9 @@ constexpr int kHeaderWords = 256;
 void writeTrainState(const std::string& path, const TrainState& state) {
   const auto& opt = state.optimizer;
   if (opt.m.size() != opt.v.size()) throw std::invalid_argument("optimizer moments of different sizes");
+  if (opt.step < 0 || opt.step > INT32_MAX) bad(path, fmt::format("step {} does not fit header[2] (int32)", opt.step));
+  if (state.loaderState.size() > INT32_MAX)
+    bad(path, fmt::format("a loader state of {} bytes does not fit header[5] (int32)", state.loaderState.size()));
   std::vector<int32_t> header(kHeaderWords, 0);
   const uint64_t count = opt.m.size();
   header[0] = kMagic;
@@ -33,24 +42,47 @@ void writeTrainState(const std::string& path, const TrainState& state) {
   header[3] = static_cast<int32_t>(count & 0xffffffffu);
   header[4] = static_cast<int32_t>(count >> 32);
   header[5] = static_cast<int32_t>(state.loaderState.size());
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) bad(tmp, "cannot open for writing");
-    out.write(reinterpret_cast<const char*>(header.data()), kHeaderWords * 4);
-    for (const auto* moments : {&opt.m, &opt.v}) {
-      std::vector<float> values(moments->begin(), moments->end());
-      out.write(reinterpret_cast<const char*>(values.data()), static_cast<std::streamsize>(values.size() * 4));
-    }
-    out.write(reinterpret_cast<const char*>(state.loaderState.data()),
-              static_cast<std::streamsize>(state.loaderState.size()));
-    out.flush();
-    if (!out) bad(tmp, "write failed (disk full?)");
+  // A fresh temporary, synced and renamed (common/atomic_file.h): a full disk
+  // fails here and leaves no temporary behind to keep it full.
+  AtomicFile out(path);
+  out.write(header.data(), kHeaderWords * 4);
+  for (const auto* moments : {&opt.m, &opt.v}) {
+    std::vector<float> values(moments->begin(), moments->end());
+    out.write(values.data(), values.size() * 4);
   }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) bad(path, "cannot rename " + tmp + ": " + ec.message());
+  out.write(state.loaderState.data(), state.loaderState.size());
+  out.commit();
 }
+
+namespace {
+
+// The file's size that the header's counts imply, or an error naming them:
+// counts near 2^61 must not wrap the product into a small number that passes.
+uint64_t expectedSize(const std::string& path, uint64_t count, int32_t loaderBytes) {
+  const auto moments = checkedMul<uint64_t>(count, 8);
+  const auto total = moments ? checkedAdd<uint64_t>(*moments, kHeaderWords * 4ull + static_cast<uint64_t>(loaderBytes))
+                             : std::nullopt;
+  if (!total)
+    bad(path, fmt::format("a parameter count of {} in header[3..4] is impossibly large (its moments would need more "
+                          "than 2^64 bytes)",
+                          count));
+  return *total;
+}
+
+// Moments as read back: finite, and the second one never negative; else the
+// step would turn every weight into NaN.
+void checkMoments(const std::string& path, const char* name, const std::vector<float>& values, bool second) {
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (!std::isfinite(values[i]))
+      bad(path, fmt::format("the optimizer's {} holds a non-finite value ({}) at index {}; refusing to resume from it",
+                            name, values[i], i));
+    if (second && values[i] < 0)
+      bad(path, fmt::format("the optimizer's {} holds a negative value ({}) at index {}; refusing to resume from it",
+                            name, values[i], i));
+  }
+}
+
+}  // namespace
 
 TrainState readTrainState(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -63,22 +95,27 @@ TrainState readTrainState(const std::string& path) {
   if (header[2] < 0) bad(path, fmt::format("negative step {} in header[2]", header[2]));
   if (header[5] < 0) bad(path, fmt::format("negative loader state size {} in header[5]", header[5]));
   const uint64_t count = static_cast<uint32_t>(header[3]) | (static_cast<uint64_t>(static_cast<uint32_t>(header[4])) << 32);
-  const uint64_t expected = kHeaderWords * 4ull + 8ull * count + static_cast<uint64_t>(header[5]);
+  const uint64_t expected = expectedSize(path, count, header[5]);
   std::error_code ec;
   const uint64_t size = std::filesystem::file_size(path, ec);
-  if (ec || size != expected)
-    bad(path, fmt::format("is {} bytes, but its header (header[3..5]: {} parameters, {} loader bytes) says {}", size,
-                          count, header[5], expected));
+  if (ec) bad(path, "cannot read its size: " + ec.message());
+  if (size != expected)
+    bad(path, fmt::format("is {} bytes, but its header (header[3..5]: {} parameters, {} loader bytes) says {} ({})",
+                          size, count, header[5], expected, size < expected ? "truncated" : "trailing bytes"));
   TrainState state;
   state.optimizer.step = header[2];
-  for (auto* moments : {&state.optimizer.m, &state.optimizer.v}) {
+  const std::pair<std::vector<double>*, const char*> moments[] = {{&state.optimizer.m, "first moment m"},
+                                                                  {&state.optimizer.v, "second moment v"}};
+  for (const auto& [moment, name] : moments) {
     std::vector<float> values(count);
     in.read(reinterpret_cast<char*>(values.data()), static_cast<std::streamsize>(count * 4));
-    moments->assign(values.begin(), values.end());
+    if (!in) bad(path, fmt::format("read failed in the {}", name));
+    checkMoments(path, name, values, moment == &state.optimizer.v);
+    moment->assign(values.begin(), values.end());
   }
   state.loaderState.resize(static_cast<size_t>(header[5]));
   in.read(reinterpret_cast<char*>(state.loaderState.data()), header[5]);
-  if (!in) bad(path, "read failed");
+  if (!in) bad(path, "read failed in the loader state");
   return state;
 }
 

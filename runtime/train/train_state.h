@@ -4,8 +4,9 @@
 // Layout (little-endian): 256 int32 header words — magic 20261129, version 1,
 // optimizer step, parameter count (low, high 32 bits), size of the loader
 // state in bytes, the rest 0 — then m and v as float32 (one per parameter),
-// then the loader state. Written to a .tmp file and renamed, so it appears
-// whole or not at all.
+// then the loader state. Written through a fresh temporary renamed into place
+// (common/atomic_file.h), so it appears whole or not at all and a failure (a
+// full disk) leaves nothing behind.
 #pragma once
 
 #include <cstdint>
@@ -22,7 +23,10 @@ struct TrainState {
 };
 
 void writeTrainState(const std::string& path, const TrainState& state);
-// Throws std::runtime_error naming the file and the field that is wrong.
+// Throws std::runtime_error naming the file and the field that is wrong: a
+// header whose counts do not match the file's size (checked arithmetic: no
+// count wraps the check), a moment that is not finite or a negative second
+// moment (the first such value named by its index).
 TrainState readTrainState(const std::string& path);
 
 // Checkpoint file names in an output directory: model_00000100.bin and

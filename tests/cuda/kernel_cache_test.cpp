@@ -3,6 +3,7 @@
 #include "kernel_cache.h"
 
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,6 +25,7 @@ using llmc::cuda::KernelCache;
 using llmc::cuda::kernelCacheKey;
 using llmc::cuda::KernelSource;
 using llmc::testing::CacheTempDir;
+using llmc::testing::StderrCapture;
 using Catch::Matchers::Contains;
 
 namespace {
@@ -42,34 +44,6 @@ std::string readBytes(const fs::path& path) {
 void writeBytes(const fs::path& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
 }
-
-// Captures what is written to stderr while it lives: the cache's warnings go there.
-class StderrCapture {
- public:
-  StderrCapture() : path_(fs::temp_directory_path() / fmt::format("llmc_stderr_{}", getpid())) {
-    std::fflush(stderr);
-    saved_ = dup(2);
-    FILE* file = std::fopen(path_.c_str(), "w");
-    dup2(fileno(file), 2);
-    std::fclose(file);
-  }
-  ~StderrCapture() { restore(); }
-  std::string text() {
-    restore();
-    return readBytes(path_);
-  }
-
- private:
-  void restore() {
-    if (saved_ < 0) return;
-    std::fflush(stderr);
-    dup2(saved_, 2);
-    close(saved_);
-    saved_ = -1;
-  }
-  fs::path path_;
-  int saved_ = -1;
-};
 
 }  // namespace
 
@@ -131,7 +105,7 @@ TEST_CASE("a corrupt, truncated or stale cache entry is reported and rebuilt", "
   std::string otherVersion = sound;
   otherVersion[8] = 99;  // the header's format version
   const std::vector<Damage> damages = {
-      {"a flipped payload byte", "corrupt (checksum mismatch)", flipped},
+      {"a flipped payload byte", "corrupt (its SHA-256 does not match its contents)", flipped},
       {"a truncated payload", "truncated or corrupt", sound.substr(0, sound.size() - 100)},
       {"a truncated header", "truncated (10 bytes", sound.substr(0, 10)},
       {"an empty file", "truncated (0 bytes", ""},
@@ -196,4 +170,64 @@ TEST_CASE("concurrent writers of one entry leave one sound entry", "[cache]") {
   CHECK(sound == 160);
   CHECK(broken == 0);
   CHECK(std::distance(fs::directory_iterator(dir.path), fs::directory_iterator()) == 1);
+}
+
+TEST_CASE("a cache folder others can write into is not used, with one warning", "[cache]") {
+  CacheTempDir dir("cache_untrusted");
+  const fs::path folder = dir.path / "kernels";
+  fs::create_directory(folder);
+  fs::permissions(folder, fs::perms::all);  // 0777: anyone could plant a kernel
+  StderrCapture capture;
+  const KernelCache cache(folder), again(folder);
+  const auto result = compileKernels({addOne()}, &cache);
+  const std::string warning = capture.text();
+  CHECK_FALSE(cache.usable());
+  CHECK(result.summary.compiled == 1);
+  CHECK_THAT(warning, Contains("llmc: warning: not using the kernel cache " + folder.string() +
+                               ": it is writable by its group or by others (mode 0777"));
+  CHECK(std::count(warning.begin(), warning.end(), '\n') == 1);
+  CHECK(fs::is_empty(folder));  // nothing read, nothing stored
+  CHECK_FALSE(cache.find(addOne()).has_value());
+}
+
+TEST_CASE("a cache folder of another user is not used", "[cache]") {
+  CacheTempDir dir("cache_other_user");
+  const fs::path folder = dir.path / "kernels";
+  fs::create_directory(folder);
+  // Only root can give a folder away; without root the mode test above stands for both.
+  if (geteuid() != 0 || chown(folder.c_str(), 4242, 4242) != 0) {
+    WARN("not root: cannot make a folder of another user here");
+    return;
+  }
+  StderrCapture capture;
+  const KernelCache cache(folder);
+  CHECK_FALSE(cache.usable());
+  CHECK_THAT(capture.text(), Contains("it is owned by user 4242, not by this user (0)"));
+}
+
+TEST_CASE("a new cache folder is made private whatever the umask", "[cache]") {
+  CacheTempDir dir("cache_umask");
+  const mode_t mask = umask(0);
+  const KernelCache cache(dir.path / "a/kernels");
+  umask(mask);
+  CHECK(cache.usable());
+  CHECK((fs::status(dir.path / "a/kernels").permissions() & fs::perms::all) == fs::perms::owner_all);
+}
+
+TEST_CASE("a cache entry that is a symlink is not followed, and is replaced", "[cache]") {
+  CacheTempDir dir("cache_symlink");
+  const KernelCache cache(dir.path / "kernels");
+  const KernelSource kernel = addOne();
+  // A sound entry, moved out of the cache and linked back in.
+  compileKernels({kernel}, &cache);
+  const fs::path entry = cache.entryPath(kernel);
+  fs::rename(entry, dir.path / "elsewhere");
+  fs::create_symlink(dir.path / "elsewhere", entry);
+  StderrCapture capture;
+  const auto rebuilt = compileKernels({kernel}, &cache);
+  CHECK_FALSE(rebuilt.kernels[0].fromCache);
+  CHECK_THAT(capture.text(),
+             Contains("kernel cache entry " + entry.string() + " is unusable (a symbolic link, not a file)"));
+  CHECK_FALSE(fs::is_symlink(entry));
+  CHECK(compileKernels({kernel}, &cache).kernels[0].fromCache);
 }

@@ -108,3 +108,50 @@ TEST_CASE("a broken module cache entry is planned again", "[module_cache]") {
   CHECK(planned == 1);
   CHECK(cache.find(7).has_value());
 }
+
+TEST_CASE("a module cache entry altered on disk is refused by its SHA-256, replanned and rewritten", "[module_cache]") {
+  CacheTempDir dir("module_cache_tampered");
+  const llmc::cuda::ModuleCache cache(dir.path);
+  const llmc::CudaModule module = plannedStep();
+  cache.store(9, module);
+  const fs::path entry = dir.path / "0000000000000009.module";
+  std::string bytes;
+  {
+    std::ifstream in(entry, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  REQUIRE(bytes.starts_with("llmc plan sha256 "));
+  // Still valid JSON, still a plan: a launch's block size changed.
+  const size_t at = bytes.find("\"block\":");
+  REQUIRE(at != std::string::npos);
+  std::string altered = bytes;
+  altered[at + 8] = altered[at + 8] == '1' ? '2' : '1';
+  std::ofstream(entry, std::ios::binary | std::ios::trunc) << altered;
+  int planned = 0;
+  bool hit = true;
+  llmc::testing::StderrCapture capture;
+  cache.findOrPlan(9, [&] { ++planned; return module; }, &hit);
+  const std::string warning = capture.text();
+  CHECK_FALSE(hit);
+  CHECK(planned == 1);
+  CHECK(warning == "llmc: warning: module cache entry " + entry.string() +
+                       " is unusable (its SHA-256 does not match its contents); planning again\n");
+  std::ifstream in(entry, std::ios::binary);
+  CHECK(std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()) == bytes);
+}
+
+TEST_CASE("a module cache folder others can write into is not used", "[module_cache]") {
+  CacheTempDir dir("module_cache_untrusted");
+  fs::permissions(dir.path, fs::perms::owner_all | fs::perms::group_all);  // 0770
+  llmc::testing::StderrCapture capture;
+  const llmc::cuda::ModuleCache cache(dir.path);
+  CHECK_FALSE(cache.usable());
+  int planned = 0;
+  const llmc::CudaModule module = plannedStep();
+  cache.findOrPlan(3, [&] { ++planned; return module; });
+  cache.findOrPlan(3, [&] { ++planned; return module; });
+  CHECK(planned == 2);
+  CHECK(fs::is_empty(dir.path));
+  CHECK_THAT(capture.text(), Catch::Matchers::Contains("not using the plan cache " + dir.path.string() +
+                                                       ": it is writable by its group or by others (mode 0770"));
+}

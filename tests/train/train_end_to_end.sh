@@ -2,6 +2,9 @@
 # llmc-train end to end on the CPU path, on a few documents of the corpus:
 #  - a run interrupted after a checkpoint and resumed with -y 1 logs the same
 #    losses, bit for bit, as a run that was never interrupted;
+#  - no temporaries are left in the output folder;
+#  - a checkpoint or state to resume from that holds NaN or infinity, claims
+#    2^61 parameters or is cut short is refused, naming the file and the field;
 #  - bad input (a batch larger than the data, a checkpoint of another shape, a
 #    corrupt shard, a missing tokenizer) gets a clear error and a non-zero exit.
 # usage: train_end_to_end.sh BIN_DIR CORPUS_DIR
@@ -49,6 +52,32 @@ if [[ "$straight" != "$resumed" ]]; then
 fi
 echo "ok: resumed losses equal the uninterrupted run's, bit for bit:"
 echo "$resumed"
+
+# Nothing but the checkpoints, the log, the plot and the samples in -o: no
+# temporaries left by the writes.
+leftover="$(ls -A "$work/resumed" | grep -vE '^(model|state)_[0-9]{8}\.bin$|^main\.log$|^loss\.svg$|^samples\.txt$' || true)"
+[[ -z "$leftover" ]] || fail "files left in the output folder: $leftover"
+echo "ok: no temporaries left in the output folder"
+
+# A restored state is checked before training resumes from it: non-finite
+# moments or weights, and counts whose size would wrap, are refused by name.
+# put_bytes FILE OFFSET HEX: overwrites bytes in place.
+put_bytes() { printf "$(echo "$3" | sed 's/../\\x&/g')" | dd of="$1" bs=1 seek="$2" conv=notrunc status=none; }
+cp -r "$work/resumed" "$work/nan_state"
+put_bytes "$work/nan_state/state_00000006.bin" $((1024 + 4 * 5)) 0000c07f   # m[5] = NaN
+expect_error "state_00000006.bin: the optimizer's first moment m holds a non-finite value (nan) at index 5" \
+  "$bin/llmc-train" "${model[@]}" -x 8 -y 1 -o "$work/nan_state"
+cp -r "$work/resumed" "$work/nan_model"
+put_bytes "$work/nan_model/model_00000006.bin" 1024 0000807f                # wte[0] = +inf
+expect_error "model_00000006.bin: parameter wte holds a non-finite value (inf) at index 0" \
+  "$bin/llmc-train" "${model[@]}" -x 8 -y 1 -o "$work/nan_model"
+cp -r "$work/resumed" "$work/huge_state"
+put_bytes "$work/huge_state/state_00000006.bin" 12 0000000000000020           # 2^61 parameters
+expect_error "a parameter count of 2305843009213693952 in header[3..4] is impossibly large" \
+  "$bin/llmc-train" "${model[@]}" -x 8 -y 1 -o "$work/huge_state"
+cp -r "$work/resumed" "$work/short_state"
+truncate -s -4 "$work/short_state/state_00000006.bin"
+expect_error "(truncated)" "$bin/llmc-train" "${model[@]}" -x 8 -y 1 -o "$work/short_state"
 
 expect_error "fewer than one batch" "$bin/llmc-train" "${model[@]}" -b 64 -t 512 -x 1
 expect_error "is a model of" "$bin/llmc-train" "${model[@]}" --channels 48 -x 6 -y 1 -o "$work/resumed"

@@ -130,7 +130,7 @@ TEST_CASE("an fp32 checkpoint has llm.c's layout and reads back bit-identical", 
   const Gpt2Weights written = randomGpt2TestWeights(config, 7);
   const std::string path = dir.file("model.bin");
   writeCheckpoint(path, written, /*bf16=*/false);
-  CHECK_FALSE(fs::exists(path + ".tmp"));
+  CHECK(std::distance(fs::directory_iterator(dir.path), fs::directory_iterator()) == 1);  // no temporary left
 
   const std::vector<char> bytes = readBytes(path);
   const std::vector<int64_t> sizes = llmcParameterSizes(config);
@@ -206,8 +206,7 @@ TEST_CASE("writing a checkpoint refuses weights that do not match their configur
   weights.config.C = 64;
   const std::string path = dir.file("model.bin");
   CHECK_THROWS_AS(writeCheckpoint(path, weights, false), std::invalid_argument);
-  CHECK_FALSE(fs::exists(path));
-  CHECK_FALSE(fs::exists(path + ".tmp"));
+  CHECK(fs::is_empty(dir.path));  // neither the file nor a temporary
 }
 
 TEST_CASE("reading a broken checkpoint names the file and what is wrong", "[gpt2][checkpoint]") {
@@ -261,6 +260,25 @@ TEST_CASE("reading a broken checkpoint names the file and what is wrong", "[gpt2
     // A corrupt header must not overflow the size arithmetic.
     CHECK_THROWS_WITH(readBroken(withHeaderWord(6, 2'000'000'000)),
                       Catch::StartsWith(path + ": truncated in parameter wte:"));
+  }
+  SECTION("header words at their largest") {
+    std::vector<char> bytes = goodBytes;
+    for (int word = 2; word <= 7; ++word) setHeaderWord(bytes, word, INT32_MAX);
+    setHeaderWord(bytes, 5, 1);  // H divides C
+    CHECK_THROWS_WITH(readBroken(bytes), Catch::StartsWith(path + ": truncated in parameter wte:"));
+  }
+  SECTION("a non-finite parameter") {
+    for (const bool bf16 : {false, true}) {
+      Gpt2Weights weights = randomGpt2TestWeights(testConfig(), 11);
+      weights.ln1b.data[3] = std::nan("");
+      writeCheckpoint(path, weights, bf16);
+      CHECK_THROWS_WITH(readCheckpoint(path), path + ": parameter ln1b holds a non-finite value (nan) at index 3");
+      weights.ln1b.data[3] = 0;
+      weights.lnfw.data.back() = -HUGE_VAL;
+      writeCheckpoint(path, weights, bf16);
+      CHECK_THROWS_WITH(readCheckpoint(path), fmt::format("{}: parameter lnfw holds a non-finite value (-inf) at index {}",
+                                                          path, weights.lnfw.data.size() - 1));
+    }
   }
   SECTION("trailing bytes") {
     std::vector<char> bytes = goodBytes;
