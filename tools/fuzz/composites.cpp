@@ -133,11 +133,18 @@ bool Generator::rmsnorm() {
 // o[h t d] = softmax_kv(q·k / sqrt(d) (+ bias) (causal)) · v, with its own
 // inputs; multi-query: k and v lack h.
 bool Generator::attention() {
+  // Head sizes and sequence lengths as attention has them (the tensor-core
+  // streams' tiles) half of the time, random ones otherwise.
+  const bool tiled = chance(0.5);
   const std::string h = newRootAxis(chance(0.5) ? 4 : 1);
-  const std::string t = newRootAxis(65);
-  const std::string d = newRootAxis(81);
+  const std::string t = tiled ? newAxis({.rule = AxisRule::Root, .size = choose(std::vector<int64_t>{64, 100, 128, 200})})
+                              : newRootAxis(65);
+  const std::string d = tiled ? newAxis({.rule = AxisRule::Root, .size = choose(std::vector<int64_t>{16, 32, 64, 80})})
+                              : newRootAxis(81);
   const bool causal = chance(0.5);
-  const std::string kv = causal ? newAxis({.rule = AxisRule::Same, .of = {t}}) : newRootAxis(65);
+  const std::string kv = causal ? newAxis({.rule = AxisRule::Same, .of = {t}})
+                         : tiled ? newAxis({.rule = AxisRule::Root, .size = choose(std::vector<int64_t>{64, 96, 128, 200})})
+                                 : newRootAxis(65);
   const bool multiQuery = chance(0.35);
   if (!fits({h, t, kv}) || !fits({h, t, d}) || !fits({h, kv, d})) return false;
   const std::string dtype = randomFloatDtype();

@@ -68,14 +68,19 @@ std::string Generator::freshAxisName() {
 }
 
 // Mostly small (the interpreter runs every diagram many times for finite
-// differences), sometimes up to maxSize; odd four times in five, as tile
-// sizes never are.
+// differences), sometimes up to maxSize; odd more often than not, as tile
+// sizes never are; one in five a multiple of 8 or 16, as the tensor cores'
+// tiles want (other sizes keep matmuls on CUDA cores).
 int64_t Generator::randomSize(int64_t limit) {
   limit = std::max<int64_t>(1, std::min(limit, options_.maxSize));
   const int64_t r = uniform(0, 99);
-  int64_t s = r < 40 ? uniform(1, 8) : r < 85 ? uniform(9, 64) : uniform(65, std::max<int64_t>(65, options_.maxSize));
+  if (r >= 80 && limit >= 16) {
+    const int64_t unit = chance(0.5) ? 8 : 16;
+    return unit * uniform(1, std::min<int64_t>(limit, 1024) / unit);
+  }
+  int64_t s = r < 35 ? uniform(1, 8) : r < 68 ? uniform(9, 64) : uniform(65, std::max<int64_t>(65, options_.maxSize));
   s = std::min(s, limit);
-  if (s % 2 == 0 && chance(0.8)) s = s + 1 <= limit ? s + 1 : s - 1;
+  if (s % 2 == 0 && chance(0.7)) s = s + 1 <= limit ? s + 1 : s - 1;
   return std::max<int64_t>(1, s);
 }
 

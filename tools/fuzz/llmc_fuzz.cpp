@@ -271,7 +271,25 @@ std::string save(const Options& o, fuzz::Runner& runner, const fuzz::DiagramSpec
 
 }  // namespace
 
+// Whether GPU 0 can run the gpu check, asked in a child process where the
+// checks run in children: a parent that made a CUDA context could not fork
+// children that use CUDA.
+bool gpuUsable(bool fork) {
+  std::string why;
+  if (!fork) return fuzz::gpuAvailable(&why);
+  std::fflush(stdout);
+  const pid_t pid = ::fork();
+  if (pid == 0) ::_exit(fuzz::gpuAvailable(&why) ? 0 : 77);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
 int runFuzzer(const Options& o) {
+  if (std::find(o.checks.checks.begin(), o.checks.checks.end(), "gpu") != o.checks.checks.end() && !gpuUsable(o.fork)) {
+    fmt::print("llmc-fuzz: skipped: --checks gpu, but no GPU can be used\n");
+    return 77;
+  }
   const std::vector<std::regex> known = readKnown(o.known);
   fuzz::Runner runner(o.checks, o.fork, o.timeout);
   const auto start = std::chrono::steady_clock::now();
