@@ -72,8 +72,18 @@ DiagramSpec shrink(DiagramSpec spec, const std::function<bool(const DiagramSpec&
   bool progress = true;
   while (progress && timeLeft()) {
     progress = false;
-    // Statements first, nearest the output first: one success drops
-    // everything only it needed.
+    // Sizes first: every later candidate then compiles and runs faster.
+    for (size_t a = 0; a < spec.axes.size() && !progress; ++a) {
+      if (spec.axes[a].rule != AxisRule::Root) continue;
+      for (int64_t size : smallerSizes(spec.axes[a].size)) {
+        DiagramSpec s = spec;
+        s.axes[a].size = size;
+        if ((progress = attempt(s))) break;
+      }
+    }
+    if (progress) continue;
+    // Statements, nearest the output first: one success drops everything
+    // only it needed.
     for (size_t i = spec.statements.size(); i-- > 0 && !progress;) progress = attempt(asInput(spec, i));
     for (size_t i = spec.statements.size(); i-- > 0 && !progress;)
       for (size_t k = 0; k < spec.statements[i].args.size() && !progress; ++k) progress = attempt(bypass(spec, i, k));
@@ -83,14 +93,6 @@ DiagramSpec shrink(DiagramSpec spec, const std::function<bool(const DiagramSpec&
       DiagramSpec s = spec;
       s.values[v].param = false;
       progress = attempt(s);
-    }
-    for (size_t a = 0; a < spec.axes.size() && !progress; ++a) {
-      if (spec.axes[a].rule != AxisRule::Root) continue;
-      for (int64_t size : smallerSizes(spec.axes[a].size)) {
-        DiagramSpec s = spec;
-        s.axes[a].size = size;
-        if ((progress = attempt(s))) break;
-      }
     }
   }
   return spec;
