@@ -38,6 +38,7 @@ struct CheckOptions {
   bool sampleConfigs = false;
   int fdCoordinates = 4;            // per differentiated input
   bool sanitizerFriendly = false;   // gpu: one launch at a time, synchronised
+  unsigned compileThreads = 0;      // gpu: NVRTC's threads per diagram (0: one per hardware thread)
   std::string tempDir = "/tmp";     // where the diagram file is written for the front end
 };
 

@@ -86,8 +86,8 @@ std::optional<Failure> runConfig(const DiagramSpec& spec, const DiagramFile& fil
                                      {.storage = bf16 ? StorageType::BF16 : StorageType::F32});
   const cuda::Context& ctx = *context();
   // Planned for c.arch, compiled for the GPU present: sm_80's code (mma.sync, cp.async) runs on Hopper too.
-  const cuda::JitResult compiled = cuda::compileKernels(cuda::kernelSources(module, ctx.arch()), nullptr, 0,
-                                                        cuda::JitWorkers::Threads);
+  const cuda::JitResult compiled = cuda::compileKernels(cuda::kernelSources(module, ctx.arch()), nullptr,
+                                                        options.compileThreads, cuda::JitWorkers::Threads);
   const auto inputs = randomInputs(graph, spec, spec.seed + 7919, bf16);
   cuda::ModuleExecutor executor(module, {});
   executor.load(compiled.kernels);

@@ -145,6 +145,8 @@ Options parse(int argc, char** argv) {
     if (a != "sm_90a" && a != "sm_80") usageError("--arch: unknown arch '" + a + "'");
   for (const std::string& s : o.checks.storages)
     if (s != "f32" && s != "bf16") usageError("--storage: unknown storage '" + s + "'");
+  // Diagrams checked at once share the cores: NVRTC in one thread each.
+  if (o.jobs > 1) o.checks.compileThreads = 1;
   if (o.checks.sanitizerFriendly) {
     if (!maxElementsGiven) o.generator.maxElements = 4096;
     if (!maxSizeGiven) o.generator.maxSize = 64;
@@ -242,7 +244,8 @@ std::vector<std::regex> readKnown(const std::string& path) {
 }
 
 // Shrinks and saves a failure; returns the file.
-std::string save(const Options& o, fuzz::Runner& runner, const fuzz::DiagramSpec& spec, const fuzz::Failure& f) {
+std::string save(const Options& o, fuzz::Runner& runner, const fuzz::DiagramSpec& spec, const fuzz::Failure& f,
+                 bool shrink) {
   std::filesystem::create_directories(o.out);
   const fuzz::CheckOptions narrow = narrowed(o.checks, f);
   const std::string base = fmt::format("{}/seed{}-{}", o.out, spec.seed, f.check);
@@ -251,7 +254,7 @@ std::string save(const Options& o, fuzz::Runner& runner, const fuzz::DiagramSpec
                         spec.seed, fuzz::inputsHeader(spec)));
   fuzz::DiagramSpec small = spec;
   fuzz::Failure last = f;
-  if (o.shrink && spec.fileText.empty()) {
+  if (shrink && spec.fileText.empty()) {
     fuzz::ShrinkStats stats;
     small = fuzz::shrink(spec, [&](const fuzz::DiagramSpec& candidate) {
       const fuzz::Outcome out = runner.run(candidate, narrow);
@@ -320,7 +323,8 @@ int runFuzzer(const Options& o) {
     ++signatures[f.signature];
     fmt::print("[{}/{}] seed {}: {}FAIL {} ({:.1f} s)\n  {}\n", passed + failed + knownFailures, total, spec.seed,
                isKnown ? "known " : "", f.signature, outcome.seconds, f.detail.substr(0, 600));
-    if (!isKnown || o.shrink) fmt::print("  saved: {}\n", save(o, runner, spec, f));
+    // Known failures are saved as generated: their shrunk diagram is in known/ already.
+    fmt::print("  saved: {}\n", save(o, runner, spec, f, o.shrink && !isKnown));
   }
   for (const auto& [signature, n] : signatures) fmt::print("  {} x {}\n", n, signature);
   fmt::print("{} passed, {} failed{}\n", passed, failed + knownFailures,
