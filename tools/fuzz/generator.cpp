@@ -247,7 +247,8 @@ bool Generator::contraction() {
   const int a = pick([](const Value& v) { return !v.axes.empty(); });
   if (a < 0) return false;
   const std::vector<std::string> aAxes = value(a).axes;
-  int b = chance(0.5) ? -1 : pick([&](const Value& v) { return !without(aAxes, v.axes).empty() || true; });
+  auto sharesAxis = [&](const Value& v) { return without(v.axes, aAxes).size() < v.axes.size(); };
+  int b = chance(0.5) ? -1 : pick(sharesAxis);
   auto shared = [&](int id) {
     std::vector<std::string> s;
     for (const std::string& x : value(id).axes)

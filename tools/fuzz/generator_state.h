@@ -72,7 +72,6 @@ class Generator {
   void finish();
 
  private:
-  friend class GeneratorTest;
   GeneratorOptions options_;
   std::mt19937_64 rng_;
   DiagramSpec spec_;
