@@ -313,7 +313,8 @@ int runFuzzer(const Options& o) {
     const fuzz::DiagramSpec& spec = specs[size_t(tag)];
     if (!outcome.failure) {
       ++passed;
-      fmt::print("[{}/{}] seed {}: ok ({} statements, {:.1f} s)\n", passed + failed, total, spec.seed, spec.statements.size(),
+      fmt::print("[{}/{}] seed {}: ok ({} statements, {:.1f} s)\n", passed + failed + knownFailures, total, spec.seed,
+                 spec.statements.size(),
                  outcome.seconds);
       continue;
     }
