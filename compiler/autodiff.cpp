@@ -136,11 +136,24 @@ class Differentiator {
   // Adds a contribution to x's adjoint: in x's dtype, summed over the axes x
   // lacks (x was broadcast along them). An adjoint may lack some of x's axes:
   // it is then constant along them (implicitly broadcast).
-  void accumulate(GraphBuilder& b, NodeId x, NodeId contribution) {
+  //
+  // `implied`: the type the contribution stands for when it lacks axes (the
+  // node's, for elementwise rules and broadcast): along an axis that x lacks
+  // too, the sum of a constant is the constant times the axis's size. (The
+  // adjoint of sum(x + b, r) reaches b without r; b's gradient is size(r)
+  // times it.)
+  void accumulate(GraphBuilder& b, NodeId x, NodeId contribution, const Type* implied = nullptr) {
     if (!required_[static_cast<size_t>(x)]) return;
-    const Type& tx = g_.node(x).type;
+    // Copies, here and below: every node the builder adds may move g_.nodes.
+    const Type tx = g_.node(x).type;
+    int64_t copies = 1;
+    if (implied)
+      for (const Axis& a : implied->axes)
+        if (!tx.has(a.name) && !b.type(contribution).has(a.name)) copies *= a.size;
     contribution = b.cast(contribution, tx.dtype);
     contribution = b.sum(contribution, axesNotIn(b.type(contribution), tx));
+    if (copies != 1)
+      contribution = b.binary(BinaryOp::Mul, contribution, b.constant(static_cast<double>(copies), tx.dtype));
     NodeId& adj = adjoint_[static_cast<size_t>(x)];
     adj = adj < 0 ? contribution : b.binary(BinaryOp::Add, adj, contribution);
   }
@@ -152,7 +165,7 @@ class Differentiator {
   void placePieces(GraphBuilder& b, NodeId x) {
     auto found = pieces_.find(x);
     if (found == pieces_.end()) return;
-    const Type& tx = g_.node(x).type;
+    const Type tx = g_.node(x).type;
     for (const auto& [axisName, byPosition] : found->second) {
       const Axis axis = *tx.find(axisName);
       // An axis keeps one size across the graph: the pieces' own axis of
@@ -227,27 +240,27 @@ class Differentiator {
         NodeId x = operand(0), z = operand(1);
         switch (n.binary) {
           case BinaryOp::Add:
-            accumulate(b, x, grad);
-            accumulate(b, z, grad);
+            accumulate(b, x, grad, &n.type);
+            accumulate(b, z, grad, &n.type);
             return;
           case BinaryOp::Sub:
-            accumulate(b, x, grad);
-            accumulate(b, z, b.unary(UnaryOp::Neg, grad));
+            accumulate(b, x, grad, &n.type);
+            accumulate(b, z, b.unary(UnaryOp::Neg, grad), &n.type);
             return;
           case BinaryOp::Mul:
-            accumulate(b, x, b.binary(BinaryOp::Mul, grad, z));
-            accumulate(b, z, b.binary(BinaryOp::Mul, grad, x));
+            accumulate(b, x, b.binary(BinaryOp::Mul, grad, z), &n.type);
+            accumulate(b, z, b.binary(BinaryOp::Mul, grad, x), &n.type);
             return;
           case BinaryOp::Div:  // d(x/z)/dz = -(x/z)/z
-            accumulate(b, x, b.binary(BinaryOp::Div, grad, z));
-            accumulate(b, z, b.unary(UnaryOp::Neg, b.binary(BinaryOp::Div, b.binary(BinaryOp::Mul, grad, y), z)));
+            accumulate(b, x, b.binary(BinaryOp::Div, grad, z), &n.type);
+            accumulate(b, z, b.unary(UnaryOp::Neg, b.binary(BinaryOp::Div, b.binary(BinaryOp::Mul, grad, y), z)), &n.type);
             return;
           case BinaryOp::Maximum:
           case BinaryOp::Minimum: {
             // The gradient goes to the chosen operand; ties go to the first.
             NodeId first = b.compare(n.binary == BinaryOp::Maximum ? CompareOp::Ge : CompareOp::Le, x, z);
-            accumulate(b, x, b.select(first, grad, zero(b, grad)));
-            accumulate(b, z, b.select(first, zero(b, grad), grad));
+            accumulate(b, x, b.select(first, grad, zero(b, grad)), &n.type);
+            accumulate(b, z, b.select(first, zero(b, grad), grad), &n.type);
             return;
           }
         }
@@ -255,15 +268,15 @@ class Differentiator {
       }
       case Op::Select: {
         NodeId cond = operand(0);
-        accumulate(b, operand(1), b.select(cond, grad, zero(b, grad)));
-        accumulate(b, operand(2), b.select(cond, zero(b, grad), grad));
+        accumulate(b, operand(1), b.select(cond, grad, zero(b, grad)), &n.type);
+        accumulate(b, operand(2), b.select(cond, zero(b, grad), grad), &n.type);
         return;
       }
       case Op::Cast:
-        if (isFloat(g_.node(operand(0)).type.dtype)) accumulate(b, operand(0), grad);
+        if (isFloat(g_.node(operand(0)).type.dtype)) accumulate(b, operand(0), grad, &n.type);
         return;
       case Op::Transpose:
-        accumulate(b, operand(0), grad);
+        accumulate(b, operand(0), grad, &n.type);
         return;
       case Op::Reduce:
         if (n.reduce == ReduceOp::Sum) {
@@ -278,7 +291,7 @@ class Differentiator {
         }
         return;
       case Op::Broadcast:
-        accumulate(b, operand(0), grad);  // accumulate sums over the new axes
+        accumulate(b, operand(0), grad, &n.type);  // accumulate sums over the new axes
         return;
       case Op::Contract:
         contractAdjoint(b, grad, operand(0), operand(1));
@@ -286,8 +299,8 @@ class Differentiator {
         return;
       case Op::Gather: {
         NodeId table = operand(0), index = operand(1);
-        const Type& tt = g_.node(table).type;
-        const Axis& axis = *tt.find(n.axes[0]);
+        const Type tt = g_.node(table).type;
+        const Axis axis = *tt.find(n.axes[0]);
         std::vector<std::string> summed = axesNotIn(g_.node(index).type, tt);
         if (summed.empty()) {
           // Each row of the table was read by at most one index (a picked
@@ -327,7 +340,7 @@ class Differentiator {
         if (required_[static_cast<size_t>(operand(0))]) pieces_[operand(0)][n.axes[0]][n.lo].push_back(grad);
         return;
       case Op::Slice: {
-        const Axis& axis = *g_.node(operand(0)).type.find(n.axes[0]);
+        const Axis axis = *g_.node(operand(0)).type.find(n.axes[0]);
         NodeId position = b.pos(axis);
         NodeId values = grad;
         if (contains(b.type(grad), n.newAxes[0])) {
@@ -361,7 +374,7 @@ class Differentiator {
   // contracted with the other operand over every axis the operand lacks.
   void contractAdjoint(GraphBuilder& b, NodeId grad, NodeId self, NodeId other) {
     if (!required_[static_cast<size_t>(self)]) return;
-    const Type& ts = g_.node(self).type;
+    const Type ts = g_.node(self).type;
     NodeId o = b.cast(other, b.type(grad).dtype);
     // Axes only one side has, and self lacks, are summed on that side first.
     std::vector<std::string> gradOnly, otherOnly, shared;

@@ -204,7 +204,9 @@ class Writer {
       // A lane's 8 positions of a bf16 array along its innermost axis: one 16-byte load per span, before them.
       Env at = own;
       at[n.type.axes.back().name] = {span->base, span->scope};
-      const std::string key = fmt::format("{}@{}", n.id, offset(n.id, at));
+      // Keyed by the span's scope too: a stream's tail opens a span of its own over the same positions, where
+      // the body's array is out of scope.
+      const std::string key = fmt::format("{}@{}@{}", n.id, offset(n.id, at), span->scope);
       auto [it, isNew] = vectorLoads_.emplace(key, "");
       if (isNew) {
         it->second = fresh(names_[static_cast<size_t>(n.id)] + "_8");
@@ -799,6 +801,11 @@ class Writer {
     for (const AggregateTerm& t : aggregateTerms().at(n.id)) {
       const AccumulatorSlot& slot = stream_.slots[static_cast<size_t>(t.slot)];
       std::string term = slotRef(t.slot, own);
+      // A slot per point of the thread's 8 read by an aggregate without the
+      // points' axis (a row's mean beside a matmul's 8 columns): its 8 copies
+      // hold the same sum, and no loop over e is open here: the first.
+      if (!tcs_ && !eightBase_.empty() && !own.count(plan_.groupAxes.back().name) && term.ends_with("[e]"))
+        term.replace(term.size() - 3, 3, "[0]");
       if (t.coefficient != 1) term = fmt::format("{} * {}", floatLiteral(t.coefficient), term);
       bool dropped = false;  // a rescaled slot already holds the sum times exp(-m)
       for (const StreamFactor& f : t.scale) {

@@ -229,7 +229,7 @@ class StreamSplitter {
   }
 
   void split(NodeId v) {
-    const Node& n = nodes_[idx(v)];
+    const Node n = nodes_[idx(v)];  // a copy: each copy made below is appended to nodes_
     std::map<std::string, std::vector<NodeId>> byKey;
     for (NodeId r : readers_[idx(v)]) byKey[keyOf(r)].push_back(r);
     if (outputs_.count(v)) byKey["@output"];

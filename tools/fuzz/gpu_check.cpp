@@ -1,0 +1,178 @@
+// The GPU check: every configuration of a diagram run on GPU 0 as
+// tests/cuda/emit_cuda_gpu_test.cpp runs its cases (one arena placed by the
+// memory plan, poisoned with NaN bytes; fresh random inputs; every output
+// read back) against the f64 interpreter.
+//
+// Tolerance, on the relative norm of each output's error: 1e-4 with f32
+// storage and 3e-2 with bf16 (or bf16 arrays in the diagram), plus twice the error that rounding alone
+// causes: the interpreter run again with every array the module stores in
+// bf16 rounded to bf16 (f32 storage: the interpreter in f32). A diagram
+// whose outputs bf16 rounding moves by 10% is ill-conditioned, not wrong.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "checks.h"
+#include "cuda_context.h"
+#include "cuda_driver.h"
+#include "device_buffer.h"
+#include "emit_cuda.h"
+#include "jit.h"
+#include "low_precision.h"
+#include "module_executor.h"
+#include "pseudocode.h"
+#include "target.h"
+
+namespace llmc::fuzz {
+
+namespace {
+
+// The bytes of a host array as the buffer stores it.
+std::vector<unsigned char> toDevice(const BufferDesc& b, const std::vector<double>& values) {
+  std::vector<unsigned char> bytes(static_cast<size_t>(b.bytes));
+  for (size_t i = 0; i < values.size(); ++i) {
+    const double v = values[i];
+    if (b.dtype == "f32") { float f = static_cast<float>(v); std::memcpy(&bytes[4 * i], &f, 4); }
+    else if (b.dtype == "bf16") {
+      float f = static_cast<float>(roundToDType(v, DType::BF16));  // exact in bf16: the upper half
+      uint32_t u;
+      std::memcpy(&u, &f, 4);
+      const uint16_t h = static_cast<uint16_t>(u >> 16);
+      std::memcpy(&bytes[2 * i], &h, 2);
+    } else if (b.dtype == "f64") std::memcpy(&bytes[8 * i], &v, 8);
+    else if (b.dtype == "i32") { int32_t x = static_cast<int32_t>(v); std::memcpy(&bytes[4 * i], &x, 4); }
+    else if (b.dtype == "u16") { uint16_t x = static_cast<uint16_t>(v); std::memcpy(&bytes[2 * i], &x, 2); }
+    else bytes[i] = v != 0;
+  }
+  return bytes;
+}
+
+std::vector<double> fromDevice(const BufferDesc& b, const std::vector<unsigned char>& bytes) {
+  std::vector<double> out(static_cast<size_t>(b.elements));
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (b.dtype == "f32") { float f; std::memcpy(&f, &bytes[4 * i], 4); out[i] = f; }
+    else if (b.dtype == "bf16") {
+      uint16_t h;
+      std::memcpy(&h, &bytes[2 * i], 2);
+      const uint32_t u = uint32_t(h) << 16;
+      float f;
+      std::memcpy(&f, &u, 4);
+      out[i] = f;
+    } else if (b.dtype == "f64") std::memcpy(&out[i], &bytes[8 * i], 8);
+    else if (b.dtype == "i32") { int32_t x; std::memcpy(&x, &bytes[4 * i], 4); out[i] = x; }
+    else if (b.dtype == "u16") { uint16_t x; std::memcpy(&x, &bytes[2 * i], 2); out[i] = x; }
+    else out[i] = bytes[i];
+  }
+  return out;
+}
+
+const std::optional<cuda::Context>& context() {
+  static const std::optional<cuda::Context> c = cuda::contextOrSkip();
+  return c;
+}
+
+std::string outputKind(const std::string& name) { return name.rfind("grad_", 0) == 0 ? "a gradient" : name; }
+
+// One configuration; a failure names the first output that is wrong.
+std::optional<Failure> runConfig(const DiagramSpec& spec, const DiagramFile& file, const Config& c,
+                                 const CheckOptions& options) {
+  const Target target = loadTarget(c.arch);
+  const bool bf16 = c.storage == "bf16";
+  CostOptions cost;
+  cost.storageBytes = bf16 ? 2 : 4;
+  const Graph graph = compileGraph(file, spec, c.grad, &target, cost.storageBytes);
+  const CudaModule module = emitCuda(graph, planKernels(graph, target, cost), target,
+                                     {.storage = bf16 ? StorageType::BF16 : StorageType::F32});
+  const cuda::Context& ctx = *context();
+  // Planned for c.arch, compiled for the GPU present: sm_80's code (mma.sync, cp.async) runs on Hopper too.
+  const cuda::JitResult compiled = cuda::compileKernels(cuda::kernelSources(module, ctx.arch()), nullptr,
+                                                        options.compileThreads, cuda::JitWorkers::Threads);
+  const auto inputs = randomInputs(graph, spec, spec.seed + 7919, bf16);
+  cuda::ModuleExecutor executor(module, {});
+  executor.load(compiled.kernels);
+  cuda::DeviceBuffer arena(static_cast<size_t>(std::max<int64_t>(executor.memoryPlan().arenaBytes, 1)));
+  arena.fillBytes(0xFF);
+  executor.setArena(arena.address(), arena.bytes());
+  for (const BufferDesc& b : module.buffers) {
+    if (!b.graphInput) continue;
+    const HostTensor laidOut = permuteTo(inputs.at(graph.node(b.node).name), graph.node(b.node).type);
+    const std::vector<unsigned char> bytes = toDevice(b, laidOut.data);
+    cuda::check(cuda::driver().memcpyHtoD(executor.address(b.name), bytes.data(), bytes.size()), "cuMemcpyHtoD(input)");
+  }
+  if (options.sanitizerFriendly) {  // one launch at a time: a sanitizer's report names the launch
+    for (size_t i = 0; i < module.launches.size(); ++i) {
+      executor.runLaunch(i, nullptr);
+      ctx.synchronize();
+    }
+  } else {
+    executor.run(nullptr);
+  }
+  ctx.synchronize();
+
+  InterpreterOptions exact;
+  const std::vector<HostTensor> expected = interpret(graph, inputs, exact);
+  InterpreterOptions stored;
+  if (bf16) {
+    for (const BufferDesc& b : module.buffers)
+      if (b.dtype == "bf16") stored.storedAsBf16.insert(b.node);
+  } else {
+    stored.precision = Precision::F32;
+  }
+  const std::vector<HostTensor> rounded = interpret(graph, inputs, stored);
+  // bf16 arrays in the diagram itself: the interpreter rounds each one, a
+  // kernel keeps the ones it fuses in f32 registers; bf16's tolerance then
+  // holds whatever the storage.
+  bool lowPrecisionNodes = false;
+  for (const Node& n : graph.nodes) lowPrecisionNodes |= n.type.dtype == DType::BF16;
+  for (size_t i = 0; i < graph.outputs.size(); ++i) {
+    const std::string& name = graph.outputs[i].name;
+    const BufferDesc* buffer = nullptr;
+    for (const BufferDesc& b : module.buffers)
+      for (const std::string& o : b.graphOutputs)
+        if (o == name) buffer = &b;
+    if (!buffer)
+      return Failure{"gpu", fmt::format("gpu {}: an output has no buffer", c.str()), fmt::format("output {}", name)};
+    std::vector<unsigned char> bytes(static_cast<size_t>(buffer->bytes));
+    cuda::check(cuda::driver().memcpyDtoH(bytes.data(), executor.address(name), bytes.size()), "cuMemcpyDtoH(output)");
+    const HostTensor got{graph.node(graph.outputs[i].node).type, fromDevice(*buffer, bytes)};
+    const double roundingError = relativeError(rounded[i], expected[i]);
+    const double tolerance = (bf16 || lowPrecisionNodes ? 3e-2 : 1e-4) + 2 * (std::isfinite(roundingError) ? roundingError : 0);
+    const double error = relativeError(got, expected[i]);
+    if (error <= tolerance) continue;  // false for NaN
+    bool finite = true;
+    for (double x : got.data) finite = finite && std::isfinite(x);
+    return Failure{"gpu",
+                   fmt::format("gpu {}: {} {}", c.str(), outputKind(name), finite ? "differs from the interpreter" : "is not finite"),
+                   fmt::format("gpu {}: output {}: relative error {:.3g}, tolerance {:.3g} (rounding alone {:.3g}); {} launches: {}",
+                               c.str(), name, error, tolerance, roundingError, module.launches.size(),
+                               [&] {
+                                 std::string names;
+                                 for (const KernelLaunch& l : module.launches) names += l.name + " ";
+                                 return names;
+                               }())};
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+bool gpuAvailable(std::string* why) {
+  if (context()) return true;
+  if (why) *why = "no GPU (or no CUDA driver) could be used";
+  return false;
+}
+
+std::optional<Failure> checkGpu(const DiagramSpec& spec, const DiagramFile& file, const CheckOptions& options) {
+  if (!context()) throw std::runtime_error("--checks gpu: no GPU");
+  for (const Config& c : configsFor(spec, options)) {
+    try {
+      if (auto f = runConfig(spec, file, c, options)) return f;
+    } catch (const std::exception& e) {
+      return failureFrom("gpu", c.str(), e);
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace llmc::fuzz
