@@ -125,12 +125,13 @@ TEST_CASE("renaming every axis leaves the launches unchanged", "[rename]") {
       p.grad = d.grad;
       p.target = &target;
       const Graph g = compileToIR(p);
-      for (uint32_t seed : {1u, 2u}) {
-        INFO(fmt::format("{} {}{} on {}, seed {}", d.path, d.entry, d.grad ? " --grad" : "", arch, seed));
-        const Graph r = renameAxes(g, randomAxisNames(g, seed));
-        for (StorageType storage : {StorageType::BF16, StorageType::F32})
-          CHECK(launchShapes(r, target, storage) == launchShapes(g, target, storage));
-      }
+      // One bijection a diagram and architecture, drawn from both: over the
+      // list, names land before, between and after the originals.
+      const uint32_t seed = static_cast<uint32_t>(d.path.size() * 31 + d.entry.size() * 7 + (arch[3] == '9'));
+      INFO(fmt::format("{} {}{} on {}, seed {}", d.path, d.entry, d.grad ? " --grad" : "", arch, seed));
+      const Graph r = renameAxes(g, randomAxisNames(g, seed));
+      for (StorageType storage : {StorageType::BF16, StorageType::F32})
+        CHECK(launchShapes(r, target, storage) == launchShapes(g, target, storage));
     }
   }
 }
