@@ -139,7 +139,7 @@ class Fuser {
   std::vector<Kernel> run() {
     int next = 0;
     for (const Node& n : g_.nodes)
-      if (isAnchor(n)) anchorOf_[next] = n.id, join(n.id, next++);
+      if (isAnchor(n)) anchorOf_[next] = n.id, join(n.id, next++, Acyclic::Known);
     attachPrologues();
     attachEpilogues(next);
     mergeStreams();
@@ -236,7 +236,7 @@ class Fuser {
       if (chosen >= 0 && spreadsScalarReduction(chosen)) chosen = -1;
       if (chosen >= 0 && forBackwardInForward(n, chosen)) chosen = -1;
       if (chosen >= 0 && !staysAcyclicWith(n.id, chosen)) chosen = -1;
-      if (chosen >= 0) join(n.id, chosen);
+      if (chosen >= 0) join(n.id, chosen, Acyclic::Known);
       else orphans.push_back(n.id);
     }
     for (auto it = orphans.rbegin(); it != orphans.rend(); ++it) {
@@ -244,10 +244,10 @@ class Fuser {
         if (int gc = group_[idx(c)]; gc >= 0 && !readsScatterIn(*it, gc) && !feedsContraction(*it) &&
                                      !narrowerThanMatmulIn(*it, gc) &&
                                      staysAcyclicWith(*it, gc)) {
-          join(*it, group_[idx(c)]);
+          join(*it, group_[idx(c)], Acyclic::Known);
           break;
         }
-      if (group_[idx(*it)] < 0) join(*it, next++);
+      if (group_[idx(*it)] < 0) join(*it, next++, Acyclic::Known);
     }
   }
 
@@ -283,12 +283,43 @@ class Fuser {
     return true;
   }
 
-  // staysAcyclic for node n joining `group`.
+  // staysAcyclic for node n joining `group`. A group known to stay acyclic
+  // (verified_) gains a path out and back only through n: one from n out and
+  // into the group, or from the group out and to n. Those are walked from n
+  // alone, so that a kernel growing node by node along a chain costs the
+  // chain's length, not its square. Otherwise the whole span is walked.
   bool staysAcyclicWith(NodeId n, int group) const {
     const auto members = members_.find(group);
     if (members == members_.end() || members->second.empty()) return true;
     const NodeId first = std::min(n, *members->second.begin()), last = std::max(n, *members->second.rbegin());
-    return staysAcyclic([&](NodeId m) { return m == n || group_[idx(m)] == group; }, first, last);
+    if (!verified_.count(group))
+      return staysAcyclic([&](NodeId m) { return m == n || group_[idx(m)] == group; }, first, last);
+    return !pathThroughAnotherKernel(n, group, last, /*forward=*/true) &&
+           !pathThroughAnotherKernel(n, group, first, /*forward=*/false);
+  }
+
+  // Whether a path runs from n into `group` (forward, through ids up to
+  // `bound`) or from `group` to n (backward, down to `bound`) through at least
+  // one node that another kernel computes: a node that is not a view (views
+  // are read through); free nodes end a path (each kernel makes its own).
+  bool pathThroughAnotherKernel(NodeId n, int group, NodeId bound, bool forward) const {
+    std::vector<std::pair<NodeId, bool>> work = {{n, false}};  // node, and whether the path passed another kernel
+    std::set<std::pair<NodeId, bool>> seen;
+    while (!work.empty()) {
+      const auto [id, passed] = work.back();
+      work.pop_back();
+      for (NodeId m : forward ? consumers_[idx(id)] : g_.node(id).operands) {
+        if (forward ? m > bound : m < bound) continue;
+        if (group_[idx(m)] == group) {
+          if (passed) return true;
+          continue;
+        }
+        if (freeNode(m)) continue;
+        const bool through = passed || !viewHere(g_.node(m));
+        if (seen.insert({m, through}).second) work.push_back({m, through});
+      }
+    }
+    return false;
   }
 
   bool readsScatterIn(NodeId n, int group) const {
@@ -331,10 +362,11 @@ class Fuser {
   // tensor-core GEMM's epilogue, which works per output point.
   bool narrowerThanMatmulIn(NodeId n, int group) const {
     const Type& t = g_.node(n).type;
-    for (NodeId m : membersOfGroup(group)) {
+    const auto matmuls = matmuls_.find(group);
+    if (matmuls == matmuls_.end()) return false;
+    for (NodeId m : matmuls->second) {
       const Node& c = g_.node(m);
-      if (isLongContraction(g_, c) &&
-          std::any_of(c.type.axes.begin(), c.type.axes.end(), [&](const Axis& a) { return !t.has(a.name); }))
+      if (std::any_of(c.type.axes.begin(), c.type.axes.end(), [&](const Axis& a) { return !t.has(a.name); }))
         return true;
     }
     return false;
@@ -451,11 +483,25 @@ class Fuser {
 
   // Puts node `id` in `group` (the only way group_ changes, so that members_
   // follows it).
-  void join(NodeId id, int group) {
+  // Whether a group is known to run as one kernel (staysAcyclic) after a
+  // join: Known where the caller checked it (or the group is the node alone),
+  // Unknown where it did not (a prologue).
+  enum class Acyclic { Unknown, Known };
+
+  void join(NodeId id, int group, Acyclic acyclic = Acyclic::Unknown) {
     int& current = group_[idx(id)];
-    if (current >= 0) members_[current].erase(id);
+    if (current >= 0) {
+      members_[current].erase(id);
+      auto& matmuls = matmuls_[current];
+      matmuls.erase(std::remove(matmuls.begin(), matmuls.end(), id), matmuls.end());
+      verified_.erase(current);  // a node taken out may have been a path's only way back in
+    }
     current = group;
-    if (group >= 0) members_[group].insert(id);
+    if (group < 0) return;
+    members_[group].insert(id);
+    if (isLongContraction(g_, g_.node(id))) matmuls_[group].push_back(id);
+    if (acyclic == Acyclic::Known) verified_.insert(group);
+    else verified_.erase(group);
   }
 
   // Every member of group `from` into group `to`.
@@ -466,6 +512,10 @@ class Fuser {
     members_.erase(it);
     for (NodeId m : moved) group_[idx(m)] = to;
     members_[to].insert(moved.begin(), moved.end());
+    if (auto matmuls = matmuls_.find(from); matmuls != matmuls_.end()) {
+      matmuls_[to].insert(matmuls_[to].end(), matmuls->second.begin(), matmuls->second.end());
+      matmuls_.erase(from);
+    }
   }
 
   // Whether `group` is a reduction over several axes at once (a loss summed
@@ -568,6 +618,7 @@ class Fuser {
           int keep = *groups.begin();
           for (int gr : groups)
             if (gr != keep) moveMembers(gr, keep);
+          verified_.insert(keep);  // staysAcyclic said so, just above
           for (int gr : groups) streamAxis_.erase(gr);
           if (streams) streamAxis_[keep] = x;
           else wholeAxes_[keep].insert(x);
@@ -682,6 +733,8 @@ class Fuser {
   std::vector<char> viewHere_;              // per node: viewHere
   std::vector<int> group_;                  // per node: its kernel's group, -1 for none (yet)
   std::map<int, std::set<NodeId>> members_;  // per group: its nodes (join, moveMembers)
+  std::map<int, std::vector<NodeId>> matmuls_;  // per group: its long contractions (isLongContraction)
+  std::set<int> verified_;  // groups known to stay acyclic (join)
   std::map<NodeId, std::vector<NodeId>> twins_;  // nodes with the same op, operands and axes as others, with them
   mutable std::map<NodeId, bool> remadeFromShort_;  // remadeFromShortContraction, once per node
   std::vector<std::vector<NodeId>> consumers_;
