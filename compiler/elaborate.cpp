@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numbers>
 #include <set>
 
@@ -122,6 +123,9 @@ class Elaborator {
           case '*': overflow = __builtin_mul_overflow(*l, *r, &result); break;
           default:
             if (*r == 0) fail(e.loc, fmt::format("size {} divides by zero", sizeText(e)));
+            // The one quotient that overflows (and traps on x86).
+            if (*r == -1 && *l == std::numeric_limits<int64_t>::min())
+              fail(e.loc, fmt::format("size {} is too large: {} / -1 overflows", sizeText(e), *l));
             if (*l % *r != 0) fail(e.loc, fmt::format("size {} / {} is not a whole number", *l, *r));
             result = *l / *r;
         }
@@ -554,6 +558,10 @@ class Elaborator {
     Value v = eval(f, e);
     if (!v.isNumber || !v.isInteger)
       fail(e.loc, fmt::format("{} must be a whole number (a literal, a size or a loop variable)", what));
+    // (A double past 2^62 would not convert: undefined behaviour. Positions
+    // that large are out of range of any axis anyway.)
+    if (std::fabs(v.number) > static_cast<double>(int64_t{1} << 62))
+      fail(e.loc, fmt::format("{} {} is out of range", what, v.number));
     return static_cast<int64_t>(v.number);
   }
 
