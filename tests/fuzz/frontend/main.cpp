@@ -158,7 +158,13 @@ int main(int argc, char** argv) {
   const auto start = std::chrono::steady_clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   long i = 0;
+  double reported = 0;  // a progress line a minute, for long runs
   for (; (o.iterations < 0 || i < o.iterations) && (o.seconds < 0 || elapsed() < o.seconds); ++i) {
+    if (elapsed() - reported >= 60) {
+      reported = elapsed();
+      std::printf("llmc-fuzz-frontend: %ld inputs after %.0f s\n", i, reported);
+      std::fflush(stdout);
+    }
     const Input input = mutate(corpus, rng);
     const Result r = runInput(input, o.run);
     ++counts[r.outcome];
