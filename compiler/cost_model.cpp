@@ -7,6 +7,7 @@
 #include <numeric>
 #include <set>
 
+#include "resource_limits.h"
 #include "step_skip.h"
 #include "streamability.h"
 #include "tensor_core_stream.h"
@@ -234,16 +235,16 @@ KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const
                     const CostOptions& o) {
   KernelCost cost;
   cost.blocks = 1;
-  for (const auto& a : s.groupAxes) cost.blocks *= ceilDiv(a.size, p.groupTiles.at(a.name));
+  for (const auto& a : s.groupAxes) cost.blocks = sizeProduct(cost.blocks, ceilDiv(a.size, p.groupTiles.at(a.name)), "a kernel's blocks");
   cost.chunks = p.streamChunk > 0 && s.streamExtent > 0 ? ceilDiv(s.streamExtent, p.streamChunk) : 1;
   int64_t splits = 1;  // blocks sharing one output tile
   for (const auto& [axis, extent] : s.loopExtent) {
     auto split = p.splitTiles.find(axis);
     int64_t perBlock = split == p.splitTiles.end() ? extent : split->second;
-    cost.chunks *= perBlock;
-    splits *= ceilDiv(extent, perBlock);
+    cost.chunks = sizeProduct(cost.chunks, perBlock, "a kernel's steps");
+    splits = sizeProduct(splits, ceilDiv(extent, perBlock), "a kernel's split blocks");
   }
-  cost.blocks *= splits;
+  cost.blocks = sizeProduct(cost.blocks, splits, "a kernel's blocks");
   // A whole array summed to one value runs over the whole grid, each thread
   // through its grid-strided share: no chunks, no stream in one block.
   const std::set<NodeId> members(k.nodes.begin(), k.nodes.end());
@@ -318,7 +319,7 @@ KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const
     // (a whole-array sum: one per block).
     if (wholeArraySum) moved += 2 * 4 * static_cast<double>(cost.blocks);
     else
-      moved += splits > 1 ? 2 * 4 * static_cast<double>(ty.elementCount() * splits)
+      moved += splits > 1 ? 2 * 4 * static_cast<double>(ty.elementCount()) * static_cast<double>(splits)
                           : static_cast<double>(ty.elementCount()) * elementBytes(ty, o);
     if (wholeArraySum || splits > 1) zeroedFirst(ty);
   }
@@ -431,7 +432,7 @@ KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const
     if (latencyBound > busiest) busiest = latencyBound, cost.bottleneck = "latency";
   }
 
-  double sync = static_cast<double>(cost.chunks * waves) * t.blockSyncSeconds(threads / t.warpSize);
+  double sync = static_cast<double>(cost.chunks) * static_cast<double>(waves) * t.blockSyncSeconds(threads / t.warpSize);
   cost.seconds["sync"] = sync;
   cost.seconds["launch"] = t.graphLaunchOverhead + clearSeconds;
   cost.predicted = busiest + sync + t.graphLaunchOverhead + clearSeconds;
@@ -439,24 +440,24 @@ KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const
   return cost;
 }
 
-namespace {
-
-// Tile sizes to try along an axis: multiples of its constraint, growing by
-// 1/growthDivisor each step, up to the whole axis rounded up (a partial last
-// tile is legal: the remainder). Axes without a constraint double.
+// (Written so that nothing overflows for any extent: past 2^62 a doubling
+// wrapped, and the loop never ended.)
 std::vector<int64_t> tileCandidates(int64_t extent, int64_t multiple, int64_t growthDivisor) {
   const int64_t step = std::max<int64_t>(1, multiple);
-  const int64_t whole = ceilDiv(extent, step) * step;
+  const int64_t tiles = extent / step + (extent % step != 0);
+  const int64_t whole = checkedMul(tiles, step).value_or(extent / step * step);
   std::vector<int64_t> out;
   for (int64_t t = step; t < whole;) {
     out.push_back(t);
-    t = step == 1 ? t * 2 : std::max(t + step, (t + t / growthDivisor) / step * step);
+    // t is a multiple of step: the next candidate grows by 1/growthDivisor,
+    // rounded down to a multiple of step, and by at least one step.
+    const int64_t growth = step == 1 ? t : std::max(step, t / growthDivisor / step * step);
+    if (growth >= whole - t) break;
+    t += growth;
   }
   out.push_back(whole);
   return out;
 }
-
-}  // namespace
 
 Partition searchPartition(const Graph& g, const Kernel& k, const KernelShape& s, const Target& t, const CostOptions& o,
                           Objective objective) {

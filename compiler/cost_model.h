@@ -108,6 +108,12 @@ enum class Objective {
   Transfers,  // the bytes moved into SMEM (the closed forms of DESIGN.md §2)
 };
 
+// Tile sizes the search tries along an axis of `extent` positions: multiples
+// of `multiple`, growing by 1/growthDivisor each step (doubling without a
+// constraint), up to the whole axis rounded up. Finite and ascending for any
+// extent up to 2^63 - 1.
+std::vector<int64_t> tileCandidates(int64_t extent, int64_t multiple, int64_t growthDivisor);
+
 // The legal partition (every level within capacity, tiles multiples of their
 // constraints) with the least predicted time or transfers.
 Partition searchPartition(const Graph& graph, const Kernel& kernel, const KernelShape& shape, const Target& target,

@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numbers>
 #include <set>
 
 #include "builtins.h"
+#include "resource_limits.h"
 
 namespace llmc {
 
@@ -70,6 +72,7 @@ class Elaborator {
       n.isParam = port.isParam;
       n.loc = port.loc;
       n.type = entryInputType(frame, port);
+      checkSizeLimits(n.type, fmt::format("input '{}'", port.name), port.loc);
       NodeId id = graph_.add(std::move(n));
       graph_.inputs.push_back(id);
       args.push_back(arrayValue(id));
@@ -120,6 +123,9 @@ class Elaborator {
           case '*': overflow = __builtin_mul_overflow(*l, *r, &result); break;
           default:
             if (*r == 0) fail(e.loc, fmt::format("size {} divides by zero", sizeText(e)));
+            // The one quotient that overflows (and traps on x86).
+            if (*r == -1 && *l == std::numeric_limits<int64_t>::min())
+              fail(e.loc, fmt::format("size {} is too large: {} / -1 overflows", sizeText(e), *l));
             if (*l % *r != 0) fail(e.loc, fmt::format("size {} / {} is not a whole number", *l, *r));
             result = *l / *r;
         }
@@ -179,6 +185,7 @@ class Elaborator {
   // Declares an axis created in the body (split, merge, rename, ...).
   std::string declareNewAxis(Frame& f, const std::string& name, int64_t size, const Type& within,
                              const SourceLoc& loc) {
+    if (size <= 0) fail(loc, fmt::format("axis '{}' has size {}; sizes must be positive", name, size));
     auto it = f.axisNames.find(name);
     if (it != f.axisNames.end()) {
       int64_t known = f.axisSizes.at(it->second);
@@ -201,11 +208,27 @@ class Elaborator {
     return actual;
   }
 
+  // Refuses an array past the size limits (limits.h) before any pass
+  // multiplies its sizes: `what` names it ("input 'x'", "this array").
+  void checkSizeLimits(const Type& t, const std::string& what, const SourceLoc& loc) {
+    int64_t elements = 1;
+    for (const Axis& a : t.axes) {
+      if (a.size > kMaxAxisSize)
+        fail(loc, fmt::format("axis '{}' of {} has size {}, more than the limit of {} (2^40)", a.name, what, a.size,
+                              kMaxAxisSize));
+      const auto product = checkedMul(elements, a.size);
+      if (!product || *product > kMaxElements)
+        fail(loc, fmt::format("{} ({}) has more elements than the limit of {} (2^48)", what, t.str(), kMaxElements));
+      elements = *product;
+    }
+  }
+
   // ---------------------------------------------------------------- nodes
   NodeId add(Node n, const SourceLoc& loc) {
     if (graph_.nodes.size() >= kMaxNodes)
       fail(loc, fmt::format("the program unrolls to more than {} primitive boxes; loops are unrolled and "
                             "composites inlined, so loop only over short axes such as the layers", kMaxNodes));
+    checkSizeLimits(n.type, "this array", loc);
     n.loc = loc;
     n.origin = origin_;
     return graph_.add(std::move(n));
@@ -535,6 +558,10 @@ class Elaborator {
     Value v = eval(f, e);
     if (!v.isNumber || !v.isInteger)
       fail(e.loc, fmt::format("{} must be a whole number (a literal, a size or a loop variable)", what));
+    // (A double past 2^62 would not convert: undefined behaviour. Positions
+    // that large are out of range of any axis anyway.)
+    if (std::fabs(v.number) > static_cast<double>(int64_t{1} << 62))
+      fail(e.loc, fmt::format("{} {} is out of range", what, v.number));
     return static_cast<int64_t>(v.number);
   }
 
@@ -803,7 +830,9 @@ class Elaborator {
     for (size_t i = 0; i < m.to.size(); ++i) {
       sizes.push_back(givenSize(f, m.to[i]));
       if (sizes.back()) {
-        product *= *sizes.back();
+        const auto grown = checkedMul(product, *sizes.back());
+        if (!grown) fail(m.to[i].loc, fmt::format("the sizes of the split of axis '{}' multiply past 2^63", axis));
+        product = *grown;
       } else {
         if (unknown >= 0)
           fail(m.to[i].loc, fmt::format("cannot infer the sizes of both '{}' and '{}'; give all but one, as in {}:N",

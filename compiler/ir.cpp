@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <set>
 
+#include "resource_limits.h"
+
 namespace llmc {
 
 namespace {
@@ -43,7 +45,10 @@ const Axis* Type::find(const std::string& axis) const {
 
 int64_t Type::elementCount() const {
   int64_t n = 1;
-  for (const auto& a : axes) n *= a.size;
+  for (const auto& a : axes) {
+    const auto product = checkedMul(n, a.size);
+    n = product ? *product : sizeProduct(n, a.size, fmt::format("the element count of {}", str()));
+  }
   return n;
 }
 

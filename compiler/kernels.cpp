@@ -7,6 +7,7 @@
 #include <set>
 #include <stdexcept>
 #include <tuple>
+#include <unordered_set>
 
 #include "streamability.h"
 
@@ -16,10 +17,37 @@ bool isAnchor(const Node& n) {
   return n.op == Op::Contract || n.op == Op::Reduce || n.op == Op::Gather || n.op == Op::ScatterAdd;
 }
 
+// Free: no Input, anchor or view is reached from n through the nodes that
+// are neither constants nor positions. Walked with a work list, each node
+// once: a chain of a hundred thousand additions is no recursion that deep,
+// and diamonds are no walk exponential in their number.
 bool isFree(const Graph& g, const Node& n) {
-  if (n.op == Op::Constant || n.op == Op::Pos) return true;
-  if (n.op == Op::Input || isAnchor(n) || isView(n)) return false;
-  return std::all_of(n.operands.begin(), n.operands.end(), [&](NodeId o) { return isFree(g, g.node(o)); });
+  auto blocks = [](const Node& m) { return m.op == Op::Input || isAnchor(m) || isView(m); };
+  auto ends = [](const Node& m) { return m.op == Op::Constant || m.op == Op::Pos; };
+  if (ends(n)) return true;
+  if (blocks(n)) return false;
+  std::vector<NodeId> work(n.operands.begin(), n.operands.end());
+  std::unordered_set<NodeId> seen(work.begin(), work.end());
+  while (!work.empty()) {
+    const Node& m = g.node(work.back());
+    work.pop_back();
+    if (ends(m)) continue;
+    if (blocks(m)) return false;
+    for (NodeId o : m.operands)
+      if (seen.insert(o).second) work.push_back(o);
+  }
+  return true;
+}
+
+std::vector<char> freeNodes(const Graph& g) {
+  std::vector<char> free(g.nodes.size(), 0);
+  for (const Node& n : g.nodes) {  // operands come first: one pass
+    if (n.op == Op::Constant || n.op == Op::Pos) free[static_cast<size_t>(n.id)] = 1;
+    else if (n.op != Op::Input && !isAnchor(n) && !isView(n))
+      free[static_cast<size_t>(n.id)] = std::all_of(n.operands.begin(), n.operands.end(),
+                                                    [&](NodeId o) { return free[static_cast<size_t>(o)] != 0; });
+  }
+  return free;
 }
 
 bool isView(const Node& n) {
@@ -90,7 +118,7 @@ bool remadeFromShortContraction(const Graph& g, NodeId id) {
 class Fuser {
  public:
   Fuser(const Graph& g, const FusionOptions& options)
-      : g_(g), options_(options), group_(g.nodes.size(), -1), consumers_(g.nodes.size()) {
+      : g_(g), options_(options), free_(freeNodes(g)), group_(g.nodes.size(), -1), consumers_(g.nodes.size()) {
     for (const Node& n : g.nodes)
       for (NodeId o : n.operands) consumers_[static_cast<size_t>(o)].push_back(n.id);
     for (const auto& o : g.outputs) isOutput_.insert(o.node);
@@ -105,12 +133,13 @@ class Fuser {
     for (const auto& [key, nodes] : same)
       if (nodes.size() > 1)
         for (NodeId n : nodes) twins_[n] = nodes;
+    for (const Node& n : g.nodes) viewHere_.push_back(computeViewHere(n));  // asked for every node, many times
   }
 
   std::vector<Kernel> run() {
     int next = 0;
     for (const Node& n : g_.nodes)
-      if (isAnchor(n)) anchorOf_[next] = n.id, join(n.id, next++);
+      if (isAnchor(n)) anchorOf_[next] = n.id, join(n.id, next++, Acyclic::Known);
     attachPrologues();
     attachEpilogues(next);
     mergeStreams();
@@ -119,13 +148,15 @@ class Fuser {
 
  private:
   static size_t idx(NodeId id) { return static_cast<size_t>(id); }
-  bool light(const Node& n) const { return n.op != Op::Input && !isFree(g_, n) && !viewHere(n) && !isAnchor(n); }
+  bool freeNode(NodeId id) const { return free_[idx(id)] != 0; }
+  bool light(const Node& n) const { return n.op != Op::Input && !freeNode(n.id) && !viewHere(n) && !isAnchor(n); }
 
   // A view, read through by the kernels that use it; except a concat that a
   // long contraction reads (the qkv projection's gradients, dq, dk and dv in
   // three layouts): the tensor cores take one strided array, so the concat is
   // computed, its parts copied into one stored array.
-  bool viewHere(const Node& n) const {
+  bool viewHere(const Node& n) const { return viewHere_[idx(n.id)] != 0; }
+  bool computeViewHere(const Node& n) const {
     if (!isView(n)) return false;
     if (n.op != Op::Concat || !isFloat(n.type.dtype)) return true;
     // Its readers, through other views.
@@ -204,47 +235,91 @@ class Fuser {
         if (g_.node(o).op == Op::ScatterAdd && group_[idx(o)] == chosen) chosen = -1;
       if (chosen >= 0 && spreadsScalarReduction(chosen)) chosen = -1;
       if (chosen >= 0 && forBackwardInForward(n, chosen)) chosen = -1;
-      if (chosen >= 0 && !staysAcyclic([&](NodeId m) { return m == n.id || group_[idx(m)] == chosen; })) chosen = -1;
-      if (chosen >= 0) join(n.id, chosen);
+      if (chosen >= 0 && !staysAcyclicWith(n.id, chosen)) chosen = -1;
+      if (chosen >= 0) join(n.id, chosen, Acyclic::Known);
       else orphans.push_back(n.id);
     }
     for (auto it = orphans.rbegin(); it != orphans.rend(); ++it) {
       for (NodeId c : consumers_[idx(*it)])
         if (int gc = group_[idx(c)]; gc >= 0 && !readsScatterIn(*it, gc) && !feedsContraction(*it) &&
                                      !narrowerThanMatmulIn(*it, gc) &&
-                                     staysAcyclic([&](NodeId m) { return m == *it || group_[idx(m)] == gc; })) {
-          join(*it, group_[idx(c)]);
+                                     staysAcyclicWith(*it, gc)) {
+          join(*it, group_[idx(c)], Acyclic::Known);
           break;
         }
-      if (group_[idx(*it)] < 0) join(*it, next++);
+      if (group_[idx(*it)] < 0) join(*it, next++, Acyclic::Known);
     }
   }
 
-  // Whether the nodes `inKernel` accepts can run as one kernel: no path
-  // leaves them and comes back (through another kernel that reads one of
-  // their values and makes one they read). Views and free nodes are read
-  // through, not kernels of their own.
+  // Whether the nodes `inKernel` accepts, all with ids from `first` to
+  // `last`, can run as one kernel: no path leaves them and comes back
+  // (through another kernel that reads one of their values and makes one they
+  // read). Views and free nodes are read through, not kernels of their own.
+  // Such a path runs between the kernel's first and last node (the graph is in
+  // topological order): only those are walked, so that growing a kernel node
+  // by node along a chain costs the chain's length, not its square.
   template <class InKernel>
-  bool staysAcyclic(InKernel inKernel) const {
+  bool staysAcyclic(InKernel inKernel, NodeId first, NodeId last) const {
     enum : char { Unrelated, KernelValue, After };  // After: depends on the kernel through another kernel
-    std::vector<char> state(g_.nodes.size(), Unrelated);
-    for (const Node& n : g_.nodes) {
+    std::vector<char> state(idx(last - first) + 1, Unrelated);
+    auto stateOf = [&](NodeId o) { return o < first ? static_cast<char>(Unrelated) : state[idx(o - first)]; };
+    for (NodeId id = first; id <= last; ++id) {
+      const Node& n = g_.node(id);
       bool fromAfter = false, fromKernel = false;
       for (NodeId o : n.operands) {
-        fromAfter = fromAfter || state[idx(o)] == After;
-        fromKernel = fromKernel || state[idx(o)] == KernelValue;
+        fromAfter = fromAfter || stateOf(o) == After;
+        fromKernel = fromKernel || stateOf(o) == KernelValue;
       }
-      char& s = state[idx(n.id)];
+      char& s = state[idx(id - first)];
       if (inKernel(n.id)) {
         if (fromAfter) return false;
         s = KernelValue;
       } else if (viewHere(n)) {
         s = fromAfter ? After : fromKernel ? KernelValue : Unrelated;
-      } else if (!isFree(g_, n)) {
+      } else if (!freeNode(n.id)) {
         s = fromAfter || fromKernel ? After : Unrelated;
       }
     }
     return true;
+  }
+
+  // staysAcyclic for node n joining `group`. A group known to stay acyclic
+  // (verified_) gains a path out and back only through n: one from n out and
+  // into the group, or from the group out and to n. Those are walked from n
+  // alone, so that a kernel growing node by node along a chain costs the
+  // chain's length, not its square. Otherwise the whole span is walked.
+  bool staysAcyclicWith(NodeId n, int group) const {
+    const auto members = members_.find(group);
+    if (members == members_.end() || members->second.empty()) return true;
+    const NodeId first = std::min(n, *members->second.begin()), last = std::max(n, *members->second.rbegin());
+    if (!verified_.count(group))
+      return staysAcyclic([&](NodeId m) { return m == n || group_[idx(m)] == group; }, first, last);
+    return !pathThroughAnotherKernel(n, group, last, /*forward=*/true) &&
+           !pathThroughAnotherKernel(n, group, first, /*forward=*/false);
+  }
+
+  // Whether a path runs from n into `group` (forward, through ids up to
+  // `bound`) or from `group` to n (backward, down to `bound`) through at least
+  // one node that another kernel computes: a node that is not a view (views
+  // are read through); free nodes end a path (each kernel makes its own).
+  bool pathThroughAnotherKernel(NodeId n, int group, NodeId bound, bool forward) const {
+    std::vector<std::pair<NodeId, bool>> work = {{n, false}};  // node, and whether the path passed another kernel
+    std::set<std::pair<NodeId, bool>> seen;
+    while (!work.empty()) {
+      const auto [id, passed] = work.back();
+      work.pop_back();
+      for (NodeId m : forward ? consumers_[idx(id)] : g_.node(id).operands) {
+        if (forward ? m > bound : m < bound) continue;
+        if (group_[idx(m)] == group) {
+          if (passed) return true;
+          continue;
+        }
+        if (freeNode(m)) continue;
+        const bool through = passed || !viewHere(g_.node(m));
+        if (seen.insert({m, through}).second) work.push_back({m, through});
+      }
+    }
+    return false;
   }
 
   bool readsScatterIn(NodeId n, int group) const {
@@ -287,10 +362,11 @@ class Fuser {
   // tensor-core GEMM's epilogue, which works per output point.
   bool narrowerThanMatmulIn(NodeId n, int group) const {
     const Type& t = g_.node(n).type;
-    for (NodeId m : membersOf({group})) {
+    const auto matmuls = matmuls_.find(group);
+    if (matmuls == matmuls_.end()) return false;
+    for (NodeId m : matmuls->second) {
       const Node& c = g_.node(m);
-      if (isLongContraction(g_, c) &&
-          std::any_of(c.type.axes.begin(), c.type.axes.end(), [&](const Axis& a) { return !t.has(a.name); }))
+      if (std::any_of(c.type.axes.begin(), c.type.axes.end(), [&](const Axis& a) { return !t.has(a.name); }))
         return true;
     }
     return false;
@@ -312,7 +388,7 @@ class Fuser {
   // Whether a member is a backward operand that feedsContraction stores
   // (dlogits): a stream must not take it back in as a prologue.
   bool holdsStoredBackwardOperand(int group) const {
-    for (NodeId m : membersOf({group}))
+    for (NodeId m : membersOfGroup(group))
       if (g_.node(m).adjoint && feedsContraction(m)) return true;
     return false;
   }
@@ -334,7 +410,7 @@ class Fuser {
   }
 
   bool holdsRedoneWork(int group, const Node& r, const std::string& x) const {
-    for (NodeId m : membersOf({group}))
+    for (NodeId m : membersOfGroup(group))
       if (redoneInStream(m, r, x)) return true;
     return false;
   }
@@ -349,7 +425,7 @@ class Fuser {
   }
 
   bool reducesIn(int group, const std::string& x) const {
-    for (NodeId m : membersOf({group})) {
+    for (NodeId m : membersOfGroup(group)) {
       const auto axes = reducedBy(g_.node(m));
       if (std::find(axes.begin(), axes.end(), x) != axes.end()) return true;
     }
@@ -361,11 +437,11 @@ class Fuser {
   bool isStatisticOf(int group, NodeId o, const std::string& x) const {
     const Node& n = g_.node(o);
     if (n.op != Op::Reduce || n.axes != std::vector<std::string>{x}) return false;
-    for (NodeId m : membersOf({group})) {
+    for (NodeId m : membersOfGroup(group)) {
       const Node& member = g_.node(m);
       if (m != o && (isAnchor(member) || member.op == Op::Contract)) return false;
       for (NodeId c : consumers_[idx(m)])
-        if (m != o && group_[idx(c)] != group && !isFree(g_, g_.node(c))) return false;
+        if (m != o && group_[idx(c)] != group && !freeNode(c)) return false;
     }
     return true;
   }
@@ -380,14 +456,22 @@ class Fuser {
   // group `by` too (through views: the same stored array).
   bool readsAlongWithin(int from, int by, const std::string& x) const {
     std::set<NodeId> readBy;
-    for (NodeId m : membersOf({by}))
+    for (NodeId m : membersOfGroup(by))
       for (NodeId o : g_.node(m).operands) readBy.insert(throughViews(o));
-    const std::set<NodeId> inside = membersOf({from});
+    const std::set<NodeId>& inside = membersOfGroup(from);
     for (NodeId m : inside)
       for (NodeId o : g_.node(m).operands)
-        if (!inside.count(o) && g_.node(o).type.has(x) && !isFree(g_, g_.node(o)) && !readBy.count(throughViews(o)))
+        if (!inside.count(o) && g_.node(o).type.has(x) && !freeNode(o) && !readBy.count(throughViews(o)))
           return false;
     return true;
+  }
+
+  // The nodes of one group (no copy: it is read for every operand of every
+  // reduction, in every round of mergeStreams).
+  const std::set<NodeId>& membersOfGroup(int group) const {
+    static const std::set<NodeId> none;
+    auto it = members_.find(group);
+    return it == members_.end() ? none : it->second;
   }
 
   std::set<NodeId> membersOf(const std::set<int>& groups) const {
@@ -399,11 +483,25 @@ class Fuser {
 
   // Puts node `id` in `group` (the only way group_ changes, so that members_
   // follows it).
-  void join(NodeId id, int group) {
+  // Whether a group is known to run as one kernel (staysAcyclic) after a
+  // join: Known where the caller checked it (or the group is the node alone),
+  // Unknown where it did not (a prologue).
+  enum class Acyclic { Unknown, Known };
+
+  void join(NodeId id, int group, Acyclic acyclic = Acyclic::Unknown) {
     int& current = group_[idx(id)];
-    if (current >= 0) members_[current].erase(id);
+    if (current >= 0) {
+      members_[current].erase(id);
+      auto& matmuls = matmuls_[current];
+      matmuls.erase(std::remove(matmuls.begin(), matmuls.end(), id), matmuls.end());
+      verified_.erase(current);  // a node taken out may have been a path's only way back in
+    }
     current = group;
-    if (group >= 0) members_[group].insert(id);
+    if (group < 0) return;
+    members_[group].insert(id);
+    if (isLongContraction(g_, g_.node(id))) matmuls_[group].push_back(id);
+    if (acyclic == Acyclic::Known) verified_.insert(group);
+    else verified_.erase(group);
   }
 
   // Every member of group `from` into group `to`.
@@ -414,6 +512,10 @@ class Fuser {
     members_.erase(it);
     for (NodeId m : moved) group_[idx(m)] = to;
     members_[to].insert(moved.begin(), moved.end());
+    if (auto matmuls = matmuls_.find(from); matmuls != matmuls_.end()) {
+      matmuls_[to].insert(matmuls_[to].end(), matmuls->second.begin(), matmuls->second.end());
+      matmuls_.erase(from);
+    }
   }
 
   // Whether `group` is a reduction over several axes at once (a loss summed
@@ -422,6 +524,41 @@ class Fuser {
   bool reducesSeveralAxes(int group) const {
     const auto anchor = anchorOf_.find(group);
     return anchor != anchorOf_.end() && reducedBy(g_.node(anchor->second)).size() > 1;
+  }
+
+  // Adds to `groups` (whose nodes are `members`) every kernel that reduces
+  // over x a value of theirs along x, until none is left. Each round looks
+  // only at the consumers of the members the last round added: a consumer
+  // refused once stays refused (what refuses it is fixed, or grows with the
+  // members), so the rounds find what rescanning every member would, in time
+  // linear in what they add instead of in that times the number of rounds
+  // (the residual stream chains every layer's kernels over the channels).
+  void growAlong(std::set<int>& groups, std::set<NodeId>& members, const std::string& x) const {
+    std::vector<NodeId> fresh(members.begin(), members.end());
+    while (!fresh.empty()) {
+      std::vector<int> added;
+      for (NodeId m : fresh) {
+        if (!g_.node(m).type.has(x)) continue;
+        for (NodeId c : consumers_[idx(m)]) {
+          int gc = group_[idx(c)];
+          if (gc < 0 || groups.count(gc) || copiesAMember(c, members) || storedForTensorCores(g_.node(c), m))
+            continue;
+          if (reducesSeveralAxes(gc)) continue;
+          const auto axes = reducedBy(g_.node(c));
+          if (std::find(axes.begin(), axes.end(), x) != axes.end() ||
+              (!isAnchor(g_.node(c)) && g_.node(c).type.has(x) && reducesIn(gc, x))) {
+            groups.insert(gc);
+            added.push_back(gc);
+          }
+        }
+      }
+      // The next round sees this round's kernels as members (as a rescan of
+      // membersOf(groups) would).
+      fresh.clear();
+      for (int gc : added)
+        for (NodeId m : members_.at(gc))
+          if (members.insert(m).second) fresh.push_back(m);
+    }
   }
 
   // A reduction over x merges with the kernels that make the values it
@@ -440,18 +577,18 @@ class Fuser {
           // The kernels that make what r's kernel reads along x (r's operands,
           // and those of its prologue).
           std::set<int> groups = {group_[idx(r.id)]};
-          for (NodeId m : membersOf({group_[idx(r.id)]}))
+          for (NodeId m : membersOfGroup(group_[idx(r.id)]))
             for (NodeId o : g_.node(m).operands)
               if (g_.node(o).type.has(x) && group_[idx(o)] >= 0 && !reducesSeveralAxes(group_[idx(o)]) &&
                   !holdsRedoneWork(group_[idx(o)], r, x) &&
                   !holdsStoredBackwardOperand(group_[idx(o)]) && !storedForTensorCores(r, o) &&
-                  !copiesAMember(r.id, membersOf({group_[idx(o)]})))
+                  !copiesAMember(r.id, membersOfGroup(group_[idx(o)])))
                 groups.insert(group_[idx(o)]);
           // A statistic over x of what r's kernel reads along x (the maximum
           // of stored logits, which the sum of exp(logits - max) reads with
           // them): one stream makes both, the sum rescaled as the maximum
           // moves, instead of a second pass over the array.
-          for (NodeId m : membersOf({group_[idx(r.id)]}))
+          for (NodeId m : membersOfGroup(group_[idx(r.id)]))
             for (NodeId read : g_.node(m).operands) {
               const NodeId o = throughViews(read);
               const int go = group_[idx(o)];
@@ -461,30 +598,12 @@ class Fuser {
             }
           // Every other reduction over x of a value in those kernels, with the
           // kernels between (the softmax's normaliser feeding the contraction).
-          for (bool grew = true; grew;) {
-            grew = false;
-            std::set<NodeId> members = membersOf(groups);
-            for (NodeId m : members) {
-              if (!g_.node(m).type.has(x)) continue;
-              for (NodeId c : consumers_[idx(m)]) {
-                int gc = group_[idx(c)];
-                if (gc < 0 || groups.count(gc) || copiesAMember(c, members) || storedForTensorCores(g_.node(c), m))
-                  continue;
-                if (reducesSeveralAxes(gc)) continue;
-                const auto axes = reducedBy(g_.node(c));
-                if (std::find(axes.begin(), axes.end(), x) != axes.end() ||
-                    (!isAnchor(g_.node(c)) && g_.node(c).type.has(x) && reducesIn(gc, x))) {
-                  groups.insert(gc);
-                  grew = true;
-                }
-              }
-            }
-          }
+          std::set<NodeId> members = membersOf(groups);
+          growAlong(groups, members, x);
           if (groups.size() < 2) continue;
           // Streamed over x with an accumulator; or, where the axis is short
           // enough to hold whole in a block (a layernorm's channels), with x
           // taken whole and no stream at all.
-          std::set<NodeId> members = membersOf(groups);
           // A sum to one value takes in no other reduction (a mean loss over
           // rows of a log-sum-exp, or of a sum over channels): the kernel would
           // have no axis left to spread over blocks and run in one. Apart, the
@@ -503,10 +622,13 @@ class Fuser {
           // Nothing may be redone for every tile of r's kernel (redoneInside).
           if (std::any_of(members.begin(), members.end(), [&](NodeId m) { return redoneInStream(m, r, x); }))
             continue;
-          if (!staysAcyclic([&](NodeId m) { return members.count(m) > 0; })) continue;
+          if (!staysAcyclic([&](NodeId m) { return members.count(m) > 0; }, *members.begin(), *members.rbegin()))
+            continue;
           int keep = *groups.begin();
-          const std::vector<int> before = group_;
-          const std::map<int, std::set<NodeId>> membersBefore = members_;
+          std::map<int, std::set<NodeId>> membersBefore;
+          std::map<int, std::vector<NodeId>> matmulsBefore;
+          for (int gr : groups) membersBefore[gr] = members_[gr], matmulsBefore[gr] = matmuls_[gr];
+          const bool keepVerified = verified_.count(keep) > 0;
           for (int gr : groups)
             if (gr != keep) moveMembers(gr, keep);
           // staysAcyclic sees the merged kernel's own paths; the kernels
@@ -514,10 +636,15 @@ class Fuser {
           // gradient: its statistics' kernel, the data gradient's and the
           // weight gradients' stream). Such a merge is taken back.
           if (!runsInOrder()) {
-            group_ = before;
-            members_ = membersBefore;
+            for (const auto& [gr, nodes] : membersBefore) {
+              members_[gr] = nodes;
+              matmuls_[gr] = matmulsBefore[gr];
+              for (NodeId m : nodes) group_[idx(m)] = gr;
+            }
+            if (!keepVerified) verified_.erase(keep);
             continue;
           }
+          verified_.insert(keep);  // staysAcyclic and runsInOrder said so, just above
           for (int gr : groups) streamAxis_.erase(gr);
           if (streams) streamAxis_[keep] = x;
           else wholeAxes_[keep].insert(x);
@@ -599,9 +726,9 @@ class Fuser {
       for (auto it = inside.rbegin(); it != inside.rend(); ++it) {
         const NodeId id = *it;
         for (NodeId o : g_.node(id).operands)
-          if (!inside.count(o) && !isFree(g_, g_.node(o))) inputs.insert(o);
+          if (!inside.count(o) && !freeNode(o)) inputs.insert(o);
         bool leaves = isOutput_.count(id) > 0 || leaving.count(id) > 0;
-        for (NodeId c : consumers_[idx(id)]) leaves |= !inside.count(c) && !isFree(g_, g_.node(c));
+        for (NodeId c : consumers_[idx(id)]) leaves |= !inside.count(c) && !freeNode(c);
         if (!leaves) continue;
         if (g_.node(id).op == Op::StopGradient) leaving.insert(g_.node(id).operands[0]);
         else leaving.insert(id);
@@ -642,8 +769,12 @@ class Fuser {
 
   const Graph& g_;
   const FusionOptions& options_;
+  std::vector<char> free_;                  // per node: isFree
+  std::vector<char> viewHere_;              // per node: viewHere
   std::vector<int> group_;                  // per node: its kernel's group, -1 for none (yet)
   std::map<int, std::set<NodeId>> members_;  // per group: its nodes (join, moveMembers)
+  std::map<int, std::vector<NodeId>> matmuls_;  // per group: its long contractions (isLongContraction)
+  std::set<int> verified_;  // groups known to stay acyclic (join)
   std::map<NodeId, std::vector<NodeId>> twins_;  // nodes with the same op, operands and axes as others, with them
   mutable std::map<NodeId, bool> remadeFromShort_;  // remadeFromShortContraction, once per node
   std::vector<std::vector<NodeId>> consumers_;

@@ -50,6 +50,8 @@ bool isAnchor(const Node& n);
 // mask) cost nothing to make: every kernel that uses one makes its own, and
 // they are never stored nor part of a kernel's nodes.
 bool isFree(const Graph& g, const Node& n);
+// isFree of every node of g, by id, in one pass.
+std::vector<char> freeNodes(const Graph& g);
 // Axis boxes that only relabel, reorder or select (split, merge, rename,
 // transpose, index, broadcast) are views: a kernel reads its input through
 // them, strided, instead of a kernel copying the data. A concat is a view too:

@@ -4,6 +4,8 @@
 
 #include <cctype>
 
+#include "resource_limits.h"
+
 namespace llmc {
 
 const char* tokName(Tok t) {
@@ -60,6 +62,11 @@ class Lexer {
         size_t start = i_;
         while (i_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[i_])) || s_[i_] == '_'))
           advance();
+        // A name's length bounds the work on it (the "did you mean" search
+        // compares it with every name in scope).
+        if (i_ - start > kMaxNameLength)
+          throw CompileError(loc, fmt::format("name is {} characters long, more than the limit of {}", i_ - start,
+                                              kMaxNameLength));
         out.push_back({Tok::Ident, s_.substr(start, i_ - start), loc});
         continue;
       }

@@ -1,5 +1,6 @@
 // llmc-compile: diagram files in, IR (and later pseudocode, performance
 // models and CUDA) out.
+#include <pthread.h>
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -94,7 +95,9 @@ exit status: 0 on success, 1 for an error in the diagrams, 2 for a bad command l
 
 }  // namespace
 
-int main(int argc, char** argv) {
+namespace {
+
+int compileMain(int argc, char** argv) {
   llmc::PipelineOptions options;
   std::string emit = "ir", outPath, arch = "sm_90a", device, measuredPath;
   bool json = false;
@@ -274,4 +277,31 @@ int main(int argc, char** argv) {
     return 1;
   }
   return 0;
+}
+
+}  // namespace
+
+// The compiler's passes recurse along the graph (the CUDA writer once per
+// node of an elementwise chain), so a diagram of a 100,000-node chain needs
+// more stack than a process's main thread has (8 MiB): compile on a thread
+// with 1 GiB reserved (pages are committed only as they are used).
+int main(int argc, char** argv) {
+  struct Call {
+    int argc;
+    char** argv;
+    int status = 3;
+  } call{argc, argv};
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, size_t{1} << 30);
+  pthread_t thread;
+  auto run = [](void* p) -> void* {
+    Call* c = static_cast<Call*>(p);
+    c->status = compileMain(c->argc, c->argv);
+    return nullptr;
+  };
+  if (pthread_create(&thread, &attr, run, &call) != 0) return compileMain(argc, argv);
+  pthread_join(thread, nullptr);
+  pthread_attr_destroy(&attr);
+  return call.status;
 }

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <set>
 
+#include "resource_limits.h"
 #include "parser.h"
 #include "program.h"
 
@@ -12,8 +13,19 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// Refuses an import that is no diagram file (only .dg files are imported, so
+// that an error in one never shows a line of some other file, a password file
+// say) or that nests too deep (loading recurses once per level).
+void checkImport(const ImportDecl& imp, int depth) {
+  if (fs::path(imp.path).extension() != ".dg")
+    throw CompileError(imp.loc, fmt::format("cannot import '{}': imports name diagram files, ending in .dg", imp.path));
+  if (depth > kMaxImportDepth)
+    throw CompileError(imp.loc, fmt::format("imports nested more than {} deep (a file importing a file importing ...)",
+                                            kMaxImportDepth));
+}
+
 void load(Program& program, std::set<std::string>& seen, const std::string& path,
-          const SourceLoc& from) {
+          const SourceLoc& from, int depth) {
   std::error_code ec;
   fs::path canonical = fs::weakly_canonical(fs::path(path), ec);
   std::string key = ec ? path : canonical.string();
@@ -27,8 +39,9 @@ void load(Program& program, std::set<std::string>& seen, const std::string& path
   // one blamed: the import comes first in the text.
   fs::path dir = fs::path(path).parent_path();
   for (const auto& imp : module.imports) {
+    checkImport(imp, depth + 1);
     fs::path target = fs::path(imp.path).is_absolute() ? fs::path(imp.path) : dir / imp.path;
-    load(program, seen, target.lexically_normal().string(), imp.loc);
+    load(program, seen, target.lexically_normal().string(), imp.loc, depth + 1);
   }
   for (const auto& d : module.diagrams) {
     auto [it, inserted] = program.diagrams.emplace(d.name, &d);
@@ -46,7 +59,7 @@ void load(Program& program, std::set<std::string>& seen, const std::string& path
 Program loadProgram(const std::string& path) {
   Program program;
   std::set<std::string> seen;
-  load(program, seen, path, SourceLoc{});
+  load(program, seen, path, SourceLoc{}, 0);
   return program;
 }
 

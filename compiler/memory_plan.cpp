@@ -16,6 +16,16 @@ struct Lifetime {
 
 int64_t roundUp(int64_t bytes, int64_t alignment) { return (bytes + alignment - 1) / alignment * alignment; }
 
+// a + b bytes: arrays of 2^48 elements (resource_limits.h) are 2^51 bytes,
+// and thousands of them would pass 64 bits. An error in the sizes, never a
+// wrapped (negative) offset or total.
+int64_t addBytes(int64_t a, int64_t b) {
+  int64_t sum = 0;
+  if (__builtin_add_overflow(a, b, &sum))
+    throw CompileError(SourceLoc{}, fmt::format("the sizes are too large: the memory plan's bytes ({} + {}) do not fit in 64 bits", a, b));
+  return sum;
+}
+
 }  // namespace
 
 MemoryPlan planMemory(const CudaModule& module, const std::vector<bool>& placedByCaller, int64_t alignment) {
@@ -72,13 +82,13 @@ MemoryPlan planMemory(const CudaModule& module, const std::vector<bool>& placedB
   std::vector<size_t> placed;
   for (size_t b : order) {
     const int64_t bytes = roundUp(std::max<int64_t>(module.buffers[b].bytes, 1), alignment);
-    plan.separateBytes += bytes;
+    plan.separateBytes = addBytes(plan.separateBytes, bytes);
     // The arrays alive with this one, by offset; its in-place partner's very
     // bytes where nothing else holds them, else the lowest gap that fits.
     std::vector<std::pair<int64_t, int64_t>> busy;  // [offset, offset + bytes)
     for (size_t p : placed)
       if (lifetimes[p].overlaps(lifetimes[b]) && static_cast<int>(p) != partner[b])
-        busy.push_back({plan.offsets[p], plan.offsets[p] + roundUp(std::max<int64_t>(module.buffers[p].bytes, 1), alignment)});
+        busy.push_back({plan.offsets[p], addBytes(plan.offsets[p], roundUp(std::max<int64_t>(module.buffers[p].bytes, 1), alignment))});
     const int other = partner[b];
     const bool partnerPlaced = other >= 0 && plan.offsets[static_cast<size_t>(other)] != MemoryPlan::kOutside;
     int64_t offset = partnerPlaced ? plan.offsets[static_cast<size_t>(other)] : 0;
@@ -86,7 +96,7 @@ MemoryPlan planMemory(const CudaModule& module, const std::vector<bool>& placedB
                            return offset < r.second && r.first < offset + bytes;
                          });
     if (!inPlace) {
-      if (partnerPlaced) busy.push_back({offset, offset + bytes});  // apart, then: not even in part
+      if (partnerPlaced) busy.push_back({offset, addBytes(offset, bytes)});  // apart, then: not even in part
       std::sort(busy.begin(), busy.end());
       offset = 0;
       for (const auto& [from, to] : busy) {
@@ -98,7 +108,7 @@ MemoryPlan planMemory(const CudaModule& module, const std::vector<bool>& placedB
     if (inPlace) plan.inPlace.push_back(lifetimes[b].first > lifetimes[static_cast<size_t>(other)].first
                                             ? std::pair<int, int>{static_cast<int>(b), other}
                                             : std::pair<int, int>{other, static_cast<int>(b)});
-    plan.arenaBytes = std::max(plan.arenaBytes, offset + bytes);
+    plan.arenaBytes = std::max(plan.arenaBytes, addBytes(offset, bytes));
     placed.push_back(b);
   }
 
@@ -107,7 +117,7 @@ MemoryPlan planMemory(const CudaModule& module, const std::vector<bool>& placedB
     for (size_t b : order)
       if (lifetimes[b].first <= i && i <= lifetimes[b].last &&
           !(sharing(b) && lifetimes[b].first == i && lifetimes[static_cast<size_t>(partner[b])].last == i))
-        live += roundUp(std::max<int64_t>(module.buffers[b].bytes, 1), alignment);
+        live = addBytes(live, roundUp(std::max<int64_t>(module.buffers[b].bytes, 1), alignment));
     if (live > plan.peakLiveBytes) plan.peakLiveBytes = live, plan.peakLaunch = i;
   }
   for (const Lifetime& l : lifetimes) plan.lifetimes.push_back({l.first, l.last});

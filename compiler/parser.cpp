@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "lexer.h"
+#include "resource_limits.h"
 
 namespace llmc {
 
@@ -123,6 +124,14 @@ class Parser {
         parser.error(parser.peek(), fmt::format("nested too deeply: more than {} levels of parentheses, "
                                                 "calls, operators or loops", kMaxNesting));
     }
+  };
+  struct LoopNest {
+    Parser& parser;
+    explicit LoopNest(Parser& p) : parser(p) {
+      if (++parser.loopNesting_ > kMaxLoopNesting)
+        parser.error(parser.peek(), fmt::format("'for' loops nested more than {} deep", kMaxLoopNesting));
+    }
+    ~LoopNest() { --parser.loopNesting_; }
   };
   void expectEndOfLine() {
     if (!at(Tok::Newline) && !at(Tok::End))
@@ -282,6 +291,9 @@ class Parser {
     s.loc = peek().loc;
     if (atKeyword("for")) {
       Nest nest(*this);
+      // Each loop level multiplies what the body unrolls to and what every
+      // node made inside records of where it came from.
+      LoopNest loops(*this);
       const Token& forToken = next();
       s.kind = Statement::Kind::For;
       s.loopVar = expectName("a loop variable after 'for'").text;
@@ -467,6 +479,7 @@ class Parser {
   std::vector<Token> tokens_;
   size_t pos_ = 0;
   int nesting_ = 0;
+  int loopNesting_ = 0;  // LoopNest
   Module module_;
 };
 

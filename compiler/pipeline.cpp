@@ -11,6 +11,7 @@
 #include "autodiff.h"
 #include "canonicalize.h"
 #include "elaborate.h"
+#include "resource_limits.h"
 #include "print.h"
 #include "reassociate.h"
 #include "recompute.h"
@@ -37,6 +38,9 @@ SizeBindings parseSizeBindings(const std::string& text) {
     }
     if (used == 0 || used != value.size() || n <= 0)
       throw std::invalid_argument(fmt::format("--set {}: '{}' is not a positive whole number", name, value));
+    if (n > kMaxAxisSize)
+      throw std::invalid_argument(
+          fmt::format("--set {}: {} is more than the largest size, {} (2^40)", name, value, kMaxAxisSize));
     sizes[name] = n;
     if (comma == std::string::npos) break;
     start = comma + 1;

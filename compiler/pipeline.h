@@ -30,7 +30,8 @@ struct PipelineOptions {
 };
 
 // Sizes as the command lines give them, "B=4,T=64": every NAME=N with N a
-// positive whole number. Throws std::invalid_argument naming the bad item.
+// positive whole number of at most kMaxAxisSize (2^40). Throws std::invalid_argument
+// naming the bad item.
 SizeBindings parseSizeBindings(const std::string& text);
 
 // The names of the passes, in order, for --dump-after and --help.

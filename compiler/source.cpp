@@ -5,7 +5,8 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
+
+#include "resource_limits.h"
 
 namespace llmc {
 
@@ -84,18 +85,26 @@ std::string didYouMean(const std::string& name, const std::vector<std::string>& 
   size_t bestDistance = std::max<size_t>(1, name.size() / 3) + 1;  // farther is no misspelling
   for (const auto& c : candidates) {
     if (c == name) continue;
+    // The distance is at least the difference in length: a candidate that
+    // cannot come closer than the best so far is not compared at all.
+    const size_t longer = std::max(c.size(), name.size()), shorter = std::min(c.size(), name.size());
+    if (longer - shorter >= bestDistance) continue;
     std::vector<size_t> row(c.size() + 1);  // Levenshtein distance, one row at a time
     for (size_t j = 0; j <= c.size(); ++j) row[j] = j;
-    for (size_t i = 1; i <= name.size(); ++i) {
+    bool far = false;
+    for (size_t i = 1; i <= name.size() && !far; ++i) {
       size_t diagonal = row[0];
       row[0] = i;
+      size_t rowMin = row[0];
       for (size_t j = 1; j <= c.size(); ++j) {
         size_t up = row[j];
         row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (name[i - 1] == c[j - 1] ? 0 : 1)});
         diagonal = up;
+        rowMin = std::min(rowMin, row[j]);
       }
+      far = rowMin >= bestDistance;  // a row's least entry never falls further down
     }
-    if (row[c.size()] < bestDistance && row[c.size()] < name.size()) {
+    if (!far && row[c.size()] < bestDistance && row[c.size()] < name.size()) {
       bestDistance = row[c.size()];
       best = &c;
     }
@@ -113,23 +122,47 @@ static size_t firstInvalidUtf8(const std::string& s) {
   return std::string::npos;
 }
 
-std::shared_ptr<const SourceFile> loadSourceFile(const std::string& path, const SourceLoc& from) {
+namespace {
+
+// Why `path` cannot be read as a diagram file, or "" if it can: it must be a
+// regular file (a device such as /dev/zero, a FIFO or a terminal would be read
+// forever, or block) of at most kMaxSourceBytes.
+std::string unreadableBecause(const std::string& path) {
   std::error_code ec;
-  bool isDirectory = std::filesystem::is_directory(path, ec);
-  std::ifstream in;
-  if (!isDirectory) in.open(path, std::ios::binary);
-  if (isDirectory || !in) {
-    const char* why = isDirectory                          ? "it is a directory"
-                      : !std::filesystem::exists(path, ec) ? "no such file"
-                                                           : "it cannot be read";
-    if (!from.valid())
-      throw CompileError(SourceLoc{std::make_shared<SourceFile>(path, ""), 0, 0},
-                         fmt::format("cannot open file: {}", why));
-    throw CompileError(from, fmt::format("cannot open imported file '{}': {}", path, why));
-  }
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  auto file = std::make_shared<SourceFile>(path, buffer.str());
+  const auto status = std::filesystem::status(path, ec);
+  if (status.type() == std::filesystem::file_type::not_found) return "no such file";
+  if (ec) return "it cannot be read";
+  if (status.type() == std::filesystem::file_type::directory) return "it is a directory";
+  if (status.type() != std::filesystem::file_type::regular) return "it is not a regular file";
+  const auto bytes = std::filesystem::file_size(path, ec);
+  if (ec) return "it cannot be read";
+  if (bytes > static_cast<uintmax_t>(kMaxSourceBytes))
+    return fmt::format("it is larger than {} MiB", kMaxSourceBytes >> 20);
+  return "";
+}
+
+[[noreturn]] void refuse(const std::string& path, const SourceLoc& from, const std::string& why) {
+  if (!from.valid())
+    throw CompileError(SourceLoc{std::make_shared<SourceFile>(path, ""), 0, 0},
+                       fmt::format("cannot open file: {}", why));
+  throw CompileError(from, fmt::format("cannot open imported file '{}': {}", path, why));
+}
+
+}  // namespace
+
+std::shared_ptr<const SourceFile> loadSourceFile(const std::string& path, const SourceLoc& from) {
+  if (std::string why = unreadableBecause(path); !why.empty()) refuse(path, from, why);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) refuse(path, from, "it cannot be read");
+  // Read at most one byte past the limit: a file that grew since it was
+  // looked at is still refused, not read whole.
+  std::string text;
+  char chunk[1 << 16];
+  while (text.size() <= static_cast<size_t>(kMaxSourceBytes) && in.read(chunk, sizeof chunk).gcount() > 0)
+    text.append(chunk, static_cast<size_t>(in.gcount()));
+  if (text.size() > static_cast<size_t>(kMaxSourceBytes))
+    refuse(path, from, fmt::format("it is larger than {} MiB", kMaxSourceBytes >> 20));
+  auto file = std::make_shared<SourceFile>(path, std::move(text));
   size_t bad = firstInvalidUtf8(file->text);
   if (bad != std::string::npos) {
     // Point at the bad byte; the column counts code points, as everywhere.

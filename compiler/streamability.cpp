@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "print.h"
 
@@ -67,15 +69,20 @@ bool scaleFree(const Form& f) {
 class Analyzer {
  public:
   Analyzer(const Graph& g, const std::set<NodeId>& region, const std::string& axis)
-      : g_(g), region_(region), x_(axis), forms_(g.nodes.size()) {
+      : g_(g), region_(region), x_(axis) {
     result_.axis = axis;
   }
 
   StreamAnalysis run() {
     // A value from outside is known before the stream starts only if it does
     // not itself come from the region (through a view, say).
+    // (Only the nodes from the region's first to its last are looked at: a
+    // path out of the region and back runs between them. The fusion asks
+    // about many regions of a graph of tens of thousands of nodes.)
+    if (region_.empty()) return fail(-1, fmt::format("nothing in the region reduces axis '{}'", x_));
     std::vector<bool> fromRegion(g_.nodes.size(), false);
-    for (const Node& n : g_.nodes) {
+    for (NodeId id = *region_.begin(); id <= *region_.rbegin(); ++id) {
+      const Node& n = g_.node(id);
       bool inside = region_.count(n.id) > 0;
       for (NodeId o : n.operands) fromRegion[static_cast<size_t>(n.id)] = fromRegion[static_cast<size_t>(n.id)] ||
                                                                            region_.count(o) || fromRegion[static_cast<size_t>(o)];
@@ -94,7 +101,7 @@ class Analyzer {
     // wait for the aggregates (softmax alone: every output needs the whole row).
     for (NodeId id : region_) {
       const Node& n = g_.node(id);
-      if (!n.type.has(x_) || scaleFree(*forms_[static_cast<size_t>(id)]) || !leavesRegion(id)) continue;
+      if (!n.type.has(x_) || scaleFree(forms_.at(id)) || !leavesRegion(id)) continue;
       return fail(id, fmt::format("its result along '{}' depends on the stream's own aggregates, so it needs the "
                                   "whole axis first",
                                   x_));
@@ -111,13 +118,18 @@ class Analyzer {
     return result_;
   }
 
-  // A graph output, or read by a node outside the region.
-  bool leavesRegion(NodeId id) const {
-    for (const auto& o : g_.outputs)
-      if (o.node == id) return true;
-    for (const Node& n : g_.nodes)
-      if (!region_.count(n.id) && std::find(n.operands.begin(), n.operands.end(), id) != n.operands.end()) return true;
-    return false;
+  // A graph output, or read by a node outside the region (the nodes that are,
+  // found in one pass when first asked).
+  bool leavesRegion(NodeId id) {
+    if (!leaving_) {
+      leaving_.emplace();
+      for (const auto& o : g_.outputs) leaving_->insert(o.node);
+      for (size_t i = static_cast<size_t>(*region_.begin()); i < g_.nodes.size(); ++i)
+        if (!region_.count(static_cast<NodeId>(i)))
+          for (NodeId o : g_.nodes[i].operands)
+            if (region_.count(o)) leaving_->insert(o);
+    }
+    return leaving_->count(id) > 0;
   }
 
   bool reduces(const Node& n) const {
@@ -132,15 +144,16 @@ class Analyzer {
   // The form of an operand: values from outside the region are known before
   // the stream starts, like the region's own values that do not depend on it.
   Form formOf(NodeId id) const {
-    if (!region_.count(id) || !forms_[static_cast<size_t>(id)]) return {Term{1, {Factor{FactorKind::Value, id, 1}}, {}}};
-    return *forms_[static_cast<size_t>(id)];
+    auto form = forms_.find(id);  // only the region's nodes have forms
+    if (form == forms_.end()) return {Term{1, {Factor{FactorKind::Value, id, 1}}, {}}};
+    return form->second;
   }
 
   Form pure(NodeId id) const { return {Term{1, {Factor{FactorKind::Value, id, 1}}, {}}}; }
   Form aggregateValue(NodeId id) const { return {Term{1, {}, {Factor{FactorKind::Value, id, 1}}}}; }
 
   bool visit(const Node& n) {
-    const size_t i = static_cast<size_t>(n.id);
+    const NodeId i = n.id;
     if (n.op == Op::StopGradient) {
       // The same values: a softmax's stop_gradient'ed max is still the running
       // max that rescales its sums.
@@ -375,15 +388,20 @@ class Analyzer {
   const Graph& g_;
   const std::set<NodeId>& region_;
   std::string x_;
-  std::vector<std::optional<Form>> forms_;
+  std::unordered_map<NodeId, Form> forms_;          // per region node, once visited
+  std::optional<std::unordered_set<NodeId>> leaving_;  // leavesRegion's answers
   StreamAnalysis result_;
 };
 
 }  // namespace
 
 std::set<NodeId> withStopGradients(const Graph& graph, std::set<NodeId> nodes) {
-  for (const Node& n : graph.nodes)  // topological: a stop_gradient of one is seen after it
+  if (nodes.empty()) return nodes;
+  // Topological: a stop_gradient of one is seen after it (and after the first).
+  for (size_t i = static_cast<size_t>(*nodes.begin()); i < graph.nodes.size(); ++i) {
+    const Node& n = graph.nodes[i];
     if (n.op == Op::StopGradient && nodes.count(n.operands[0])) nodes.insert(n.id);
+  }
   return nodes;
 }
 

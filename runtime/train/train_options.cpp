@@ -232,7 +232,17 @@ TrainOptions parseTrainOptions(int argc, char** argv) {
   if (o.trainData.empty()) throw std::invalid_argument("no training data: give -i GLOB");
   // -d against B*T here; against B*T*processes once the processes are known
   // (under mpirun, from its environment): resolveTotalBatch.
+  // B and T are bounded before they multiply (4294967296 * 4294967296 wrapped
+  // to 0, and '-d % 0' killed the process): a micro-batch's tokens index
+  // 32-bit buffers.
+  if (o.batchSize > kMaxMicroBatchTokens)
+    throw std::invalid_argument(fmt::format("-b {} is too large (at most {})", o.batchSize, kMaxMicroBatchTokens));
+  if (o.seqLen > kMaxMicroBatchTokens)
+    throw std::invalid_argument(fmt::format("-t {} is too large (at most {})", o.seqLen, kMaxMicroBatchTokens));
   const int64_t microTokens = o.batchSize * o.seqLen;
+  if (microTokens > kMaxMicroBatchTokens)
+    throw std::invalid_argument(fmt::format("B*T = {}*{} = {} tokens per micro-batch is too many (at most {})",
+                                            o.batchSize, o.seqLen, microTokens, kMaxMicroBatchTokens));
   if (o.totalBatchTokens % microTokens != 0)
     throw std::invalid_argument(fmt::format("-d {} is not a multiple of B*T = {}*{} = {}", o.totalBatchTokens,
                                             o.batchSize, o.seqLen, microTokens));
@@ -247,7 +257,9 @@ TrainOptions parseTrainOptions(int argc, char** argv) {
 }
 
 int64_t resolveTotalBatch(const TrainOptions& o, int processes) {
-  const int64_t stepTokens = o.batchSize * o.seqLen * processes;
+  int64_t stepTokens = 0;
+  if (__builtin_mul_overflow(o.batchSize * o.seqLen, static_cast<int64_t>(processes), &stepTokens) || stepTokens <= 0)
+    throw std::invalid_argument(fmt::format("B*T*processes = {}*{}*{} is too large", o.batchSize, o.seqLen, processes));
   if (o.totalBatchTokens == 0) return stepTokens;
   if (o.totalBatchTokens % stepTokens != 0)
     throw std::invalid_argument(fmt::format("-d {} is not a multiple of B*T*processes = {}*{}*{} = {}",

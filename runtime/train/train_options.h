@@ -13,6 +13,11 @@ namespace llmc {
 
 enum class DeviceChoice { Auto, Cpu, Cuda };
 
+// The most tokens one micro-batch may hold (B*T; B and T each at most this
+// too): 2^31 - 1, so that token positions fit the 32-bit indices of the
+// buffers and kernels.
+constexpr int64_t kMaxMicroBatchTokens = (int64_t{1} << 31) - 1;
+
 struct TrainOptions {
   std::string trainData;            // -i: shard glob
   std::string valData;              // -j: shard glob; empty: no validation

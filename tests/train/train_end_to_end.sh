@@ -86,4 +86,7 @@ expect_error "tiny_train_999999.bin" "$bin/llmc-train" "${model[@]}" -x 1
 rm "$work/shards/tiny_train_999999.bin"
 expect_error "encoder.json" "$bin/llmc-data" --tokenizer "$work/nowhere" --out "$work/x" "$work/text"
 expect_error "no training data" "$bin/llmc-train" -e d1
+# B*T overflowed 64 bits to 0 and '-d % 0' died of SIGFPE: now refused.
+expect_error "-b 4294967296 is too large (at most 2147483647)" "$bin/llmc-train" -i x -b 4294967296 -t 4294967296
+expect_error "B*T = 65536*65536 = 4294967296 tokens per micro-batch is too many" "$bin/llmc-train" -i x -b 65536 -t 65536
 echo "all train end-to-end checks passed"

@@ -2,6 +2,7 @@
 // search's legality over many shapes.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -253,4 +254,23 @@ TEST_CASE("every chosen partition is legal, for many shapes", "[cost]") {
       CHECK(cost.predicted > 0);
     }
   }
+}
+
+// Extents above 2^62 made the doubling wrap, and the loop ran until memory
+// ran out. The candidates are ascending multiples of the constraint ending at
+// the whole axis rounded up, for any extent.
+TEST_CASE("tile candidates end for every extent", "[cost_model]") {
+  CHECK(tileCandidates(1000, 1, 4) == std::vector<int64_t>{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1000});
+  CHECK(tileCandidates(100, 64, 4) == std::vector<int64_t>{64, 128});
+  CHECK(tileCandidates(8, 64, 16) == std::vector<int64_t>{64});
+  CHECK(tileCandidates(640, 64, 4) == std::vector<int64_t>{64, 128, 192, 256, 320, 384, 448, 512, 640});
+  for (int64_t extent : {(int64_t{1} << 62) + 1, INT64_MAX - 1, INT64_MAX})
+    for (int64_t multiple : {int64_t{1}, int64_t{8}, int64_t{192}}) {
+      const auto tiles = tileCandidates(extent, multiple, 4);
+      REQUIRE(!tiles.empty());
+      CHECK(tiles.size() < 200);
+      CHECK(std::is_sorted(tiles.begin(), tiles.end()));
+      CHECK(tiles.back() >= extent - multiple);
+      for (int64_t t : tiles) CHECK(t % multiple == 0);
+    }
 }

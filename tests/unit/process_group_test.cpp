@@ -144,3 +144,16 @@ TEST_CASE("the options of several processes: the batch over all of them, and wha
   CHECK_THROWS_WITH(parse({"-i", "x", "-z", "2"}), Contains("-z expects 0 or 1"));
   CHECK_THROWS_WITH(parse({"-i", "x", "-pi", "tcp"}), Contains("-pi expects fs or mpi"));
 }
+
+// B*T overflowed 64 bits to 0 (4294967296 * 4294967296) and '-d % 0' died of
+// SIGFPE; B, T and their product (and B*T*processes) are bounded first.
+TEST_CASE("huge batch sizes are refused before they multiply", "[process_group]") {
+  CHECK_THROWS_WITH(parse({"-i", "x", "-b", "4294967296", "-t", "4294967296"}),
+                    Contains("-b 4294967296 is too large (at most 2147483647)"));
+  CHECK_THROWS_WITH(parse({"-i", "x", "-b", "4", "-t", "4294967296"}), Contains("-t 4294967296 is too large"));
+  CHECK_THROWS_WITH(parse({"-i", "x", "-b", "65536", "-t", "65536"}),
+                    Contains("B*T = 65536*65536 = 4294967296 tokens per micro-batch is too many"));
+  const TrainOptions o = parse({"-i", "x", "-b", "65536", "-t", "32767"});
+  // The largest B*T on the most processes an int counts still fits in 64 bits.
+  CHECK(resolveTotalBatch(o, 2147483647) == int64_t{65536} * 32767 * 2147483647);
+}
