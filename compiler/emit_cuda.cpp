@@ -645,9 +645,17 @@ CudaModule emitCuda(const Graph& graph, const std::vector<PlannedKernel>& kernel
   std::string kernelsSource;
   // A staged GEMM operand (gemm_staging.h): a scratch buffer and the launch
   // that fills it, before the GEMM's; the buffer's index (-1: not staged).
+  // The same rows staged the same way (a gated MLP's x for both of its
+  // first GEMMs) are copied once: the values are immutable, and the later
+  // GEMMs read the first copy.
+  std::map<std::tuple<NodeId, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>, int> staged;
   auto stageOperand = [&](const KernelLaunch& gemmLaunch, const GemmOperandPlacement& operand, const char* role,
                           const TensorCoreGemm& gemm) {
     if (!operand.staged) return -1;
+    const GemmStagedSource& from = *operand.staged;
+    const auto key = std::tuple{operand.array, from.offset,      from.ld, from.batchOuterStride, from.batchInnerStride,
+                                operand.contiguous, operand.rows, int64_t{gemm.batchOuter}, int64_t{gemm.batchInner}};
+    if (auto known = staged.find(key); known != staged.end()) return known->second;
     const StagingCopy copy = writeStagingCopy(fmt::format("{}_stage_{}", gemmLaunch.name, role), operand,
                                               gemm.batchOuter, gemm.batchInner, target);
     BufferDesc b;
@@ -671,6 +679,7 @@ CudaModule emitCuda(const Graph& graph, const std::vector<PlannedKernel>& kernel
     stage.source = translationUnit(nullptr, copy.function);
     kernelsSource += copy.function;
     module.launches.push_back(std::move(stage));
+    staged[key] = buffer;
     return buffer;
   };
   std::set<std::string> tileLibraries;  // the device headers the module includes
