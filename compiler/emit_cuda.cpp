@@ -645,42 +645,12 @@ CudaModule emitCuda(const Graph& graph, const std::vector<PlannedKernel>& kernel
   std::string kernelsSource;
   // A staged GEMM operand (gemm_staging.h): a scratch buffer and the launch
   // that fills it, before the GEMM's; the buffer's index (-1: not staged).
-  // The same rows staged the same way (a gated MLP's x for both of its
-  // first GEMMs) are copied once: the values are immutable, and the later
-  // GEMMs read the first copy.
-  std::map<std::tuple<NodeId, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>, int> staged;
+  StagingCopies staging;  // gemm_staging.h: the staging launches and their scratch buffers
   auto stageOperand = [&](const KernelLaunch& gemmLaunch, const GemmOperandPlacement& operand, const char* role,
                           const TensorCoreGemm& gemm) {
     if (!operand.staged) return -1;
-    const GemmStagedSource& from = *operand.staged;
-    const auto key = std::tuple{operand.array, from.offset,      from.ld, from.batchOuterStride, from.batchInnerStride,
-                                operand.contiguous, operand.rows, int64_t{gemm.batchOuter}, int64_t{gemm.batchInner}};
-    if (auto known = staged.find(key); known != staged.end()) return known->second;
-    const StagingCopy copy = writeStagingCopy(fmt::format("{}_stage_{}", gemmLaunch.name, role), operand,
-                                              gemm.batchOuter, gemm.batchInner, target);
-    BufferDesc b;
-    b.name = copy.name;
-    b.dtype = "bf16";
-    b.ctype = "llmc_bf16";
-    b.axes = {Axis{"rows", operand.rows * gemm.batches()}, Axis{"padded", operand.ld}};
-    b.elements = copy.elements;
-    b.bytes = copy.elements * 2;
-    const int buffer = static_cast<int>(module.buffers.size());
-    module.buffers.push_back(b);
-    KernelLaunch stage;
-    stage.name = copy.name;
-    stage.kernel = gemmLaunch.kernel;
-    stage.role = "stage";
-    stage.grid = {copy.grid, 1, 1};
-    stage.block = copy.block;
-    stage.params = {{buffer, true}, {bufferOf.at(operand.array), false}};
-    stage.instructions.scalarReason = "a staging copy";
-    stage.predictedSeconds = stagingSeconds(operand, gemm.batches(), target);
-    stage.source = translationUnit(nullptr, copy.function);
-    kernelsSource += copy.function;
-    module.launches.push_back(std::move(stage));
-    staged[key] = buffer;
-    return buffer;
+    return staging.stage(module, kernelsSource, gemmLaunch, operand, bufferOf.at(operand.array), role, gemm, target,
+                         kPrelude);
   };
   std::set<std::string> tileLibraries;  // the device headers the module includes
   for (size_t i : order) {

@@ -46,4 +46,38 @@ double stagingSeconds(const GemmOperandPlacement& p, int64_t batches, const Targ
   return (read + written) / target.level("GMEM").attainableBandwidth + target.graphLaunchOverhead;
 }
 
+int StagingCopies::stage(CudaModule& module, std::string& source, const KernelLaunch& gemmLaunch,
+                         const GemmOperandPlacement& operand, int sourceBuffer, const char* role,
+                         const TensorCoreGemm& gemm, const Target& target, const std::string& prelude) {
+  const GemmStagedSource& from = *operand.staged;
+  const Key key{operand.array, from.offset,  from.ld, from.batchOuterStride, from.batchInnerStride,
+                operand.contiguous, operand.rows, int64_t{gemm.batchOuter}, int64_t{gemm.batchInner}};
+  if (auto known = buffers_.find(key); known != buffers_.end()) return known->second;
+  const StagingCopy copy = writeStagingCopy(fmt::format("{}_stage_{}", gemmLaunch.name, role), operand, gemm.batchOuter,
+                                            gemm.batchInner, target);
+  BufferDesc b;
+  b.name = copy.name;
+  b.dtype = "bf16";
+  b.ctype = "llmc_bf16";
+  b.axes = {Axis{"rows", operand.rows * gemm.batches()}, Axis{"padded", operand.ld}};
+  b.elements = copy.elements;
+  b.bytes = copy.elements * 2;
+  const int buffer = static_cast<int>(module.buffers.size());
+  module.buffers.push_back(b);
+  KernelLaunch stage;
+  stage.name = copy.name;
+  stage.kernel = gemmLaunch.kernel;
+  stage.role = "stage";
+  stage.grid = {copy.grid, 1, 1};
+  stage.block = copy.block;
+  stage.params = {{buffer, true}, {sourceBuffer, false}};
+  stage.instructions.scalarReason = "a staging copy";
+  stage.predictedSeconds = stagingSeconds(operand, gemm.batches(), target);
+  stage.source = prelude + copy.function;
+  source += copy.function;
+  module.launches.push_back(std::move(stage));
+  buffers_[key] = buffer;
+  return buffer;
+}
+
 }  // namespace llmc

@@ -7,8 +7,11 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
+#include <tuple>
 
+#include "emit_cuda.h"
 #include "tensor_core_gemm.h"
 #include "target.h"
 
@@ -30,5 +33,24 @@ StagingCopy writeStagingCopy(const std::string& name, const GemmOperandPlacement
 // Its predicted time on `target`: the rows read and the padded rows written
 // at the GMEM's attainable bandwidth, and a launch.
 double stagingSeconds(const GemmOperandPlacement& operand, int64_t batches, const Target& target);
+
+// The staging launches of a module. The same rows staged the same way (a
+// gated MLP's x for both of its first GEMMs) are copied once: the values are
+// immutable, and the later GEMMs read the first copy.
+class StagingCopies {
+ public:
+  // The scratch buffer `operand` (staged) is read from by `gemmLaunch`: on its
+  // first use, the buffer and its copy launch (before the GEMM's, role
+  // "stage", its predicted time set; its translation unit `prelude` and the
+  // copy) are added to `module`, the copy's function to `source`.
+  // `sourceBuffer`: the stored array's buffer.
+  int stage(CudaModule& module, std::string& source, const KernelLaunch& gemmLaunch, const GemmOperandPlacement& operand,
+            int sourceBuffer, const char* role, const TensorCoreGemm& gemm, const Target& target,
+            const std::string& prelude);
+
+ private:
+  using Key = std::tuple<NodeId, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>;
+  std::map<Key, int> buffers_;
+};
 
 }  // namespace llmc
