@@ -33,8 +33,11 @@ import subprocess
 import sys
 import tempfile
 
-import torch
-import torch.nn.functional as F
+try:
+    import torch
+    import torch.nn.functional as F
+except ImportError:  # said in main(), after the arguments are checked
+    torch = F = None
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -226,14 +229,21 @@ def main():
     p.add_argument("--out", default="")
     p.add_argument("--reps", type=int, default=50)
     a = p.parse_args()
+    cases = [c for c in CASES if not a.only or a.only in c[0]]
+    if not cases:
+        sys.exit(f"run_diagram_benchmark.py: no case is named like '{a.only}' (cases: {', '.join(c[0] for c in CASES)})")
+    if not os.access(a.bench, os.X_OK):
+        sys.exit(f"run_diagram_benchmark.py: {a.bench} is not an executable (build step_kernels_bench, or give --bench)")
+    if torch is None or not torch.cuda.is_available():
+        print("run_diagram_benchmark.py: skipped: " + ("PyTorch is not installed" if torch is None else
+              "no CUDA GPU is visible to PyTorch"), file=sys.stderr)
+        sys.exit(77)
     rows, details = [], []
     print(f"GPU: {torch.cuda.get_device_name()}, torch {torch.__version__}", flush=True)
     header = (f"{'case':<42} {'llmc us':>9} {'pred us':>9} {'in 2x':>7} {'eager us':>9} {'compile us':>10} "
               f"{'eager gr':>9} {'compile gr':>10} {'best/llmc':>9}")
     print(header, flush=True)
-    for name, diagram, entry, sizes, grad, fn, shapes in CASES:
-        if a.only and a.only not in name:
-            continue
+    for name, diagram, entry, sizes, grad, fn, shapes in cases:
         try:
             l = llmc_case(a.bench, diagram, entry, sizes, grad, a.reps)
             t = torch_case(name, sizes, grad, fn, shapes, a.reps)

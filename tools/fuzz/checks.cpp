@@ -15,6 +15,7 @@
 #include "module_executor.h"
 #include "nvrtc_compiler.h"
 #include "pipeline.h"
+#include "lowering.h"
 #include "pseudocode.h"
 #include "source.h"
 #include "target.h"
@@ -216,8 +217,9 @@ std::optional<Failure> checkNvrtc(const DiagramSpec& spec, const DiagramFile& fi
       const Graph graph = compileGraph(file, spec, c.grad, &target, bytes);
       CostOptions cost;
       cost.storageBytes = bytes;
-      const CudaModule module = emitCuda(graph, planKernels(graph, target, cost), target,
-                                         {.storage = bytes == 2 ? StorageType::BF16 : StorageType::F32});
+      // Lowered as llmc-compile and llmc-train lower it (lowering.h).
+      const EmitOptions emit{.storage = bytes == 2 ? StorageType::BF16 : StorageType::F32};
+      const CudaModule module = emitCuda(graph, lowerKernels(graph, target, cost, emit), target, emit);
       for (const cuda::KernelSource& source : cuda::kernelSources(module, c.arch)) cuda::compileWithNvrtc(source);
     } catch (const std::exception& e) {
       return failureFrom("nvrtc", c.str(), e);

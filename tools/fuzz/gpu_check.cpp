@@ -21,6 +21,7 @@
 #include "jit.h"
 #include "low_precision.h"
 #include "module_executor.h"
+#include "lowering.h"
 #include "pseudocode.h"
 #include "target.h"
 
@@ -82,8 +83,9 @@ std::optional<Failure> runConfig(const DiagramSpec& spec, const DiagramFile& fil
   CostOptions cost;
   cost.storageBytes = bf16 ? 2 : 4;
   const Graph graph = compileGraph(file, spec, c.grad, &target, cost.storageBytes);
-  const CudaModule module = emitCuda(graph, planKernels(graph, target, cost), target,
-                                     {.storage = bf16 ? StorageType::BF16 : StorageType::F32});
+  // Lowered as llmc-compile and llmc-train lower it (lowering.h).
+  const EmitOptions emit{.storage = bf16 ? StorageType::BF16 : StorageType::F32};
+  const CudaModule module = emitCuda(graph, lowerKernels(graph, target, cost, emit), target, emit);
   const cuda::Context& ctx = *context();
   // Planned for c.arch, compiled for the GPU present: sm_80's code (mma.sync, cp.async) runs on Hopper too.
   const cuda::JitResult compiled = cuda::compileKernels(cuda::kernelSources(module, ctx.arch()), nullptr,
