@@ -202,6 +202,8 @@ KernelShape kernelShape(const Graph& g, const Kernel& k, const Target& target, c
   };
   for (NodeId in : k.inputs) coalesce(g.node(in).type);
   for (NodeId out : k.outputs) coalesce(g.node(out).type);
+  for (const auto& [axis, multiple] : s.tileMultiple)
+    if (hasGroupAxis(s, axis)) s.segment[axis] = multiple;
 
   // Tensor cores: the instruction's m, n and k divide the tiles of the axes
   // that play those parts in each contraction.
@@ -228,8 +230,81 @@ KernelShape kernelShape(const Graph& g, const Kernel& k, const Target& target, c
     for (const auto& c : n.axes)  // contracted: k
       if (c == s.streamAxis) requireMultiple(s.tileMultiple, c, mma.k);
   }
+  // An axis the tensor cores constrain too takes no tile under a segment.
+  std::erase_if(s.segment, [&](const auto& e) { return s.tileMultiple.at(e.first) != e.second; });
   return s;
 }
+
+namespace {
+
+// How the CUDA-core code walks a lane stream (cuda_kernel_writer.cpp,
+// laneAxis, lanesPerPoint, streamLanes): a stream whose slots are scalars per
+// point (a softmax's max and sum over a row) gives each point a warp, its
+// lanes along the stream, 8 positions a lane in flight (one 16-byte load of
+// bf16, or 8 loads the lanes' count apart); fewer lanes for a short row of
+// bf16, several warps where the grid's blocks leave the device's threads
+// idle. `lanes` 0: not a lane stream.
+struct LaneStream {
+  int lanes = 0;
+  int64_t threads = 0;      // a block's
+  double bytesInFlight = 0;  // a thread's
+};
+
+LaneStream laneStream(const Graph& g, const Kernel& k, const KernelShape& s, const Partition& p, const Target& t,
+                      const CostOptions& o, int64_t blocks) {
+  LaneStream out;
+  constexpr int64_t kLaneAxisMin = 32;  // cuda_kernel_writer.cpp's
+  if (s.streamAxis.empty() || s.perPosition || !p.splitTiles.empty() || p.streamChunk < kLaneAxisMin ||
+      s.streamExtent < kLaneAxisMin)
+    return out;
+  std::set<std::string> group;
+  for (const Axis& a : s.groupAxes) group.insert(a.name);
+  // Not where an array read along the stream is contiguous along the axis the
+  // tile's threads walk (the last group axis): those stay a thread a point.
+  int bytes = 0;
+  bool bf16Along = false;
+  for (NodeId in : k.inputs) {
+    const Type& ty = g.node(in).type;
+    if (!ty.has(s.streamAxis) || ty.axes.empty()) continue;
+    if (!s.groupAxes.empty() && ty.axes.back().name == s.groupAxes.back().name) return out;
+    bytes = std::max(bytes, elementBytes(ty, o));
+    bf16Along = bf16Along || (isFloat(ty.dtype) && o.storageBytes == 2 && ty.axes.back().name == s.streamAxis);
+  }
+  const std::set<NodeId> members(k.nodes.begin(), k.nodes.end());
+  const StreamAnalysis a = analyzeStream(g, members, s.streamAxis);
+  if (!a.streamable || a.slots.empty()) return out;
+  for (const AccumulatorSlot& slot : a.slots) {
+    if (slot.axes.size() != 1) return out;
+    for (const StreamFactor& f : slot.core)
+      for (const Axis& x : g.node(f.node).type.axes)
+        if (!group.count(x.name) && x.name != s.streamAxis) return out;
+  }
+  int64_t points = 1;
+  bool remainder = false;
+  for (const Axis& x : s.groupAxes) {
+    points *= p.groupTiles.at(x.name);
+    remainder = remainder || x.size % p.groupTiles.at(x.name) != 0;
+  }
+  const int64_t extent = s.streamExtent;
+  out.lanes = 32;
+  if (bf16Along && extent % 8 == 0 && extent < 256 && !remainder) {
+    int lanes = 1;
+    while (16 * lanes <= extent) lanes *= 2;
+    if (points % (32 / lanes) == 0) out.lanes = lanes;
+  }
+  if (out.lanes == 32 && !remainder) {
+    const int64_t deviceThreads = int64_t{t.smCount} * t.maxWarpsPerSM * t.warpSize;
+    const int64_t residentBlocks = std::min<int64_t>(blocks, int64_t{t.smCount} * t.maxBlocksPerSM);
+    while (points * out.lanes * 2 <= 256 && residentBlocks * points * out.lanes * 2 <= deviceThreads &&
+           extent / (out.lanes * 2) >= 32)
+      out.lanes *= 2;
+  }
+  out.threads = std::min<int64_t>(256, points * out.lanes);
+  out.bytesInFlight = 8.0 * std::max(bytes, 1);
+  return out;
+}
+
+}  // namespace
 
 KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const Partition& p, const Target& t,
                     const CostOptions& o) {
@@ -258,6 +333,17 @@ KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const
 
   double moved = 0, unique = 0, smemBytes = 0, smemTraffic = 0;
   double loaded = 0;          // bytes read from GMEM
+  // An array whose innermost axis is tiled under its coalescing segment moves
+  // whole segments: its bytes times the segment over the tile's share of it.
+  auto segmentsMoved = [&](const Type& ty) {
+    if (ty.axes.empty()) return 1.0;
+    const Axis& last = ty.axes.back();
+    auto seg = s.segment.find(last.name);
+    auto tile = p.groupTiles.find(last.name);
+    if (seg == s.segment.end() || tile == p.groupTiles.end() || tile->second >= seg->second || last.size <= tile->second)
+      return 1.0;
+    return static_cast<double>(std::min(seg->second, last.size)) / static_cast<double>(tile->second);
+  };
   // A thread's load: 16 bytes of bf16 storage (8 values), one value of f32
   // storage (emit_cuda's loads).
   const double loadBytes = o.storageBytes == 2 ? t.vectorAccessBytes : 4;
@@ -275,6 +361,7 @@ KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const
         gathered = true;
       }
     }
+    bytes *= segmentsMoved(ty);
     unique += bytes;
     loaded += bytes;
     double replication = 1;
@@ -309,7 +396,7 @@ KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const
   for (NodeId out : k.outputs) {
     const Node& n = g.node(out);
     const Type& ty = n.type;
-    unique += static_cast<double>(ty.elementCount()) * elementBytes(ty, o);
+    unique += static_cast<double>(ty.elementCount()) * elementBytes(ty, o) * segmentsMoved(ty);
     if (n.op == Op::ScatterAdd) {
       // An f32 atomic read-modify-write in L2 per value added; nothing held.
       moved += 2 * 4 * static_cast<double>(g.node(n.operands[0]).type.elementCount());
@@ -320,7 +407,7 @@ KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const
     if (wholeArraySum) moved += 2 * 4 * static_cast<double>(cost.blocks);
     else
       moved += splits > 1 ? 2 * 4 * static_cast<double>(ty.elementCount()) * static_cast<double>(splits)
-                          : static_cast<double>(ty.elementCount()) * elementBytes(ty, o);
+                          : static_cast<double>(ty.elementCount()) * elementBytes(ty, o) * segmentsMoved(ty);
     if (wholeArraySum || splits > 1) zeroedFirst(ty);
   }
   // A scatter-add is launched apart from its kernel's other work, into an
@@ -421,13 +508,19 @@ KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const
     const bool remainder = std::any_of(s.groupAxes.begin(), s.groupAxes.end(),
                                        [&](const Axis& a) { return a.size % p.groupTiles.at(a.name) != 0; });
     const double loadsPerThread = !remainder && positions >= 16 ? 8 : positions;
-    const double threadsUsed = std::clamp(std::ceil(loads / loadsPerThread), static_cast<double>(t.warpSize),
-                                          static_cast<double>(threads));
+    double threadsUsed = std::clamp(std::ceil(loads / loadsPerThread), static_cast<double>(t.warpSize),
+                                    static_cast<double>(threads));
+    double inFlight = loadBytes;  // a thread's bytes in flight
+    // A lane stream's threads: its points' lanes, 8 positions a lane in flight.
+    if (const LaneStream lanes = laneStream(g, k, s, p, t, o, cost.blocks); lanes.lanes > 0) {
+      threadsUsed = static_cast<double>(lanes.threads);
+      inFlight = lanes.bytesInFlight;
+    }
     const double residentBlocks = std::min<double>(static_cast<double>(cost.blocks),
                                                    static_cast<double>(t.smCount) * t.maxBlocksPerSM);
     const double resident = std::min(residentBlocks * threadsUsed,
                                      static_cast<double>(t.smCount) * t.maxWarpsPerSM * t.warpSize);
-    const double latencyBound = loaded * gmem.latency / (resident * loadBytes);
+    const double latencyBound = loaded * gmem.latency / (resident * inFlight);
     cost.seconds["latency"] = latencyBound;
     if (latencyBound > busiest) busiest = latencyBound, cost.bottleneck = "latency";
   }
@@ -467,7 +560,13 @@ Partition searchPartition(const Graph& g, const Kernel& k, const KernelShape& s,
   std::vector<std::vector<int64_t>> options;
   for (const auto& a : s.groupAxes) {
     auto m = s.tileMultiple.find(a.name);
-    options.push_back(tileCandidates(a.size, m == s.tileMultiple.end() ? 1 : m->second, growth));
+    std::vector<int64_t> tiles = tileCandidates(a.size, m == s.tileMultiple.end() ? 1 : m->second, growth);
+    if (auto seg = s.segment.find(a.name); seg != s.segment.end() && objective == Objective::Time) {
+      std::vector<int64_t> below;
+      for (int64_t t = 1; t < seg->second && t < a.size; t *= 2) below.push_back(t);
+      tiles.insert(tiles.begin(), below.begin(), below.end());
+    }
+    options.push_back(tiles);
   }
   // Split-K candidates: positions per block, halving from the whole axis.
   for (const auto& axis : s.loopAxes) {

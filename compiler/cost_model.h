@@ -79,6 +79,11 @@ struct KernelShape {
   std::string streamAxis;                      // chunked, with an accumulator
   int64_t streamExtent = 0;
   std::map<std::string, int64_t> tileMultiple; // axis -> tiles must be multiples (lcm of the constraints)
+  // Group axes whose only constraint is the coalescing segment: tiles under
+  // one segment (1, 2, 4, ...) are offered too, each array along them priced
+  // as moving whole segments (a row reduction's output, one value a row:
+  // rows of a long axis spread over as many blocks as there are rows).
+  std::map<std::string, int64_t> segment;      // axis -> the coalescing segment in elements (below it: priced)
   std::vector<std::string> loopAxes;           // other reduced axes looped over around the stream, one position at a time
   std::map<std::string, int64_t> loopExtent;   // loop axis -> its extent
   std::vector<std::string> splitAxes;          // loop axes blocks may share (split-K): the outputs are sums over them

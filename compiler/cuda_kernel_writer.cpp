@@ -608,11 +608,19 @@ class Writer {
     // Body.
     const bool lanes = laneAxis_ == x;
     if (lanes && vectorisableLanes(extent)) {
-      vectorLanes(point, env, extent);
+      vectorLanes(point, env, extent, false);
       mergeLaneSlots(point);
       out.streamNote = fmt::format("stream over {} with {} accumulator slots, {}, its lanes along the "
                                    "stream, 8 positions a lane (16-byte loads)",
                                    x, slots_.size(), lanesNote());
+      return;
+    }
+    if (lanes && scalarSlots()) {
+      vectorLanes(point, env, extent, true);
+      mergeLaneSlots(point);
+      out.streamNote = fmt::format("stream over {} with {} accumulator slots, {}, its lanes along the "
+                                   "stream, 8 positions a lane {} apart (8 loads in flight)",
+                                   x, slots_.size(), lanesNote(), lanes_);
       return;
     }
     const std::string chunk = "chunk_" + x, var = "i_" + x;
@@ -687,7 +695,9 @@ class Writer {
     return points % (32 / lanes) == 0 ? lanes : 32;
   }
   std::string lanesNote() const {
-    return lanes_ == 32 ? "a warp per point" : fmt::format("{} lanes per point, {} points a warp", lanes_, 32 / lanes_);
+    return lanes_ == 32  ? "a warp per point"
+           : lanes_ > 32 ? fmt::format("{} warps per point", lanes_ / 32)
+                         : fmt::format("{} lanes per point, {} points a warp", lanes_, 32 / lanes_);
   }
 
   // A warp-per-point stream whose lanes can take 8 adjacent positions each:
@@ -698,9 +708,13 @@ class Writer {
   bool vectorisableLanes(int64_t extent) const {
     const std::string& x = plan_.streamAxis;
     if (!lanesTake8(extent)) return false;
+    return scalarSlots() && bf16ArrayAlong(x);
+  }
+  // Every slot one scalar per point (a softmax's max and sum over a row).
+  bool scalarSlots() const {
     for (const SlotLayout& s : slots_)
       if (!s.local.empty() || !s.innerAxes.empty()) return false;
-    return bf16ArrayAlong(x);
+    return true;
   }
 
   // The stream's positions 8 to a lane: per span of 8 x lanes, each bf16 array read
@@ -708,10 +722,17 @@ class Writer {
   // maxima over the lane's 8 positions first, then each sum rescaled once to
   // them and its 8 terms added (the online softmax's update per group of
   // positions, as the tensor-core streams do it per step).
-  void vectorLanes(int point, const Env& env, int64_t extent) {
+  //
+  // `strided` (the axis not a multiple of 8, or no bf16 array contiguous along
+  // it: the logits of an odd vocabulary): a lane's 8 positions are the
+  // lanes' count apart, each read by its own load, past the end skipped. The
+  // 8 loads are independent, so a lane has 8 in flight, as one 16-byte load
+  // of bf16 has (Little's law: cost_model.cpp's latency term).
+  void vectorLanes(int point, const Env& env, int64_t extent, bool strided) {
     const std::string& x = plan_.streamAxis;
     const std::string base = fresh("i_" + x + "_8");
-    const int group = open(point, fmt::format("for (int {0} = lane * 8; {0} < {1}; {0} += {2})", base, extent, 8 * lanes_));
+    const int group = open(point, fmt::format("for (int {0} = lane{3}; {0} < {1}; {0} += {2})", base, extent, 8 * lanes_,
+                                              strided ? "" : " * 8"));
     const bool anyMax = std::any_of(stream_.slots.begin(), stream_.slots.end(),
                                     [](const AccumulatorSlot& slot) { return slot.kind == AccumulatorSlot::Kind::Max; });
     for (int pass = anyMax ? 0 : 1; pass < 2; ++pass) {  // the running maxima first, then the sums they rescale
@@ -727,16 +748,19 @@ class Writer {
       }
       const int elements = open(group, "_Pragma(\"unroll\") for (int e = 0; e < 8; ++e)");
       Env e = env;
-      const std::string element = define(elements, "int", "i_" + x, base + " + e");
-      vectorElements_[element] = {base, group, elements};
-      e[x] = {element, elements};
-      positions_ = elements;
+      const std::string element =
+          define(elements, "int", "i_" + x, strided ? fmt::format("{} + e * {}", base, lanes_) : base + " + e");
+      const int inside = strided ? open(elements, fmt::format("if ({} < {})", element, extent)) : elements;
+      if (!strided) vectorElements_[element] = {base, group, elements};
+      e[x] = {element, inside};
+      positions_ = inside;
       for (size_t k = 0; k < slots_.size(); ++k) {
         const bool isMax = stream_.slots[k].kind == AccumulatorSlot::Kind::Max;
         if (isMax != (pass == 0)) continue;
         const std::string ref = slotRef(static_cast<int>(k), e), c = core(static_cast<int>(k), e);
-        emit(elements, isMax ? fmt::format("{0} = fmaxf({0}, {1});", ref, c) : fmt::format("{} += {};", ref, c));
+        emit(inside, isMax ? fmt::format("{0} = fmaxf({0}, {1});", ref, c) : fmt::format("{} += {};", ref, c));
       }
+      if (inside != elements) close(inside);
       close(elements);
     }
     close(group);
@@ -746,7 +770,7 @@ class Writer {
   // running max over the warp, the sums rescaled to it (exp(m_lane - m_warp))
   // first, then every sum over the warp.
   void mergeLaneSlots(int point) {
-    const std::string butterfly = fmt::format("for (int offset = {}; offset > 0; offset /= 2) ", lanes_ / 2);
+    const std::string butterfly = fmt::format("for (int offset = {}; offset > 0; offset /= 2) ", std::min(lanes_, 32) / 2);
     for (size_t k = 0; k < slots_.size(); ++k) {
       if (stream_.slots[k].kind != AccumulatorSlot::Kind::Max) continue;
       const std::string& m = slots_[k].name;
@@ -761,6 +785,64 @@ class Writer {
     for (size_t k = 0; k < slots_.size(); ++k)
       if (stream_.slots[k].kind == AccumulatorSlot::Kind::Sum)
         emit(point, fmt::format("{}{} += __shfl_xor_sync(0xffffffffu, {}, offset);", butterfly, slots_[k].name, slots_[k].name));
+    if (lanes_ > 32) mergeWarpSlots(point);
+  }
+
+  // A point's warps (lanes_ > 32, streamLanes) join their slots through
+  // shared memory the same way: the maxima over the warps, each warp's sums
+  // rescaled to them, then added. Every thread of the block runs the point
+  // loop once (the block is the tile's points times their lanes, no
+  // remainder tile), so all reach the barrier.
+  void mergeWarpSlots(int point) {
+    const int warps = lanes_ / 32;
+    const int64_t blockWarps = static_cast<int64_t>(blockThreads_) / 32;
+    for (const SlotLayout& s : slots_) emit(point, fmt::format("__shared__ float {}_warps[{}];", s.name, blockWarps));
+    const int writer = open(point, "if (threadIdx.x % 32 == 0)");
+    for (const SlotLayout& s : slots_) emit(writer, fmt::format("{0}_warps[threadIdx.x / 32] = {0};", s.name));
+    close(writer);
+    emit(point, "__syncthreads();");
+    const std::string first = fresh("first_warp");
+    emit(point, fmt::format("const int {} = threadIdx.x / {} * {};  // the point's first warp", first, lanes_, warps));
+    std::vector<std::string> joined(slots_.size());
+    for (size_t k = 0; k < slots_.size(); ++k) {
+      if (stream_.slots[k].kind != AccumulatorSlot::Kind::Max) continue;
+      joined[k] = fresh(slots_[k].name + "_block");
+      emit(point, fmt::format("float {} = {}_warps[{}];", joined[k], slots_[k].name, first));
+      emit(point, fmt::format("for (int w = 1; w < {0}; ++w) {1} = fmaxf({1}, {2}_warps[{3} + w]);", warps, joined[k],
+                              slots_[k].name, first));
+    }
+    for (size_t k = 0; k < slots_.size(); ++k) {
+      if (stream_.slots[k].kind != AccumulatorSlot::Kind::Sum) continue;
+      joined[k] = fresh(slots_[k].name + "_block");
+      const int m = slots_[k].maxSlotOfRescale;
+      emit(point, fmt::format("float {} = 0.0f;", joined[k]));
+      emit(point, m < 0 ? fmt::format("for (int w = 0; w < {0}; ++w) {1} += {2}_warps[{3} + w];", warps, joined[k],
+                                      slots_[k].name, first)
+                        : fmt::format("for (int w = 0; w < {0}; ++w) {1} += {2}_warps[{3} + w] * {4}({5}_warps[{3} + w], {6});",
+                                      warps, joined[k], slots_[k].name, first, rescale(), slots_[static_cast<size_t>(m)].name,
+                                      joined[static_cast<size_t>(m)]));
+    }
+    for (size_t k = 0; k < slots_.size(); ++k) emit(point, fmt::format("{} = {};", slots_[k].name, joined[k]));
+  }
+
+  // The lanes of a point of a lane stream (scalar slots along a long axis)
+  // double, beyond a warp, while the blocks resident at once stay within the
+  // device's threads, a block within 256 and each lane 32 positions or more:
+  // a grid of few rows (the classifier's 777 rows of 50257 logits: 777 warps
+  // kept 1.4 MB in flight of the ~2 MB the H200 needs) takes a block a row.
+  // cost_model.cpp's laneStream counts the threads so.
+  int streamLanes(int64_t grid, int64_t points) const {
+    if (laneAxis_.empty() || laneAxis_ != plan_.streamAxis || lanes_ != 32 || resident_.threads == 0 || !scalarSlots())
+      return lanes_;
+    for (const Axis& a : plan_.groupAxes)
+      if (a.size % plan_.tiles.at(a.name) != 0) return lanes_;  // a remainder tile's idle points would miss the barrier
+    const int64_t extent = innerSize(plan_.streamAxis);
+    const int64_t residentBlocks = std::min(grid, resident_.blocks);
+    int lanes = 32;
+    while (points * lanes * 2 <= 256 && residentBlocks * points * lanes * 2 <= resident_.threads &&
+           extent / (lanes * 2) >= 32)
+      lanes *= 2;
+    return lanes;
   }
 
   int64_t innerSize(const std::string& axis) const {
@@ -927,6 +1009,7 @@ class Writer {
     laneAxis_ = laneAxis();
     lanes_ = lanesPerPoint(points);
     const bool streamed = setUpStream();
+    if (streamed) lanes_ = streamLanes(out.grid, points);
     const bool eight = pointsTake8(streamed);
     const int64_t threadPoints = eight ? points / 8 : points;  // what the block's threads walk
     std::vector<std::pair<std::string, int64_t>> splits;  // axis, blocks sharing it
@@ -937,6 +1020,7 @@ class Writer {
     slices_ = streamed ? streamSlices(out.grid, threadPoints) : 1;
     out.block = static_cast<int>(std::min<int64_t>(
         256, !laneAxis_.empty() ? points * lanes_ : slices_ > 1 ? threadPoints * slices_ : ceilDiv(threadPoints, 32) * 32));
+    blockThreads_ = out.block;
     // Tile origin from the block index, last group axis fastest; the shares
     // of split axes fastest of all.
     if (out.grid > 1) emit(0, "long long block = blockIdx.x;");
@@ -1722,6 +1806,7 @@ class Writer {
   int floor_ = 0;  // values are computed no further out than this scope
   int positions_ = 0;  // the loop over the positions of the stream axis
   int slices_ = 1;     // the block's threads share a point's stream in this many slices (streamSlices)
+  int blockThreads_ = 256;  // the launch's block
   std::string eightBase_;  // set: each thread takes 8 adjacent points, from this one (pointsTake8)
   // Lanes taking 8 adjacent positions (vectorLanes, loop): each element's
   // position variable -> the span loop around it and the span's first
