@@ -152,6 +152,30 @@ KernelShape kernelShape(const Graph& g, const Kernel& k, const Target& target, c
     if (linear && !outputAxes.count(name)) s.splitAxes.push_back(name);
   }
 
+  // A stream whose slots are plain sums, read by the outputs as they are,
+  // may be shared out across blocks like a looped axis (each block's partial
+  // sums added atomically): few long rows (a sum along the only long axis of
+  // a few rows) then fill the device. No contraction may run at its
+  // positions (a tensor-core stream).
+  if (!s.streamAxis.empty()) {
+    bool perPositionContraction = false;
+    for (NodeId id : k.nodes) {
+      const Node& n = g.node(id);
+      if (n.op == Op::Contract && n.type.has(s.streamAxis)) perPositionContraction = true;
+    }
+    const StreamAnalysis stream = analyzeStream(g, members, s.streamAxis);
+    const bool plainSums = stream.streamable && stream.tail.empty() && !stream.slots.empty() &&
+                           std::all_of(stream.slots.begin(), stream.slots.end(), [](const AccumulatorSlot& slot) {
+                             return slot.kind == AccumulatorSlot::Kind::Sum && slot.rescaledBy < 0;
+                           }) &&
+                           std::all_of(k.outputs.begin(), k.outputs.end(), [&](NodeId o) {
+                             return std::count(stream.aggregates.begin(), stream.aggregates.end(), o) > 0;
+                           });
+    if (plainSums && !perPositionContraction && !outputAxes.count(s.streamAxis) && s.streamExtent > kInnerLimit &&
+        !isWholeArraySum(g, k.outputs, members))  // that one is written over the whole grid already
+      s.splitAxes.push_back(s.streamAxis);
+  }
+
   // A contraction evaluated at each position of the stream (attention's scores, over the
   // channels while the keys stream) makes the kernel a tensor-core stream (evaluate prices it).
   // Such a stream runs only the steps a comparison of positions leaves changing some slot
@@ -254,9 +278,9 @@ LaneStream laneStream(const Graph& g, const Kernel& k, const KernelShape& s, con
                       const CostOptions& o, int64_t blocks) {
   LaneStream out;
   constexpr int64_t kLaneAxisMin = 32;  // cuda_kernel_writer.cpp's
-  if (s.streamAxis.empty() || s.perPosition || !p.splitTiles.empty() || p.streamChunk < kLaneAxisMin ||
-      s.streamExtent < kLaneAxisMin)
-    return out;
+  if (s.streamAxis.empty() || p.streamChunk < kLaneAxisMin || s.streamExtent < kLaneAxisMin) return out;
+  for (const auto& [axis, perBlock] : p.splitTiles)  // emit_cuda keeps the splits that share an axis out
+    if (perBlock < (axis == s.streamAxis ? s.streamExtent : s.loopExtent.at(axis))) return out;
   std::set<std::string> group;
   for (const Axis& a : s.groupAxes) group.insert(a.name);
   // Not where an array read along the stream is contiguous along the axis the
@@ -313,6 +337,13 @@ KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const
   for (const auto& a : s.groupAxes) cost.blocks = sizeProduct(cost.blocks, ceilDiv(a.size, p.groupTiles.at(a.name)), "a kernel's blocks");
   cost.chunks = p.streamChunk > 0 && s.streamExtent > 0 ? ceilDiv(s.streamExtent, p.streamChunk) : 1;
   int64_t splits = 1;  // blocks sharing one output tile
+  // The stream shared out across blocks: each block streams its share.
+  int64_t streamShare = s.streamExtent;
+  if (auto split = p.splitTiles.find(s.streamAxis); split != p.splitTiles.end() && split->second < s.streamExtent) {
+    streamShare = split->second;
+    splits = ceilDiv(s.streamExtent, streamShare);
+    cost.chunks = p.streamChunk > 0 ? ceilDiv(streamShare, std::min(p.streamChunk, streamShare)) : 1;
+  }
   for (const auto& [axis, extent] : s.loopExtent) {
     auto split = p.splitTiles.find(axis);
     int64_t perBlock = split == p.splitTiles.end() ? extent : split->second;
@@ -377,7 +408,8 @@ KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const
     // positions it loops over, not only a chunk.
     double reach = tile;
     if (const Axis* streamed = ty.find(s.streamAxis); streamed && p.streamChunk > 0)
-      reach *= static_cast<double>(streamed->size) / static_cast<double>(std::min(p.streamChunk, streamed->size));
+      reach *= static_cast<double>(std::min(streamed->size, streamShare)) /
+               static_cast<double>(std::min(p.streamChunk, streamed->size));
     for (const auto& [axis, extent] : s.loopExtent)
       if (ty.has(axis)) reach *= static_cast<double>(p.splitTiles.count(axis) ? p.splitTiles.at(axis) : extent);
     loads = std::max(loads, std::ceil(reach / loadBytes));
@@ -502,7 +534,7 @@ KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const
     return w.first.rfind("tensor", 0) == 0 && w.second > 0;
   });
   if (!tensorCoreWork && gmem.latency > 0 && loaded > 0) {
-    double positions = s.streamAxis.empty() ? 1 : static_cast<double>(s.streamExtent);
+    double positions = s.streamAxis.empty() ? 1 : static_cast<double>(streamShare);
     for (const auto& [axis, extent] : s.loopExtent)
       positions *= static_cast<double>(p.splitTiles.count(axis) ? p.splitTiles.at(axis) : extent);
     const bool remainder = std::any_of(s.groupAxes.begin(), s.groupAxes.end(),
@@ -575,6 +607,13 @@ Partition searchPartition(const Graph& g, const Kernel& k, const KernelShape& s,
     for (int64_t n = s.loopExtent.at(axis); n >= 1 && (splits || perBlock.empty()); n /= 2) perBlock.push_back(n);
     options.push_back(perBlock);
   }
+  // The stream's share a block takes, halving from the whole stream.
+  const bool streamSplits = std::find(s.splitAxes.begin(), s.splitAxes.end(), s.streamAxis) != s.splitAxes.end();
+  if (streamSplits) {
+    std::vector<int64_t> perBlock;
+    for (int64_t n = s.streamExtent; n >= kInnerLimit; n /= 2) perBlock.push_back(n);
+    options.push_back(perBlock);
+  }
   std::vector<int64_t> chunks = {0};
   if (!s.streamAxis.empty() && s.streamExtent > 0) {
     auto m = s.tileMultiple.find(s.streamAxis);
@@ -588,12 +627,20 @@ Partition searchPartition(const Graph& g, const Kernel& k, const KernelShape& s,
       Partition p;
       for (size_t i = 0; i < options.size(); ++i) {
         if (i < s.groupAxes.size()) p.groupTiles[s.groupAxes[i].name] = options[i][pick[i]];
-        else p.splitTiles[s.loopAxes[i - s.groupAxes.size()]] = options[i][pick[i]];
+        else if (i < s.groupAxes.size() + s.loopAxes.size()) p.splitTiles[s.loopAxes[i - s.groupAxes.size()]] = options[i][pick[i]];
+        else p.splitTiles[s.streamAxis] = options[i][pick[i]];
       }
       p.streamChunk = chunk;
       KernelCost c = evaluate(g, k, s, p, t, o);
       double memory = c.level("SMEM").memoryBytes;
       double score = objective == Objective::Time ? c.predicted : c.level("L2").movedBytes;
+      // A tile under its axis' segment is taken only where it gains more than
+      // 1%: what it adds (partial segments) the model prices only in part.
+      for (const auto& [axis, segment] : s.segment)
+        if (p.groupTiles.at(axis) < segment) {
+          score *= 1.01;
+          break;
+        }
       if (c.fits && score < bestTime) bestTime = score, best = p;
       if (memory < smallestMemory) smallestMemory = memory, smallest = p;
     }

@@ -624,13 +624,20 @@ class Writer {
       return;
     }
     const std::string chunk = "chunk_" + x, var = "i_" + x;
-    int chunks = open(point, fmt::format("for (int {0} = 0; {0} < {1}; {0} += {2})", chunk, extent, plan_.streamChunk));
+    // The stream shared out across blocks (its slots plain sums, added
+    // atomically after it): the block's share of the positions.
+    std::string start = "0", end = std::to_string(extent);
+    if (auto split = plan_.splitTiles.find(x); split != plan_.splitTiles.end() && !tcs_) {
+      start = "split_" + x;
+      end = fmt::format("min(split_{} + {}, {})", x, split->second, extent);
+    }
+    int chunks = open(point, fmt::format("for (int {0} = {3}; {0} < {1}; {0} += {2})", chunk, end, plan_.streamChunk, start));
     int positions = open(chunks, lanes        ? fmt::format("for (int {0} = {1} + lane; {0} < min({1} + {2}, {3}); {0} += {4})",
-                                                                var, chunk, plan_.streamChunk, extent, lanes_)
+                                                                var, chunk, plan_.streamChunk, end, lanes_)
                                  : slices_ > 1 ? fmt::format("for (int {0} = {1} + slice; {0} < min({1} + {2}, {3}); {0} += {4})",
-                                                                var, chunk, plan_.streamChunk, extent, slices_)
+                                                                var, chunk, plan_.streamChunk, end, slices_)
                                                : fmt::format("for (int {0} = {1}; {0} < min({1} + {2}, {3}); ++{0})", var,
-                                                             chunk, plan_.streamChunk, extent));
+                                                             chunk, plan_.streamChunk, end));
     Env e = env;
     e[x] = {var, positions};
     positions_ = positions;
@@ -1122,7 +1129,8 @@ class Writer {
     if (!laneAxis_.empty() || tcs_ || !plainSlots()) return 1;
     for (const Axis& a : plan_.groupAxes)
       if (a.size % plan_.tiles.at(a.name) != 0) return 1;  // a remainder tile's idle points would skip the joins
-    const int64_t extent = innerSize(plan_.streamAxis);
+    int64_t extent = innerSize(plan_.streamAxis);
+    if (auto split = plan_.splitTiles.find(plan_.streamAxis); split != plan_.splitTiles.end()) extent = std::min(extent, split->second);
     int slices = 1;
     const int64_t residentBlocks = std::min(grid, resident_.blocks);
     while (threadPoints * slices * 2 <= 256 && residentBlocks * threadPoints * slices * 2 <= resident_.threads &&
