@@ -155,14 +155,12 @@ KernelShape kernelShape(const Graph& g, const Kernel& k, const Target& target, c
   // A stream whose slots are plain sums, read by the outputs as they are,
   // may be shared out across blocks like a looped axis (each block's partial
   // sums added atomically): few long rows (a sum along the only long axis of
-  // a few rows) then fill the device. No contraction may run at its
-  // positions (a tensor-core stream).
+  // a few rows) then fill the device. Not a kernel with a contraction (a
+  // GEMM's k, split by its own loop axes; a tensor-core stream).
   if (!s.streamAxis.empty()) {
     bool perPositionContraction = false;
-    for (NodeId id : k.nodes) {
-      const Node& n = g.node(id);
-      if (n.op == Op::Contract && n.type.has(s.streamAxis)) perPositionContraction = true;
-    }
+    for (NodeId id : k.nodes)
+      if (g.node(id).op == Op::Contract) perPositionContraction = true;
     const StreamAnalysis stream = analyzeStream(g, members, s.streamAxis);
     const bool plainSums = stream.streamable && stream.tail.empty() && !stream.slots.empty() &&
                            std::all_of(stream.slots.begin(), stream.slots.end(), [](const AccumulatorSlot& slot) {
@@ -324,7 +322,8 @@ LaneStream laneStream(const Graph& g, const Kernel& k, const KernelShape& s, con
       out.lanes *= 2;
   }
   out.threads = std::min<int64_t>(256, points * out.lanes);
-  out.bytesInFlight = 8.0 * std::max(bytes, 1);
+  // 8 positions a lane, fewer where the row is shorter than 8 a lane.
+  out.bytesInFlight = static_cast<double>(std::min<int64_t>(8, ceilDiv(extent, out.lanes))) * std::max(bytes, 1);
   return out;
 }
 

@@ -166,6 +166,18 @@ inline std::vector<EmitCase> otherCases() {
        {{"N", 33}, {"C", 77}, {"F", 308}}, true, {}},
       {"classifier, mean cross-entropy", "benchmarks/diagrams/classifier.dg", "classifier",
        {{"N", 77}, {"V", 1001}, {"C", 80}}, true, {{"target", 1001}}, 0.3},
+      // Few rows of a long vocabulary: a block of several warps a row, the
+      // warps' slots joined in shared memory; V odd (8 loads a lane, the
+      // lanes' count apart), then a multiple of 8 (16-byte loads).
+      {"classifier, few long rows, odd", "benchmarks/diagrams/classifier.dg", "classifier",
+       {{"N", 13}, {"V", 20011}, {"C", 40}}, true, {{"target", 20011}}, 0.3},
+      {"classifier, few long rows, aligned", "benchmarks/diagrams/classifier.dg", "classifier",
+       {{"N", 7}, {"V", 16384}, {"C", 40}}, true, {{"target", 16384}}, 0.3},
+      // Sums along a long axis of 3 rows: the stream shared out across blocks.
+      {"row sums, few long rows", "tests/diagrams/row_reductions.dg", "row_sums", {{"R", 3}, {"N", 100003}}, false, {}},
+      {"row log-sum-exp, few long rows", "tests/diagrams/row_reductions.dg", "row_logsumexp", {{"R", 3}, {"N", 100003}},
+       false, {}},
+      {"sum to a scalar, long axis", "tests/diagrams/row_reductions.dg", "total", {{"N", 1000003}}, false, {}},
   };
 }
 
