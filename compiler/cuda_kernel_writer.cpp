@@ -605,10 +605,18 @@ class Writer {
         emit(point, fmt::format("for (int j = 0; j < {}; ++j) {}[j] = {};", n, s.name, init));
       }
     }
-    // Body.
+    // Body. The stream shared out across blocks (its slots plain sums, added
+    // atomically after it): the block's share of the positions.
+    std::string start = "0", end = std::to_string(extent);
+    int64_t share = extent;
+    if (auto split = plan_.splitTiles.find(x); split != plan_.splitTiles.end() && !tcs_) {
+      start = "split_" + x;
+      end = fmt::format("min(split_{} + {}, {})", x, split->second, extent);
+      share = std::min(extent, split->second);
+    }
     const bool lanes = laneAxis_ == x;
-    if (lanes && vectorisableLanes(extent)) {
-      vectorLanes(point, env, extent, false);
+    if (lanes && vectorisableLanes(extent) && share % 8 == 0 && share >= 8 * lanes_) {
+      vectorLanes(point, env, start, end, false);
       mergeLaneSlots(point);
       out.streamNote = fmt::format("stream over {} with {} accumulator slots, {}, its lanes along the "
                                    "stream, 8 positions a lane (16-byte loads)",
@@ -616,7 +624,7 @@ class Writer {
       return;
     }
     if (lanes && scalarSlots()) {
-      vectorLanes(point, env, extent, true);
+      vectorLanes(point, env, start, end, true);
       mergeLaneSlots(point);
       out.streamNote = fmt::format("stream over {} with {} accumulator slots, {}, its lanes along the "
                                    "stream, 8 positions a lane {} apart (8 loads in flight)",
@@ -624,13 +632,6 @@ class Writer {
       return;
     }
     const std::string chunk = "chunk_" + x, var = "i_" + x;
-    // The stream shared out across blocks (its slots plain sums, added
-    // atomically after it): the block's share of the positions.
-    std::string start = "0", end = std::to_string(extent);
-    if (auto split = plan_.splitTiles.find(x); split != plan_.splitTiles.end() && !tcs_) {
-      start = "split_" + x;
-      end = fmt::format("min(split_{} + {}, {})", x, split->second, extent);
-    }
     int chunks = open(point, fmt::format("for (int {0} = {3}; {0} < {1}; {0} += {2})", chunk, end, plan_.streamChunk, start));
     int positions = open(chunks, lanes        ? fmt::format("for (int {0} = {1} + lane; {0} < min({1} + {2}, {3}); {0} += {4})",
                                                                 var, chunk, plan_.streamChunk, end, lanes_)
@@ -717,6 +718,12 @@ class Writer {
     if (!lanesTake8(extent)) return false;
     return scalarSlots() && bf16ArrayAlong(x);
   }
+  // The positions of the stream a block takes: all, or its share of a split.
+  int64_t streamShare() const {
+    const int64_t extent = innerSize(plan_.streamAxis);
+    auto split = plan_.splitTiles.find(plan_.streamAxis);
+    return split == plan_.splitTiles.end() ? extent : std::min(extent, split->second);
+  }
   // Every slot one scalar per point (a softmax's max and sum over a row).
   bool scalarSlots() const {
     for (const SlotLayout& s : slots_)
@@ -735,11 +742,13 @@ class Writer {
   // lanes' count apart, each read by its own load, past the end skipped. The
   // 8 loads are independent, so a lane has 8 in flight, as one 16-byte load
   // of bf16 has (Little's law: cost_model.cpp's latency term).
-  void vectorLanes(int point, const Env& env, int64_t extent, bool strided) {
+  // `start`, `end`: the positions the block streams (its share where the
+  // stream is split across blocks).
+  void vectorLanes(int point, const Env& env, const std::string& start, const std::string& end, bool strided) {
     const std::string& x = plan_.streamAxis;
     const std::string base = fresh("i_" + x + "_8");
-    const int group = open(point, fmt::format("for (int {0} = lane{3}; {0} < {1}; {0} += {2})", base, extent, 8 * lanes_,
-                                              strided ? "" : " * 8"));
+    const int group = open(point, fmt::format("for (int {0} = {4}lane{3}; {0} < {1}; {0} += {2})", base, end, 8 * lanes_,
+                                              strided ? "" : " * 8", start == "0" ? "" : start + " + "));
     const bool anyMax = std::any_of(stream_.slots.begin(), stream_.slots.end(),
                                     [](const AccumulatorSlot& slot) { return slot.kind == AccumulatorSlot::Kind::Max; });
     for (int pass = anyMax ? 0 : 1; pass < 2; ++pass) {  // the running maxima first, then the sums they rescale
@@ -757,7 +766,7 @@ class Writer {
       Env e = env;
       const std::string element =
           define(elements, "int", "i_" + x, strided ? fmt::format("{} + e * {}", base, lanes_) : base + " + e");
-      const int inside = strided ? open(elements, fmt::format("if ({} < {})", element, extent)) : elements;
+      const int inside = strided ? open(elements, fmt::format("if ({} < {})", element, end)) : elements;
       if (!strided) vectorElements_[element] = {base, group, elements};
       e[x] = {element, inside};
       positions_ = inside;
@@ -843,7 +852,7 @@ class Writer {
       return lanes_;
     for (const Axis& a : plan_.groupAxes)
       if (a.size % plan_.tiles.at(a.name) != 0) return lanes_;  // a remainder tile's idle points would miss the barrier
-    const int64_t extent = innerSize(plan_.streamAxis);
+    const int64_t extent = streamShare();
     const int64_t residentBlocks = std::min(grid, resident_.blocks);
     int lanes = 32;
     while (points * lanes * 2 <= 256 && residentBlocks * points * lanes * 2 <= resident_.threads &&
@@ -976,8 +985,10 @@ class Writer {
     std::set<std::string> group;
     for (const Axis& a : plan_.groupAxes) group.insert(a.name);
     if (!plan_.streamAxis.empty()) {
-      if (!plan_.splitTiles.empty() || plan_.streamChunk < kLaneAxisMin || innerSize(plan_.streamAxis) < kLaneAxisMin)
-        return "";
+      // (A split of the stream itself leaves the lanes its share.)
+      const bool otherSplits = std::any_of(plan_.splitTiles.begin(), plan_.splitTiles.end(),
+                                           [&](const auto& split) { return split.first != plan_.streamAxis; });
+      if (otherSplits || plan_.streamChunk < kLaneAxisMin || streamShare() < kLaneAxisMin) return "";
       if (!plan_.groupAxes.empty() && contiguousAcrossPoints(plan_.streamAxis, plan_.groupAxes.back().name)) return "";
       const StreamAnalysis a = analyzeStream(g_, plan_.computed, plan_.streamAxis);
       if (!a.streamable || a.slots.empty()) return "";
