@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <set>
 #include <stdexcept>
 
 #include "kernels.h"
@@ -86,6 +87,22 @@ class Writer {
     scopes_.push_back({parent, scopes_[static_cast<size_t>(parent)].depth + 1, std::move(header), {}});
     return static_cast<int>(scopes_.size()) - 1;
   }
+  // A scope whose lanes no longer run in step: a loop strided by the lanes, or
+  // code for one lane alone. A loop over the lane axis inside one runs whole in
+  // each lane (shuffles there would mix lanes at different positions, or wait
+  // on lanes that never come).
+  int openLanes(int parent, std::string header) {
+    const int s = open(parent, std::move(header));
+    laneScopes_.insert(s);
+    return s;
+  }
+  bool underLanes(int s) const {
+    for (; s >= 0; s = scopes_[static_cast<size_t>(s)].parent)
+      if (laneScopes_.count(s)) return true;
+    return false;
+  }
+  // Whether a loop over `axis` opened under `parent` is strided by the lanes.
+  bool laneLoop(const std::string& axis, int parent) const { return axis == laneAxis_ && !underLanes(parent); }
   void close(int s) {
     Scope& sc = scopes_[static_cast<size_t>(s)];
     auto& out = scopes_[static_cast<size_t>(sc.parent)].lines;
@@ -109,10 +126,10 @@ class Writer {
   // A loop over a whole axis, binding it in env; over the block's share of
   // an axis split across blocks.
   int loop(int parent, const Axis& axis, Env& env) {
-    if (axis.name == laneAxis_ && lanesTake8(axis.size) && bf16ArrayAlong(axis.name)) {
+    if (laneLoop(axis.name, parent) && lanesTake8(axis.size) && bf16ArrayAlong(axis.name)) {
       // 8 adjacent positions a lane per span of 8 x lanes: bf16 arrays along the axis load 16 bytes at once (load).
       const std::string base = fresh("i_" + axis.name + "_8");
-      const int span = open(parent, fmt::format("for (int {0} = lane * 8; {0} < {1}; {0} += {2})", base, axis.size, 8 * lanes_));
+      const int span = openLanes(parent, fmt::format("for (int {0} = lane * 8; {0} < {1}; {0} += {2})", base, axis.size, 8 * lanes_));
       const int elements = open(span, "_Pragma(\"unroll\") for (int e = 0; e < 8; ++e)");
       const std::string var = define(elements, "int", "i_" + axis.name, base + " + e");
       spanOf_[elements] = span;
@@ -122,7 +139,7 @@ class Writer {
     }
     std::string var = fresh("i_" + axis.name);
     auto split = tcs_ ? plan_.splitTiles.end() : plan_.splitTiles.find(axis.name);
-    int s = axis.name == laneAxis_ ? open(parent, fmt::format("for (int {0} = lane; {0} < {1}; {0} += {2})", var, axis.size, lanes_))
+    int s = laneLoop(axis.name, parent) ? openLanes(parent, fmt::format("for (int {0} = lane; {0} < {1}; {0} += {2})", var, axis.size, lanes_))
             : split == plan_.splitTiles.end()
                 ? open(parent, fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", var, axis.size))
                 : open(parent, fmt::format("for (int {0} = split_{2}; {0} < min(split_{2} + {3}, {1}); ++{0})", var,
@@ -323,7 +340,16 @@ class Writer {
         }
         break;
       }
-      case Op::Compare: return def(fmt::format("{} {} {}", operand(0), compareSymbol(n.compare), operand(1)));
+      case Op::Compare: {
+        // With bf16 storage, floats are compared at bf16's precision: a value is
+        // stored rounded or kept in an f32 register as fusion happens to decide, and
+        // a maximum's gradient mask (x == max(x)) must hold at the maximum either way.
+        // Rounding is monotone, so round(max) == max(round) and orders are kept.
+        if (approximate_ && isFloat(g_.node(n.operands[0]).type.dtype))
+          return def(fmt::format("llmc_round_bf16({}) {} llmc_round_bf16({})", operand(0), compareSymbol(n.compare),
+                                 operand(1)));
+        return def(fmt::format("{} {} {}", operand(0), compareSymbol(n.compare), operand(1)));
+      }
       case Op::Select: {
         std::string c = operand(0), x = operand(1), y = operand(2);
         return def(fmt::format("{} ? {} : {}", c, x, y));
@@ -428,6 +454,8 @@ class Writer {
     Env e = own;
     std::vector<int> opened;
     int s = target;
+    // Over the lanes only where they run in step; whole in each lane else.
+    const bool acrossLanes = std::find(n.axes.begin(), n.axes.end(), laneAxis_) != n.axes.end() && !underLanes(target);
     for (const std::string& a : n.axes) {
       s = loop(s, Axis{a, axisSize(n.operands[0], a)}, e);
       opened.push_back(s);
@@ -441,7 +469,7 @@ class Writer {
                     : fmt::format("{} += {};", acc, x));
     }
     closeAll(opened);
-    if (std::find(n.axes.begin(), n.axes.end(), laneAxis_) != n.axes.end()) {
+    if (acrossLanes) {
       // The lanes' partial results combined: every lane holds the whole.
       const std::string other = fmt::format("__shfl_xor_sync(0xffffffffu, {}, offset)", acc);
       emit(target, fmt::format("for (int offset = {}; offset > 0; offset /= 2) {};", lanes_ / 2,
@@ -639,6 +667,7 @@ class Writer {
                                                                 var, chunk, plan_.streamChunk, end, slices_)
                                                : fmt::format("for (int {0} = {1}; {0} < min({1} + {2}, {3}); ++{0})", var,
                                                              chunk, plan_.streamChunk, end));
+    if (lanes) laneScopes_.insert(positions);
     Env e = env;
     e[x] = {var, positions};
     positions_ = positions;
@@ -747,8 +776,8 @@ class Writer {
   void vectorLanes(int point, const Env& env, const std::string& start, const std::string& end, bool strided) {
     const std::string& x = plan_.streamAxis;
     const std::string base = fresh("i_" + x + "_8");
-    const int group = open(point, fmt::format("for (int {0} = {4}lane{3}; {0} < {1}; {0} += {2})", base, end, 8 * lanes_,
-                                              strided ? "" : " * 8", start == "0" ? "" : start + " + "));
+    const int group = openLanes(point, fmt::format("for (int {0} = {4}lane{3}; {0} < {1}; {0} += {2})", base, end, 8 * lanes_,
+                                                   strided ? "" : " * 8", start == "0" ? "" : start + " + "));
     const bool anyMax = std::any_of(stream_.slots.begin(), stream_.slots.end(),
                                     [](const AccumulatorSlot& slot) { return slot.kind == AccumulatorSlot::Kind::Max; });
     for (int pass = anyMax ? 0 : 1; pass < 2; ++pass) {  // the running maxima first, then the sums they rescale
@@ -1224,7 +1253,9 @@ class Writer {
       for (const Axis& a : plan_.groupAxes)
         if (!g_.node(o).type.has(a.name)) once += fmt::format("{}{} == 0", once.empty() ? "" : " && ", env.at(a.name).expr);
       if (!laneAxis_.empty() && !g_.node(o).type.has(laneAxis_)) once += fmt::format("{}lane == 0", once.empty() ? "" : " && ");
-      if (!once.empty()) opened.push_back(s = open(s, fmt::format("if ({})", once)));  // stored by one point only
+      if (!once.empty())  // stored by one point only (and one of its lanes: the others skip ahead)
+        opened.push_back(s = once.find("lane == 0") != std::string::npos ? openLanes(s, fmt::format("if ({})", once))
+                                                                          : open(s, fmt::format("if ({})", once)));
       for (const Axis& a : g_.node(o).type.axes)
         if (!group.count(a.name)) opened.push_back(s = loop(s, a, e));
       store(s, o, e);
@@ -1820,6 +1851,7 @@ class Writer {
   const std::vector<std::string>& names_;  // printedNames(g_)
   const DeviceResidency resident_;         // the device's threads and blocks at once (0 threads: not known, no slices)
   std::vector<Scope> scopes_;
+  std::set<int> laneScopes_;  // openLanes: scopes whose lanes do not run in step
   std::map<std::string, std::string> cache_;
   std::set<NodeId> reads_;
   int floor_ = 0;  // values are computed no further out than this scope

@@ -182,7 +182,8 @@ class Fuser {
       if (!light(n) || isOutput_.count(n.id) || feedsContraction(n.id) || options_.stored.count(n.id)) continue;
       std::set<int> groups;
       for (NodeId c : consumers_[i]) groups.insert(group_[idx(c)]);
-      if (groups.size() == 1 && *groups.begin() >= 0) join(n.id, *groups.begin());
+      if (groups.size() == 1 && *groups.begin() >= 0 && !readsKernelValueMoved(n, *groups.begin()))
+        join(n.id, *groups.begin());
     }
   }
 
@@ -235,6 +236,7 @@ class Fuser {
         if (g_.node(o).op == Op::ScatterAdd && group_[idx(o)] == chosen) chosen = -1;
       if (chosen >= 0 && spreadsScalarReduction(chosen)) chosen = -1;
       if (chosen >= 0 && forBackwardInForward(n, chosen)) chosen = -1;
+      if (chosen >= 0 && readsKernelValueMoved(n, chosen)) chosen = -1;
       if (chosen >= 0 && !staysAcyclicWith(n.id, chosen)) chosen = -1;
       if (chosen >= 0) join(n.id, chosen, Acyclic::Known);
       else orphans.push_back(n.id);
@@ -242,7 +244,7 @@ class Fuser {
     for (auto it = orphans.rbegin(); it != orphans.rend(); ++it) {
       for (NodeId c : consumers_[idx(*it)])
         if (int gc = group_[idx(c)]; gc >= 0 && !readsScatterIn(*it, gc) && !feedsContraction(*it) &&
-                                     !narrowerThanMatmulIn(*it, gc) &&
+                                     !narrowerThanMatmulIn(*it, gc) && !readsKernelValueMoved(g_.node(*it), gc) &&
                                      staysAcyclicWith(*it, gc)) {
           join(*it, group_[idx(c)], Acyclic::Known);
           break;
@@ -444,6 +446,31 @@ class Fuser {
         if (m != o && group_[idx(c)] != group && !freeNode(c)) return false;
     }
     return true;
+  }
+
+  // Whether n, joining `group`, would read a value of that kernel through a
+  // box that moves positions (a slice, a rename, a split; n itself or views
+  // before it): a kernel holds its
+  // values at its own points only (a stream's accumulator is the sum at this
+  // point, not at the slice's offset), so n must read it stored instead.
+  bool readsKernelValueMoved(const Node& n, int group) const {
+    auto keepsPositions = [](const Node& v) {
+      return v.op != Op::Slice && v.op != Op::Rename && v.op != Op::Split && v.op != Op::Merge && v.op != Op::Index &&
+             v.op != Op::Concat;
+    };
+    std::vector<std::pair<NodeId, bool>> work;  // (value, reached through a moving view)
+    for (NodeId o : n.operands) work.push_back({o, !keepsPositions(n)});
+    for (size_t steps = 0; !work.empty() && steps < 4096; ++steps) {
+      const auto [id, moved] = work.back();
+      work.pop_back();
+      const Node& v = g_.node(id);
+      if (!viewHere(v)) {
+        if (moved && group_[idx(id)] == group) return true;
+        continue;
+      }
+      for (NodeId o : v.operands) work.push_back({o, moved || !keepsPositions(v)});
+    }
+    return false;
   }
 
   // The value a chain of one-operand views (renames, stop_gradients) shows.
