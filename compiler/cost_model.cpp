@@ -504,6 +504,12 @@ KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const
   // under what its L2 moves of plain traffic (the token embedding's gradient:
   // 125 us against 20 at L2 bandwidth, on the H200).
   if (atomicAdds > 0 && t.atomicAddsPerSecond > 0) cost.seconds["atomics"] = atomicAdds / t.atomicAddsPerSecond;
+  // Blocks adding their partial sums into the same outputs wait for each
+  // other at each address: a split's blocks per output element, a
+  // whole-array sum's blocks at its one value.
+  const double addsPerAddress = wholeArraySum ? static_cast<double>(cost.blocks) : static_cast<double>(splits);
+  if (addsPerAddress > 1 && t.sameAddressAtomicSeconds > 0)
+    cost.seconds["atomics"] = std::max(cost.seconds["atomics"], addsPerAddress * t.sameAddressAtomicSeconds);
 
   // Blocks resident on an SM share its bandwidth and units, so an SM's time
   // grows with the blocks it is given: the busiest SM, with ceil(blocks/SMs),

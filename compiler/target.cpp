@@ -384,13 +384,16 @@ struct TargetFile {
 
     Field overheads = root["overheads"];
     overheads.allowOnly({"kernel_launch_s", "graph_kernel_launch_s", "block_sync_base_cycles",
-                         "block_sync_cycles_per_warp", "global_f32_atomic_adds_per_s"});
+                         "block_sync_cycles_per_warp", "global_f32_atomic_adds_per_s",
+                         "same_address_f32_atomic_add_s"});
     t.launchOverhead = figures.positive(overheads["kernel_launch_s"]);
     t.graphLaunchOverhead = figures.positive(overheads["graph_kernel_launch_s"]);
     t.blockSyncBaseCycles = figures.positive(overheads["block_sync_base_cycles"]);
     t.blockSyncCyclesPerWarp = figures.positive(overheads["block_sync_cycles_per_warp"]);
     if (overheads.has("global_f32_atomic_adds_per_s"))
       t.atomicAddsPerSecond = figures.positive(overheads["global_f32_atomic_adds_per_s"]);
+    if (overheads.has("same_address_f32_atomic_add_s"))
+      t.sameAddressAtomicSeconds = figures.positive(overheads["same_address_f32_atomic_add_s"]);
 
     for (const Field& shape : root["tensor_core_shapes"].elements())
       t.tensorCoreShapes.push_back(readShape(shape, figures));

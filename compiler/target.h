@@ -112,6 +112,9 @@ struct Target {
   // Scalar f32 atomic adds to global memory the device completes a second,
   // to distinct addresses (a scatter-add's); 0 where the file gives none.
   double atomicAddsPerSecond = 0;
+  // Seconds an f32 atomic add to an address waits for the one before it
+  // there: adds to one address (blocks sharing out a sum) serialise in L2.
+  double sameAddressAtomicSeconds = 0;
   // One __syncthreads costs blockSyncBaseCycles + blockSyncCyclesPerWarp x the block's warps.
   double blockSyncBaseCycles = 0;
   double blockSyncCyclesPerWarp = 0;
