@@ -231,6 +231,14 @@ KernelShape kernelShape(const Graph& g, const Kernel& k, const Target& target, c
   // that play those parts in each contraction.
   std::vector<TensorCoreShape> shapes = target.shapesFor(o.storageBytes == 2 ? "bf16" : "tf32");
   if (shapes.empty() || !o.tensorCores) return s;
+  // An axis a contraction constrains takes no tile under a segment (the
+  // tensor cores' shapes divide its tiles).
+  for (NodeId id : k.nodes) {
+    const Node& n = g.node(id);
+    if (n.op != Op::Contract || !isFloat(n.type.dtype)) continue;
+    for (NodeId op : n.operands)
+      for (const Axis& a : g.node(op).type.axes) s.segment.erase(a.name);
+  }
   const TensorCoreShape& mma = *std::max_element(shapes.begin(), shapes.end(), [](const auto& a, const auto& b) {
     return a.m < b.m;  // the largest m: wgmma's on Hopper
   });
@@ -252,8 +260,6 @@ KernelShape kernelShape(const Graph& g, const Kernel& k, const Target& target, c
     for (const auto& c : n.axes)  // contracted: k
       if (c == s.streamAxis) requireMultiple(s.tileMultiple, c, mma.k);
   }
-  // An axis the tensor cores constrain too takes no tile under a segment.
-  std::erase_if(s.segment, [&](const auto& e) { return s.tileMultiple.at(e.first) != e.second; });
   return s;
 }
 
