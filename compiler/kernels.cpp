@@ -143,8 +143,41 @@ class Fuser {
     attachPrologues();
     attachEpilogues(next);
     mergeStreams();
+    separateScatterValues(next);
     breakCycles(next);
     return collect();
+  }
+
+  // A scatter-add runs as a launch of its own ahead of its kernel's other
+  // work (one thread per value, atomics; cuda_kernel_writer.h), computing its
+  // values and indices from stored arrays there: none may need a reduction
+  // of the same kernel (a sum its gradient's values are scaled by, another
+  // scatter-add), which that launch cannot make. Such a scatter-add is a
+  // kernel of its own, its operands stored.
+  void separateScatterValues(int& next) {
+    for (const Node& s : g_.nodes) {
+      if (s.op != Op::ScatterAdd || group_[idx(s.id)] < 0) continue;
+      const int gr = group_[idx(s.id)];
+      std::vector<NodeId> work(s.operands.begin(), s.operands.end());
+      std::set<NodeId> seen;
+      bool needsReduction = false;
+      while (!work.empty() && !needsReduction) {
+        const NodeId id = work.back();
+        work.pop_back();
+        if (!seen.insert(id).second) continue;
+        const Node& m = g_.node(id);
+        if (group_[idx(id)] == gr) {
+          if (isAnchor(m)) needsReduction = true;
+          else work.insert(work.end(), m.operands.begin(), m.operands.end());
+        } else if (group_[idx(id)] < 0 && viewHere(m)) {
+          work.insert(work.end(), m.operands.begin(), m.operands.end());
+        }
+      }
+      if (needsReduction && members_[gr].size() > 1) {
+        join(s.id, next++, Acyclic::Known);
+        streamAxis_.erase(gr);
+      }
+    }
   }
 
   // The checks above look at one join or merge at a time; together they can
