@@ -7,6 +7,13 @@ launch, what runs it, for FileCheck (tests/lit/launches/):
   ...
   summary: <G> GEMMs on tensor cores (<a> wgmma+tma, <b> mma.sync), <S> streams on tensor cores
     (<c> wgmma+tma, <d> mma.sync), <X> GEMM-like contractions on CUDA cores
+  contractions on CUDA cores:
+  <role> <output>: cuda-core ...   (those of the lines above, sorted)
+  end
+
+so that a test can check every launch it names with CHECK-DAG, the counts,
+and with CHECK-NOT between "contractions on CUDA cores:" and "end" that none
+is GEMM-like.
 
 <output> is the launch's name without its kernel number (k3_grad_w -> grad_w).
 <engine>, from the JSON's fields, not from the CUDA source's comments:
@@ -85,17 +92,25 @@ def main():
     d = json.load(sys.stdin)
     print("arch", d["arch"])
     counts = {}
+    cuda_core_contractions = []
     for launch in d["launches"]:
         e = engine(launch)
         key = "cuda-core gemm-like" if e.startswith("cuda-core gemm-like") else e
         counts[key] = counts.get(key, 0) + 1
-        print(f"{launch['role']} {re.sub(r'^k[0-9]+_', '', launch['name'])}: {e}")
+        line = f"{launch['role']} {re.sub(r'^k[0-9]+_', '', launch['name'])}: {e}"
+        if e.startswith(("cuda-core gemm-like", "cuda-core matvec")):
+            cuda_core_contractions.append(line)
+        print(line)
     c = lambda k: counts.get(k, 0)
     g90, g80 = c("tensor-core gemm wgmma+tma"), c("tensor-core gemm mma.sync")
     s90, s80 = c("tensor-core stream wgmma+tma"), c("tensor-core stream mma.sync")
     print(f"summary: {g90 + g80} GEMMs on tensor cores ({g90} wgmma+tma, {g80} mma.sync), "
           f"{s90 + s80} streams on tensor cores ({s90} wgmma+tma, {s80} mma.sync), "
           f"{c('cuda-core gemm-like')} GEMM-like contractions on CUDA cores")
+    print("contractions on CUDA cores:")
+    for line in sorted(cuda_core_contractions):
+        print(line)
+    print("end")
 
 
 if __name__ == "__main__":
