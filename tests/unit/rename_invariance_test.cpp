@@ -210,6 +210,7 @@ TEST_CASE("renaming every axis of every diagram of the repository leaves the lau
         p.path = testing::repoPath(file);
         p.entry = entry;
         p.sizes = sizes;
+        if (entry == "axis_boxes") p.sizes["M"] = 6;  // splits m into 2 x 3
         p.target = &target;
         Graph forward;
         try {
@@ -250,7 +251,7 @@ TEST_CASE("renaming every axis of every diagram of the repository leaves the lau
   }
   // What the loop covered, so that a diagram that stops compiling as an entry shows.
   INFO(fmt::format("{} entries, {} with a backward; not entries: {}", entries, backward, fmt::join(notEntries, ", ")));
-  CHECK(entries >= 90);
-  CHECK(backward >= 60);
-  CHECK(notEntries.size() <= 16);
+  CHECK(entries >= 89);
+  CHECK(backward >= 69);
+  CHECK(notEntries.size() <= 14);
 }
