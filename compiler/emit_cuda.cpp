@@ -507,8 +507,16 @@ CudaModule emitCuda(const Graph& graph, const std::vector<PlannedKernel>& kernel
     if (options.f32Values.count(graph.node(id).name)) keptWhole.insert(id);
   for (const GraphOutput& o : graph.outputs)
     if (options.f32Values.count(o.name)) keptWhole.insert(o.node);
+  // A statistic that a contraction reads is a matmul operand like any other:
+  // the tensor cores take bf16 (its staging copy or TMA reads the stored bytes).
+  std::set<NodeId> contracted;
+  for (const Node& n : graph.nodes)
+    if (n.op == Op::Contract && isFloat(n.type.dtype))
+      for (NodeId o : n.operands)
+        for (contracted.insert(o); isView(graph.node(o)) && graph.node(o).operands.size() == 1; contracted.insert(o))
+          o = graph.node(o).operands[0];
   for (NodeId id : stored)
-    if (graph.node(id).type.axes.empty() || isStatistic(graph, id)) keptWhole.insert(id);
+    if (graph.node(id).type.axes.empty() || (isStatistic(graph, id) && !contracted.count(id))) keptWhole.insert(id);
   auto storageOfValue = [&](NodeId id) {
     return storageOf(graph.node(id).type.dtype, keptWhole.count(id) ? StorageType::F32 : options.storage,
                      atomics.count(id) > 0 || gridSums.count(id) > 0 || splitSums.count(id) > 0);

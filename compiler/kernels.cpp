@@ -143,7 +143,75 @@ class Fuser {
     attachPrologues();
     attachEpilogues(next);
     mergeStreams();
+    separateScatterValues(next);
+    breakCycles(next);
     return collect();
+  }
+
+  // A scatter-add runs as a launch of its own ahead of its kernel's other
+  // work (one thread per value, atomics; cuda_kernel_writer.h), computing its
+  // values and indices from stored arrays there: none may need a reduction
+  // of the same kernel (a sum its gradient's values are scaled by, another
+  // scatter-add), which that launch cannot make. Such a scatter-add is a
+  // kernel of its own, its operands stored.
+  void separateScatterValues(int& next) {
+    for (const Node& s : g_.nodes) {
+      if (s.op != Op::ScatterAdd || group_[idx(s.id)] < 0) continue;
+      const int gr = group_[idx(s.id)];
+      std::vector<NodeId> work(s.operands.begin(), s.operands.end());
+      std::set<NodeId> seen;
+      bool needsReduction = false;
+      while (!work.empty() && !needsReduction) {
+        const NodeId id = work.back();
+        work.pop_back();
+        if (!seen.insert(id).second) continue;
+        const Node& m = g_.node(id);
+        if (group_[idx(id)] == gr) {
+          if (isAnchor(m)) needsReduction = true;
+          else work.insert(work.end(), m.operands.begin(), m.operands.end());
+        } else if (group_[idx(id)] < 0 && viewHere(m)) {
+          work.insert(work.end(), m.operands.begin(), m.operands.end());
+        }
+      }
+      if (needsReduction && members_[gr].size() > 1) {
+        join(s.id, next++, Acyclic::Known);
+        streamAxis_.erase(gr);
+      }
+    }
+  }
+
+  // The checks above look at one join or merge at a time; together they can
+  // still leave kernels that wait for each other (a prologue whose operand
+  // comes from a kernel that reads the prologue's own kernel). Those kernels
+  // give up their elementwise members, each then a kernel of its own, and if
+  // that is not enough every member stands alone: one node a kernel always
+  // runs in graph order.
+  void breakCycles(int& next) {
+    for (int round = 0; round < 2; ++round) {
+      const std::set<int> waiting = groupsLeftWaiting();
+      if (waiting.empty()) return;
+      for (int gr : waiting) {
+        const std::set<NodeId> members = members_[gr];
+        for (NodeId m : members) {
+          if (round == 0 && isAnchor(g_.node(m))) continue;
+          if (members_[gr].size() == 1) break;
+          join(m, next++, Acyclic::Known);
+        }
+        streamAxis_.erase(gr);
+        wholeAxes_.erase(gr);
+      }
+    }
+  }
+
+  // The groups that runOrder cannot place: those in a cycle and those after one.
+  std::set<int> groupsLeftWaiting() const {
+    std::map<int, Kernel> byGroup;
+    for (const Node& n : g_.nodes)
+      if (group_[idx(n.id)] >= 0) byGroup[group_[idx(n.id)]].nodes.push_back(n.id);
+    std::set<int> left;
+    for (const auto& [gr, k] : byGroup) left.insert(gr);
+    for (int gr : placeableOrder(byGroup)) left.erase(gr);
+    return left;
   }
 
  private:
@@ -685,6 +753,12 @@ class Fuser {
   // values it reads (through views too); among the ready ones, the one whose
   // first node comes first.
   std::vector<int> runOrder(const std::map<int, Kernel>& byGroup) const {
+    std::vector<int> order = placeableOrder(byGroup);
+    if (order.size() != byGroup.size()) throw std::logic_error("fusion made kernels that wait for each other");
+    return order;
+  }
+  // runOrder's order of the groups it can place (all of them unless some wait for each other).
+  std::vector<int> placeableOrder(const std::map<int, Kernel>& byGroup) const {
     std::vector<std::set<int>> producers(g_.nodes.size());  // the kernels a node's value comes from
     for (const Node& n : g_.nodes) {
       if (group_[idx(n.id)] >= 0) producers[idx(n.id)] = {group_[idx(n.id)]};
@@ -713,7 +787,6 @@ class Fuser {
         if (waitsFor[r].empty()) ready.insert({byGroup.at(r).nodes.front(), r});
       }
     }
-    if (order.size() != byGroup.size()) throw std::logic_error("fusion made kernels that wait for each other");
     return order;
   }
 
