@@ -174,8 +174,8 @@ inline std::vector<EmitCase> otherCases() {
       {"classifier, few long rows, aligned", "benchmarks/diagrams/classifier.dg", "classifier",
        {{"N", 7}, {"V", 16384}, {"C", 40}}, true, {{"target", 16384}}, 0.3},
       // Sums along a long axis of 3 rows: the stream shared out across blocks.
-      {"row sums, few long rows", "tests/diagrams/row_reductions.dg", "row_sums", {{"R", 3}, {"N", 100003}}, false, {}},
-      {"row log-sum-exp, few long rows", "tests/diagrams/row_reductions.dg", "row_logsumexp", {{"R", 3}, {"N", 100003}},
+      {"row sums, few long rows", "tests/diagrams/row_reductions.dg", "row_sums", {{"M", 3}, {"N", 100003}}, false, {}},
+      {"row log-sum-exp, few long rows", "tests/diagrams/row_reductions.dg", "row_logsumexp", {{"M", 3}, {"N", 100003}},
        false, {}},
       {"sum to a scalar, long axis", "tests/diagrams/row_reductions.dg", "total", {{"N", 1000003}}, false, {}},
   };
