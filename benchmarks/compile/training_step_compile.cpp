@@ -25,14 +25,14 @@
 #include <vector>
 
 #include "cuda_context.h"
-#include "emit_cuda.h"
+#include "codegen/emit_cuda.h"
 #include "jit.h"
 #include "kernel_cache.h"
 #include "module_cache.h"
 #include "loaded_kernels.h"
-#include "pipeline.h"
-#include "pseudocode.h"
-#include "target.h"
+#include "driver/pipeline.h"
+#include "report/pseudocode.h"
+#include "planning/target.h"
 
 namespace {
 

@@ -41,12 +41,12 @@
 #include "cuda_event.h"
 #include "cuda_module.h"
 #include "device_buffer.h"
-#include "emit_cuda.h"
+#include "codegen/emit_cuda.h"
 #include "launch_tensor_map.h"
 #include "nvrtc_compiler.h"
-#include "pipeline.h"
-#include "pseudocode.h"
-#include "target.h"
+#include "driver/pipeline.h"
+#include "report/pseudocode.h"
+#include "planning/target.h"
 
 namespace cuda = llmc::cuda;
 

@@ -21,7 +21,7 @@
 #include <optional>
 #include <string>
 
-#include "emit_cuda.h"
+#include "codegen/emit_cuda.h"
 
 namespace llmc::cuda {
 

@@ -1,6 +1,6 @@
 #include "gpu_trainer.h"
 
-#include "lowering.h"
+#include "lowering/lowering.h"
 
 #include <fmt/format.h>
 
@@ -16,11 +16,11 @@
 #include "cuda_event.h"
 #include "jit.h"
 #include "kernel_cache.h"
-#include "memory_plan.h"
+#include "planning/memory_plan.h"
 #include "module_cache.h"
-#include "pipeline.h"
-#include "pseudocode.h"
-#include "target.h"
+#include "driver/pipeline.h"
+#include "report/pseudocode.h"
+#include "planning/target.h"
 
 namespace llmc {
 

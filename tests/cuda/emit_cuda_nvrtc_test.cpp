@@ -9,14 +9,14 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
-#include "lowering.h"
+#include "lowering/lowering.h"
 #include "emit_cases.h"
-#include "emit_cuda.h"
+#include "codegen/emit_cuda.h"
 #include "jit.h"
 #include "nvrtc_compiler.h"
-#include "pipeline.h"
-#include "pseudocode.h"
-#include "target.h"
+#include "driver/pipeline.h"
+#include "report/pseudocode.h"
+#include "planning/target.h"
 
 namespace {
 

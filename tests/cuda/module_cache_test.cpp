@@ -7,9 +7,9 @@
 #include <fstream>
 
 #include "cuda_test_support.h"
-#include "pipeline.h"
-#include "pseudocode.h"
-#include "target.h"
+#include "driver/pipeline.h"
+#include "report/pseudocode.h"
+#include "planning/target.h"
 
 namespace fs = std::filesystem;
 using llmc::testing::CacheTempDir;

@@ -31,7 +31,7 @@
 #include "gpt2_checkpoint.h"
 #include "interpreter.h"
 #include "dump_support.h"
-#include "pipeline.h"
+#include "driver/pipeline.h"
 
 namespace {
 

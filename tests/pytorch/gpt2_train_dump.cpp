@@ -54,12 +54,12 @@
 #include <vector>
 
 #include "gpt2_checkpoint.h"
-#include "gpu_query.h"
+#include "planning/gpu_query.h"
 #include "gpu_trainer.h"
 #include "interpreter.h"
 #include "interpreter_trainer.h"
 #include "dump_support.h"
-#include "pipeline.h"
+#include "driver/pipeline.h"
 
 namespace {
 

@@ -6,9 +6,9 @@
 #include <fstream>
 
 #include "gpt2_config.h"
-#include "print.h"
+#include "ir/print.h"
 #include "test_support.h"
-#include "pipeline.h"
+#include "driver/pipeline.h"
 
 using namespace llmc;
 using namespace llmc::testing;

@@ -1,13 +1,13 @@
-// Store or recompute (compiler/recompute.cpp), decided by the cost model on
+// Store or recompute (compiler/ir/recompute.cpp), decided by the cost model on
 // diagrams GPT-2 does not use: what the training step's kernels store in GMEM.
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "interpreter.h"
-#include "kernels.h"
-#include "pipeline.h"
-#include "target.h"
+#include "planning/fusion.h"
+#include "driver/pipeline.h"
+#include "planning/target.h"
 #include "test_support.h"
 
 using namespace llmc;

@@ -12,11 +12,11 @@
 #include <random>
 #include <set>
 
-#include "lowering.h"
-#include "emit_cuda.h"
-#include "pipeline.h"
-#include "pseudocode.h"
-#include "target.h"
+#include "lowering/lowering.h"
+#include "codegen/emit_cuda.h"
+#include "driver/pipeline.h"
+#include "report/pseudocode.h"
+#include "planning/target.h"
 #include "test_support.h"
 
 using namespace llmc;

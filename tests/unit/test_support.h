@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "interpreter.h"
-#include "ir.h"
-#include "program.h"
+#include "ir/ir.h"
+#include "frontend/program.h"
 #include "tensor.h"
 
 namespace llmc::testing {

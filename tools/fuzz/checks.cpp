@@ -10,15 +10,15 @@
 #include <random>
 #include <regex>
 
-#include "emit_cuda.h"
+#include "codegen/emit_cuda.h"
 #include "low_precision.h"
 #include "module_executor.h"
 #include "nvrtc_compiler.h"
-#include "pipeline.h"
-#include "lowering.h"
-#include "pseudocode.h"
-#include "source.h"
-#include "target.h"
+#include "driver/pipeline.h"
+#include "lowering/lowering.h"
+#include "report/pseudocode.h"
+#include "frontend/source.h"
+#include "planning/target.h"
 
 namespace llmc::fuzz {
 

@@ -17,13 +17,13 @@
 #include "cuda_context.h"
 #include "cuda_driver.h"
 #include "device_buffer.h"
-#include "emit_cuda.h"
+#include "codegen/emit_cuda.h"
 #include "jit.h"
 #include "low_precision.h"
 #include "module_executor.h"
-#include "lowering.h"
-#include "pseudocode.h"
-#include "target.h"
+#include "lowering/lowering.h"
+#include "report/pseudocode.h"
+#include "planning/target.h"
 
 namespace llmc::fuzz {
 

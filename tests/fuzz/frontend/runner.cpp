@@ -17,11 +17,11 @@
 #include <stdexcept>
 #include <thread>
 
-#include "kernels.h"
-#include "pipeline.h"
-#include "pseudocode.h"
-#include "source.h"
-#include "target.h"
+#include "planning/fusion.h"
+#include "driver/pipeline.h"
+#include "report/pseudocode.h"
+#include "frontend/source.h"
+#include "planning/target.h"
 
 namespace llmc::fuzz {
 

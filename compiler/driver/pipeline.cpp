@@ -1,0 +1,111 @@
+// The whole lowering, one pass after another. Each pass is a free function in
+// its own file; the IR can be printed after any of them (--dump-after) and each
+// can be timed (--time-passes). The verifier runs after every pass that makes IR.
+#include "driver/pipeline.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <stdexcept>
+
+#include "ir/autodiff.h"
+#include "ir/canonicalize.h"
+#include "frontend/elaborate.h"
+#include "frontend/resource_limits.h"
+#include "ir/print.h"
+#include "ir/reassociate.h"
+#include "ir/recompute.h"
+#include "ir/verify.h"
+
+namespace llmc {
+
+SizeBindings parseSizeBindings(const std::string& text) {
+  SizeBindings sizes;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = text.find(',', start);
+    const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw std::invalid_argument(fmt::format("--set expects NAME=N, got '{}'", item));
+    const std::string name = item.substr(0, eq), value = item.substr(eq + 1);
+    size_t used = 0;
+    long long n = 0;
+    try {
+      n = std::stoll(value, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != value.size() || n <= 0)
+      throw std::invalid_argument(fmt::format("--set {}: '{}' is not a positive whole number", name, value));
+    if (n > kMaxAxisSize)
+      throw std::invalid_argument(
+          fmt::format("--set {}: {} is more than the largest size, {} (2^40)", name, value, kMaxAxisSize));
+    sizes[name] = n;
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return sizes;
+}
+
+const std::vector<std::string>& passNames() {
+  static const std::vector<std::string> names = {"parse",    "resolve",     "elaborate", "canonicalize",
+                                                 "autodiff", "reassociate", "recompute"};
+  return names;
+}
+
+namespace {
+
+class PassRunner {
+ public:
+  explicit PassRunner(const PipelineOptions& o) : options_(o) {}
+
+  template <class F>
+  auto run(const std::string& name, F&& pass) {
+    auto start = std::chrono::steady_clock::now();
+    auto result = pass();
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    if (options_.timePasses && options_.dump) options_.dump(fmt::format("# pass {:<14} {:9.3f} ms\n", name, ms));
+    return result;
+  }
+
+  void afterIR(const std::string& name, const Graph& g) {
+    verifyGraph(g);
+    if (options_.dumpAfter == name && options_.dump)
+      options_.dump(fmt::format("# IR after {}\n{}", name, printGraph(g)));
+  }
+
+ private:
+  const PipelineOptions& options_;
+};
+
+}  // namespace
+
+Graph compileToIR(const PipelineOptions& options) {
+  PassRunner passes(options);
+  Program program = passes.run("parse", [&] { return loadProgram(options.path); });
+  std::string entry = options.entry.empty() ? defaultEntry(program) : options.entry;
+  passes.run("resolve", [&] { resolveProgram(program, options.sizes, entry); return 0; });
+
+  Graph graph = passes.run("elaborate", [&] { return elaborate(program, entry, options.sizes); });
+  passes.afterIR("elaborate", graph);
+
+  graph = passes.run("canonicalize", [&] { return canonicalize(graph); });
+  passes.afterIR("canonicalize", graph);
+
+  if (options.grad) {
+    graph = passes.run("autodiff", [&] { return differentiate(graph, {options.loss, options.wrt}); });
+    passes.afterIR("autodiff", graph);
+    graph = passes.run("canonicalize", [&] { return canonicalize(graph); });
+    passes.afterIR("canonicalize", graph);
+    graph = passes.run("reassociate", [&] { return canonicalize(reassociate(graph)); });
+    passes.afterIR("reassociate", graph);
+    if (options.target && options.recompute) {
+      graph = passes.run("recompute", [&] { return recompute(graph, *options.target, options.cost); });
+      passes.afterIR("recompute", graph);
+    }
+  }
+  return graph;
+}
+
+}  // namespace llmc

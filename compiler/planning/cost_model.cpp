@@ -1,0 +1,508 @@
+#include "planning/cost_model.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <set>
+
+#include "frontend/resource_limits.h"
+#include "analysis/step_skip.h"
+#include "analysis/streamability.h"
+#include "lowering/tensor_core_stream.h"
+
+namespace llmc {
+
+namespace {
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+int dtypeBytes(DType d) {
+  switch (d) {
+    case DType::Bool: return 1;
+    case DType::U16:
+    case DType::F16:
+    case DType::BF16: return 2;
+    case DType::I32:
+    case DType::F32: return 4;
+    case DType::F64: return 8;
+  }
+  return 4;
+}
+
+int elementBytes(const Type& t, const CostOptions& o) {
+  return isFloat(t.dtype) && o.storageBytes > 0 ? o.storageBytes : dtypeBytes(t.dtype);
+}
+
+bool hasGroupAxis(const KernelShape& s, const std::string& a) {
+  return std::any_of(s.groupAxes.begin(), s.groupAxes.end(), [&](const Axis& g) { return g.name == a; });
+}
+
+// Elements of an array's tile in one block (and one chunk): group axes by
+// their tile, the stream axis by the chunk, other axes whole.
+double tileElements(const Type& t, const KernelShape& s, const Partition& p) {
+  double n = 1;
+  for (const auto& a : t.axes) {
+    if (auto g = p.groupTiles.find(a.name); g != p.groupTiles.end()) n *= static_cast<double>(std::min(g->second, a.size));
+    else if (a.name == s.streamAxis && p.streamChunk > 0) n *= static_cast<double>(std::min(p.streamChunk, a.size));
+    else if (std::find(s.loopAxes.begin(), s.loopAxes.end(), a.name) == s.loopAxes.end()) n *= static_cast<double>(a.size);
+  }
+  return n;
+}
+
+void requireMultiple(std::map<std::string, int64_t>& m, const std::string& axis, int64_t multiple) {
+  if (multiple <= 1) return;
+  int64_t& current = m[axis];
+  current = current == 0 ? multiple : std::lcm(current, multiple);
+}
+
+// A reduced axis longer than this is not held whole inside a chunk: the block
+// loops over it (a weight gradient's batch and positions).
+constexpr int64_t kInnerLimit = 256;
+
+bool isSpecialFunction(const Node& n) {
+  return n.op == Op::Unary && n.unary != UnaryOp::Neg && n.unary != UnaryOp::Abs;
+}
+
+}  // namespace
+
+NodeWork nodeWork(const Graph& g, const Node& n, const Target& t, const CostOptions& o) {
+  if (n.op == Op::Input || n.op == Op::Constant || n.op == Op::Pos || n.op == Op::StopGradient) return {"fp32", 0};
+  std::vector<Axis> space = n.type.axes;
+  for (NodeId op : n.operands)
+    for (const auto& a : g.node(op).type.axes)
+      if (std::none_of(space.begin(), space.end(), [&](const Axis& b) { return b.name == a.name; })) space.push_back(a);
+  double elements = 1;
+  for (const auto& a : space) elements *= static_cast<double>(a.size);
+  // A gather touches one row per index; a scatter-add one per value.
+  if (n.op == Op::Gather) elements = static_cast<double>(n.type.elementCount());
+  if (n.op == Op::ScatterAdd) elements = static_cast<double>(g.node(n.operands[0]).type.elementCount());
+  const bool tensorCores = o.tensorCores && t.hasShapesFor(o.storageBytes == 2 ? "bf16" : "tf32");
+  // On the CUDA cores a contraction's products read their operands through
+  // L1 and L2 (the emitted code tiles nothing in shared memory): far below
+  // the FMA units' peak, at the rate the target measured for it.
+  if (n.op == Op::Contract && isFloat(n.type.dtype))
+    return {tensorCores ? (o.storageBytes == 2 ? "tensor_bf16" : "tensor_tf32")
+                        : (t.hasUnit("fp32_contraction") ? "fp32_contraction" : "fp32"),
+            2 * elements};
+  if (isSpecialFunction(n)) return {"sfu", elements};
+  return {"fp32", elements};
+}
+
+double storedBytes(const Type& type, const CostOptions& o) {
+  return static_cast<double>(type.elementCount()) * elementBytes(type, o);
+}
+
+const LevelCost& KernelCost::level(const std::string& name) const {
+  for (const auto& l : levels)
+    if (l.level == name) return l;
+  throw std::out_of_range("no level " + name);
+}
+
+KernelShape kernelShape(const Graph& g, const Kernel& k, const Target& target, const CostOptions& o) {
+  KernelShape s;
+  s.streamAxis = k.streamAxis;
+  std::set<std::string> inner(k.innerAxes.begin(), k.innerAxes.end());
+  // The blocks tile the outputs; a scatter-add's blocks tile the values it
+  // adds (each added once, by an atomic add where the index points).
+  for (NodeId out : k.outputs) {
+    const Node& n = g.node(out);
+    const Type& space = n.op == Op::ScatterAdd ? g.node(n.operands[0]).type : n.type;
+    for (const auto& a : space.axes)
+      if (a.name != s.streamAxis && !inner.count(a.name) && !hasGroupAxis(s, a.name)) s.groupAxes.push_back(a);
+  }
+  // An other reduced axis is looped over, one position at a time around the
+  // stream, when it is too long to hold or when no output has it and the
+  // kernel streams over it as well (a weight gradient's batch axis beside its
+  // streamed positions); otherwise it is held whole in the tile.
+  std::set<std::string> outputAxes;
+  for (NodeId out : k.outputs)
+    for (const auto& a : g.node(out).type.axes) outputAxes.insert(a.name);
+  std::set<NodeId> members(k.nodes.begin(), k.nodes.end());
+  std::map<std::string, int64_t> innerExtent;
+  for (NodeId id : k.nodes)
+    for (NodeId op : g.node(id).operands) {
+      if (const Axis* a = g.node(op).type.find(s.streamAxis)) s.streamExtent = a->size;
+      for (const auto& name : k.innerAxes)
+        if (const Axis* a = g.node(op).type.find(name)) innerExtent[name] = a->size;
+    }
+  // The channels a contraction at each position of the stream sums over
+  // (attention's d in q·k) are held whole with each position's operands.
+  std::set<std::string> perPositionChannels;
+  for (NodeId id : k.nodes) {
+    const Node& n = g.node(id);
+    if (n.op == Op::Contract && !s.streamAxis.empty() && n.type.has(s.streamAxis))
+      perPositionChannels.insert(n.axes.begin(), n.axes.end());
+  }
+  for (const auto& name : k.innerAxes) {
+    int64_t extent = innerExtent[name];
+    if (perPositionChannels.count(name) && extent <= kInnerLimit) continue;
+    StreamAnalysis stream = analyzeStream(g, members, name);
+    bool looped = extent > kInnerLimit || (!s.streamAxis.empty() && !outputAxes.count(name) && stream.streamable);
+    if (!looped) continue;
+    s.loopAxes.push_back(name);
+    s.loopExtent[name] = extent;
+    // Blocks may share the axis (split-K) when the outputs are plain sums
+    // over it: partial sums then simply add up.
+    bool linear = stream.streamable && stream.tail.empty() &&
+                  std::all_of(stream.slots.begin(), stream.slots.end(), [](const AccumulatorSlot& slot) {
+                    return slot.kind == AccumulatorSlot::Kind::Sum && slot.rescaledBy < 0;
+                  });
+    if (linear && !outputAxes.count(name)) s.splitAxes.push_back(name);
+  }
+
+  // A contraction evaluated at each position of the stream (attention's scores, over the
+  // channels while the keys stream) makes the kernel a tensor-core stream (evaluate prices it).
+  // Such a stream runs only the steps a comparison of positions leaves changing some slot
+  // (step_skip.h: a causal mask's keys past a block's queries): its work is that fraction of
+  // the whole, in the tensor-core streams' blocks of rows and steps of positions, whatever the
+  // partition.
+  std::string rowAxis;
+  std::set<std::string> scoreAxes;  // the axes of the per-position contractions' operands
+  for (NodeId id : k.nodes) {
+    const Node& n = g.node(id);
+    if (n.op != Op::Contract || s.streamAxis.empty() || !n.type.has(s.streamAxis) ||
+        std::find(n.axes.begin(), n.axes.end(), s.streamAxis) != n.axes.end())
+      continue;
+    s.perPosition = true;
+    const Type& x = g.node(n.operands[0]).type;
+    const Type& y = g.node(n.operands[1]).type;
+    const Type& rows = x.has(s.streamAxis) ? y : x;
+    const Type& columns = x.has(s.streamAxis) ? x : y;
+    rowAxis = streamRowAxis(rows, columns, s.groupAxes);
+    for (const Type* t : {&x, &y})
+      for (const Axis& a : t->axes) scoreAxes.insert(a.name);
+  }
+  // An output axis no per-position contraction's operand has is the channels
+  // of a product along the stream (attention's values' axis): held whole by
+  // each block, as the contracted channels are, not tiled across the grid
+  // (which would recompute the scores once per tile). Whether it shares its
+  // name with the contracted channels (attention's d) or not (e) makes no
+  // difference.
+  if (s.perPosition)
+    std::erase_if(s.groupAxes, [&](const Axis& a) { return !scoreAxes.count(a.name); });
+  if (s.perPosition && !rowAxis.empty()) {
+    if (const std::optional<StreamStepSkip> skip =
+            findStepSkip(g, analyzeStream(g, members, s.streamAxis), rowAxis, s.streamAxis)) {
+      const auto row = std::find_if(s.groupAxes.begin(), s.groupAxes.end(), [&](const Axis& a) { return a.name == rowAxis; });
+      s.stepsRun = stepsRunFraction(g, *skip, rowAxis, row->size, s.streamExtent, kStreamRowsPerBlock,
+                                    kStreamPositionsPerStep);
+    }
+  }
+
+  // Coalescing: the innermost axis of every array in GMEM moves in whole
+  // segments (128 bytes: 64 bf16 values) where it is tiled.
+  auto coalesce = [&](const Type& t) {
+    if (t.axes.empty()) return;
+    const Axis& last = t.axes.back();
+    if (!hasGroupAxis(s, last.name) && last.name != s.streamAxis) return;
+    int64_t segment = target.coalescingBytes / elementBytes(t, o);
+    if (last.size >= segment) requireMultiple(s.tileMultiple, last.name, segment);
+  };
+  for (NodeId in : k.inputs) coalesce(g.node(in).type);
+  for (NodeId out : k.outputs) coalesce(g.node(out).type);
+
+  // Tensor cores: the instruction's m, n and k divide the tiles of the axes
+  // that play those parts in each contraction.
+  std::vector<TensorCoreShape> shapes = target.shapesFor(o.storageBytes == 2 ? "bf16" : "tf32");
+  if (shapes.empty() || !o.tensorCores) return s;
+  const TensorCoreShape& mma = *std::max_element(shapes.begin(), shapes.end(), [](const auto& a, const auto& b) {
+    return a.m < b.m;  // the largest m: wgmma's on Hopper
+  });
+  for (NodeId id : k.nodes) {
+    const Node& n = g.node(id);
+    if (n.op != Op::Contract || !isFloat(n.type.dtype)) continue;
+    const Type& a = g.node(n.operands[0]).type;
+    const Type& b = g.node(n.operands[1]).type;
+    for (auto it = a.axes.rbegin(); it != a.axes.rend(); ++it)  // innermost axis of A only: m
+      if (!b.has(it->name) && hasGroupAxis(s, it->name) && it->size >= mma.m) {
+        requireMultiple(s.tileMultiple, it->name, mma.m);
+        break;
+      }
+    for (auto it = b.axes.rbegin(); it != b.axes.rend(); ++it)  // of B only: n
+      if (!a.has(it->name) && (hasGroupAxis(s, it->name) || it->name == s.streamAxis) && it->size >= mma.nStep) {
+        requireMultiple(s.tileMultiple, it->name, mma.nStep);
+        break;
+      }
+    for (const auto& c : n.axes)  // contracted: k
+      if (c == s.streamAxis) requireMultiple(s.tileMultiple, c, mma.k);
+  }
+  return s;
+}
+
+KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const Partition& p, const Target& t,
+                    const CostOptions& o) {
+  KernelCost cost;
+  cost.blocks = 1;
+  for (const auto& a : s.groupAxes) cost.blocks = sizeProduct(cost.blocks, ceilDiv(a.size, p.groupTiles.at(a.name)), "a kernel's blocks");
+  cost.chunks = p.streamChunk > 0 && s.streamExtent > 0 ? ceilDiv(s.streamExtent, p.streamChunk) : 1;
+  int64_t splits = 1;  // blocks sharing one output tile
+  for (const auto& [axis, extent] : s.loopExtent) {
+    auto split = p.splitTiles.find(axis);
+    int64_t perBlock = split == p.splitTiles.end() ? extent : split->second;
+    cost.chunks = sizeProduct(cost.chunks, perBlock, "a kernel's steps");
+    splits = sizeProduct(splits, ceilDiv(extent, perBlock), "a kernel's split blocks");
+  }
+  cost.blocks = sizeProduct(cost.blocks, splits, "a kernel's blocks");
+  // A whole array summed to one value runs over the whole grid, each thread
+  // through its grid-strided share: no chunks, no stream in one block.
+  const std::set<NodeId> members(k.nodes.begin(), k.nodes.end());
+  const bool wholeArraySum = isWholeArraySum(g, k.outputs, members);
+  if (wholeArraySum) {
+    int64_t elements = 1;
+    for (NodeId in : k.inputs) elements = std::max(elements, g.node(in).type.elementCount());
+    cost.blocks = std::clamp<int64_t>(ceilDiv(elements, 256), 1, kWholeArraySumBlocks);
+    cost.chunks = 1;
+  }
+
+  double moved = 0, unique = 0, smemBytes = 0, smemTraffic = 0;
+  double loaded = 0;          // bytes read from GMEM
+  // A thread's load: 16 bytes of bf16 storage (8 values), one value of f32
+  // storage (emit_cuda's loads).
+  const double loadBytes = o.storageBytes == 2 ? t.vectorAccessBytes : 4;
+  double loads = 0;  // of the largest share of an input a block reads
+  for (NodeId in : k.inputs) {
+    const Type& ty = g.node(in).type;
+    double bytes = static_cast<double>(ty.elementCount()) * elementBytes(ty, o);
+    // A table read through a gather moves only the rows gathered, each by
+    // the block whose positions index it.
+    bool gathered = false;
+    for (NodeId id : k.nodes) {
+      const Node& n = g.node(id);
+      if (n.op == Op::Gather && n.operands[0] == in) {
+        bytes = std::min(bytes, static_cast<double>(n.type.elementCount()) * elementBytes(ty, o));
+        gathered = true;
+      }
+    }
+    unique += bytes;
+    loaded += bytes;
+    double replication = 1;
+    for (const auto& a : s.groupAxes)
+      if (!ty.has(a.name) && !gathered) replication *= static_cast<double>(ceilDiv(a.size, p.groupTiles.at(a.name)));
+    moved += bytes * replication;
+    double tile = tileElements(ty, s, p) * elementBytes(ty, o);
+    for (NodeId id : k.nodes) {  // a gathered table holds only the rows of this tile
+      const Node& n = g.node(id);
+      if (n.op == Op::Gather && n.operands[0] == in) tile = tileElements(n.type, s, p) * elementBytes(ty, o);
+    }
+    // What the block's threads may share out: its whole stream and the
+    // positions it loops over, not only a chunk.
+    double reach = tile;
+    if (const Axis* streamed = ty.find(s.streamAxis); streamed && p.streamChunk > 0)
+      reach *= static_cast<double>(streamed->size) / static_cast<double>(std::min(p.streamChunk, streamed->size));
+    for (const auto& [axis, extent] : s.loopExtent)
+      if (ty.has(axis)) reach *= static_cast<double>(p.splitTiles.count(axis) ? p.splitTiles.at(axis) : extent);
+    loads = std::max(loads, std::ceil(reach / loadBytes));
+    bool streamed = (ty.has(s.streamAxis) && p.streamChunk > 0) ||
+                    std::any_of(s.loopAxes.begin(), s.loopAxes.end(), [&](const std::string& a) { return ty.has(a); });
+    smemBytes += tile * (streamed ? 2 : 1);  // a chunk in use and the next one in flight
+    smemTraffic += tile * static_cast<double>(streamed ? cost.chunks : 1) * static_cast<double>(cost.blocks);
+  }
+  double accumulator = 0;
+  // Outputs added into atomically are zeroed first by a launch of their own
+  // (emit_cuda.cpp, clearBefore): a graph node more, and the zeros' bytes.
+  double clearSeconds = 0;
+  auto zeroedFirst = [&](const Type& ty) {
+    clearSeconds += t.graphLaunchOverhead + 4 * static_cast<double>(ty.elementCount()) / t.level("GMEM").attainableBandwidth;
+  };
+  for (NodeId out : k.outputs) {
+    const Node& n = g.node(out);
+    const Type& ty = n.type;
+    unique += static_cast<double>(ty.elementCount()) * elementBytes(ty, o);
+    if (n.op == Op::ScatterAdd) {
+      // An f32 atomic read-modify-write in L2 per value added; nothing held.
+      moved += 2 * 4 * static_cast<double>(g.node(n.operands[0]).type.elementCount());
+      continue;
+    }
+    // Split blocks add their partial results: an f32 atomic per element each
+    // (a whole-array sum: one per block).
+    if (wholeArraySum) moved += 2 * 4 * static_cast<double>(cost.blocks);
+    else
+      moved += splits > 1 ? 2 * 4 * static_cast<double>(ty.elementCount()) * static_cast<double>(splits)
+                          : static_cast<double>(ty.elementCount()) * elementBytes(ty, o);
+    if (wholeArraySum || splits > 1) zeroedFirst(ty);
+  }
+  // A scatter-add is launched apart from its kernel's other work, into an
+  // array zeroed first, whether or not the kernel stores it as an output.
+  double atomicAdds = 0;
+  for (NodeId id : k.nodes)
+    if (g.node(id).op == Op::ScatterAdd) {
+      zeroedFirst(g.node(id).type);
+      atomicAdds += static_cast<double>(g.node(g.node(id).operands[0]).type.elementCount());
+    }
+  // The accumulators: the tiles of the kernel's reductions that outlive a
+  // chunk, in f32. Outputs made from them elementwise (a bias, GELU) are
+  // written as they are made.
+  for (NodeId id : k.nodes) {
+    const Node& n = g.node(id);
+    const bool chunkLocal = !s.streamAxis.empty() && n.type.has(s.streamAxis);
+    if ((n.op == Op::Contract || n.op == Op::Reduce) && !chunkLocal) accumulator += tileElements(n.type, s, p) * 4;
+  }
+  double intermediate = 0;
+  std::set<NodeId> boundary(k.inputs.begin(), k.inputs.end());
+  boundary.insert(k.outputs.begin(), k.outputs.end());
+  for (NodeId id : k.nodes)
+    if (!boundary.count(id)) intermediate = std::max(intermediate, tileElements(g.node(id).type, s, p) * 4);
+  // The accumulator and the intermediate tiles live in registers (a matmul's
+  // accumulator fragments, attention's score tile).
+  const double registerBytes = accumulator + intermediate;
+  cost.onChipBytes = smemBytes + registerBytes;
+
+  const MemoryLevel& gmem = t.level("GMEM");
+  const MemoryLevel& l2 = t.level("L2");
+  const MemoryLevel& smem = t.level("SMEM");
+  const MemoryLevel& reg = t.level("REG");
+  const int threads = 256;
+  cost.levels.push_back({"GMEM", unique, static_cast<double>(gmem.capacity), unique, unique / gmem.attainableBandwidth});
+  cost.levels.push_back({"L2", 0, static_cast<double>(l2.capacity), moved, moved / l2.attainableBandwidth});
+  cost.levels.push_back({"SMEM", smemBytes, static_cast<double>(smem.maxPerBlock), smemTraffic,
+                         smemTraffic / smem.attainableBandwidth});
+  double perThread = registerBytes / threads;
+  cost.levels.push_back({"REG", perThread, static_cast<double>(reg.maxPerThread), accumulator * static_cast<double>(cost.blocks),
+                         0});
+  cost.fits = smemBytes <= static_cast<double>(smem.maxPerBlock) && perThread <= static_cast<double>(reg.maxPerThread);
+
+  // A kernel with a contraction evaluated at each position of its stream (attention's scores, over
+  // the channels while the keys stream) runs its contractions as a tensor-core stream
+  // (tensor_core_stream.h): warp-level mma.sync, or on sm_90a the warpgroup's wgmma, which waits for
+  // each step's products before the step's elementwise work, so the tensor cores idle through it.
+  // Either way well under the GEMM library's rate: priced at the target's warp_mma_attainable
+  // (measured with mma.sync), on the steps the stream runs (KernelShape::stepsRun). On the H200 (2026-11-30, wgmma + TMA
+  // streams, exp as ex2.approx.ftz, d12's causal attention) that predicts the forward at 162 us a
+  // layer against 165 measured, dQ 239 against 206, dK/dV 317 against 411 (all steps priced, the
+  // predictions had been 298, 447 and 594). (A GEMM's one contraction is over the stream axis itself.)
+  for (NodeId id : k.nodes) {
+    NodeWork w = nodeWork(g, g.node(id), t, o);
+    if (w.operations > 0) cost.work[w.unit] += w.operations * s.stepsRun;
+  }
+  for (const auto& level : cost.levels)
+    if (level.seconds > 0) cost.seconds[level.level] = level.seconds;
+  for (const auto& [unit, ops] : cost.work)
+    cost.seconds[unit] = ops / (s.perPosition && o.tensorCores ? t.unit(unit).warpMmaAttainable : t.unit(unit).attainable);
+  // A scatter-add's atomics go at the rate the device completes them, well
+  // under what its L2 moves of plain traffic (the token embedding's gradient:
+  // 125 us against 20 at L2 bandwidth, on the H200).
+  if (atomicAdds > 0 && t.atomicAddsPerSecond > 0) cost.seconds["atomics"] = atomicAdds / t.atomicAddsPerSecond;
+
+  // Blocks resident on an SM share its bandwidth and units, so an SM's time
+  // grows with the blocks it is given: the busiest SM, with ceil(blocks/SMs),
+  // sets the time (a grid smaller than the SMs leaves some idle).
+  int64_t perSM = std::max<int64_t>(1, std::min<int64_t>(t.maxBlocksPerSM, static_cast<int64_t>(
+                                                                              static_cast<double>(smem.capacity) / std::max(1.0, smemBytes))));
+  int64_t slots = static_cast<int64_t>(t.smCount) * perSM;
+  int64_t waves = ceilDiv(cost.blocks, slots);
+  cost.waveEfficiency = static_cast<double>(cost.blocks) /
+                        static_cast<double>(ceilDiv(cost.blocks, t.smCount) * t.smCount);
+  double busiest = 0;
+  for (const auto& [term, sec] : cost.seconds)
+    if (sec / cost.waveEfficiency > busiest) busiest = sec / cost.waveEfficiency, cost.bottleneck = term;
+
+  // Latency (Little's law): a kernel on the CUDA cores loads straight into
+  // registers, a thread waiting for its load before the next (the
+  // tensor-core kernels keep stages of tiles in flight instead), so the
+  // device has at most its resident threads' loads in flight and moves
+  // them once per memory latency. A grid of few threads is bound by that,
+  // not by the bandwidth: GPT-2's position-embedding gradient, 192 blocks of
+  // 256 threads summing 50 MB over the batch, ran at 1.5 TB/s on the H200.
+  // The block's threads share the loads of the largest share of an
+  // input it reads (its tile along the whole stream and the axes it loops
+  // over): a thread walks its points' positions, all of them, or 8 where
+  // emit_cuda deals the positions out to slices of the block's threads (16
+  // positions or more, and no remainder tile, whose idle points would miss
+  // the slices' joins); at least a warp's threads, at most the block's.
+  const bool tensorCoreWork = std::any_of(cost.work.begin(), cost.work.end(), [](const auto& w) {
+    return w.first.rfind("tensor", 0) == 0 && w.second > 0;
+  });
+  if (!tensorCoreWork && gmem.latency > 0 && loaded > 0) {
+    double positions = s.streamAxis.empty() ? 1 : static_cast<double>(s.streamExtent);
+    for (const auto& [axis, extent] : s.loopExtent)
+      positions *= static_cast<double>(p.splitTiles.count(axis) ? p.splitTiles.at(axis) : extent);
+    const bool remainder = std::any_of(s.groupAxes.begin(), s.groupAxes.end(),
+                                       [&](const Axis& a) { return a.size % p.groupTiles.at(a.name) != 0; });
+    const double loadsPerThread = !remainder && positions >= 16 ? 8 : positions;
+    const double threadsUsed = std::clamp(std::ceil(loads / loadsPerThread), static_cast<double>(t.warpSize),
+                                          static_cast<double>(threads));
+    const double residentBlocks = std::min<double>(static_cast<double>(cost.blocks),
+                                                   static_cast<double>(t.smCount) * t.maxBlocksPerSM);
+    const double resident = std::min(residentBlocks * threadsUsed,
+                                     static_cast<double>(t.smCount) * t.maxWarpsPerSM * t.warpSize);
+    const double latencyBound = loaded * gmem.latency / (resident * loadBytes);
+    cost.seconds["latency"] = latencyBound;
+    if (latencyBound > busiest) busiest = latencyBound, cost.bottleneck = "latency";
+  }
+
+  double sync = static_cast<double>(cost.chunks) * static_cast<double>(waves) * t.blockSyncSeconds(threads / t.warpSize);
+  cost.seconds["sync"] = sync;
+  cost.seconds["launch"] = t.graphLaunchOverhead + clearSeconds;
+  cost.predicted = busiest + sync + t.graphLaunchOverhead + clearSeconds;
+  if (cost.predicted - busiest > busiest) cost.bottleneck = "launch/sync";
+  return cost;
+}
+
+// (Written so that nothing overflows for any extent: past 2^62 a doubling
+// wrapped, and the loop never ended.)
+std::vector<int64_t> tileCandidates(int64_t extent, int64_t multiple, int64_t growthDivisor) {
+  const int64_t step = std::max<int64_t>(1, multiple);
+  const int64_t tiles = extent / step + (extent % step != 0);
+  const int64_t whole = checkedMul(tiles, step).value_or(extent / step * step);
+  std::vector<int64_t> out;
+  for (int64_t t = step; t < whole;) {
+    out.push_back(t);
+    // t is a multiple of step: the next candidate grows by 1/growthDivisor,
+    // rounded down to a multiple of step, and by at least one step.
+    const int64_t growth = step == 1 ? t : std::max(step, t / growthDivisor / step * step);
+    if (growth >= whole - t) break;
+    t += growth;
+  }
+  out.push_back(whole);
+  return out;
+}
+
+Partition searchPartition(const Graph& g, const Kernel& k, const KernelShape& s, const Target& t, const CostOptions& o,
+                          Objective objective) {
+  // Minimising transfers alone is cheap to evaluate and wants a fine grid (the
+  // closed forms); the time search walks a coarser one over more axes.
+  const int64_t growth = objective == Objective::Transfers ? 16 : 4;
+  std::vector<std::vector<int64_t>> options;
+  for (const auto& a : s.groupAxes) {
+    auto m = s.tileMultiple.find(a.name);
+    options.push_back(tileCandidates(a.size, m == s.tileMultiple.end() ? 1 : m->second, growth));
+  }
+  // Split-K candidates: positions per block, halving from the whole axis.
+  for (const auto& axis : s.loopAxes) {
+    std::vector<int64_t> perBlock;
+    const bool splits = std::find(s.splitAxes.begin(), s.splitAxes.end(), axis) != s.splitAxes.end();
+    for (int64_t n = s.loopExtent.at(axis); n >= 1 && (splits || perBlock.empty()); n /= 2) perBlock.push_back(n);
+    options.push_back(perBlock);
+  }
+  std::vector<int64_t> chunks = {0};
+  if (!s.streamAxis.empty() && s.streamExtent > 0) {
+    auto m = s.tileMultiple.find(s.streamAxis);
+    chunks = tileCandidates(s.streamExtent, m == s.tileMultiple.end() ? 1 : m->second, growth);
+  }
+  Partition best, smallest;
+  double bestTime = INFINITY, smallestMemory = INFINITY;
+  std::vector<size_t> pick(options.size(), 0);
+  while (true) {
+    for (int64_t chunk : chunks) {
+      Partition p;
+      for (size_t i = 0; i < options.size(); ++i) {
+        if (i < s.groupAxes.size()) p.groupTiles[s.groupAxes[i].name] = options[i][pick[i]];
+        else p.splitTiles[s.loopAxes[i - s.groupAxes.size()]] = options[i][pick[i]];
+      }
+      p.streamChunk = chunk;
+      KernelCost c = evaluate(g, k, s, p, t, o);
+      double memory = c.level("SMEM").memoryBytes;
+      double score = objective == Objective::Time ? c.predicted : c.level("L2").movedBytes;
+      if (c.fits && score < bestTime) bestTime = score, best = p;
+      if (memory < smallestMemory) smallestMemory = memory, smallest = p;
+    }
+    size_t i = 0;
+    while (i < pick.size() && ++pick[i] == options[i].size()) pick[i++] = 0;
+    if (i == pick.size()) break;
+  }
+  return std::isinf(bestTime) ? smallest : best;
+}
+
+}  // namespace llmc
