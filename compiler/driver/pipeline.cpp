@@ -1,11 +1,11 @@
-// The whole lowering, one pass after another. Each pass is a free function in
-// its own file; the IR can be printed after any of them (--dump-after) and each
-// can be timed (--time-passes). The verifier runs after every pass that makes IR.
+// The front end, one pass after another. Each pass is a free function in its
+// own file; the IR can be printed after any of them (--dump-after) and each
+// can be timed (--time-passes). The verifier runs after every pass that makes
+// IR. The back end's stages (backend.cpp) follow in a list of their own.
 #include "driver/pipeline.h"
 
 #include <fmt/format.h>
 
-#include <chrono>
 #include <stdexcept>
 
 #include "ir/autodiff.h"
@@ -56,53 +56,36 @@ const std::vector<std::string>& passNames() {
 
 namespace {
 
-class PassRunner {
- public:
-  explicit PassRunner(const PipelineOptions& o) : options_(o) {}
-
-  template <class F>
-  auto run(const std::string& name, F&& pass) {
-    auto start = std::chrono::steady_clock::now();
-    auto result = pass();
-    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    if (options_.timePasses && options_.dump) options_.dump(fmt::format("# pass {:<14} {:9.3f} ms\n", name, ms));
-    return result;
-  }
-
-  void afterIR(const std::string& name, const Graph& g) {
-    verifyGraph(g);
-    if (options_.dumpAfter == name && options_.dump)
-      options_.dump(fmt::format("# IR after {}\n{}", name, printGraph(g)));
-  }
-
- private:
-  const PipelineOptions& options_;
-};
+// Checks the IR a pass made and dumps it if asked.
+void afterIR(const PassRunner& passes, const std::string& name, const Graph& g) {
+  verifyGraph(g);
+  if (passes.dumps(name)) passes.dump(fmt::format("# IR after {}\n{}", name, printGraph(g)));
+}
 
 }  // namespace
 
 Graph compileToIR(const PipelineOptions& options) {
-  PassRunner passes(options);
+  PassRunner passes(options.reporting, "pass");
   Program program = passes.run("parse", [&] { return loadProgram(options.path); });
   std::string entry = options.entry.empty() ? defaultEntry(program) : options.entry;
   passes.run("resolve", [&] { resolveProgram(program, options.sizes, entry); return 0; });
 
   Graph graph = passes.run("elaborate", [&] { return elaborate(program, entry, options.sizes); });
-  passes.afterIR("elaborate", graph);
+  afterIR(passes, "elaborate", graph);
 
   graph = passes.run("canonicalize", [&] { return canonicalize(graph); });
-  passes.afterIR("canonicalize", graph);
+  afterIR(passes, "canonicalize", graph);
 
   if (options.grad) {
     graph = passes.run("autodiff", [&] { return differentiate(graph, {options.loss, options.wrt}); });
-    passes.afterIR("autodiff", graph);
+    afterIR(passes, "autodiff", graph);
     graph = passes.run("canonicalize", [&] { return canonicalize(graph); });
-    passes.afterIR("canonicalize", graph);
+    afterIR(passes, "canonicalize", graph);
     graph = passes.run("reassociate", [&] { return canonicalize(reassociate(graph)); });
-    passes.afterIR("reassociate", graph);
+    afterIR(passes, "reassociate", graph);
     if (options.target && options.recompute) {
       graph = passes.run("recompute", [&] { return recompute(graph, *options.target, options.cost); });
-      passes.afterIR("recompute", graph);
+      afterIR(passes, "recompute", graph);
     }
   }
   return graph;

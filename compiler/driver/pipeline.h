@@ -1,10 +1,11 @@
-// The compiler's pipeline as one straight list of passes (see pipeline.cpp).
+// The front end as one straight list of passes, from diagram text to
+// canonical IR (see pipeline.cpp); the back end's stages follow (backend.h).
 #pragma once
 
-#include <functional>
 #include <string>
 #include <vector>
 
+#include "driver/pass_runner.h"
 #include "planning/cost_model.h"
 #include "ir/ir.h"
 #include "frontend/program.h"
@@ -24,9 +25,7 @@ struct PipelineOptions {
   const Target* target = nullptr;
   CostOptions cost;
   bool recompute = true;         // with grad and a target: run the recompute pass (false: store what the backward reads)
-  std::string dumpAfter;         // print the IR after this pass (to dumpStream)
-  bool timePasses = false;       // report each pass's time (to dumpStream)
-  std::function<void(const std::string&)> dump;  // where dumps and timings go
+  PassReporting reporting;       // --dump-after (the IR after a pass) and --time-passes
 };
 
 // Sizes as the command lines give them, "B=4,T=64": every NAME=N with N a

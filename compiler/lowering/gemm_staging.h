@@ -11,7 +11,7 @@
 #include <string>
 #include <tuple>
 
-#include "codegen/emit_cuda.h"
+#include "codegen/module.h"
 #include "lowering/tensor_core_gemm.h"
 #include "planning/target.h"
 

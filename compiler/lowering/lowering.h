@@ -3,31 +3,38 @@
 // with staging copies where an operand's rows are not aligned; else the CUDA
 // cores, with the reason each tensor-core engine refused), and the kernel
 // priced on that engine, helper launches included. The partition search
-// (planKernels) assumes tensor cores wherever the target has them; here a
+// (partition.h) assumes tensor cores wherever the target has them; here a
 // kernel that stays on the CUDA cores is partitioned and priced again at the
 // FMA units' rate, so that `--emit perf` prices exactly the launches `--emit
 // cuda` writes.
 //
-// Fusion is a priced decision too: a stream that chains contractions (a
-// per-position product feeding a longer contraction, as a chain of matmuls
-// fuses) but cannot run on the tensor cores is tried again as separate
-// kernels, and the cheaper graph of kernels is kept.
+// Fusion is a priced decision too: the stage after this one (unfuse.h) tries
+// kernels that stay off the tensor cores again as separate kernels.
 #pragma once
 
 #include <vector>
 
-#include "planning/cost_model.h"
-#include "codegen/emit_cuda.h"
+#include "codegen/module.h"
 #include "ir/ir.h"
-#include "report/pseudocode.h"
+#include "planning/cost_model.h"
+#include "planning/partition.h"
 #include "planning/target.h"
 
 namespace llmc {
 
-// The kernels of `graph`, fused, partitioned, lowered as `emit` will write
-// them and priced accordingly (KernelCost::engine, helperLaunches).
+// Sets each kernel's engine (KernelCost::engine, helperLaunches) as `emit`
+// writes it, and prices it on that engine.
+void chooseEngines(const Graph& graph, std::vector<PlannedKernel>& kernels, const Target& target,
+                   const CostOptions& cost, const EmitOptions& emit);
+
+// The back end up to the launches: fusion, partition, lowering and unfusion
+// (the stages of driver/backend.h that make kernels), for callers that write
+// the module themselves.
 std::vector<PlannedKernel> lowerKernels(const Graph& graph, const Target& target, const CostOptions& cost,
                                         const EmitOptions& emit);
+
+// Whether a kernel was priced with work on the tensor cores.
+bool pricedOnTensorCores(const KernelCost& cost);
 
 // The storage the cost options describe (2 bytes: bf16, else f32).
 EmitOptions emitOptionsFor(const CostOptions& cost);

@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "ir/ir.h"
-#include "report/pseudocode.h"
+#include "planning/partition.h"
 #include "planning/target.h"
 
 namespace llmc {

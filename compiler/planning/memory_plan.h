@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "codegen/emit_cuda.h"
+#include "codegen/module.h"
 
 namespace llmc {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "report/pseudocode.h"
+#include "planning/partition.h"
 
 namespace llmc {
 

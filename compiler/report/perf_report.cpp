@@ -4,18 +4,6 @@
 
 namespace llmc {
 
-namespace {
-
-std::string partitionText(const PlannedKernel& k) {
-  std::string out;
-  for (const auto& a : k.shape.groupAxes)
-    out += fmt::format("{}{}/{}", out.empty() ? "" : " ", a.name, k.partition.groupTiles.at(a.name));
-  if (k.partition.streamChunk > 0) out += fmt::format(" | stream {}/{}", k.shape.streamAxis, k.partition.streamChunk);
-  return out;
-}
-
-}  // namespace
-
 std::string perfReportText(const Graph& graph, const std::vector<PlannedKernel>& kernels, const Target& target,
                            const std::map<int, double>* measured) {
   std::string out = fmt::format("performance model: {} on {} ({} SMs, GMEM {:.2f} TB/s attainable)\n", graph.name,

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "report/pseudocode.h"
+#include "planning/partition.h"
 
 namespace llmc {
 

@@ -7,23 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "planning/cost_model.h"
-#include "planning/fusion.h"
+#include "planning/partition.h"
 
 namespace llmc {
-
-struct PlannedKernel {
-  Kernel kernel;
-  KernelShape shape;
-  Partition partition;
-  KernelCost cost;
-};
-
-// Fuses the graph into kernels and partitions each for the target, as if
-// every contraction ran on the tensor cores where the target has them; the
-// lowering stage (lowering.h, lowerKernels) prices the engines chosen.
-std::vector<PlannedKernel> planKernels(const Graph& graph, const Target& target, const CostOptions& options,
-                                       const FusionOptions& fusion = {});
 
 std::string printPseudocode(const Graph& graph, const std::vector<PlannedKernel>& kernels, const Target& target);
 

@@ -21,7 +21,7 @@
 #include <optional>
 #include <string>
 
-#include "codegen/emit_cuda.h"
+#include "codegen/module.h"
 
 namespace llmc::cuda {
 

@@ -1,5 +1,6 @@
 #include "gpu_trainer.h"
 
+#include "codegen/emit_cuda.h"
 #include "lowering/lowering.h"
 
 #include <fmt/format.h>

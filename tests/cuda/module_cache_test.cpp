@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "cuda_test_support.h"
+#include "codegen/emit_cuda.h"
 #include "driver/pipeline.h"
 #include "report/pseudocode.h"
 #include "planning/target.h"

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <random>
 
+#include "codegen/emit_cuda.h"
 #include "driver/pipeline.h"
 #include "report/pseudocode.h"
 #include "planning/target.h"
