@@ -204,7 +204,6 @@ class Differentiator {
   void backward(GraphBuilder& b, const Node& n, NodeId grad) {
     const NodeId y = n.id;
     auto operand = [&](size_t k) { return n.operands[k]; };
-    auto scalar = [&](double v) { return b.constant(v, n.type.dtype); };
     switch (n.op) {
       case Op::Input:
       case Op::Constant:
@@ -212,60 +211,12 @@ class Differentiator {
       case Op::Compare:
       case Op::StopGradient:
         return;
-      case Op::Unary: {
-        NodeId x = operand(0);
-        NodeId local = -1;
-        switch (n.unary) {
-          case UnaryOp::Neg: local = b.unary(UnaryOp::Neg, grad); break;
-          case UnaryOp::Exp: local = b.binary(BinaryOp::Mul, grad, y); break;
-          case UnaryOp::Log: local = b.binary(BinaryOp::Div, grad, x); break;
-          case UnaryOp::Tanh:  // 1 - tanh²
-            local = b.binary(BinaryOp::Mul, grad, b.binary(BinaryOp::Sub, scalar(1), b.binary(BinaryOp::Mul, y, y)));
-            break;
-          case UnaryOp::Sqrt:  // 1 / (2 sqrt x)
-            local = b.binary(BinaryOp::Div, b.binary(BinaryOp::Mul, grad, scalar(0.5)), y);
-            break;
-          case UnaryOp::Rsqrt:  // -x^(-3/2) / 2 = -y³ / 2
-            local = b.binary(BinaryOp::Mul, grad,
-                             b.binary(BinaryOp::Mul, scalar(-0.5), b.binary(BinaryOp::Mul, y, b.binary(BinaryOp::Mul, y, y))));
-            break;
-          case UnaryOp::Abs:
-            local = b.select(b.compare(CompareOp::Lt, x, zero(b, x)), b.unary(UnaryOp::Neg, grad), grad);
-            break;
-        }
-        accumulate(b, x, local);
+      case Op::Unary:
+        unaryAdjoint(b, n, grad);
         return;
-      }
-      case Op::Binary: {
-        NodeId x = operand(0), z = operand(1);
-        switch (n.binary) {
-          case BinaryOp::Add:
-            accumulate(b, x, grad, &n.type);
-            accumulate(b, z, grad, &n.type);
-            return;
-          case BinaryOp::Sub:
-            accumulate(b, x, grad, &n.type);
-            accumulate(b, z, b.unary(UnaryOp::Neg, grad), &n.type);
-            return;
-          case BinaryOp::Mul:
-            accumulate(b, x, b.binary(BinaryOp::Mul, grad, z), &n.type);
-            accumulate(b, z, b.binary(BinaryOp::Mul, grad, x), &n.type);
-            return;
-          case BinaryOp::Div:  // d(x/z)/dz = -(x/z)/z
-            accumulate(b, x, b.binary(BinaryOp::Div, grad, z), &n.type);
-            accumulate(b, z, b.unary(UnaryOp::Neg, b.binary(BinaryOp::Div, b.binary(BinaryOp::Mul, grad, y), z)), &n.type);
-            return;
-          case BinaryOp::Maximum:
-          case BinaryOp::Minimum: {
-            // The gradient goes to the chosen operand; ties go to the first.
-            NodeId first = b.compare(n.binary == BinaryOp::Maximum ? CompareOp::Ge : CompareOp::Le, x, z);
-            accumulate(b, x, b.select(first, grad, zero(b, grad)), &n.type);
-            accumulate(b, z, b.select(first, zero(b, grad), grad), &n.type);
-            return;
-          }
-        }
+      case Op::Binary:
+        binaryAdjoint(b, n, grad);
         return;
-      }
       case Op::Select: {
         NodeId cond = operand(0);
         accumulate(b, operand(1), b.select(cond, grad, zero(b, grad)), &n.type);
@@ -339,22 +290,9 @@ class Differentiator {
         // is known (placePieces).
         if (required_[static_cast<size_t>(operand(0))]) pieces_[operand(0)][n.axes[0]][n.lo].push_back(grad);
         return;
-      case Op::Slice: {
-        const Axis axis = *g_.node(operand(0)).type.find(n.axes[0]);
-        NodeId position = b.pos(axis);
-        NodeId values = grad;
-        if (contains(b.type(grad), n.newAxes[0])) {
-          // Read the slice's element j = position - lo (clamped inside the slice).
-          NodeId j = b.binary(BinaryOp::Sub, position, b.constant(static_cast<double>(n.lo), DType::I32));
-          j = b.binary(BinaryOp::Maximum, j, b.constant(0, DType::I32));
-          j = b.binary(BinaryOp::Minimum, j, b.constant(static_cast<double>(n.hi - n.lo - 1), DType::I32));
-          values = b.gather(grad, j, n.newAxes[0]);
-        }
-        NodeId below = b.compare(CompareOp::Lt, position, b.constant(static_cast<double>(n.hi), DType::I32));
-        NodeId above = b.compare(CompareOp::Ge, position, b.constant(static_cast<double>(n.lo), DType::I32));
-        accumulate(b, operand(0), b.select(above, b.select(below, values, zero(b, grad)), zero(b, grad)));
+      case Op::Slice:
+        sliceAdjoint(b, n, grad);
         return;
-      }
       case Op::Concat: {
         const std::string& axis = n.axes[0];
         int64_t piece = g_.node(operand(0)).type.find(axis)->size;
@@ -368,6 +306,84 @@ class Differentiator {
         return;
       }
     }
+  }
+
+  // The rules of the elementwise functions, from their derivatives.
+  void unaryAdjoint(GraphBuilder& b, const Node& n, NodeId grad) {
+    const NodeId y = n.id;
+    auto operand = [&](size_t k) { return n.operands[k]; };
+    auto scalar = [&](double v) { return b.constant(v, n.type.dtype); };
+    NodeId x = operand(0);
+    NodeId local = -1;
+    switch (n.unary) {
+      case UnaryOp::Neg: local = b.unary(UnaryOp::Neg, grad); break;
+      case UnaryOp::Exp: local = b.binary(BinaryOp::Mul, grad, y); break;
+      case UnaryOp::Log: local = b.binary(BinaryOp::Div, grad, x); break;
+      case UnaryOp::Tanh:  // 1 - tanh²
+        local = b.binary(BinaryOp::Mul, grad, b.binary(BinaryOp::Sub, scalar(1), b.binary(BinaryOp::Mul, y, y)));
+        break;
+      case UnaryOp::Sqrt:  // 1 / (2 sqrt x)
+        local = b.binary(BinaryOp::Div, b.binary(BinaryOp::Mul, grad, scalar(0.5)), y);
+        break;
+      case UnaryOp::Rsqrt:  // -x^(-3/2) / 2 = -y³ / 2
+        local = b.binary(BinaryOp::Mul, grad,
+                         b.binary(BinaryOp::Mul, scalar(-0.5), b.binary(BinaryOp::Mul, y, b.binary(BinaryOp::Mul, y, y))));
+        break;
+      case UnaryOp::Abs:
+        local = b.select(b.compare(CompareOp::Lt, x, zero(b, x)), b.unary(UnaryOp::Neg, grad), grad);
+        break;
+    }
+    accumulate(b, x, local);
+  }
+
+  void binaryAdjoint(GraphBuilder& b, const Node& n, NodeId grad) {
+    const NodeId y = n.id;
+    auto operand = [&](size_t k) { return n.operands[k]; };
+    NodeId x = operand(0), z = operand(1);
+    switch (n.binary) {
+      case BinaryOp::Add:
+        accumulate(b, x, grad, &n.type);
+        accumulate(b, z, grad, &n.type);
+        return;
+      case BinaryOp::Sub:
+        accumulate(b, x, grad, &n.type);
+        accumulate(b, z, b.unary(UnaryOp::Neg, grad), &n.type);
+        return;
+      case BinaryOp::Mul:
+        accumulate(b, x, b.binary(BinaryOp::Mul, grad, z), &n.type);
+        accumulate(b, z, b.binary(BinaryOp::Mul, grad, x), &n.type);
+        return;
+      case BinaryOp::Div:  // d(x/z)/dz = -(x/z)/z
+        accumulate(b, x, b.binary(BinaryOp::Div, grad, z), &n.type);
+        accumulate(b, z, b.unary(UnaryOp::Neg, b.binary(BinaryOp::Div, b.binary(BinaryOp::Mul, grad, y), z)), &n.type);
+        return;
+      case BinaryOp::Maximum:
+      case BinaryOp::Minimum: {
+        // The gradient goes to the chosen operand; ties go to the first.
+        NodeId first = b.compare(n.binary == BinaryOp::Maximum ? CompareOp::Ge : CompareOp::Le, x, z);
+        accumulate(b, x, b.select(first, grad, zero(b, grad)), &n.type);
+        accumulate(b, z, b.select(first, zero(b, grad), grad), &n.type);
+        return;
+      }
+    }
+  }
+
+  // A slice's adjoint: the slice's values at their positions along the axis, zero elsewhere.
+  void sliceAdjoint(GraphBuilder& b, const Node& n, NodeId grad) {
+    auto operand = [&](size_t k) { return n.operands[k]; };
+    const Axis axis = *g_.node(operand(0)).type.find(n.axes[0]);
+    NodeId position = b.pos(axis);
+    NodeId values = grad;
+    if (contains(b.type(grad), n.newAxes[0])) {
+      // Read the slice's element j = position - lo (clamped inside the slice).
+      NodeId j = b.binary(BinaryOp::Sub, position, b.constant(static_cast<double>(n.lo), DType::I32));
+      j = b.binary(BinaryOp::Maximum, j, b.constant(0, DType::I32));
+      j = b.binary(BinaryOp::Minimum, j, b.constant(static_cast<double>(n.hi - n.lo - 1), DType::I32));
+      values = b.gather(grad, j, n.newAxes[0]);
+    }
+    NodeId below = b.compare(CompareOp::Lt, position, b.constant(static_cast<double>(n.hi), DType::I32));
+    NodeId above = b.compare(CompareOp::Ge, position, b.constant(static_cast<double>(n.lo), DType::I32));
+    accumulate(b, operand(0), b.select(above, b.select(below, values, zero(b, grad)), zero(b, grad)));
   }
 
   // The adjoint of one operand of a contraction: the output's adjoint

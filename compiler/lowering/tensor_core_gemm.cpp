@@ -163,6 +163,80 @@ std::string TensorCoreGemm::describe() const {
                      b.kMajor ? "K" : "N", staged);
 }
 
+namespace {
+
+// The tile: the planned partition's extents along the rows and columns where
+// the library has that configuration, else the nearest one it has.
+void chooseTile(const Graph& g, const LaunchPlan& plan, NodeId contraction, TensorCoreGemm& gemm) {
+  auto planned = [&](const std::vector<Axis>& axes) {
+    int64_t t = 1;
+    for (const Axis& a : axes) t *= plan.tiles.count(a.name) ? plan.tiles.at(a.name) : a.size;
+    return t;
+  };
+  const int64_t bm = planned(gemm.m), bn = planned(gemm.n);
+  std::vector<TileCandidate> legal;
+  if (gemm.library == TensorCoreGemm::Library::Sm90) {
+    gemm.pingPong = epilogueHasWork(g, plan, contraction);
+    // Two consumer warpgroups of m64 blocks, splitting a tile's rows or (ping-pong) a whole tile
+    // each; one wgmma n of 64..256; at most 128 accumulators a thread.
+    for (int tm : {64, 128, 256})
+      for (int tn : {64, 128, 192, 256}) {
+        const int rowsPerConsumer = gemm.pingPong ? tm : tm / 2;
+        if (rowsPerConsumer >= 64 && rowsPerConsumer <= 128 && (rowsPerConsumer / 64) * tn / 2 <= 128)
+          legal.push_back({tm, tn});
+      }
+  } else {
+    // 2 x BN/64 warps of (BM/2) x 64; BM = 256 would need 256 accumulators a thread.
+    for (int tm : {64, 128})
+      for (int tn : {64, 128, 256}) legal.push_back({tm, tn});
+  }
+  auto distance = [&](const TileCandidate& t) {
+    return std::abs(std::log2(double(t.bm) / double(bm))) + std::abs(std::log2(double(t.bn) / double(bn)));
+  };
+  TileCandidate best = legal[0];
+  for (const TileCandidate& t : legal)
+    if (distance(t) < distance(best) - 1e-9 ||
+        (std::abs(distance(t) - distance(best)) < 1e-9 && t.bm * t.bn > best.bm * best.bn))
+      best = t;
+  gemm.BM = best.bm, gemm.BN = best.bn;
+  gemm.tileChoice = best.bm == bm && best.bn == bn
+                        ? fmt::format("the planned tile {}x{}", bm, bn)
+                        : fmt::format("the library's tile nearest to the planned {}x{} (not one of its configurations)", bm, bn);
+}
+
+// The pipeline's stages (the deepest that fit the shared memory), the
+// threads and the grid of the tile chosen.
+void sizeLaunch(const LaunchPlan& plan, const Target& target, TensorCoreGemm& gemm) {
+  const int64_t smemLimit = target.level("SMEM").maxPerBlock;
+  const int64_t tiles = ceilDiv(gemm.M, gemm.BM) * ceilDiv(gemm.N, gemm.BN);
+  const int64_t batches = int64_t(gemm.batchOuter) * gemm.batchInner;
+  if (gemm.library == TensorCoreGemm::Library::Sm90) {
+    // The deepest ring of stages that fits (gemm_sm90.cuh's kSmemBytes), up to 8.
+    auto smem = [&](int stages) {
+      return 1024 + int64_t(stages) * (gemm.BM + gemm.BN) * gemm.BK * 2 + 2 * 64 * 64 * 4 + 2 * stages * 8 + 16;
+    };
+    gemm.stages = 2;
+    while (gemm.stages < 8 && smem(gemm.stages + 1) <= smemLimit) ++gemm.stages;
+    gemm.smemBytes = smem(gemm.stages);
+    gemm.threads = 384;
+    gemm.splits = splitK(plan, gemm, tiles * batches, target.smCount);
+    // Persistent: one block per SM at most, walking the units (tiles x splits) of every batch.
+    gemm.grid[0] = std::min<int64_t>(tiles * batches * gemm.splits, target.smCount);
+  } else {
+    gemm.warpsM = 2, gemm.warpsN = gemm.BN / 64;
+    auto smem = [&](int stages) {
+      return std::max<int64_t>(int64_t(stages) * (gemm.BM + gemm.BN) * gemm.BK * 2, int64_t(gemm.BM) * gemm.BN * 4);
+    };
+    gemm.stages = 2;
+    while (gemm.stages < 4 && smem(gemm.stages + 1) <= smemLimit) ++gemm.stages;
+    gemm.smemBytes = smem(gemm.stages);
+    gemm.threads = 32 * gemm.warpsM * gemm.warpsN;
+    gemm.grid[0] = tiles, gemm.grid[2] = batches;
+  }
+}
+
+}  // namespace
+
 TensorCorePlan planTensorCoreGemm(const Graph& g, const LaunchPlan& plan, const InstructionChoice& choice,
                                   const std::set<NodeId>& stored, const std::vector<std::string>& names,
                                   const Target& target) {
@@ -250,69 +324,9 @@ TensorCorePlan planTensorCoreGemm(const Graph& g, const LaunchPlan& plan, const 
   if (std::string w = place(*la, *m, *ka, gemm.a, "m"); !w.empty()) return no(w);
   if (std::string w = place(*lb, *n, *kb, gemm.b, "n"); !w.empty()) return no(w);
 
-  // Tiles: the planned partition's extents along the rows and columns where
-  // the library has that configuration, else the nearest one it has.
-  auto planned = [&](const std::vector<Axis>& axes) {
-    int64_t t = 1;
-    for (const Axis& a : axes) t *= plan.tiles.count(a.name) ? plan.tiles.at(a.name) : a.size;
-    return t;
-  };
-  const int64_t bm = planned(gemm.m), bn = planned(gemm.n);
-  std::vector<TileCandidate> legal;
-  if (gemm.library == TensorCoreGemm::Library::Sm90) {
-    gemm.pingPong = epilogueHasWork(g, plan, c.id);
-    // Two consumer warpgroups of m64 blocks, splitting a tile's rows or (ping-pong) a whole tile
-    // each; one wgmma n of 64..256; at most 128 accumulators a thread.
-    for (int tm : {64, 128, 256})
-      for (int tn : {64, 128, 192, 256}) {
-        const int rowsPerConsumer = gemm.pingPong ? tm : tm / 2;
-        if (rowsPerConsumer >= 64 && rowsPerConsumer <= 128 && (rowsPerConsumer / 64) * tn / 2 <= 128)
-          legal.push_back({tm, tn});
-      }
-  } else {
-    // 2 x BN/64 warps of (BM/2) x 64; BM = 256 would need 256 accumulators a thread.
-    for (int tm : {64, 128})
-      for (int tn : {64, 128, 256}) legal.push_back({tm, tn});
-  }
-  auto distance = [&](const TileCandidate& t) {
-    return std::abs(std::log2(double(t.bm) / double(bm))) + std::abs(std::log2(double(t.bn) / double(bn)));
-  };
-  TileCandidate best = legal[0];
-  for (const TileCandidate& t : legal)
-    if (distance(t) < distance(best) - 1e-9 ||
-        (std::abs(distance(t) - distance(best)) < 1e-9 && t.bm * t.bn > best.bm * best.bn))
-      best = t;
-  gemm.BM = best.bm, gemm.BN = best.bn;
-  gemm.tileChoice = best.bm == bm && best.bn == bn
-                        ? fmt::format("the planned tile {}x{}", bm, bn)
-                        : fmt::format("the library's tile nearest to the planned {}x{} (not one of its configurations)", bm, bn);
-
+  chooseTile(g, plan, c.id, gemm);
+  sizeLaunch(plan, target, gemm);
   const int64_t smemLimit = target.level("SMEM").maxPerBlock;
-  const int64_t tiles = ceilDiv(gemm.M, gemm.BM) * ceilDiv(gemm.N, gemm.BN);
-  const int64_t batches = int64_t(gemm.batchOuter) * gemm.batchInner;
-  if (gemm.library == TensorCoreGemm::Library::Sm90) {
-    // The deepest ring of stages that fits (gemm_sm90.cuh's kSmemBytes), up to 8.
-    auto smem = [&](int stages) {
-      return 1024 + int64_t(stages) * (gemm.BM + gemm.BN) * gemm.BK * 2 + 2 * 64 * 64 * 4 + 2 * stages * 8 + 16;
-    };
-    gemm.stages = 2;
-    while (gemm.stages < 8 && smem(gemm.stages + 1) <= smemLimit) ++gemm.stages;
-    gemm.smemBytes = smem(gemm.stages);
-    gemm.threads = 384;
-    gemm.splits = splitK(plan, gemm, tiles * batches, target.smCount);
-    // Persistent: one block per SM at most, walking the units (tiles x splits) of every batch.
-    gemm.grid[0] = std::min<int64_t>(tiles * batches * gemm.splits, target.smCount);
-  } else {
-    gemm.warpsM = 2, gemm.warpsN = gemm.BN / 64;
-    auto smem = [&](int stages) {
-      return std::max<int64_t>(int64_t(stages) * (gemm.BM + gemm.BN) * gemm.BK * 2, int64_t(gemm.BM) * gemm.BN * 4);
-    };
-    gemm.stages = 2;
-    while (gemm.stages < 4 && smem(gemm.stages + 1) <= smemLimit) ++gemm.stages;
-    gemm.smemBytes = smem(gemm.stages);
-    gemm.threads = 32 * gemm.warpsM * gemm.warpsN;
-    gemm.grid[0] = tiles, gemm.grid[2] = batches;
-  }
   if (gemm.smemBytes > smemLimit) return no("the smallest tile's shared memory exceeds the target's per-block limit");
   out.gemm = gemm;
   return out;

@@ -231,9 +231,23 @@ KernelShape kernelShape(const Graph& g, const Kernel& k, const Target& target, c
   return s;
 }
 
-KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const Partition& p, const Target& t,
-                    const CostOptions& o) {
-  KernelCost cost;
+namespace {
+
+// What a kernel moves and holds (evaluate): bytes through each level, the
+// on-chip tiles, the launches and atomics its outputs need.
+struct Traffic {
+  double moved = 0, unique = 0, smemBytes = 0, smemTraffic = 0;
+  double loaded = 0;        // bytes read from GMEM
+  double loads = 0;         // of the largest share of an input a block reads
+  double clearSeconds = 0;  // the launches zeroing what atomics add into
+  double atomicAdds = 0;
+  double accumulator = 0, intermediate = 0;  // tiles in registers
+};
+
+// The blocks and the chunks each runs (cost.blocks, cost.chunks); returns
+// the blocks sharing one output tile (split-K).
+int64_t blocksAndChunks(const Graph& g, const Kernel& k, const KernelShape& s, const Partition& p, bool wholeArraySum,
+                        KernelCost& cost) {
   cost.blocks = 1;
   for (const auto& a : s.groupAxes) cost.blocks = sizeProduct(cost.blocks, ceilDiv(a.size, p.groupTiles.at(a.name)), "a kernel's blocks");
   cost.chunks = p.streamChunk > 0 && s.streamExtent > 0 ? ceilDiv(s.streamExtent, p.streamChunk) : 1;
@@ -247,21 +261,18 @@ KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const
   cost.blocks = sizeProduct(cost.blocks, splits, "a kernel's blocks");
   // A whole array summed to one value runs over the whole grid, each thread
   // through its grid-strided share: no chunks, no stream in one block.
-  const std::set<NodeId> members(k.nodes.begin(), k.nodes.end());
-  const bool wholeArraySum = isWholeArraySum(g, k.outputs, members);
   if (wholeArraySum) {
     int64_t elements = 1;
     for (NodeId in : k.inputs) elements = std::max(elements, g.node(in).type.elementCount());
     cost.blocks = std::clamp<int64_t>(ceilDiv(elements, 256), 1, kWholeArraySumBlocks);
     cost.chunks = 1;
   }
+  return splits;
+}
 
-  double moved = 0, unique = 0, smemBytes = 0, smemTraffic = 0;
-  double loaded = 0;          // bytes read from GMEM
-  // A thread's load: 16 bytes of bf16 storage (8 values), one value of f32
-  // storage (emit_cuda's loads).
-  const double loadBytes = o.storageBytes == 2 ? t.vectorAccessBytes : 4;
-  double loads = 0;  // of the largest share of an input a block reads
+// The kernel's inputs: their bytes through GMEM and L2, their tiles in SMEM.
+void inputTraffic(const Graph& g, const Kernel& k, const KernelShape& s, const Partition& p, const CostOptions& o,
+                  double loadBytes, const KernelCost& cost, Traffic& tr) {
   for (NodeId in : k.inputs) {
     const Type& ty = g.node(in).type;
     double bytes = static_cast<double>(ty.elementCount()) * elementBytes(ty, o);
@@ -275,12 +286,12 @@ KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const
         gathered = true;
       }
     }
-    unique += bytes;
-    loaded += bytes;
+    tr.unique += bytes;
+    tr.loaded += bytes;
     double replication = 1;
     for (const auto& a : s.groupAxes)
       if (!ty.has(a.name) && !gathered) replication *= static_cast<double>(ceilDiv(a.size, p.groupTiles.at(a.name)));
-    moved += bytes * replication;
+    tr.moved += bytes * replication;
     double tile = tileElements(ty, s, p) * elementBytes(ty, o);
     for (NodeId id : k.nodes) {  // a gathered table holds only the rows of this tile
       const Node& n = g.node(id);
@@ -293,75 +304,97 @@ KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const
       reach *= static_cast<double>(streamed->size) / static_cast<double>(std::min(p.streamChunk, streamed->size));
     for (const auto& [axis, extent] : s.loopExtent)
       if (ty.has(axis)) reach *= static_cast<double>(p.splitTiles.count(axis) ? p.splitTiles.at(axis) : extent);
-    loads = std::max(loads, std::ceil(reach / loadBytes));
+    tr.loads = std::max(tr.loads, std::ceil(reach / loadBytes));
     bool streamed = (ty.has(s.streamAxis) && p.streamChunk > 0) ||
                     std::any_of(s.loopAxes.begin(), s.loopAxes.end(), [&](const std::string& a) { return ty.has(a); });
-    smemBytes += tile * (streamed ? 2 : 1);  // a chunk in use and the next one in flight
-    smemTraffic += tile * static_cast<double>(streamed ? cost.chunks : 1) * static_cast<double>(cost.blocks);
+    tr.smemBytes += tile * (streamed ? 2 : 1);  // a chunk in use and the next one in flight
+    tr.smemTraffic += tile * static_cast<double>(streamed ? cost.chunks : 1) * static_cast<double>(cost.blocks);
   }
-  double accumulator = 0;
+}
+
+// The kernel's outputs, and its scatter-adds, launched apart.
+void outputTraffic(const Graph& g, const Kernel& k, const Target& t, const CostOptions& o, int64_t splits,
+                   bool wholeArraySum, const KernelCost& cost, Traffic& tr) {
   // Outputs added into atomically are zeroed first by a launch of their own
   // (emit_cuda.cpp, clearBefore): a graph node more, and the zeros' bytes.
-  double clearSeconds = 0;
   auto zeroedFirst = [&](const Type& ty) {
-    clearSeconds += t.graphLaunchOverhead + 4 * static_cast<double>(ty.elementCount()) / t.level("GMEM").attainableBandwidth;
+    tr.clearSeconds += t.graphLaunchOverhead + 4 * static_cast<double>(ty.elementCount()) / t.level("GMEM").attainableBandwidth;
   };
   for (NodeId out : k.outputs) {
     const Node& n = g.node(out);
     const Type& ty = n.type;
-    unique += static_cast<double>(ty.elementCount()) * elementBytes(ty, o);
+    tr.unique += static_cast<double>(ty.elementCount()) * elementBytes(ty, o);
     if (n.op == Op::ScatterAdd) {
       // An f32 atomic read-modify-write in L2 per value added; nothing held.
-      moved += 2 * 4 * static_cast<double>(g.node(n.operands[0]).type.elementCount());
+      tr.moved += 2 * 4 * static_cast<double>(g.node(n.operands[0]).type.elementCount());
       continue;
     }
     // Split blocks add their partial results: an f32 atomic per element each
     // (a whole-array sum: one per block).
-    if (wholeArraySum) moved += 2 * 4 * static_cast<double>(cost.blocks);
+    if (wholeArraySum) tr.moved += 2 * 4 * static_cast<double>(cost.blocks);
     else
-      moved += splits > 1 ? 2 * 4 * static_cast<double>(ty.elementCount()) * static_cast<double>(splits)
-                          : static_cast<double>(ty.elementCount()) * elementBytes(ty, o);
+      tr.moved += splits > 1 ? 2 * 4 * static_cast<double>(ty.elementCount()) * static_cast<double>(splits)
+                             : static_cast<double>(ty.elementCount()) * elementBytes(ty, o);
     if (wholeArraySum || splits > 1) zeroedFirst(ty);
   }
   // A scatter-add is launched apart from its kernel's other work, into an
   // array zeroed first, whether or not the kernel stores it as an output.
-  double atomicAdds = 0;
   for (NodeId id : k.nodes)
     if (g.node(id).op == Op::ScatterAdd) {
       zeroedFirst(g.node(id).type);
-      atomicAdds += static_cast<double>(g.node(g.node(id).operands[0]).type.elementCount());
+      tr.atomicAdds += static_cast<double>(g.node(g.node(id).operands[0]).type.elementCount());
     }
+}
+
+// The tiles that live in registers: the accumulators and the largest intermediate.
+void registerTiles(const Graph& g, const Kernel& k, const KernelShape& s, const Partition& p, Traffic& tr) {
   // The accumulators: the tiles of the kernel's reductions that outlive a
   // chunk, in f32. Outputs made from them elementwise (a bias, GELU) are
   // written as they are made.
   for (NodeId id : k.nodes) {
     const Node& n = g.node(id);
     const bool chunkLocal = !s.streamAxis.empty() && n.type.has(s.streamAxis);
-    if ((n.op == Op::Contract || n.op == Op::Reduce) && !chunkLocal) accumulator += tileElements(n.type, s, p) * 4;
+    if ((n.op == Op::Contract || n.op == Op::Reduce) && !chunkLocal) tr.accumulator += tileElements(n.type, s, p) * 4;
   }
-  double intermediate = 0;
   std::set<NodeId> boundary(k.inputs.begin(), k.inputs.end());
   boundary.insert(k.outputs.begin(), k.outputs.end());
   for (NodeId id : k.nodes)
-    if (!boundary.count(id)) intermediate = std::max(intermediate, tileElements(g.node(id).type, s, p) * 4);
+    if (!boundary.count(id)) tr.intermediate = std::max(tr.intermediate, tileElements(g.node(id).type, s, p) * 4);
+}
+
+}  // namespace
+
+KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const Partition& p, const Target& t,
+                    const CostOptions& o) {
+  KernelCost cost;
+  const std::set<NodeId> members(k.nodes.begin(), k.nodes.end());
+  const bool wholeArraySum = isWholeArraySum(g, k.outputs, members);
+  const int64_t splits = blocksAndChunks(g, k, s, p, wholeArraySum, cost);
+  // A thread's load: 16 bytes of bf16 storage (8 values), one value of f32
+  // storage (emit_cuda's loads).
+  const double loadBytes = o.storageBytes == 2 ? t.vectorAccessBytes : 4;
+  Traffic tr;
+  inputTraffic(g, k, s, p, o, loadBytes, cost, tr);
+  outputTraffic(g, k, t, o, splits, wholeArraySum, cost, tr);
+  registerTiles(g, k, s, p, tr);
   // The accumulator and the intermediate tiles live in registers (a matmul's
   // accumulator fragments, attention's score tile).
-  const double registerBytes = accumulator + intermediate;
-  cost.onChipBytes = smemBytes + registerBytes;
+  const double registerBytes = tr.accumulator + tr.intermediate;
+  cost.onChipBytes = tr.smemBytes + registerBytes;
 
   const MemoryLevel& gmem = t.level("GMEM");
   const MemoryLevel& l2 = t.level("L2");
   const MemoryLevel& smem = t.level("SMEM");
   const MemoryLevel& reg = t.level("REG");
   const int threads = 256;
-  cost.levels.push_back({"GMEM", unique, static_cast<double>(gmem.capacity), unique, unique / gmem.attainableBandwidth});
-  cost.levels.push_back({"L2", 0, static_cast<double>(l2.capacity), moved, moved / l2.attainableBandwidth});
-  cost.levels.push_back({"SMEM", smemBytes, static_cast<double>(smem.maxPerBlock), smemTraffic,
-                         smemTraffic / smem.attainableBandwidth});
+  cost.levels.push_back({"GMEM", tr.unique, static_cast<double>(gmem.capacity), tr.unique, tr.unique / gmem.attainableBandwidth});
+  cost.levels.push_back({"L2", 0, static_cast<double>(l2.capacity), tr.moved, tr.moved / l2.attainableBandwidth});
+  cost.levels.push_back({"SMEM", tr.smemBytes, static_cast<double>(smem.maxPerBlock), tr.smemTraffic,
+                         tr.smemTraffic / smem.attainableBandwidth});
   double perThread = registerBytes / threads;
-  cost.levels.push_back({"REG", perThread, static_cast<double>(reg.maxPerThread), accumulator * static_cast<double>(cost.blocks),
+  cost.levels.push_back({"REG", perThread, static_cast<double>(reg.maxPerThread), tr.accumulator * static_cast<double>(cost.blocks),
                          0});
-  cost.fits = smemBytes <= static_cast<double>(smem.maxPerBlock) && perThread <= static_cast<double>(reg.maxPerThread);
+  cost.fits = tr.smemBytes <= static_cast<double>(smem.maxPerBlock) && perThread <= static_cast<double>(reg.maxPerThread);
 
   // A kernel with a contraction evaluated at each position of its stream (attention's scores, over
   // the channels while the keys stream) runs its contractions as a tensor-core stream
@@ -383,13 +416,13 @@ KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const
   // A scatter-add's atomics go at the rate the device completes them, well
   // under what its L2 moves of plain traffic (the token embedding's gradient:
   // 125 us against 20 at L2 bandwidth, on the H200).
-  if (atomicAdds > 0 && t.atomicAddsPerSecond > 0) cost.seconds["atomics"] = atomicAdds / t.atomicAddsPerSecond;
+  if (tr.atomicAdds > 0 && t.atomicAddsPerSecond > 0) cost.seconds["atomics"] = tr.atomicAdds / t.atomicAddsPerSecond;
 
   // Blocks resident on an SM share its bandwidth and units, so an SM's time
   // grows with the blocks it is given: the busiest SM, with ceil(blocks/SMs),
   // sets the time (a grid smaller than the SMs leaves some idle).
   int64_t perSM = std::max<int64_t>(1, std::min<int64_t>(t.maxBlocksPerSM, static_cast<int64_t>(
-                                                                              static_cast<double>(smem.capacity) / std::max(1.0, smemBytes))));
+                                                                              static_cast<double>(smem.capacity) / std::max(1.0, tr.smemBytes))));
   int64_t slots = static_cast<int64_t>(t.smCount) * perSM;
   int64_t waves = ceilDiv(cost.blocks, slots);
   cost.waveEfficiency = static_cast<double>(cost.blocks) /
@@ -414,28 +447,28 @@ KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const
   const bool tensorCoreWork = std::any_of(cost.work.begin(), cost.work.end(), [](const auto& w) {
     return w.first.rfind("tensor", 0) == 0 && w.second > 0;
   });
-  if (!tensorCoreWork && gmem.latency > 0 && loaded > 0) {
+  if (!tensorCoreWork && gmem.latency > 0 && tr.loaded > 0) {
     double positions = s.streamAxis.empty() ? 1 : static_cast<double>(s.streamExtent);
     for (const auto& [axis, extent] : s.loopExtent)
       positions *= static_cast<double>(p.splitTiles.count(axis) ? p.splitTiles.at(axis) : extent);
     const bool remainder = std::any_of(s.groupAxes.begin(), s.groupAxes.end(),
                                        [&](const Axis& a) { return a.size % p.groupTiles.at(a.name) != 0; });
     const double loadsPerThread = !remainder && positions >= 16 ? 8 : positions;
-    const double threadsUsed = std::clamp(std::ceil(loads / loadsPerThread), static_cast<double>(t.warpSize),
+    const double threadsUsed = std::clamp(std::ceil(tr.loads / loadsPerThread), static_cast<double>(t.warpSize),
                                           static_cast<double>(threads));
     const double residentBlocks = std::min<double>(static_cast<double>(cost.blocks),
                                                    static_cast<double>(t.smCount) * t.maxBlocksPerSM);
     const double resident = std::min(residentBlocks * threadsUsed,
                                      static_cast<double>(t.smCount) * t.maxWarpsPerSM * t.warpSize);
-    const double latencyBound = loaded * gmem.latency / (resident * loadBytes);
+    const double latencyBound = tr.loaded * gmem.latency / (resident * loadBytes);
     cost.seconds["latency"] = latencyBound;
     if (latencyBound > busiest) busiest = latencyBound, cost.bottleneck = "latency";
   }
 
   double sync = static_cast<double>(cost.chunks) * static_cast<double>(waves) * t.blockSyncSeconds(threads / t.warpSize);
   cost.seconds["sync"] = sync;
-  cost.seconds["launch"] = t.graphLaunchOverhead + clearSeconds;
-  cost.predicted = busiest + sync + t.graphLaunchOverhead + clearSeconds;
+  cost.seconds["launch"] = t.graphLaunchOverhead + tr.clearSeconds;
+  cost.predicted = busiest + sync + t.graphLaunchOverhead + tr.clearSeconds;
   if (cost.predicted - busiest > busiest) cost.bottleneck = "launch/sync";
   return cost;
 }
