@@ -93,7 +93,7 @@ bool neutral(const Graph& g, const AccumulatorSlot& slot, NodeId cond, bool hold
 
 std::optional<StreamStepSkip> findStepSkip(const Graph& g, const StreamAnalysis& analysis, const std::string& rows,
                                            const std::string& streamAxis) {
-  // Comparisons of positions are free (kernels.h, isFree): no kernel holds
+  // Comparisons of positions are free (planning/fusion.h, isFree): no kernel holds
   // them, each one that reads them makes its own.
   for (const Node& n : g.nodes) {
     const NodeId id = n.id;

@@ -13,7 +13,7 @@ namespace llmc {
 namespace {
 
 // The forward values the forward pass stores for itself: the outputs of its
-// kernels (fusion, kernels.h, on the forward nodes alone) that another of its
+// kernels (fusion, planning/fusion.h, on the forward nodes alone) that another of its
 // kernels reads, or the graph outputs. The backward reads these for the
 // price of reading them; anything else it reads must be stored for it.
 std::set<NodeId> storedByForward(const Graph& g) {

@@ -25,7 +25,7 @@ namespace llmc {
 // Where an operand lies when the library cannot read it there: rows or
 // batches not 16-byte aligned (an odd leading dimension, a view from an odd
 // element), or, for the TMA, a batch stride of 0 (a broadcast). A staging
-// launch (emit_cuda.cpp) first copies it, row by row, into a scratch buffer
+// launch (gemm_staging.h) first copies it, row by row, into a scratch buffer
 // whose rows are padded to 8 elements with zeros; the GEMM reads that.
 struct GemmStagedSource {
   int64_t offset = 0, ld = 0;

@@ -316,7 +316,7 @@ void inputTraffic(const Graph& g, const Kernel& k, const KernelShape& s, const P
 void outputTraffic(const Graph& g, const Kernel& k, const Target& t, const CostOptions& o, int64_t splits,
                    bool wholeArraySum, const KernelCost& cost, Traffic& tr) {
   // Outputs added into atomically are zeroed first by a launch of their own
-  // (emit_cuda.cpp, clearBefore): a graph node more, and the zeros' bytes.
+  // (codegen/launch_list.cpp, clearBefore): a graph node more, and the zeros' bytes.
   auto zeroedFirst = [&](const Type& ty) {
     tr.clearSeconds += t.graphLaunchOverhead + 4 * static_cast<double>(ty.elementCount()) / t.level("GMEM").attainableBandwidth;
   };

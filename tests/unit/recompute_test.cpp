@@ -65,7 +65,7 @@ TEST_CASE("the classifier stores its logits and their gradient, never the probab
   // a write and a read) are stored. The backward's two matmuls over the
   // vocabulary and the rows read the logits' gradient, made elementwise from
   // the logits and the row statistics: stored once for the tensor cores
-  // (kernels.cpp, feedsContraction), not remade in each matmul's prologue.
+  // (planning/fusion.cpp, feedsContraction), not remade in each matmul's prologue.
   // Nothing else of that size is: not the probabilities.
   std::vector<const Node*> stored = storedWith(step, {"n", "v"}, false);
   int logits = 0, gradients = 0;
