@@ -171,8 +171,14 @@ std::vector<T> binary(const Node& node, const Arg<T>& x, const Arg<T>& y) {
 }
 
 template <class T>
-std::vector<T> compare(const Node& node, const Arg<T>& x, const Arg<T>& y) {
-  auto map = [&](auto f) { return mapElementwise<T, 2>(node, {x, y}, f); };
+std::vector<T> compare(const Node& node, const Arg<T>& x, const Arg<T>& y, bool atBf16) {
+  auto map = [&](auto f) {
+    if (!atBf16) return mapElementwise<T, 2>(node, {x, y}, f);
+    return mapElementwise<T, 2>(node, {x, y}, [&](T a, T b) {
+      return f(static_cast<T>(roundToDType(static_cast<double>(a), DType::BF16)),
+               static_cast<T>(roundToDType(static_cast<double>(b), DType::BF16)));
+    });
+  };
   switch (node.compare) {
     case CompareOp::Lt:
       return map([](T a, T b) { return T(a < b); });
@@ -593,7 +599,8 @@ class Evaluator {
         return binary(node, arg(node, 0), arg(node, 1));
       case Op::Compare:
         requireOperands(node, 2);
-        return compare(node, arg(node, 0), arg(node, 1));
+        return compare(node, arg(node, 0), arg(node, 1),
+                       options_.compareAtBf16 && isFloat(graph_.node(node.operands[0]).type.dtype));
       case Op::Select:
         requireOperands(node, 3);
         return selectWhere(node, arg(node, 0), arg(node, 1), arg(node, 2));

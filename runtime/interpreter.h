@@ -27,6 +27,9 @@ struct InterpreterOptions {
   // Values rounded to bf16 after they are computed, as a run that stores them
   // in bf16 would (the kernel boundaries of a GPU run with bf16 storage).
   std::set<NodeId> storedAsBf16 = {};
+  // Float comparisons of operands rounded to bf16 first, as the generated
+  // code compares them under bf16 storage (cuda_kernel_writer.cpp, Compare).
+  bool compareAtBf16 = false;
 };
 
 // Runs g on the given inputs, keyed by input name, and returns its outputs in

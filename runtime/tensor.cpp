@@ -56,6 +56,16 @@ HostTensor permuteTo(const HostTensor& tensor, const Type& target) {
   return out;
 }
 
+double differenceNorm(const HostTensor& a, const HostTensor& b) {
+  const double relative = relativeError(a, b);
+  double norm = 0;
+  for (double x : b.data) norm += x * x;
+  if (norm > 0) return relative * std::sqrt(norm);
+  double diff = 0;  // b is all zeros: the norm of a
+  for (double x : a.data) diff += x * x;
+  return std::sqrt(diff);
+}
+
 double relativeError(const HostTensor& a, const HostTensor& b) {
   // Compare layouts only: give a's axes b's dtype so that permuteTo accepts them.
   Type aLayout = a.type;

@@ -40,6 +40,8 @@ HostTensor permuteTo(const HostTensor& tensor, const Type& target);
 // differ; the axes must be the same set). 0 when both are zero, infinity when
 // only b is.
 double relativeError(const HostTensor& a, const HostTensor& b);
+// ||a - b|| (b's layout), finite where relativeError is not (b all zeros).
+double differenceNorm(const HostTensor& a, const HostTensor& b);
 
 // Seeded (std::mt19937_64) random tensors. Values are not rounded to the
 // dtype's precision; the interpreter rounds bf16/f16 inputs itself.

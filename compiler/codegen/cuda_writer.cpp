@@ -31,6 +31,18 @@ int CudaWriter::open(int parent, std::string header) {
   return static_cast<int>(scopes_.size()) - 1;
 }
 
+int CudaWriter::openLanes(int parent, std::string header) {
+  const int s = open(parent, std::move(header));
+  laneScopes_.insert(s);
+  return s;
+}
+
+bool CudaWriter::underLanes(int s) const {
+  for (; s >= 0; s = scopes_[static_cast<size_t>(s)].parent)
+    if (laneScopes_.count(s)) return true;
+  return false;
+}
+
 void CudaWriter::close(int s) {
   Scope& sc = scopes_[static_cast<size_t>(s)];
   auto& out = scopes_[static_cast<size_t>(sc.parent)].lines;
@@ -52,10 +64,10 @@ std::string CudaWriter::define(int s, const std::string& ctype, const std::strin
 // A loop over a whole axis, binding it in env; over the block's share of
 // an axis split across blocks.
 int CudaWriter::loop(int parent, const Axis& axis, Env& env) {
-  if (axis.name == laneAxis_ && lanesTake8(axis.size) && bf16ArrayAlong(axis.name)) {
+  if (laneLoop(axis.name, parent) && lanesTake8(axis.size) && bf16ArrayAlong(axis.name)) {
     // 8 adjacent positions a lane per span of 8 x lanes: bf16 arrays along the axis load 16 bytes at once (load).
     const std::string base = fresh("i_" + axis.name + "_8");
-    const int span = open(parent, fmt::format("for (int {0} = lane * 8; {0} < {1}; {0} += {2})", base, axis.size, 8 * lanes_));
+    const int span = openLanes(parent, fmt::format("for (int {0} = lane * 8; {0} < {1}; {0} += {2})", base, axis.size, 8 * lanes_));
     const int elements = open(span, "_Pragma(\"unroll\") for (int e = 0; e < 8; ++e)");
     const std::string var = define(elements, "int", "i_" + axis.name, base + " + e");
     spanOf_[elements] = span;
@@ -65,7 +77,7 @@ int CudaWriter::loop(int parent, const Axis& axis, Env& env) {
   }
   std::string var = fresh("i_" + axis.name);
   auto split = tcs_ ? plan_.splitTiles.end() : plan_.splitTiles.find(axis.name);
-  int s = axis.name == laneAxis_ ? open(parent, fmt::format("for (int {0} = lane; {0} < {1}; {0} += {2})", var, axis.size, lanes_))
+  int s = laneLoop(axis.name, parent) ? openLanes(parent, fmt::format("for (int {0} = lane; {0} < {1}; {0} += {2})", var, axis.size, lanes_))
           : split == plan_.splitTiles.end()
               ? open(parent, fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", var, axis.size))
               : open(parent, fmt::format("for (int {0} = split_{2}; {0} < min(split_{2} + {3}, {1}); ++{0})", var,
@@ -265,7 +277,16 @@ std::string CudaWriter::compute(const Node& n, const Env& own, int target) {
       }
       break;
     }
-    case Op::Compare: return def(fmt::format("{} {} {}", operand(0), compareSymbol(n.compare), operand(1)));
+    case Op::Compare: {
+      // With bf16 storage, floats are compared at bf16's precision: a value is
+      // stored rounded or kept in an f32 register as fusion happens to decide, and
+      // a maximum's gradient mask (x == max(x)) must hold at the maximum either way.
+      // Rounding is monotone, so round(max) == max(round) and orders are kept.
+      if (approximate_ && isFloat(g_.node(n.operands[0]).type.dtype))
+        return def(fmt::format("llmc_round_bf16({}) {} llmc_round_bf16({})", operand(0), compareSymbol(n.compare),
+                               operand(1)));
+      return def(fmt::format("{} {} {}", operand(0), compareSymbol(n.compare), operand(1)));
+    }
     case Op::Select: {
       std::string c = operand(0), x = operand(1), y = operand(2);
       return def(fmt::format("{} ? {} : {}", c, x, y));
@@ -370,6 +391,8 @@ std::string CudaWriter::reduction(const Node& n, const Env& own, int target) {
   Env e = own;
   std::vector<int> opened;
   int s = target;
+  // Over the lanes only where they run in step; whole in each lane else.
+  const bool acrossLanes = std::find(n.axes.begin(), n.axes.end(), laneAxis_) != n.axes.end() && !underLanes(target);
   for (const std::string& a : n.axes) {
     s = loop(s, Axis{a, axisSize(n.operands[0], a)}, e);
     opened.push_back(s);
@@ -383,7 +406,7 @@ std::string CudaWriter::reduction(const Node& n, const Env& own, int target) {
                   : fmt::format("{} += {};", acc, x));
   }
   closeAll(opened);
-  if (std::find(n.axes.begin(), n.axes.end(), laneAxis_) != n.axes.end()) {
+  if (acrossLanes) {
     // The lanes' partial results combined: every lane holds the whole.
     const std::string other = fmt::format("__shfl_xor_sync(0xffffffffu, {}, offset)", acc);
     emit(target, fmt::format("for (int offset = {}; offset > 0; offset /= 2) {};", lanes_ / 2,

@@ -78,6 +78,14 @@ class CudaWriter {
   // depends only on the indices of an outer scope is emitted there, ahead of
   // the open inner scopes (which join their parent when closed).
   int open(int parent, std::string header);
+  // A scope whose lanes no longer run in step: a loop strided by the lanes, or
+  // code for one lane alone. A loop over the lane axis inside one runs whole in
+  // each lane (shuffles there would mix lanes at different positions, or wait
+  // on lanes that never come).
+  int openLanes(int parent, std::string header);
+  bool underLanes(int s) const;
+  // Whether a loop over `axis` opened under `parent` is strided by the lanes.
+  bool laneLoop(const std::string& axis, int parent) const { return axis == laneAxis_ && !underLanes(parent); }
   void close(int s);
   void emit(int s, std::string line) { scopes_[static_cast<size_t>(s)].lines.push_back(std::move(line)); }
   int depth(int s) const { return scopes_[static_cast<size_t>(s)].depth; }
@@ -364,6 +372,7 @@ class CudaWriter {
   const std::vector<std::string>& names_;  // printedNames(g_)
   const DeviceResidency resident_;         // the device's threads and blocks at once (0 threads: not known, no slices)
   std::vector<Scope> scopes_;
+  std::set<int> laneScopes_;  // openLanes: scopes whose lanes do not run in step
   std::map<std::string, std::string> cache_;
   std::set<NodeId> reads_;
   int floor_ = 0;  // values are computed no further out than this scope

@@ -145,6 +145,7 @@ void CudaWriter::streamLoop(int point, const Env& env, WrittenKernel& out) {
                                                               var, chunk, plan_.streamChunk, extent, slices_)
                                              : fmt::format("for (int {0} = {1}; {0} < min({1} + {2}, {3}); ++{0})", var,
                                                            chunk, plan_.streamChunk, extent));
+  if (lanes) laneScopes_.insert(positions);
   Env e = env;
   e[x] = {var, positions};
   positions_ = positions;
@@ -230,7 +231,7 @@ bool CudaWriter::vectorisableLanes(int64_t extent) const {
 void CudaWriter::vectorLanes(int point, const Env& env, int64_t extent) {
   const std::string& x = plan_.streamAxis;
   const std::string base = fresh("i_" + x + "_8");
-  const int group = open(point, fmt::format("for (int {0} = lane * 8; {0} < {1}; {0} += {2})", base, extent, 8 * lanes_));
+  const int group = openLanes(point, fmt::format("for (int {0} = lane * 8; {0} < {1}; {0} += {2})", base, extent, 8 * lanes_));
   const bool anyMax = std::any_of(stream_.slots.begin(), stream_.slots.end(),
                                   [](const AccumulatorSlot& slot) { return slot.kind == AccumulatorSlot::Kind::Max; });
   for (int pass = anyMax ? 0 : 1; pass < 2; ++pass) {  // the running maxima first, then the sums they rescale

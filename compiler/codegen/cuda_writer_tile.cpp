@@ -207,7 +207,9 @@ void CudaWriter::storeOutputs(int point, const Env& env, const std::vector<NodeI
     for (const Axis& a : plan_.groupAxes)
       if (!g_.node(o).type.has(a.name)) once += fmt::format("{}{} == 0", once.empty() ? "" : " && ", env.at(a.name).expr);
     if (!laneAxis_.empty() && !g_.node(o).type.has(laneAxis_)) once += fmt::format("{}lane == 0", once.empty() ? "" : " && ");
-    if (!once.empty()) opened.push_back(s = open(s, fmt::format("if ({})", once)));  // stored by one point only
+    if (!once.empty())  // stored by one point only (and one of its lanes: the others skip ahead)
+      opened.push_back(s = once.find("lane == 0") != std::string::npos ? openLanes(s, fmt::format("if ({})", once))
+                                                                        : open(s, fmt::format("if ({})", once)));
     for (const Axis& a : g_.node(o).type.axes)
       if (!group.count(a.name)) opened.push_back(s = loop(s, a, e));
     store(s, o, e);

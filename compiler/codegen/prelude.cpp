@@ -19,6 +19,8 @@ __device__ __forceinline__ llmc_bf16 llmc_f32_to_bf16(float f) {
   u += 0x7fffu + ((u >> 16) & 1u);
   return (llmc_bf16)(u >> 16);
 }
+// f rounded to bf16's precision, kept as a float.
+__device__ __forceinline__ float llmc_round_bf16(float f) { return llmc_bf16_to_f32(llmc_f32_to_bf16(f)); }
 
 // 16 bytes at a 16-byte aligned address, unconverted; and 8 bf16 values so loaded, as floats.
 __device__ __forceinline__ uint4 llmc_load_raw16(const llmc_bf16* p) { return *reinterpret_cast<const uint4*>(p); }

@@ -94,6 +94,9 @@ std::map<std::string, HostTensor> randomInputs(const Graph& graph, const Diagram
       t = randomUniform(n.type, s, 0, double(v->indexBound > 0 ? v->indexBound : spec.sizeOf(v->indexAxis).value_or(1)));
     else if (v && v->lo > 0) t = randomUniform(n.type, s, std::max(v->lo, 0.5), std::max(std::max(v->lo, 0.5), std::min(v->bound, 2.0)));
     else t = randomNormal(n.type, s, 0, 1);
+    // A bf16 input holds bf16 values whatever the storage (f32 storage keeps them in f32).
+    if (isLowPrecision(n.type.dtype))
+      for (double& x : t.data) x = roundToDType(x, n.type.dtype);
     if (roundToBf16 && isFloat(n.type.dtype))
       for (double& x : t.data) x = roundToDType(x, DType::BF16);
     inputs[n.name] = t;
