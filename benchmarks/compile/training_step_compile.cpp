@@ -24,15 +24,15 @@
 #include <thread>
 #include <vector>
 
-#include "cuda_context.h"
 #include "codegen/emit_cuda.h"
+#include "cuda_context.h"
+#include "driver/pipeline.h"
 #include "jit.h"
 #include "kernel_cache.h"
-#include "module_cache.h"
 #include "loaded_kernels.h"
-#include "driver/pipeline.h"
-#include "report/pseudocode.h"
+#include "module_cache.h"
 #include "planning/target.h"
+#include "report/pseudocode.h"
 
 namespace {
 

@@ -10,8 +10,8 @@
 #include <optional>
 #include <string>
 
-#include "ir/ir.h"
 #include "analysis/streamability.h"
+#include "ir/ir.h"
 
 namespace llmc {
 

@@ -8,10 +8,10 @@
 
 #include <stdexcept>
 
-#include "ir/autodiff.h"
-#include "ir/canonicalize.h"
 #include "frontend/elaborate.h"
 #include "frontend/resource_limits.h"
+#include "ir/autodiff.h"
+#include "ir/canonicalize.h"
 #include "ir/print.h"
 #include "ir/reassociate.h"
 #include "ir/recompute.h"

@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "driver/pass_runner.h"
-#include "planning/cost_model.h"
-#include "ir/ir.h"
 #include "frontend/program.h"
+#include "ir/ir.h"
+#include "planning/cost_model.h"
 #include "planning/target.h"
 
 namespace llmc {

@@ -7,8 +7,8 @@
 
 #include <string>
 
-#include "ir/ir.h"
 #include "frontend/program.h"
+#include "ir/ir.h"
 
 namespace llmc {
 

@@ -3,9 +3,9 @@
 #include <filesystem>
 #include <set>
 
-#include "frontend/resource_limits.h"
 #include "frontend/parser.h"
 #include "frontend/program.h"
+#include "frontend/resource_limits.h"
 
 namespace llmc {
 

@@ -20,8 +20,8 @@
 // the forward nodes stay as they were for the forward's own readers.
 #pragma once
 
-#include "planning/cost_model.h"
 #include "ir/ir.h"
+#include "planning/cost_model.h"
 #include "planning/target.h"
 
 namespace llmc {

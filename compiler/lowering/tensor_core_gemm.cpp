@@ -7,9 +7,9 @@
 #include <cmath>
 #include <map>
 
-#include "planning/fusion.h"
-#include "ir/print.h"
 #include "analysis/strided_view.h"
+#include "ir/print.h"
+#include "planning/fusion.h"
 
 namespace llmc {
 

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "codegen/cuda_kernel_writer.h"
-#include "lowering/instruction_selection.h"
 #include "ir/ir.h"
+#include "lowering/instruction_selection.h"
 #include "planning/target.h"
 
 namespace llmc {

@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "ir/print.h"
 #include "analysis/step_skip.h"
 #include "analysis/streamability.h"
+#include "ir/print.h"
 
 namespace llmc {
 

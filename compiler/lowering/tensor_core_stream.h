@@ -23,10 +23,10 @@
 #include <string>
 #include <vector>
 
-#include "codegen/cuda_kernel_writer.h"
-#include "ir/ir.h"
 #include "analysis/step_skip.h"
 #include "analysis/strided_view.h"
+#include "codegen/cuda_kernel_writer.h"
+#include "ir/ir.h"
 #include "planning/target.h"
 
 namespace llmc {

@@ -7,9 +7,9 @@
 #include <numeric>
 #include <set>
 
-#include "frontend/resource_limits.h"
 #include "analysis/step_skip.h"
 #include "analysis/streamability.h"
+#include "frontend/resource_limits.h"
 #include "lowering/tensor_core_stream.h"
 
 namespace llmc {

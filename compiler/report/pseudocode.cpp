@@ -6,8 +6,8 @@
 #include <map>
 #include <set>
 
-#include "ir/print.h"
 #include "analysis/streamability.h"
+#include "ir/print.h"
 
 namespace llmc {
 

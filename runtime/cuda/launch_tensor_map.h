@@ -3,8 +3,8 @@
 // buffer the runtime allocated.
 #pragma once
 
-#include "cuda_driver.h"
 #include "codegen/module.h"
+#include "cuda_driver.h"
 
 namespace llmc::cuda {
 

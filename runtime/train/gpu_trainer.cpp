@@ -15,13 +15,13 @@
 
 #include "cuda_driver.h"
 #include "cuda_event.h"
+#include "driver/pipeline.h"
 #include "jit.h"
 #include "kernel_cache.h"
-#include "planning/memory_plan.h"
 #include "module_cache.h"
-#include "driver/pipeline.h"
-#include "report/pseudocode.h"
+#include "planning/memory_plan.h"
 #include "planning/target.h"
+#include "report/pseudocode.h"
 
 namespace llmc {
 

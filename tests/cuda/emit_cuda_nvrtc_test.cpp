@@ -9,14 +9,14 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
-#include "lowering/lowering.h"
-#include "emit_cases.h"
 #include "codegen/emit_cuda.h"
-#include "jit.h"
-#include "nvrtc_compiler.h"
 #include "driver/pipeline.h"
-#include "report/pseudocode.h"
+#include "emit_cases.h"
+#include "jit.h"
+#include "lowering/lowering.h"
+#include "nvrtc_compiler.h"
 #include "planning/target.h"
+#include "report/pseudocode.h"
 
 namespace {
 

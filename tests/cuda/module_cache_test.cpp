@@ -6,11 +6,11 @@
 #include <catch2/catch.hpp>
 #include <fstream>
 
-#include "cuda_test_support.h"
 #include "codegen/emit_cuda.h"
+#include "cuda_test_support.h"
 #include "driver/pipeline.h"
-#include "report/pseudocode.h"
 #include "planning/target.h"
+#include "report/pseudocode.h"
 
 namespace fs = std::filesystem;
 using llmc::testing::CacheTempDir;

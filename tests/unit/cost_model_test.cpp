@@ -6,10 +6,10 @@
 #include <cmath>
 #include <random>
 
-#include "planning/cost_model.h"
-#include "planning/fusion.h"
 #include "analysis/step_skip.h"
 #include "analysis/streamability.h"
+#include "planning/cost_model.h"
+#include "planning/fusion.h"
 #include "planning/target.h"
 #include "test_support.h"
 

@@ -9,8 +9,8 @@
 
 #include "codegen/emit_cuda.h"
 #include "driver/pipeline.h"
-#include "report/pseudocode.h"
 #include "planning/target.h"
+#include "report/pseudocode.h"
 #include "test_support.h"
 
 using namespace llmc;

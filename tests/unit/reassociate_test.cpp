@@ -4,9 +4,9 @@
 
 #include <cmath>
 
-#include "ir/canonicalize.h"
-#include "interpreter.h"
 #include "driver/pipeline.h"
+#include "interpreter.h"
+#include "ir/canonicalize.h"
 #include "ir/reassociate.h"
 #include "test_support.h"
 

@@ -4,9 +4,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "driver/pipeline.h"
 #include "interpreter.h"
 #include "planning/fusion.h"
-#include "driver/pipeline.h"
 #include "planning/target.h"
 #include "test_support.h"
 

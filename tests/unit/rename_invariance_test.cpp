@@ -12,11 +12,11 @@
 #include <random>
 #include <set>
 
-#include "lowering/lowering.h"
 #include "codegen/emit_cuda.h"
 #include "driver/pipeline.h"
-#include "report/pseudocode.h"
+#include "lowering/lowering.h"
 #include "planning/target.h"
+#include "report/pseudocode.h"
 #include "test_support.h"
 
 using namespace llmc;

@@ -6,11 +6,11 @@
 #include <catch2/catch.hpp>
 
 #include "codegen/emit_cuda.h"
+#include "driver/pipeline.h"
 #include "interpreter.h"
 #include "low_precision.h"
-#include "driver/pipeline.h"
-#include "report/pseudocode.h"
 #include "planning/target.h"
+#include "report/pseudocode.h"
 #include "test_support.h"
 
 using namespace llmc;

@@ -11,14 +11,14 @@
 #include <regex>
 
 #include "codegen/emit_cuda.h"
+#include "driver/pipeline.h"
+#include "frontend/source.h"
 #include "low_precision.h"
+#include "lowering/lowering.h"
 #include "module_executor.h"
 #include "nvrtc_compiler.h"
-#include "driver/pipeline.h"
-#include "lowering/lowering.h"
-#include "report/pseudocode.h"
-#include "frontend/source.h"
 #include "planning/target.h"
+#include "report/pseudocode.h"
 
 namespace llmc::fuzz {
 

@@ -16,16 +16,16 @@
 #include <cstring>
 
 #include "checks.h"
+#include "codegen/emit_cuda.h"
 #include "cuda_context.h"
 #include "cuda_driver.h"
 #include "device_buffer.h"
-#include "codegen/emit_cuda.h"
 #include "jit.h"
 #include "low_precision.h"
-#include "module_executor.h"
 #include "lowering/lowering.h"
-#include "report/pseudocode.h"
+#include "module_executor.h"
 #include "planning/target.h"
+#include "report/pseudocode.h"
 
 namespace llmc::fuzz {
 

@@ -17,11 +17,11 @@
 #include <stdexcept>
 #include <thread>
 
-#include "planning/fusion.h"
 #include "driver/pipeline.h"
-#include "report/pseudocode.h"
 #include "frontend/source.h"
+#include "planning/fusion.h"
 #include "planning/target.h"
+#include "report/pseudocode.h"
 
 namespace llmc::fuzz {
 
