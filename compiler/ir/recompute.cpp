@@ -141,7 +141,11 @@ class RemakeCost {
 class Recomputer {
  public:
   Recomputer(const Graph& g, const Target& t, const CostOptions& o)
-      : g_(g), cost_(g, t, o, RemakeCost::Estimate::Fused, storedByForward(g)), remap_(g.nodes.size(), -1) {}
+      : g_(g), cost_(g, t, o, RemakeCost::Estimate::Fused, storedByForward(g)), remap_(g.nodes.size(), -1),
+        readers_(g.nodes.size()) {
+    for (const Node& n : g.nodes)
+      for (NodeId operand : n.operands) readers_[idx(operand)].push_back(n.id);
+  }
 
   Graph run() {
     out_.name = g_.name;
@@ -164,7 +168,7 @@ class Recomputer {
   NodeId materialize(NodeId v) {
     if (auto it = copies_.find(v); it != copies_.end()) return it->second;
     const Node& n = g_.node(v);
-    if (n.op == Op::Input || isFree(g_, n) || !cost_.cheaperThanStoring(v)) return remap_[idx(v)];
+    if (n.op == Op::Input || isFree(g_, n) || masksItsMaximum(v) || !cost_.cheaperThanStoring(v)) return remap_[idx(v)];
     Node copy = n;
     bool changed = false;
     for (NodeId& operand : copy.operands) {
@@ -180,10 +184,29 @@ class Recomputer {
     return id;
   }
 
+  // Whether v is a maximum over some axes, or what one reduces,
+  // that the backward compares for equality (the maximum's gradient mask, x ==
+  // max(x)): both sides must be the values the forward computed. A copy made
+  // again elsewhere (another kernel, another order of summation, another exp)
+  // can miss the maximum by a rounding, and the mask then holds no position.
+  bool masksItsMaximum(NodeId v) const {
+    auto isMaximum = [&](NodeId id) {
+      const Node& m = g_.node(id);
+      return !m.adjoint && m.op == Op::Reduce && m.reduce == ReduceOp::Max;
+    };
+    auto comparedInBackward = [&](NodeId id) {
+      return std::any_of(readers_[idx(id)].begin(), readers_[idx(id)].end(),
+                         [&](NodeId r) { return g_.node(r).adjoint && g_.node(r).op == Op::Compare; });
+    };
+    if (isMaximum(v)) return comparedInBackward(v);
+    return comparedInBackward(v) && std::any_of(readers_[idx(v)].begin(), readers_[idx(v)].end(), isMaximum);
+  }
+
   const Graph& g_;
   RemakeCost cost_;
   Graph out_;
   std::vector<NodeId> remap_;       // forward graph id -> id in out_
+  std::vector<std::vector<NodeId>> readers_;  // forward graph id -> the nodes that read it
   std::map<NodeId, NodeId> copies_; // forward graph id -> its recomputed copy in out_
 };
 

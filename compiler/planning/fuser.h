@@ -210,6 +210,13 @@ class Fuser {
   // elementwise work on what it reads: no contraction, nothing else stored.
   bool isStatisticOf(int group, NodeId o, const std::string& x) const;
 
+  // Whether n, joining `group`, would read a value of that kernel through a
+  // box that moves positions (a slice, a rename, a split; n itself or views
+  // before it): a kernel holds its
+  // values at its own points only (a stream's accumulator is the sum at this
+  // point, not at the slice's offset), so n must read it stored instead.
+  bool readsKernelValueMoved(const Node& n, int group) const;
+
   // The value a chain of one-operand views (renames, stop_gradients) shows.
   NodeId throughViews(NodeId id) const;
 

@@ -134,7 +134,8 @@ void Fuser::attachPrologues() {
     if (!light(n) || isOutput_.count(n.id) || feedsContraction(n.id) || options_.stored.count(n.id)) continue;
     std::set<int> groups;
     for (NodeId c : consumers_[i]) groups.insert(group_[idx(c)]);
-    if (groups.size() == 1 && *groups.begin() >= 0) join(n.id, *groups.begin());
+    if (groups.size() == 1 && *groups.begin() >= 0 && !readsKernelValueMoved(n, *groups.begin()))
+      join(n.id, *groups.begin());
   }
 }
 
@@ -187,6 +188,7 @@ void Fuser::attachEpilogues(int& next) {
       if (g_.node(o).op == Op::ScatterAdd && group_[idx(o)] == chosen) chosen = -1;
     if (chosen >= 0 && spreadsScalarReduction(chosen)) chosen = -1;
     if (chosen >= 0 && forBackwardInForward(n, chosen)) chosen = -1;
+    if (chosen >= 0 && readsKernelValueMoved(n, chosen)) chosen = -1;
     if (chosen >= 0 && !staysAcyclicWith(n.id, chosen)) chosen = -1;
     if (chosen >= 0) join(n.id, chosen, Acyclic::Known);
     else orphans.push_back(n.id);
@@ -194,7 +196,7 @@ void Fuser::attachEpilogues(int& next) {
   for (auto it = orphans.rbegin(); it != orphans.rend(); ++it) {
     for (NodeId c : consumers_[idx(*it)])
       if (int gc = group_[idx(c)]; gc >= 0 && !readsScatterIn(*it, gc) && !feedsContraction(*it) &&
-                                   !narrowerThanMatmulIn(*it, gc) &&
+                                   !narrowerThanMatmulIn(*it, gc) && !readsKernelValueMoved(g_.node(*it), gc) &&
                                    staysAcyclicWith(*it, gc)) {
         join(*it, group_[idx(c)], Acyclic::Known);
         break;

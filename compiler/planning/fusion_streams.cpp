@@ -168,6 +168,26 @@ bool Fuser::isStatisticOf(int group, NodeId o, const std::string& x) const {
   return true;
 }
 
+bool Fuser::readsKernelValueMoved(const Node& n, int group) const {
+  auto keepsPositions = [](const Node& v) {
+    return v.op != Op::Slice && v.op != Op::Rename && v.op != Op::Split && v.op != Op::Merge && v.op != Op::Index &&
+           v.op != Op::Concat;
+  };
+  std::vector<std::pair<NodeId, bool>> work;  // (value, reached through a moving view)
+  for (NodeId o : n.operands) work.push_back({o, !keepsPositions(n)});
+  for (size_t steps = 0; !work.empty() && steps < 4096; ++steps) {
+    const auto [id, moved] = work.back();
+    work.pop_back();
+    const Node& v = g_.node(id);
+    if (!viewHere(v)) {
+      if (moved && group_[idx(id)] == group) return true;
+      continue;
+    }
+    for (NodeId o : v.operands) work.push_back({o, moved || !keepsPositions(v)});
+  }
+  return false;
+}
+
 // The value a chain of one-operand views (renames, stop_gradients) shows.
 NodeId Fuser::throughViews(NodeId id) const {
   while (isView(g_.node(id)) && g_.node(id).operands.size() == 1) id = g_.node(id).operands[0];
