@@ -64,7 +64,7 @@ void CudaWriter::tile(WrittenKernel& out) {
     const int64_t t = eight && last ? plan_.tiles.at(a.name) / 8 : plan_.tiles.at(a.name);
     std::string pos = inner == 1 ? "p" : fmt::format("p / {}", inner);
     if (i > 0 && t > 1) pos = fmt::format("({}) % {}", pos, t);
-    if (t == 1) pos = "0";
+    if (t == 1) pos = std::string("0");  // not `= "0"`: GCC 12 warns of overlap there (-Wrestrict), wrongly
     if (eight && last) pos = fmt::format("({}) * 8", pos);
     std::string var = eight && last ? "i_" + a.name + "_8" : "i_" + a.name;
     emit(point, fmt::format("const int {} = {} + {};", var, origins[i], pos));

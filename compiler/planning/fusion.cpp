@@ -320,7 +320,6 @@ std::vector<Kernel> Fuser::collect() const {
 
 }  // namespace fusion
 
-
 bool storedForMatmul(const Graph& g, NodeId id, const std::vector<NodeId>& readers) {
   const Node& n = g.node(id);
   if (!n.adjoint || !isFloat(n.type.dtype) || n.op == Op::Input || isFree(g, n)) return false;
