@@ -338,8 +338,16 @@ class LaunchPlanner {
       if (options_.f32Values.count(g_.node(id).name)) keptWhole.insert(id);
     for (const GraphOutput& o : g_.outputs)
       if (options_.f32Values.count(o.name)) keptWhole.insert(o.node);
+    // A statistic that a contraction reads is a matmul operand like any other:
+    // the tensor cores take bf16 (its staging copy or TMA reads the stored bytes).
+    std::set<NodeId> contracted;
+    for (const Node& n : g_.nodes)
+      if (n.op == Op::Contract && isFloat(n.type.dtype))
+        for (NodeId o : n.operands)
+          for (contracted.insert(o); isView(g_.node(o)) && g_.node(o).operands.size() == 1; contracted.insert(o))
+            o = g_.node(o).operands[0];
     for (NodeId id : list_.stored)
-      if (g_.node(id).type.axes.empty() || isStatistic(g_, id)) keptWhole.insert(id);
+      if (g_.node(id).type.axes.empty() || (isStatistic(g_, id) && !contracted.count(id))) keptWhole.insert(id);
     auto storageOfValue = [&](NodeId id) {
       return storageOf(g_.node(id).type.dtype, keptWhole.count(id) ? StorageType::F32 : options_.storage,
                        atomics_.count(id) > 0 || gridSums_.count(id) > 0 || splitSums_.count(id) > 0);

@@ -7,7 +7,7 @@
 namespace llmc {
 
 StagingCopy writeStagingCopy(const std::string& name, const GemmOperandPlacement& p, int batchOuter, int batchInner,
-                             const Target& target) {
+                             const Target& target, bool sourceF32) {
   const GemmStagedSource& from = *p.staged;
   StagingCopy copy;
   copy.name = name;
@@ -20,28 +20,30 @@ StagingCopy writeStagingCopy(const std::string& name, const GemmOperandPlacement
   copy.grid = std::clamp<int64_t>((chunks + copy.block - 1) / copy.block, 1, int64_t{target.smCount} * 8);
   copy.function = fmt::format(
       "\n// {0}: {1} blocks x {2} threads. Stages a GEMM operand: rows of {3} elements, {4} apart in the stored array,\n"
-      "// into rows padded with zeros to {5} (16-byte aligned), {6} rows x {7} x {8} batches.\n"
-      "extern \"C\" __global__ void __launch_bounds__({2}) {0}(llmc_bf16* __restrict__ dst, const llmc_bf16* __restrict__ src) {{\n"
+      "// into rows padded with zeros to {5} (16-byte aligned), {6} rows x {7} x {8} batches{14}.\n"
+      "extern \"C\" __global__ void __launch_bounds__({2}) {0}(llmc_bf16* __restrict__ dst, const {15}* __restrict__ src) {{\n"
       "  const long long chunks = {9}LL, per_row = {10}LL, rows = {6}LL;\n"
       "  for (long long i = (long long)blockIdx.x * {2} + threadIdx.x; i < chunks; i += (long long)gridDim.x * {2}) {{\n"
       "    const long long c = (i % per_row) * 8, r = (i / per_row) % rows, z = i / (per_row * rows);\n"
-      "    const llmc_bf16* s = src + {11}LL + (z / {8}) * {12}LL + (z % {8}) * {13}LL + r * {4}LL + c;\n"
+      "    const {15}* s = src + {11}LL + (z / {8}) * {12}LL + (z % {8}) * {13}LL + r * {4}LL + c;\n"
       "    unsigned w[4];\n"
       "#pragma unroll\n"
       "    for (int e = 0; e < 8; e += 2) {{\n"
-      "      const unsigned lo = c + e < {3} ? s[e] : 0u, hi = c + e + 1 < {3} ? s[e + 1] : 0u;\n"
+      "      const unsigned lo = c + e < {3} ? {16}(s[e]) : 0u, hi = c + e + 1 < {3} ? {16}(s[e + 1]) : 0u;\n"
       "      w[e / 2] = lo | (hi << 16);\n"
       "    }}\n"
       "    *reinterpret_cast<uint4*>(dst + i * 8) = make_uint4(w[0], w[1], w[2], w[3]);\n"
       "  }}\n"
       "}}\n",
       name, copy.grid, copy.block, p.contiguous, from.ld, p.ld, p.rows, batchOuter, batchInner, chunks, p.ld / 8,
-      from.offset, from.batchOuterStride, from.batchInnerStride);
+      from.offset, from.batchOuterStride, from.batchInnerStride,
+      sourceF32 ? ", rounded from the f32 it is stored in" : "", sourceF32 ? "float" : "llmc_bf16",
+      sourceF32 ? "(unsigned)llmc_f32_to_bf16" : "");
   return copy;
 }
 
 double stagingSeconds(const GemmOperandPlacement& p, int64_t batches, const Target& target) {
-  const double read = 2.0 * static_cast<double>(batches * p.rows * p.contiguous);
+  const double read = 2.0 * static_cast<double>(batches * p.rows * p.contiguous);  // bf16 (f32 sources: rare)
   const double written = 2.0 * static_cast<double>(p.stagedElements(batches));
   return (read + written) / target.level("GMEM").attainableBandwidth + target.graphLaunchOverhead;
 }
@@ -54,7 +56,7 @@ int StagingCopies::stage(CudaModule& module, std::string& source, const KernelLa
                 operand.contiguous, operand.rows, int64_t{gemm.batchOuter}, int64_t{gemm.batchInner}};
   if (auto known = buffers_.find(key); known != buffers_.end()) return known->second;
   const StagingCopy copy = writeStagingCopy(fmt::format("{}_stage_{}", gemmLaunch.name, role), operand, gemm.batchOuter,
-                                            gemm.batchInner, target);
+                                            gemm.batchInner, target, module.buffers[static_cast<size_t>(sourceBuffer)].dtype == "f32");
   BufferDesc b;
   b.name = copy.name;
   b.dtype = "bf16";

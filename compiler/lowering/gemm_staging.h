@@ -22,13 +22,14 @@ struct StagingCopy {
   int64_t elements = 0;  // the scratch buffer's, padding included
   int64_t grid = 1;
   int block = 256;
-  std::string function;  // the kernel's source: (bf16* dst, const bf16* src)
+  std::string function;  // the kernel's source: (bf16* dst, const bf16* or float* src)
 };
 
 // The copy of `operand` (staged) into its scratch buffer, for a GEMM of
-// `batchInner` x `batchOuter` batches; `sourceCType` is the stored array's C type.
+// `batchInner` x `batchOuter` batches; `sourceF32`: the array is stored in f32
+// (a sum accumulated by atomics), rounded to bf16 as it is copied.
 StagingCopy writeStagingCopy(const std::string& name, const GemmOperandPlacement& operand, int batchOuter,
-                             int batchInner, const Target& target);
+                             int batchInner, const Target& target, bool sourceF32 = false);
 
 // Its predicted time on `target`: the rows read and the padded rows written
 // at the GMEM's attainable bandwidth, and a launch.

@@ -64,6 +64,25 @@ class Fuser {
 
   std::vector<Kernel> run();
 
+  // A scatter-add runs as a launch of its own ahead of its kernel's other
+  // work (one thread per value, atomics; cuda_kernel_writer.h), computing its
+  // values and indices from stored arrays there: none may need a reduction
+  // of the same kernel (a sum its gradient's values are scaled by, another
+  // scatter-add), which that launch cannot make. Such a scatter-add is a
+  // kernel of its own, its operands stored.
+  void separateScatterValues(int& next);
+
+  // The checks above look at one join or merge at a time; together they can
+  // still leave kernels that wait for each other (a prologue whose operand
+  // comes from a kernel that reads the prologue's own kernel). Those kernels
+  // give up their elementwise members, each then a kernel of its own, and if
+  // that is not enough every member stands alone: one node a kernel always
+  // runs in graph order.
+  void breakCycles(int& next);
+
+  // The groups that runOrder cannot place: those in a cycle and those after one.
+  std::set<int> groupsLeftWaiting() const;
+
  private:
   static size_t idx(NodeId id) { return static_cast<size_t>(id); }
   bool freeNode(NodeId id) const { return free_[idx(id)] != 0; }
@@ -265,6 +284,8 @@ class Fuser {
   // values it reads (through views too); among the ready ones, the one whose
   // first node comes first.
   std::vector<int> runOrder(const std::map<int, Kernel>& byGroup) const;
+  // runOrder's order of the groups it can place (all of them unless some wait for each other).
+  std::vector<int> placeableOrder(const std::map<int, Kernel>& byGroup) const;
 
   // Whether the groups as they stand can run one after another.
   bool runsInOrder() const;

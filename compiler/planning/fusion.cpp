@@ -105,7 +105,62 @@ std::vector<Kernel> Fuser::run() {
   attachPrologues();
   attachEpilogues(next);
   mergeStreams();
+  separateScatterValues(next);
+  breakCycles(next);
   return collect();
+}
+
+void Fuser::separateScatterValues(int& next) {
+  for (const Node& s : g_.nodes) {
+    if (s.op != Op::ScatterAdd || group_[idx(s.id)] < 0) continue;
+    const int gr = group_[idx(s.id)];
+    std::vector<NodeId> work(s.operands.begin(), s.operands.end());
+    std::set<NodeId> seen;
+    bool needsReduction = false;
+    while (!work.empty() && !needsReduction) {
+      const NodeId id = work.back();
+      work.pop_back();
+      if (!seen.insert(id).second) continue;
+      const Node& m = g_.node(id);
+      if (group_[idx(id)] == gr) {
+        if (isAnchor(m)) needsReduction = true;
+        else work.insert(work.end(), m.operands.begin(), m.operands.end());
+      } else if (group_[idx(id)] < 0 && viewHere(m)) {
+        work.insert(work.end(), m.operands.begin(), m.operands.end());
+      }
+    }
+    if (needsReduction && members_[gr].size() > 1) {
+      join(s.id, next++, Acyclic::Known);
+      streamAxis_.erase(gr);
+    }
+  }
+}
+
+void Fuser::breakCycles(int& next) {
+  for (int round = 0; round < 2; ++round) {
+    const std::set<int> waiting = groupsLeftWaiting();
+    if (waiting.empty()) return;
+    for (int gr : waiting) {
+      const std::set<NodeId> members = members_[gr];
+      for (NodeId m : members) {
+        if (round == 0 && isAnchor(g_.node(m))) continue;
+        if (members_[gr].size() == 1) break;
+        join(m, next++, Acyclic::Known);
+      }
+      streamAxis_.erase(gr);
+      wholeAxes_.erase(gr);
+    }
+  }
+}
+
+std::set<int> Fuser::groupsLeftWaiting() const {
+  std::map<int, Kernel> byGroup;
+  for (const Node& n : g_.nodes)
+    if (group_[idx(n.id)] >= 0) byGroup[group_[idx(n.id)]].nodes.push_back(n.id);
+  std::set<int> left;
+  for (const auto& [gr, k] : byGroup) left.insert(gr);
+  for (int gr : placeableOrder(byGroup)) left.erase(gr);
+  return left;
 }
 
 bool Fuser::computeViewHere(const Node& n) const {
@@ -209,6 +264,12 @@ void Fuser::attachEpilogues(int& next) {
 // values it reads (through views too); among the ready ones, the one whose
 // first node comes first.
 std::vector<int> Fuser::runOrder(const std::map<int, Kernel>& byGroup) const {
+  std::vector<int> order = placeableOrder(byGroup);
+  if (order.size() != byGroup.size()) throw std::logic_error("fusion made kernels that wait for each other");
+  return order;
+}
+
+std::vector<int> Fuser::placeableOrder(const std::map<int, Kernel>& byGroup) const {
   std::vector<std::set<int>> producers(g_.nodes.size());  // the kernels a node's value comes from
   for (const Node& n : g_.nodes) {
     if (group_[idx(n.id)] >= 0) producers[idx(n.id)] = {group_[idx(n.id)]};
@@ -237,7 +298,6 @@ std::vector<int> Fuser::runOrder(const std::map<int, Kernel>& byGroup) const {
       if (waitsFor[r].empty()) ready.insert({byGroup.at(r).nodes.front(), r});
     }
   }
-  if (order.size() != byGroup.size()) throw std::logic_error("fusion made kernels that wait for each other");
   return order;
 }
 

@@ -22,6 +22,7 @@
 
 #include "codegen/emit_cuda.h"
 #include "cuda_context.h"
+#include "buffer_values.h"
 #include "cuda_driver.h"
 #include "device_buffer.h"
 #include "driver/pipeline.h"
@@ -40,45 +41,6 @@ namespace cuda = llmc::cuda;
 using llmc::testing::EmitCase;
 
 namespace {
-
-// The bytes of a host array as the buffer stores it.
-std::vector<unsigned char> toDevice(const llmc::BufferDesc& b, const std::vector<double>& values) {
-  std::vector<unsigned char> bytes(static_cast<size_t>(b.bytes));
-  for (size_t i = 0; i < values.size(); ++i) {
-    const double v = values[i];
-    if (b.dtype == "f32") { float f = static_cast<float>(v); std::memcpy(&bytes[4 * i], &f, 4); }
-    else if (b.dtype == "bf16") {
-      float f = static_cast<float>(v);  // already rounded to bf16: the upper half is exact
-      uint32_t u;
-      std::memcpy(&u, &f, 4);
-      uint16_t h = static_cast<uint16_t>(u >> 16);
-      std::memcpy(&bytes[2 * i], &h, 2);
-    } else if (b.dtype == "f64") std::memcpy(&bytes[8 * i], &v, 8);
-    else if (b.dtype == "i32") { int32_t x = static_cast<int32_t>(v); std::memcpy(&bytes[4 * i], &x, 4); }
-    else if (b.dtype == "u16") { uint16_t x = static_cast<uint16_t>(v); std::memcpy(&bytes[2 * i], &x, 2); }
-    else bytes[i] = v != 0;
-  }
-  return bytes;
-}
-
-std::vector<double> fromDevice(const llmc::BufferDesc& b, const std::vector<unsigned char>& bytes) {
-  std::vector<double> out(static_cast<size_t>(b.elements));
-  for (size_t i = 0; i < out.size(); ++i) {
-    if (b.dtype == "f32") { float f; std::memcpy(&f, &bytes[4 * i], 4); out[i] = f; }
-    else if (b.dtype == "bf16") {
-      uint16_t h;
-      std::memcpy(&h, &bytes[2 * i], 2);
-      uint32_t u = uint32_t(h) << 16;
-      float f;
-      std::memcpy(&f, &u, 4);
-      out[i] = f;
-    } else if (b.dtype == "f64") std::memcpy(&out[i], &bytes[8 * i], 8);
-    else if (b.dtype == "i32") { int32_t x; std::memcpy(&x, &bytes[4 * i], 4); out[i] = x; }
-    else if (b.dtype == "u16") { uint16_t x; std::memcpy(&x, &bytes[2 * i], 2); out[i] = x; }
-    else out[i] = bytes[i];
-  }
-  return out;
-}
 
 // Random inputs: normal floats at the case's scale (rounded to bf16 for bf16
 // storage), integers in [0, bound).
@@ -140,7 +102,7 @@ void runCase(const EmitCase& c, bool bf16, const std::string& arch, const cuda::
   for (const llmc::BufferDesc& b : module.buffers) {
     if (!b.graphInput) continue;
     const llmc::HostTensor laidOut = llmc::permuteTo(inputs.at(graph.node(b.node).name), graph.node(b.node).type);
-    std::vector<unsigned char> bytes = toDevice(b, laidOut.data);
+    std::vector<unsigned char> bytes = llmc::cuda::bufferBytes(b, laidOut.data);
     cuda::check(cuda::driver().memcpyHtoD(executor.address(b.name), bytes.data(), bytes.size()), "cuMemcpyHtoD(input)");
   }
   executor.run(nullptr);
@@ -166,7 +128,7 @@ void runCase(const EmitCase& c, bool bf16, const std::string& arch, const cuda::
     }
     std::vector<unsigned char> bytes(static_cast<size_t>(buffer->bytes));
     cuda::check(cuda::driver().memcpyDtoH(bytes.data(), executor.address(name), bytes.size()), "cuMemcpyDtoH(output)");
-    llmc::HostTensor got{graph.node(graph.outputs[i].node).type, fromDevice(*buffer, bytes)};
+    llmc::HostTensor got{graph.node(graph.outputs[i].node).type, llmc::cuda::bufferValues(*buffer, bytes)};
     const double error = llmc::relativeError(got, expected[i]);
     const bool ok = error <= tolerance;  // false for NaN
     ++outcome.checked;

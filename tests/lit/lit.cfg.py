@@ -26,4 +26,5 @@ config.substitutions += [
     (tool("FileCheck"), config.filecheck),
     (tool("not"), config.not_tool),
     ("%diagrams", os.path.join(config.llmc_source_dir, "diagrams")),
+    ("%benchmarks", os.path.join(config.llmc_source_dir, "benchmarks", "diagrams")),
 ]

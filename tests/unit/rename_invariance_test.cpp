@@ -7,13 +7,20 @@
 #include <catch2/catch.hpp>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <random>
+#include <regex>
 #include <set>
+#include <sstream>
 
 #include "codegen/emit_cuda.h"
 #include "driver/pipeline.h"
+#include "frontend/source.h"
 #include "lowering/lowering.h"
 #include "planning/target.h"
 #include "report/pseudocode.h"
@@ -134,4 +141,117 @@ TEST_CASE("renaming every axis leaves the launches unchanged", "[rename]") {
         CHECK(launchShapes(r, target, storage) == launchShapes(g, target, storage));
     }
   }
+}
+
+namespace {
+
+// Every diagram file of the repository outside tests/lit (whose files are
+// FileCheck tests, many of them errors), as repository paths, sorted.
+std::vector<std::string> repositoryDiagramFiles() {
+  namespace fs = std::filesystem;
+  std::vector<std::string> files;
+  const fs::path root = testing::repoPath("");
+  for (const char* dir : {"diagrams", "benchmarks/diagrams", "tests/diagrams", "tests/cuda", "tests/fuzz/regressions"})
+    for (const fs::directory_entry& e : fs::recursive_directory_iterator(root / dir))
+      if (e.is_regular_file() && e.path().extension() == ".dg")
+        files.push_back(fs::relative(e.path(), root).generic_string());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+// The names of the diagrams a file defines, in order.
+std::vector<std::string> diagramNames(const std::string& relative) {
+  std::ifstream in(testing::repoPath(relative));
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string s = text.str();
+  static const std::regex header(R"((^|\n)diagram ([A-Za-z_][A-Za-z_0-9]*)\()");
+  std::vector<std::string> names;
+  for (auto it = std::sregex_iterator(s.begin(), s.end(), header); it != std::sregex_iterator(); ++it)
+    names.push_back((*it)[2].str());
+  return names;
+}
+
+// FNV-1a: a seed from a name, the same on every platform.
+uint32_t nameHash(const std::string& s) {
+  uint32_t h = 2166136261u;
+  for (unsigned char c : s) h = (h ^ c) * 16777619u;
+  return h;
+}
+
+}  // namespace
+
+// The list above picks sizes per diagram; this one takes every diagram of
+// every file (an entry of its own where it can be one), forward and, where it
+// has a scalar loss, backward against its params (every float input where it
+// marks none), with one set of small sizes no tile divides (M a multiple of 6
+// for the diagrams that split it so). Diagrams that cannot be entries (axes
+// '..', or axes without sizes: the library's and GPT-2's building blocks) are
+// renamed where an entry inlines them (GPT-2's model, the benchmarks).
+TEST_CASE("renaming every axis of every diagram of the repository leaves the launches unchanged", "[rename]") {
+  const SizeBindings sizes = {{"B", 3},  {"T", 37}, {"maxT", 40}, {"L", 2},  {"C", 44}, {"H", 4},  {"V", 101},
+                              {"Vp", 120}, {"N", 33}, {"M", 30},   {"K", 23}, {"D", 24}, {"F", 52}, {"I", 30},
+                              {"J", 17}, {"X", 41}, {"G", 2},    {"Tq", 19}, {"Tk", 43}, {"P", 13}, {"Lr", 9},
+                              {"E", 20}, {"O", 11}, {"W", 7}};
+  const std::vector<std::string> files = repositoryDiagramFiles();
+  REQUIRE(files.size() >= 50);
+  int entries = 0, backward = 0;
+  std::vector<std::string> notEntries;
+  for (const char* arch : {"sm_90a", "sm_80"}) {
+    const Target target = loadTarget(arch);
+    entries = backward = 0;
+    notEntries.clear();
+    for (const std::string& file : files) {
+      const std::vector<std::string> names = diagramNames(file);
+      INFO(file);
+      REQUIRE(!names.empty());
+      for (const std::string& entry : names) {
+        PipelineOptions p;
+        p.path = testing::repoPath(file);
+        p.entry = entry;
+        p.sizes = sizes;
+        if (entry == "axis_boxes") p.sizes["M"] = 6;  // splits m into 2 x 3
+        p.target = &target;
+        Graph forward;
+        try {
+          forward = compileToIR(p);
+        } catch (const CompileError& e) {
+          const std::string why = e.message();
+          INFO(why);
+          CHECK((why.find("cannot have '..'") != std::string::npos || why.find("has no size") != std::string::npos));
+          notEntries.push_back(file + " " + entry);
+          continue;
+        }
+        ++entries;
+        std::vector<Graph> graphs{forward};
+        std::vector<std::string> scalars, params, floats;
+        for (const GraphOutput& o : forward.outputs)
+          if (forward.node(o.node).type.axes.empty() && isFloat(forward.node(o.node).type.dtype)) scalars.push_back(o.name);
+        for (NodeId id : forward.inputs) {
+          if (forward.node(id).isParam) params.push_back(forward.node(id).name);
+          if (isFloat(forward.node(id).type.dtype)) floats.push_back(forward.node(id).name);
+        }
+        if (scalars.size() == 1) {
+          p.grad = true;
+          p.loss = scalars[0];
+          p.wrt = params.empty() ? floats : params;
+          graphs.push_back(compileToIR(p));
+          ++backward;
+        }
+        for (size_t k = 0; k < graphs.size(); ++k) {
+          const Graph& g = graphs[k];
+          const uint32_t seed = nameHash(file + " " + entry) + static_cast<uint32_t>((arch[3] == '9') + 2 * k);
+          INFO(fmt::format("{} {}{} on {}, seed {}", file, entry, k ? " --grad" : "", arch, seed));
+          const Graph r = renameAxes(g, randomAxisNames(g, seed));
+          for (StorageType storage : {StorageType::BF16, StorageType::F32})
+            CHECK(launchShapes(r, target, storage) == launchShapes(g, target, storage));
+        }
+      }
+    }
+  }
+  // What the loop covered, so that a diagram that stops compiling as an entry shows.
+  INFO(fmt::format("{} entries, {} with a backward; not entries: {}", entries, backward, fmt::join(notEntries, ", ")));
+  CHECK(entries >= 89);
+  CHECK(backward >= 69);
+  CHECK(notEntries.size() <= 14);
 }

@@ -18,6 +18,7 @@
 #include "checks.h"
 #include "codegen/emit_cuda.h"
 #include "cuda_context.h"
+#include "buffer_values.h"
 #include "cuda_driver.h"
 #include "device_buffer.h"
 #include "jit.h"
@@ -30,45 +31,6 @@
 namespace llmc::fuzz {
 
 namespace {
-
-// The bytes of a host array as the buffer stores it.
-std::vector<unsigned char> toDevice(const BufferDesc& b, const std::vector<double>& values) {
-  std::vector<unsigned char> bytes(static_cast<size_t>(b.bytes));
-  for (size_t i = 0; i < values.size(); ++i) {
-    const double v = values[i];
-    if (b.dtype == "f32") { float f = static_cast<float>(v); std::memcpy(&bytes[4 * i], &f, 4); }
-    else if (b.dtype == "bf16") {
-      float f = static_cast<float>(roundToDType(v, DType::BF16));  // exact in bf16: the upper half
-      uint32_t u;
-      std::memcpy(&u, &f, 4);
-      const uint16_t h = static_cast<uint16_t>(u >> 16);
-      std::memcpy(&bytes[2 * i], &h, 2);
-    } else if (b.dtype == "f64") std::memcpy(&bytes[8 * i], &v, 8);
-    else if (b.dtype == "i32") { int32_t x = static_cast<int32_t>(v); std::memcpy(&bytes[4 * i], &x, 4); }
-    else if (b.dtype == "u16") { uint16_t x = static_cast<uint16_t>(v); std::memcpy(&bytes[2 * i], &x, 2); }
-    else bytes[i] = v != 0;
-  }
-  return bytes;
-}
-
-std::vector<double> fromDevice(const BufferDesc& b, const std::vector<unsigned char>& bytes) {
-  std::vector<double> out(static_cast<size_t>(b.elements));
-  for (size_t i = 0; i < out.size(); ++i) {
-    if (b.dtype == "f32") { float f; std::memcpy(&f, &bytes[4 * i], 4); out[i] = f; }
-    else if (b.dtype == "bf16") {
-      uint16_t h;
-      std::memcpy(&h, &bytes[2 * i], 2);
-      const uint32_t u = uint32_t(h) << 16;
-      float f;
-      std::memcpy(&f, &u, 4);
-      out[i] = f;
-    } else if (b.dtype == "f64") std::memcpy(&out[i], &bytes[8 * i], 8);
-    else if (b.dtype == "i32") { int32_t x; std::memcpy(&x, &bytes[4 * i], 4); out[i] = x; }
-    else if (b.dtype == "u16") { uint16_t x; std::memcpy(&x, &bytes[2 * i], 2); out[i] = x; }
-    else out[i] = bytes[i];
-  }
-  return out;
-}
 
 const std::optional<cuda::Context>& context() {
   static const std::optional<cuda::Context> c = cuda::contextOrSkip();
@@ -103,7 +65,7 @@ std::optional<Failure> runConfig(const DiagramSpec& spec, const DiagramFile& fil
   for (const BufferDesc& b : module.buffers) {
     if (!b.graphInput) continue;
     const HostTensor laidOut = permuteTo(inputs.at(graph.node(b.node).name), graph.node(b.node).type);
-    const std::vector<unsigned char> bytes = toDevice(b, laidOut.data);
+    const std::vector<unsigned char> bytes = cuda::bufferBytes(b, laidOut.data);
     cuda::check(cuda::driver().memcpyHtoD(executor.address(b.name), bytes.data(), bytes.size()), "cuMemcpyHtoD(input)");
   }
   if (options.sanitizerFriendly) {  // one launch at a time: a sanitizer's report names the launch
@@ -153,7 +115,7 @@ std::optional<Failure> runConfig(const DiagramSpec& spec, const DiagramFile& fil
       return Failure{"gpu", fmt::format("gpu {}: an output has no buffer", c.str()), fmt::format("output {}", name)};
     std::vector<unsigned char> bytes(static_cast<size_t>(buffer->bytes));
     cuda::check(cuda::driver().memcpyDtoH(bytes.data(), executor.address(name), bytes.size()), "cuMemcpyDtoH(output)");
-    const HostTensor got{graph.node(graph.outputs[i].node).type, fromDevice(*buffer, bytes)};
+    const HostTensor got{graph.node(graph.outputs[i].node).type, cuda::bufferValues(*buffer, bytes)};
     // In norms, not ratios: an output the exact run makes zero (x / x's
     // gradient) may still differ by rounding.
     const double scale = differenceNorm(expected[i], zerosLike(expected[i]));
