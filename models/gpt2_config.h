@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "program.h"
+#include "frontend/program.h"
 
 namespace llmc {
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "ir.h"
+#include "ir/ir.h"
 #include "tensor.h"
 
 namespace llmc {

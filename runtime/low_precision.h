@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "ir.h"
+#include "ir/ir.h"
 
 namespace llmc {
 

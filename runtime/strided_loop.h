@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "ir.h"
+#include "ir/ir.h"
 
 namespace llmc {
 

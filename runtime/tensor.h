@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "ir.h"
+#include "ir/ir.h"
 
 namespace llmc {
 

@@ -24,15 +24,15 @@
 #include <thread>
 #include <vector>
 
+#include "codegen/emit_cuda.h"
 #include "cuda_context.h"
-#include "emit_cuda.h"
+#include "driver/pipeline.h"
 #include "jit.h"
 #include "kernel_cache.h"
-#include "module_cache.h"
 #include "loaded_kernels.h"
-#include "pipeline.h"
-#include "pseudocode.h"
-#include "target.h"
+#include "module_cache.h"
+#include "planning/target.h"
+#include "report/pseudocode.h"
 
 namespace {
 

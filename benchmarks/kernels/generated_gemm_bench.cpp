@@ -37,16 +37,16 @@
 #include <type_traits>
 #include <vector>
 
+#include "codegen/emit_cuda.h"
 #include "cuda_context.h"
 #include "cuda_event.h"
 #include "cuda_module.h"
 #include "device_buffer.h"
-#include "emit_cuda.h"
+#include "driver/pipeline.h"
 #include "launch_tensor_map.h"
 #include "nvrtc_compiler.h"
-#include "pipeline.h"
-#include "pseudocode.h"
-#include "target.h"
+#include "planning/target.h"
+#include "report/pseudocode.h"
 
 namespace cuda = llmc::cuda;
 

@@ -25,7 +25,7 @@
 #include "cuda_module.h"
 #include "device_buffer.h"
 #include "nvrtc_compiler.h"
-#include "target.h"
+#include "planning/target.h"
 
 namespace {
 

@@ -50,18 +50,18 @@
 #include <tuple>
 #include <vector>
 
-#include "lowering.h"
+#include "codegen/emit_cuda.h"
 #include "cuda_context.h"
 #include "cuda_driver.h"
 #include "cuda_event.h"
 #include "cuda_stream.h"
 #include "device_buffer.h"
-#include "emit_cuda.h"
+#include "driver/pipeline.h"
 #include "kernel_cache.h"
+#include "lowering/lowering.h"
 #include "module_executor.h"
-#include "pipeline.h"
-#include "pseudocode.h"
-#include "target.h"
+#include "planning/target.h"
+#include "report/pseudocode.h"
 
 namespace {
 

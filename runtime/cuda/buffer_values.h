@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "emit_cuda.h"
+#include "codegen/module.h"
 
 namespace llmc::cuda {
 

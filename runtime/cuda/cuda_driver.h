@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-#include "gpu_query.h"  // NoGpuError
+#include "planning/gpu_query.h"  // NoGpuError
 
 namespace llmc::cuda {
 

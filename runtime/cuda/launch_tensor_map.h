@@ -1,10 +1,10 @@
-// The TMA tensor maps of a launch description (compiler/emit_cuda.h,
+// The TMA tensor maps of a launch description (compiler/codegen/module.h,
 // TensorMapParam), encoded with the driver's cuTensorMapEncodeTiled for the
 // buffer the runtime allocated.
 #pragma once
 
+#include "codegen/module.h"
 #include "cuda_driver.h"
-#include "emit_cuda.h"
 
 namespace llmc::cuda {
 

@@ -21,7 +21,7 @@
 #include <optional>
 #include <string>
 
-#include "emit_cuda.h"
+#include "codegen/module.h"
 
 namespace llmc::cuda {
 

@@ -1,4 +1,4 @@
-// Runs an emitted module (compiler/emit_cuda.h) on the GPU: its launches in
+// Runs an emitted module (compiler/codegen/module.h) on the GPU: its launches in
 // order on a stream, every array where the memory plan puts it. The caller
 // places the arrays it owns (parameters, gradients, token batches) by binding
 // graph inputs and outputs to its own device memory; everything else lives in
@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "emit_cuda.h"
+#include "codegen/module.h"
 #include "jit.h"
 #include "loaded_kernels.h"
-#include "memory_plan.h"
+#include "planning/memory_plan.h"
 
 namespace llmc::cuda {
 

@@ -1,6 +1,7 @@
 #include "gpu_trainer.h"
 
-#include "lowering.h"
+#include "codegen/emit_cuda.h"
+#include "lowering/lowering.h"
 
 #include <fmt/format.h>
 
@@ -14,13 +15,13 @@
 
 #include "cuda_driver.h"
 #include "cuda_event.h"
+#include "driver/pipeline.h"
 #include "jit.h"
 #include "kernel_cache.h"
-#include "memory_plan.h"
 #include "module_cache.h"
-#include "pipeline.h"
-#include "pseudocode.h"
-#include "target.h"
+#include "planning/memory_plan.h"
+#include "planning/target.h"
+#include "report/pseudocode.h"
 
 namespace llmc {
 

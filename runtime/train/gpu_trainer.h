@@ -20,7 +20,7 @@
 // Device memory is planned once: the parameters and the optimizer's arrays
 // packed into flat arrays (each parameter 128-element aligned), and one arena
 // for everything else, shared by the modules since they never run at once,
-// each module's arrays placed in it by the memory plan (compiler/memory_plan.h).
+// each module's arrays placed in it by the memory plan (compiler/planning/memory_plan.h).
 #pragma once
 
 #include <chrono>

@@ -4,7 +4,7 @@
 
 #include <stdexcept>
 
-#include "pipeline.h"
+#include "driver/pipeline.h"
 
 namespace llmc {
 

@@ -10,7 +10,7 @@
 
 #include "gpt2_weights.h"
 #include "interpreter.h"
-#include "ir.h"
+#include "ir/ir.h"
 #include "trainer.h"
 
 namespace llmc {

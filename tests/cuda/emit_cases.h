@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "pipeline.h"
+#include "driver/pipeline.h"
 
 namespace llmc::testing {
 

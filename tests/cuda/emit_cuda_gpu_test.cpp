@@ -20,21 +20,21 @@
 #include <span>
 #include <vector>
 
-#include "lowering.h"
+#include "codegen/emit_cuda.h"
 #include "cuda_context.h"
 #include "buffer_values.h"
 #include "cuda_driver.h"
 #include "device_buffer.h"
+#include "driver/pipeline.h"
 #include "emit_cases.h"
-#include "emit_cuda.h"
 #include "interpreter.h"
 #include "jit.h"
 #include "low_precision.h"
+#include "lowering/lowering.h"
 #include "module_executor.h"
 #include "nvrtc_compiler.h"
-#include "pipeline.h"
-#include "pseudocode.h"
-#include "target.h"
+#include "planning/target.h"
+#include "report/pseudocode.h"
 #include "tensor.h"
 
 namespace cuda = llmc::cuda;

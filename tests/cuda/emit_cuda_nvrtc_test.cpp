@@ -9,14 +9,14 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
-#include "lowering.h"
+#include "codegen/emit_cuda.h"
+#include "driver/pipeline.h"
 #include "emit_cases.h"
-#include "emit_cuda.h"
 #include "jit.h"
+#include "lowering/lowering.h"
 #include "nvrtc_compiler.h"
-#include "pipeline.h"
-#include "pseudocode.h"
-#include "target.h"
+#include "planning/target.h"
+#include "report/pseudocode.h"
 
 namespace {
 

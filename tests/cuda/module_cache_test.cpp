@@ -6,10 +6,11 @@
 #include <catch2/catch.hpp>
 #include <fstream>
 
+#include "codegen/emit_cuda.h"
 #include "cuda_test_support.h"
-#include "pipeline.h"
-#include "pseudocode.h"
-#include "target.h"
+#include "driver/pipeline.h"
+#include "planning/target.h"
+#include "report/pseudocode.h"
 
 namespace fs = std::filesystem;
 using llmc::testing::CacheTempDir;

@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "program.h"
+#include "frontend/program.h"
 
 namespace llmc::dump_support {
 

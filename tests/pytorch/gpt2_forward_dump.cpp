@@ -28,10 +28,10 @@
 #include <string>
 #include <vector>
 
+#include "driver/pipeline.h"
+#include "dump_support.h"
 #include "gpt2_checkpoint.h"
 #include "interpreter.h"
-#include "dump_support.h"
-#include "pipeline.h"
 
 namespace {
 

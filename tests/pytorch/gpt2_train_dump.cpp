@@ -53,13 +53,13 @@
 #include <string>
 #include <vector>
 
+#include "driver/pipeline.h"
+#include "dump_support.h"
 #include "gpt2_checkpoint.h"
-#include "gpu_query.h"
 #include "gpu_trainer.h"
 #include "interpreter.h"
 #include "interpreter_trainer.h"
-#include "dump_support.h"
-#include "pipeline.h"
+#include "planning/gpu_query.h"
 
 namespace {
 

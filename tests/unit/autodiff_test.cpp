@@ -4,9 +4,9 @@
 // with a step of 1e-6 are accurate to about 1e-9 here).
 #include <catch2/catch.hpp>
 
-#include "autodiff.h"
 #include "gpt2_config.h"
 #include "gradient_check.h"
+#include "ir/autodiff.h"
 #include "test_support.h"
 
 using namespace llmc;

@@ -6,11 +6,11 @@
 #include <cmath>
 #include <random>
 
-#include "cost_model.h"
-#include "kernels.h"
-#include "step_skip.h"
-#include "streamability.h"
-#include "target.h"
+#include "analysis/step_skip.h"
+#include "analysis/streamability.h"
+#include "planning/cost_model.h"
+#include "planning/fusion.h"
+#include "planning/target.h"
 #include "test_support.h"
 
 using namespace llmc;

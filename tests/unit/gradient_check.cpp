@@ -5,9 +5,9 @@
 #include <numeric>
 #include <random>
 
-#include "autodiff.h"
-#include "canonicalize.h"
-#include "verify.h"
+#include "ir/autodiff.h"
+#include "ir/canonicalize.h"
+#include "ir/verify.h"
 
 namespace llmc::testing {
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "interpreter.h"
-#include "ir.h"
+#include "ir/ir.h"
 
 namespace llmc::testing {
 

@@ -12,7 +12,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "ir.h"
+#include "ir/ir.h"
 #include "tensor.h"
 
 using namespace llmc;

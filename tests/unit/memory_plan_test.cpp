@@ -1,15 +1,16 @@
-// The device memory plan (compiler/memory_plan.h): arrays whose lifetimes
+// The device memory plan (compiler/planning/memory_plan.h): arrays whose lifetimes
 // overlap never share bytes, the arena is no smaller than the most bytes alive
 // at one launch, and arrays the caller places stay out of it.
-#include "memory_plan.h"
+#include "planning/memory_plan.h"
 
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <random>
 
-#include "pipeline.h"
-#include "pseudocode.h"
-#include "target.h"
+#include "codegen/emit_cuda.h"
+#include "driver/pipeline.h"
+#include "planning/target.h"
+#include "report/pseudocode.h"
 #include "test_support.h"
 
 using namespace llmc;

@@ -6,9 +6,9 @@
 
 #include <catch2/catch.hpp>
 
-#include "emit_cuda.h"
-#include "pipeline.h"
-#include "target.h"
+#include "codegen/emit_cuda.h"
+#include "driver/pipeline.h"
+#include "planning/target.h"
 #include "test_support.h"
 
 using namespace llmc;

@@ -5,10 +5,10 @@
 #include <filesystem>
 #include <fstream>
 
+#include "driver/pipeline.h"
 #include "gpt2_config.h"
-#include "print.h"
+#include "ir/print.h"
 #include "test_support.h"
-#include "pipeline.h"
 
 using namespace llmc;
 using namespace llmc::testing;

@@ -1,13 +1,13 @@
-// Reassociation of a sum through a contraction (compiler/reassociate.cpp), on
+// Reassociation of a sum through a contraction (compiler/ir/reassociate.cpp), on
 // diagrams GPT-2 does not use: the rewritten graph computes the same values.
 #include <catch2/catch.hpp>
 
 #include <cmath>
 
-#include "canonicalize.h"
+#include "driver/pipeline.h"
 #include "interpreter.h"
-#include "pipeline.h"
-#include "reassociate.h"
+#include "ir/canonicalize.h"
+#include "ir/reassociate.h"
 #include "test_support.h"
 
 using namespace llmc;

@@ -1,13 +1,13 @@
-// Store or recompute (compiler/recompute.cpp), decided by the cost model on
+// Store or recompute (compiler/ir/recompute.cpp), decided by the cost model on
 // diagrams GPT-2 does not use: what the training step's kernels store in GMEM.
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "driver/pipeline.h"
 #include "interpreter.h"
-#include "kernels.h"
-#include "pipeline.h"
-#include "target.h"
+#include "planning/fusion.h"
+#include "planning/target.h"
 #include "test_support.h"
 
 using namespace llmc;
@@ -65,7 +65,7 @@ TEST_CASE("the classifier stores its logits and their gradient, never the probab
   // a write and a read) are stored. The backward's two matmuls over the
   // vocabulary and the rows read the logits' gradient, made elementwise from
   // the logits and the row statistics: stored once for the tensor cores
-  // (kernels.cpp, feedsContraction), not remade in each matmul's prologue.
+  // (planning/fusion.cpp, feedsContraction), not remade in each matmul's prologue.
   // Nothing else of that size is: not the probabilities.
   std::vector<const Node*> stored = storedWith(step, {"n", "v"}, false);
   int logits = 0, gradients = 0;

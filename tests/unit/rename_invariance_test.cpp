@@ -18,12 +18,12 @@
 #include <set>
 #include <sstream>
 
-#include "lowering.h"
-#include "emit_cuda.h"
-#include "pipeline.h"
-#include "pseudocode.h"
-#include "source.h"
-#include "target.h"
+#include "codegen/emit_cuda.h"
+#include "driver/pipeline.h"
+#include "frontend/source.h"
+#include "lowering/lowering.h"
+#include "planning/target.h"
+#include "report/pseudocode.h"
 #include "test_support.h"
 
 using namespace llmc;

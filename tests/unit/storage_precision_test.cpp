@@ -5,12 +5,12 @@
 // kernels (tests/cuda/emit_cuda_gpu_test.cpp) can ask of bf16 storage.
 #include <catch2/catch.hpp>
 
-#include "emit_cuda.h"
+#include "codegen/emit_cuda.h"
+#include "driver/pipeline.h"
 #include "interpreter.h"
 #include "low_precision.h"
-#include "pipeline.h"
-#include "pseudocode.h"
-#include "target.h"
+#include "planning/target.h"
+#include "report/pseudocode.h"
 #include "test_support.h"
 
 using namespace llmc;

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "data_test_support.h"
-#include "target.h"
+#include "planning/target.h"
 
 namespace fs = std::filesystem;
 using llmc::detectTarget;

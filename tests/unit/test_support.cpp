@@ -1,6 +1,6 @@
 #include "test_support.h"
 
-#include "pipeline.h"
+#include "driver/pipeline.h"
 
 namespace llmc::testing {
 

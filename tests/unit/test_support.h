@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "frontend/program.h"
 #include "interpreter.h"
-#include "ir.h"
-#include "program.h"
+#include "ir/ir.h"
 #include "tensor.h"
 
 namespace llmc::testing {

@@ -10,15 +10,15 @@
 #include <random>
 #include <regex>
 
-#include "emit_cuda.h"
+#include "codegen/emit_cuda.h"
+#include "driver/pipeline.h"
+#include "frontend/source.h"
 #include "low_precision.h"
+#include "lowering/lowering.h"
 #include "module_executor.h"
 #include "nvrtc_compiler.h"
-#include "pipeline.h"
-#include "lowering.h"
-#include "pseudocode.h"
-#include "source.h"
-#include "target.h"
+#include "planning/target.h"
+#include "report/pseudocode.h"
 
 namespace llmc::fuzz {
 

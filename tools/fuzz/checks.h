@@ -13,8 +13,8 @@
 
 #include "diagram_spec.h"
 #include "interpreter.h"
-#include "ir.h"
-#include "target.h"
+#include "ir/ir.h"
+#include "planning/target.h"
 #include "tensor.h"
 
 namespace llmc::fuzz {

@@ -16,17 +16,17 @@
 #include <cstring>
 
 #include "checks.h"
+#include "codegen/emit_cuda.h"
 #include "cuda_context.h"
 #include "buffer_values.h"
 #include "cuda_driver.h"
 #include "device_buffer.h"
-#include "emit_cuda.h"
 #include "jit.h"
 #include "low_precision.h"
+#include "lowering/lowering.h"
 #include "module_executor.h"
-#include "lowering.h"
-#include "pseudocode.h"
-#include "target.h"
+#include "planning/target.h"
+#include "report/pseudocode.h"
 
 namespace llmc::fuzz {
 

@@ -17,11 +17,11 @@
 #include <stdexcept>
 #include <thread>
 
-#include "kernels.h"
-#include "pipeline.h"
-#include "pseudocode.h"
-#include "source.h"
-#include "target.h"
+#include "driver/pipeline.h"
+#include "frontend/source.h"
+#include "planning/fusion.h"
+#include "planning/target.h"
+#include "report/pseudocode.h"
 
 namespace llmc::fuzz {
 

@@ -1,0 +1,107 @@
+// Writes the CUDA source of one launch (emit_cuda.h): the loop nest of its
+// partition, with every value computed where the indices it depends on are
+// known. Used by emitCuda; a launch is described by a LaunchPlan.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "ir/ir.h"
+
+namespace llmc {
+
+// How a stored value is held in GMEM.
+struct StoredArray {
+  std::string param;  // the kernel parameter's name
+  std::string ctype;  // element type: float, llmc_bf16, int, unsigned short, unsigned char, double
+};
+
+struct LaunchPlan {
+  enum class Kind {
+    Tile,     // one block per tile of the group axes, threads over the tile's points
+    Scatter,  // a scatter-add: one thread per value, atomic adds into a zeroed f32 array
+    Clear,    // zero a stored array (before a scatter-add)
+  } kind = Kind::Tile;
+  std::string name;
+  std::set<NodeId> computed;     // values computed here; others are read from GMEM, or are views/constants
+  std::vector<NodeId> outputs;   // Tile: the values it stores; Scatter, Clear: the scatter-add
+  std::vector<Axis> groupAxes;   // Tile: tiled across blocks
+  std::map<std::string, int64_t> tiles;
+  std::string streamAxis;        // Tile: streamed with an accumulator (empty: none)
+  int64_t streamChunk = 0;
+  // Tile: reduced axes shared out across blocks (split-K): axis -> positions
+  // per block. The outputs are plain sums over them: each block adds its
+  // partial sums atomically into f32 arrays zeroed first.
+  std::map<std::string, int64_t> splitTiles;
+};
+
+struct WrittenKernel {
+  std::string body;             // the function body, without the signature
+  std::set<NodeId> reads;       // stored values it reads
+  int64_t grid = 1;
+  int block = 256;
+  std::string streamNote;       // how the stream was emitted, for the source's comment
+  std::vector<std::string> tensorMaps;  // a stream's TMA tiles: the kernel's first parameters (TensorCoreStream::loadedTiles)
+  // A GEMM epilogue's inputs whose address is the call's coordinates alone:
+  // loaded by the functor's load() (raw 16 bytes into an Inputs member, each
+  // a name here) before any column group is computed (gemm_common.cuh).
+  std::vector<std::string> epilogueInputs;
+  std::string epilogueLoads;    // load()'s body
+};
+
+// What the device holds at once: threads (SMs x resident warps x 32) and
+// blocks (SMs x resident blocks). A launch's threads should fill them to keep
+// loads in flight.
+struct DeviceResidency {
+  int64_t threads = 0;  // 0: not known (no slices)
+  int64_t blocks = 0;
+};
+
+// `names`: printedNames(graph), made once for all the launches of a module.
+WrittenKernel writeKernel(const Graph& graph, const LaunchPlan& plan, const std::map<NodeId, StoredArray>& stored,
+                          const std::vector<std::string>& names, DeviceResidency resident);
+
+// A stream launch on the tensor cores (tensor_core_stream.h): the kernel body
+// around the stream_mma.cuh steps, with `stream.smemBytes` of dynamic shared
+// memory.
+struct TensorCoreStream;
+WrittenKernel writeTensorCoreStream(const Graph& graph, const LaunchPlan& plan,
+                                    const std::map<NodeId, StoredArray>& stored, const std::vector<std::string>& names,
+                                    const TensorCoreStream& stream);
+
+// Whether a tile launch is one float sum of a whole array to a scalar (a
+// gradient's global norm): it is written as a reduction over the whole grid,
+// each warp adding its partial sum atomically, so its output is stored f32
+// and zeroed by a clear launch first.
+bool isGridSum(const Graph& graph, const LaunchPlan& plan);
+
+// The axes of a tile-library GEMM launch (tensor_core_gemm.h) as its epilogue
+// functor sees them (gemm_common.cuh, "Epilogue contract"): it is called with
+// (batch, row, col, v, count), and v[e] is the contraction at the batch index,
+// the row and column col + e, decomposed into these axes.
+struct GemmEpilogueAxes {
+  NodeId contraction = -1;
+  std::vector<Axis> batch;    // (outer, inner), or (inner)
+  std::vector<Axis> rows;     // outermost first
+  std::vector<Axis> columns;  // outermost first
+};
+
+// The work after the contraction cannot be written as that functor (it reads
+// the contraction at other positions than the one being stored).
+class EpilogueUnsupported : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// The body of the epilogue functor's operator(): the launch's values after
+// the contraction computed at the 8 columns, its outputs stored (bf16 outputs
+// whose innermost axes are the columns with one 16-byte store). `reads`: the
+// stored values it loads. Throws EpilogueUnsupported.
+WrittenKernel writeGemmEpilogue(const Graph& graph, const LaunchPlan& plan, const std::map<NodeId, StoredArray>& stored,
+                                const std::vector<std::string>& names, const GemmEpilogueAxes& axes);
+
+}  // namespace llmc

@@ -1,0 +1,466 @@
+// Scopes, values, loads, elementwise work and reductions: what every launch
+// the CUDA writer makes is built from.
+#include "codegen/cuda_writer.h"
+
+namespace llmc::cuda_writer {
+
+WrittenKernel CudaWriter::run() {
+  WrittenKernel out;
+  if (epilogue_) gemmEpilogue();
+  else if (tcs_) tensorCoreStream(out);
+  else switch (plan_.kind) {
+    case LaunchPlan::Kind::Tile:
+      if (isGridSum(g_, plan_)) gridSum(out);
+      else tile(out);
+      break;
+    case LaunchPlan::Kind::Scatter: scatter(out); break;
+    case LaunchPlan::Kind::Clear: clear(out); break;
+  }
+  for (const std::string& l : scopes_[0].lines) out.body += "  " + l + "\n";
+  out.reads = reads_;
+  out.epilogueInputs = epilogueInputs_;
+  out.epilogueLoads = epilogueLoads_;
+  return out;
+}
+
+// ---- scopes: a block of code under a header (a loop, an if). Code that
+// depends only on the indices of an outer scope is emitted there, ahead of
+// the open inner scopes (which join their parent when closed).
+int CudaWriter::open(int parent, std::string header) {
+  scopes_.push_back({parent, scopes_[static_cast<size_t>(parent)].depth + 1, std::move(header), {}});
+  return static_cast<int>(scopes_.size()) - 1;
+}
+
+int CudaWriter::openLanes(int parent, std::string header) {
+  const int s = open(parent, std::move(header));
+  laneScopes_.insert(s);
+  return s;
+}
+
+bool CudaWriter::underLanes(int s) const {
+  for (; s >= 0; s = scopes_[static_cast<size_t>(s)].parent)
+    if (laneScopes_.count(s)) return true;
+  return false;
+}
+
+void CudaWriter::close(int s) {
+  Scope& sc = scopes_[static_cast<size_t>(s)];
+  auto& out = scopes_[static_cast<size_t>(sc.parent)].lines;
+  out.push_back(sc.header + " {");
+  for (const std::string& l : sc.lines) out.push_back("  " + l);
+  out.push_back("}");
+  sc.lines.clear();
+  if (auto after = afterClose_.find(s); after != afterClose_.end())
+    for (const std::string& l : after->second) out.push_back(l);
+  if (auto span = spanOf_.find(s); span != spanOf_.end()) close(span->second);  // a lane loop's 8 positions, then its span
+}
+
+std::string CudaWriter::define(int s, const std::string& ctype, const std::string& base, const std::string& expr) {
+  std::string name = fresh(base);
+  emit(s, fmt::format("const {} {} = {};", ctype, name, expr));
+  return name;
+}
+
+// A loop over a whole axis, binding it in env; over the block's share of
+// an axis split across blocks.
+int CudaWriter::loop(int parent, const Axis& axis, Env& env) {
+  if (laneLoop(axis.name, parent) && lanesTake8(axis.size) && bf16ArrayAlong(axis.name)) {
+    // 8 adjacent positions a lane per span of 8 x lanes: bf16 arrays along the axis load 16 bytes at once (load).
+    const std::string base = fresh("i_" + axis.name + "_8");
+    const int span = openLanes(parent, fmt::format("for (int {0} = lane * 8; {0} < {1}; {0} += {2})", base, axis.size, 8 * lanes_));
+    const int elements = open(span, "_Pragma(\"unroll\") for (int e = 0; e < 8; ++e)");
+    const std::string var = define(elements, "int", "i_" + axis.name, base + " + e");
+    spanOf_[elements] = span;
+    vectorElements_[var] = {base, span, elements};
+    env[axis.name] = {var, elements};
+    return elements;
+  }
+  std::string var = fresh("i_" + axis.name);
+  auto split = tcs_ ? plan_.splitTiles.end() : plan_.splitTiles.find(axis.name);
+  int s = laneLoop(axis.name, parent) ? openLanes(parent, fmt::format("for (int {0} = lane; {0} < {1}; {0} += {2})", var, axis.size, lanes_))
+          : split == plan_.splitTiles.end()
+              ? open(parent, fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", var, axis.size))
+              : open(parent, fmt::format("for (int {0} = split_{2}; {0} < min(split_{2} + {3}, {1}); ++{0})", var,
+                                         axis.size, axis.name, split->second));
+  env[axis.name] = {var, s};
+  return s;
+}
+
+void CudaWriter::closeAll(std::vector<int>& opened) {
+  for (auto it = opened.rbegin(); it != opened.rend(); ++it) close(*it);
+  opened.clear();
+}
+
+int64_t CudaWriter::axisSize(NodeId id, const std::string& axis) const {
+  const Axis* a = g_.node(id).type.find(axis);
+  if (!a) throw std::logic_error(fmt::format("emit cuda: {} has no axis '{}'", names_[static_cast<size_t>(id)], axis));
+  return a->size;
+}
+
+// ---- values
+std::string CudaWriter::value(NodeId id, const Env& env) {
+  const Node& n = g_.node(id);
+  if (n.op == Op::Constant) {
+    if (n.type.dtype == DType::Bool) return n.value != 0 ? "true" : "false";
+    if (isInteger(n.type.dtype)) return fmt::format("{}", static_cast<int64_t>(n.value));
+    return floatLiteral(n.value);
+  }
+  Env own;
+  for (const Axis& a : n.type.axes) {
+    auto it = env.find(a.name);
+    if (it == env.end())
+      throw std::logic_error(fmt::format("emit cuda: no index for axis '{}' of {}", a.name,
+                                         names_[static_cast<size_t>(id)]));
+    own[a.name] = it->second;
+  }
+  if (n.op == Op::Pos) return own.at(n.axes[0]).expr;
+  if (auto fixed = fixed_.find(id); fixed != fixed_.end()) return fixed->second;
+  if (auto score = scoreIndex_.find(id); score != scoreIndex_.end() && !inTail_)
+    return fmt::format("sc{}[{}][2 * {} + {}]", score->second, fragment_.column, fragment_.half, fragment_.element);
+  if (epilogue_ && id == epilogue_->contraction) {
+    for (const Axis& a : n.type.axes)
+      if (own.at(a.name).expr != contractionAt_.at(a.name).expr)
+        throw EpilogueUnsupported(fmt::format("the epilogue reads {} at other positions than the one it stores",
+                                              names_[static_cast<size_t>(id)]));
+    return "v[e]";
+  }
+  int target = floor_;
+  for (const auto& [axis, b] : own) target = deeper(target, b.scope);
+  std::string key = fmt::format("{}@{}", id, target);
+  for (const Axis& a : n.type.axes) key += "|" + own[a.name].expr;
+  if (auto it = cache_.find(key); it != cache_.end()) return it->second;
+  std::string result;
+  if (stream_.streamable && aggregateTerms().count(id)) result = aggregate(n, own, target);
+  else if (stored_.count(id) && !plan_.computed.count(id)) result = load(n, own, target);
+  else result = compute(n, own, target);
+  cache_[key] = result;
+  return result;
+}
+
+// Row-major offset of a position of a stored array (Horner form).
+std::string CudaWriter::offset(NodeId id, const Env& env) const {
+  const Type& t = g_.node(id).type;
+  if (t.axes.empty()) return "0";
+  const bool wide = t.elementCount() > INT_MAX;
+  std::string off;
+  for (const Axis& a : t.axes) {
+    const std::string& e = env.at(a.name).expr;
+    if (off.empty()) off = wide ? fmt::format("(long long)({})", e) : e;
+    else off = fmt::format("({}) * {} + {}", off, a.size, e);
+  }
+  return off;
+}
+
+std::string CudaWriter::load(const Node& n, const Env& own, int target) {
+  const StoredArray& arr = stored_.at(n.id);
+  reads_.insert(n.id);
+  if (const VectorSpan* span = vectorSpanOf(n, own); span && arr.ctype == "llmc_bf16") {
+    // A lane's 8 positions of a bf16 array along its innermost axis: one 16-byte load per span, before them.
+    Env at = own;
+    at[n.type.axes.back().name] = {span->base, span->scope};
+    // Keyed by the span's scope too: a stream's tail opens a span of its own over the same positions, where
+    // the body's array is out of scope.
+    const std::string key = fmt::format("{}@{}@{}", n.id, offset(n.id, at), span->scope);
+    auto [it, isNew] = vectorLoads_.emplace(key, "");
+    if (isNew) {
+      it->second = fresh(names_[static_cast<size_t>(n.id)] + "_8");
+      emit(span->scope, fmt::format("float {}[8];", it->second));
+      emit(span->scope, fmt::format("llmc_load_bf16x8({} + {}, {});", arr.param, offset(n.id, at), it->second));
+    }
+    return define(target, "float", names_[static_cast<size_t>(n.id)], it->second + "[e]");
+  }
+  if (epilogue_ && columnsVectorised_ && arr.ctype == "llmc_bf16" && alongColumns(n, own)) {
+    // The epilogue's 8 columns of a bf16 array whose rows are its columns (laid out like the output, or a
+    // bias along them): one 16-byte load, before the column loop.
+    Env at = own;
+    for (const Axis& c : epilogue_->columns) at[c.name] = firstColumn_.at(c.name);
+    const std::string key = fmt::format("{}@{}", n.id, offset(n.id, at));
+    auto [it, isNew] = vectorLoads_.emplace(key, "");
+    if (isNew) {
+      it->second = fresh(names_[static_cast<size_t>(n.id)]);
+      emit(0, fmt::format("float {}[8];", it->second));
+      if (addressedByCoordinates(n, at)) {
+        epilogueInputs_.push_back(it->second);
+        epilogueLoads_ += fmt::format("in.{} = llmc_load_raw16({} + {});\n", it->second, arr.param, offset(n.id, at));
+        emit(0, fmt::format("llmc_unpack_bf16x8(in.{0}, {0});", it->second));
+      } else {
+        emit(0, fmt::format("llmc_load_bf16x8({} + {}, {});", arr.param, offset(n.id, at), it->second));
+      }
+    }
+    return it->second + "[e]";
+  }
+  std::string at = fmt::format("{}[{}]", arr.param, offset(n.id, own));
+  std::string expr = at;
+  if (arr.ctype == "llmc_bf16") expr = fmt::format("llmc_bf16_to_f32({})", at);
+  else if (arr.ctype == "unsigned short") expr = fmt::format("(int){}", at);
+  else if (arr.ctype == "unsigned char") expr = fmt::format("({} != 0)", at);
+  else if (arr.ctype == "double") expr = fmt::format("(float){}", at);
+  return define(target, valueType(n.type.dtype), names_[static_cast<size_t>(n.id)], expr);
+}
+
+// Whether the innermost axes of `n` are the epilogue's columns, in order,
+// read at the contraction's columns, and its other axes are the same for
+// the 8 columns (bound outside the column loop: a row, a batch, a layer).
+// Its other strides are then multiples of the columns' count, so the 8
+// columns from col (a multiple of 8) are 16-byte aligned.
+bool CudaWriter::alongColumns(const Node& n, const Env& own) const {
+  const std::vector<Axis>& columns = epilogue_->columns;
+  if (n.type.axes.size() < columns.size()) return false;
+  for (size_t i = 0; i < columns.size(); ++i) {
+    const std::string& axis = n.type.axes[n.type.axes.size() - columns.size() + i].name;
+    if (axis != columns[i].name || own.at(axis).expr != contractionAt_.at(axis).expr) return false;
+  }
+  for (size_t i = 0; i + columns.size() < n.type.axes.size(); ++i)
+    if (own.at(n.type.axes[i].name).scope != 0) return false;
+  return true;
+}
+
+// Whether the epilogue's read of `n` at `at` is addressed by the call's
+// coordinates (batch, row, col) and constants alone: no value the functor
+// computes (a gathered index) goes into it, so load() can issue it first.
+bool CudaWriter::addressedByCoordinates(const Node& n, const Env& at) const {
+  auto constant = [](const std::string& e) {
+    return !e.empty() && e.find_first_not_of("()-0123456789") == std::string::npos;
+  };
+  for (const Axis& a : n.type.axes) {
+    const std::string& e = at.at(a.name).expr;
+    const bool coordinate = std::any_of(firstColumn_.begin(), firstColumn_.end(),
+                                        [&](const auto& bound) { return bound.second.expr == e; });
+    if (!coordinate && !constant(e)) return false;
+  }
+  return true;
+}
+
+std::string CudaWriter::storeConversion(const StoredArray& arr, const std::string& v) const {
+  if (arr.ctype == "llmc_bf16") return fmt::format("llmc_f32_to_bf16({})", v);
+  if (arr.ctype == "unsigned char") return fmt::format("(unsigned char)({} ? 1 : 0)", v);
+  if (arr.ctype == "unsigned short") return fmt::format("(unsigned short)({})", v);
+  return v;
+}
+
+std::string CudaWriter::compute(const Node& n, const Env& own, int target) {
+  const std::string name = names_[static_cast<size_t>(n.id)];
+  const char* ctype = valueType(n.type.dtype);
+  const bool isF = isFloat(n.type.dtype);
+  auto operand = [&](size_t k) { return value(n.operands[k], own); };
+  auto def = [&](const std::string& expr) { return define(target, ctype, name, expr); };
+  switch (n.op) {
+    case Op::Unary: {
+      std::string x = operand(0);
+      switch (n.unary) {
+        case UnaryOp::Neg: return def(fmt::format("-{}", x));
+        case UnaryOp::Exp: {
+          // exp(a - b): a - b's rounding and exp's multiply by log2(e) become one fused multiply-add.
+          const Node& arg = g_.node(n.operands[0]);
+          if (approximate_ && arg.op == Op::Binary && arg.binary == BinaryOp::Sub)
+            return def(fmt::format("llmc_fast_exp_difference({}, {})", value(arg.operands[0], own),
+                                   value(arg.operands[1], own)));
+          return def(exp(x));
+        }
+        case UnaryOp::Log: return def(fmt::format("logf({})", x));
+        case UnaryOp::Tanh: return def(fmt::format(fmt::runtime(approximate_ ? "llmc_fast_tanh({})" : "tanhf({})"), x));
+        case UnaryOp::Sqrt: return def(fmt::format("sqrtf({})", x));
+        case UnaryOp::Rsqrt: return def(reciprocalSqrt(x));
+        case UnaryOp::Abs: return def(fmt::format(fmt::runtime(isF ? "fabsf({})" : "abs({})"), x));
+      }
+      break;
+    }
+    case Op::Binary: {
+      std::string x = operand(0), y = operand(1);
+      switch (n.binary) {
+        case BinaryOp::Add: return def(fmt::format("{} + {}", x, y));
+        case BinaryOp::Sub: return def(fmt::format("{} - {}", x, y));
+        case BinaryOp::Mul: return def(fmt::format("{} * {}", x, y));
+        case BinaryOp::Div: return def(divide(x, y));
+        case BinaryOp::Maximum: return def(fmt::format(fmt::runtime(isF ? "fmaxf({}, {})" : "max({}, {})"), x, y));
+        case BinaryOp::Minimum: return def(fmt::format(fmt::runtime(isF ? "fminf({}, {})" : "min({}, {})"), x, y));
+      }
+      break;
+    }
+    case Op::Compare: {
+      // With bf16 storage, floats are compared at bf16's precision: a value is
+      // stored rounded or kept in an f32 register as fusion happens to decide, and
+      // a maximum's gradient mask (x == max(x)) must hold at the maximum either way.
+      // Rounding is monotone, so round(max) == max(round) and orders are kept.
+      if (approximate_ && isFloat(g_.node(n.operands[0]).type.dtype))
+        return def(fmt::format("llmc_round_bf16({}) {} llmc_round_bf16({})", operand(0), compareSymbol(n.compare),
+                               operand(1)));
+      return def(fmt::format("{} {} {}", operand(0), compareSymbol(n.compare), operand(1)));
+    }
+    case Op::Select: {
+      std::string c = operand(0), x = operand(1), y = operand(2);
+      return def(fmt::format("{} ? {} : {}", c, x, y));
+    }
+    case Op::Cast: {
+      std::string x = operand(0);
+      DType from = g_.node(n.operands[0]).type.dtype;
+      if (n.type.dtype == DType::Bool) return def(fmt::format("{} != 0", x));
+      if (isInteger(n.type.dtype)) return def(fmt::format("(int)({})", x));  // truncates toward zero
+      if (from == DType::Bool) return def(fmt::format("{} ? 1.0f : 0.0f", x));
+      return def(fmt::format("(float)({})", x));
+    }
+    case Op::Reduce:
+    case Op::Contract: return reduction(n, own, target);
+    case Op::Gather: return gather(n, own, target);
+    case Op::Split: {
+      Env e = own;
+      std::string whole;
+      int scope = 0;
+      for (const std::string& part : n.newAxes) {
+        const Binding& b = own.at(part);
+        whole = whole.empty() ? b.expr : fmt::format("({}) * {} + {}", whole, axisSize(n.id, part), b.expr);
+        scope = deeper(scope, b.scope);
+        e.erase(part);
+      }
+      e[n.axes[0]] = {whole, scope};
+      return value(n.operands[0], e);
+    }
+    case Op::Merge: {
+      Env e = own;
+      const Binding merged = own.at(n.newAxes[0]);
+      e.erase(n.newAxes[0]);
+      int64_t inner = 1;
+      for (size_t k = n.axes.size(); k-- > 0;) {
+        int64_t size = axisSize(n.operands[0], n.axes[k]);
+        std::string expr = inner == 1 ? merged.expr : fmt::format("{} / {}", merged.expr, inner);
+        if (k > 0) expr = fmt::format("({}) % {}", expr, size);
+        e[n.axes[k]] = {fmt::format("({})", expr), merged.scope};
+        inner *= size;
+      }
+      return value(n.operands[0], e);
+    }
+    case Op::Rename: {
+      Env e = own;
+      e.erase(n.newAxes[0]);
+      e[n.axes[0]] = own.at(n.newAxes[0]);
+      return value(n.operands[0], e);
+    }
+    case Op::Index: {
+      Env e = own;
+      e[n.axes[0]] = {fmt::format("{}", n.lo), 0};
+      return value(n.operands[0], e);
+    }
+    case Op::Slice: {
+      Env e = own;
+      const Binding b = own.at(n.newAxes[0]);
+      e.erase(n.newAxes[0]);
+      e[n.axes[0]] = {n.lo == 0 ? b.expr : fmt::format("({} + {})", b.expr, n.lo), b.scope};
+      return value(n.operands[0], e);
+    }
+    case Op::Transpose:
+    case Op::Broadcast:
+    case Op::StopGradient: return value(n.operands[0], own);
+    case Op::Concat: {
+      const Binding joined = own.at(n.newAxes[0]);
+      const int64_t part = axisSize(n.operands[0], n.axes[0]);
+      std::string r = fresh(name);
+      emit(target, fmt::format("{} {} = {};", ctype, r, isF ? "0.0f" : "0"));
+      for (size_t k = 0; k < n.operands.size(); ++k) {
+        const int64_t lo = static_cast<int64_t>(k) * part;
+        int s = open(target, fmt::format("if ({0} >= {1} && {0} < {2})", joined.expr, lo, lo + part));
+        Env e = own;
+        e.erase(n.newAxes[0]);
+        e[n.axes[0]] = {lo == 0 ? joined.expr : fmt::format("({} - {})", joined.expr, lo), s};
+        // The part is made inside its branch: only the chosen part's bytes are read.
+        const int floor = floor_;
+        floor_ = s;
+        std::string v = value(n.operands[k], e);
+        floor_ = floor;
+        emit(s, fmt::format("{} = {};", r, v));
+        close(s);
+      }
+      return r;
+    }
+    case Op::Input:
+    case Op::Constant:
+    case Op::Pos:
+    case Op::ScatterAdd: break;
+  }
+  throw std::logic_error(fmt::format("emit cuda: {} ({}) cannot be computed in launch {}", name, opName(n.op),
+                                     plan_.name));
+}
+
+// A sum, a max or a contraction over its axes, looped whole.
+std::string CudaWriter::reduction(const Node& n, const Env& own, int target) {
+  const bool isMax = n.op == Op::Reduce && n.reduce == ReduceOp::Max;
+  const char* ctype = valueType(n.type.dtype);
+  std::string acc = fresh(names_[static_cast<size_t>(n.id)]);
+  std::string init = isMax ? (isFloat(n.type.dtype) ? "-LLMC_INF" : "LLMC_INT_MIN") : (isFloat(n.type.dtype) ? "0.0f" : "0");
+  emit(target, fmt::format("{} {} = {};  // {} over {}", ctype, acc, init,
+                           n.op == Op::Contract ? "contraction" : reduceName(n.reduce), joinAxes(n.axes)));
+  Env e = own;
+  std::vector<int> opened;
+  int s = target;
+  // Over the lanes only where they run in step; whole in each lane else.
+  const bool acrossLanes = std::find(n.axes.begin(), n.axes.end(), laneAxis_) != n.axes.end() && !underLanes(target);
+  for (const std::string& a : n.axes) {
+    s = loop(s, Axis{a, axisSize(n.operands[0], a)}, e);
+    opened.push_back(s);
+  }
+  if (n.op == Op::Contract) {
+    std::string x = value(n.operands[0], e), y = value(n.operands[1], e);
+    emit(s, fmt::format("{} += {} * {};", acc, x, y));
+  } else {
+    std::string x = value(n.operands[0], e);
+    emit(s, isMax ? fmt::format(fmt::runtime(isFloat(n.type.dtype) ? "{0} = fmaxf({0}, {1});" : "{0} = max({0}, {1});"), acc, x)
+                  : fmt::format("{} += {};", acc, x));
+  }
+  closeAll(opened);
+  if (acrossLanes) {
+    // The lanes' partial results combined: every lane holds the whole.
+    const std::string other = fmt::format("__shfl_xor_sync(0xffffffffu, {}, offset)", acc);
+    emit(target, fmt::format("for (int offset = {}; offset > 0; offset /= 2) {};", lanes_ / 2,
+                             isMax ? fmt::format(fmt::runtime(isFloat(n.type.dtype) ? "{0} = fmaxf({0}, {1})" : "{0} = max({0}, {1})"), acc, other)
+                                   : fmt::format("{} += {}", acc, other)));
+  }
+  return acc;
+}
+
+// table[a = index]; NaN (0 for integers) for an index out of range.
+std::string CudaWriter::gather(const Node& n, const Env& own, int target) {
+  const std::string& axis = n.axes[0];
+  std::string row = define(target, "int", "row", value(n.operands[1], own));
+  std::string r = fresh(names_[static_cast<size_t>(n.id)]);
+  emit(target, fmt::format("{} {} = {};", valueType(n.type.dtype), r, isFloat(n.type.dtype) ? "LLMC_NAN" : "0"));
+  int s = open(target, fmt::format("if ({0} >= 0 && {0} < {1})", row, axisSize(n.operands[0], axis)));
+  Env e = own;
+  e[axis] = {row, s};
+  std::string v = value(n.operands[0], e);
+  emit(s, fmt::format("{} = {};", r, v));
+  close(s);
+  return r;
+}
+
+std::string CudaWriter::joinAxes(const std::vector<std::string>& axes) {
+  std::string out;
+  for (const auto& a : axes) out += (out.empty() ? "" : " ") + a;
+  return out;
+}
+
+// The span of 8 positions a value of `n` at `env` is read or written in:
+// where its innermost axis is a lane's (or thread's) element position and
+// its other indices are known at the span (bound in it or outside), outside
+// any branch taken per element; else null.
+const CudaWriter::VectorSpan* CudaWriter::vectorSpanOf(const Node& n, const Env& env) const {
+  if (n.type.axes.empty()) return nullptr;
+  auto element = vectorElements_.find(env.at(n.type.axes.back().name).expr);
+  // Not from inside a branch among the 8 (a concatenation's part): its loads stay in the branch.
+  if (element == vectorElements_.end() || depth(floor_) > depth(element->second.elements)) return nullptr;
+  for (auto a = n.type.axes.begin(); a + 1 != n.type.axes.end(); ++a)
+    if (depth(env.at(a->name).scope) > depth(element->second.scope)) return nullptr;
+  return &element->second;
+}
+
+std::string CudaWriter::exp(const std::string& x) const {
+  return approximate_ ? fmt::format("llmc_fast_exp({})", x) : fmt::format("expf({})", x);
+}
+
+std::string CudaWriter::divide(const std::string& x, const std::string& y) const {
+  return approximate_ ? fmt::format("__fdividef({}, {})", x, y) : fmt::format("{} / {}", x, y);
+}
+
+std::string CudaWriter::reciprocalSqrt(const std::string& x) const {
+  return approximate_ ? fmt::format("rsqrtf({})", x) : fmt::format("1.0f / sqrtf({})", x);
+}
+
+}  // namespace llmc::cuda_writer

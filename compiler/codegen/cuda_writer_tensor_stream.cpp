@@ -1,0 +1,458 @@
+// Streams on the tensor cores (tensor_core_stream.h): the kernel body around
+// the stream_mma.cuh and stream_wgmma.cuh steps.
+#include "codegen/cuda_writer.h"
+
+namespace llmc::cuda_writer {
+
+// ---- a stream on the tensor cores (tensor_core_stream.h): one block per 64
+// rows and batch position, 16 rows per warp; per step of 64 positions, the
+// scores by mma.sync, the running maxima, then the sums and the products'
+// weights at the 32 fragment elements each lane holds, the products by
+// mma.sync; after the stream the slots are staged in shared memory and the
+// tail runs per row as in a CUDA-core tile.
+const StreamProduct* CudaWriter::productOf(int slot) const {
+  for (const StreamProduct& p : tcs_->products)
+    if (p.slot == slot) return &p;
+  return nullptr;
+}
+
+std::string CudaWriter::tileOrigin(const StreamTile& tile, const std::string& outerPosition) {
+  std::string offset = fmt::format("{}", tile.layout.offset);
+  for (const auto& [axis, stride] : tile.layout.strides) {
+    if (axis == tile.channel.name || stride == 0) continue;
+    offset += fmt::format(" + (long long)({}) * {}", axis == tile.outer ? outerPosition : "i_" + axis, stride);
+  }
+  reads_.insert(tile.layout.array);
+  return fmt::format("reinterpret_cast<const llmc::bf16*>({}) + {}", stored_.at(tile.layout.array).param, offset);
+}
+
+// A tile by the TMA (one thread a block issues it), counted on `barrier`.
+std::string CudaWriter::tmaTile(const StreamTile& tile, const std::string& smemAt, const std::string& outerPosition,
+                                const std::string& barrier) const {
+  std::string batch[2] = {"0", "0"};
+  for (size_t k = 0; k < tile.batchAxes.size(); ++k) batch[k] = "i_" + tile.batchAxes[k].name;
+  return fmt::format("llmc::stream::tma_tile<{}>(llmc::smem_addr(smem + {}), {}, {}, {}, {}, {});", tile.paddedChannels,
+                     smemAt, tile.tensorMap, outerPosition, batch[0], batch[1], barrier);
+}
+
+std::string CudaWriter::loadTile(const StreamTile& tile, const std::string& smemAt, const std::string& outerPosition,
+                                 int64_t outerSize) {
+  return fmt::format("llmc::sm80::detail::load_tile_async<{}, {}, {}>(reinterpret_cast<llmc::bf16*>(smem + {}), {}, {}, "
+                     "{} - ({}), {});",
+                     tile.outer == tcs_->rows.name ? kStreamRowsPerBlock : kStreamPositionsPerStep, tile.paddedChannels,
+                     kStreamThreads, smemAt, tileOrigin(tile, outerPosition),
+                     tile.layout.strides.at(tile.outer), outerSize, outerPosition, tile.channel.size);
+}
+
+// The loop over the lane's two rows, binding the row axis (clamped into the
+// array: rows past the end are computed on the last row and never stored).
+int CudaWriter::openRows(int parent, Env& env) {
+  fragment_.half = fresh("h");
+  const int s = open(parent, fmt::format("_Pragma(\"unroll\") for (int {0} = 0; {0} < 2; ++{0})", fragment_.half));
+  const Axis& r = tcs_->rows;
+  std::string row = fmt::format("t_{} + warp * 16 + (lane >> 2) + 8 * {}", r.name, fragment_.half);
+  if (r.size % kStreamRowsPerBlock != 0) row = fmt::format("min({}, {})", row, r.size - 1);
+  env[r.name] = {define(s, "int", "i_" + r.name, row), s};
+  return s;
+}
+
+// The loops over the lane's 16 columns of the step, binding the stream
+// axis; `valid` is set to the condition of a position inside the axis.
+int CudaWriter::openColumns(int parent, Env& env, std::vector<int>& opened, std::string& valid) {
+  fragment_.column = fresh("j");
+  fragment_.element = fresh("e");
+  opened.push_back(open(parent, fmt::format("_Pragma(\"unroll\") for (int {0} = 0; {0} < 8; ++{0})", fragment_.column)));
+  const int s = open(opened.back(), fmt::format("_Pragma(\"unroll\") for (int {0} = 0; {0} < 2; ++{0})", fragment_.element));
+  opened.push_back(s);
+  const Axis& c = tcs_->stream;
+  std::string position = define(s, "int", "position", fmt::format("c0 + 8 * {} + 2 * (lane & 3) + {}", fragment_.column,
+                                                                   fragment_.element));
+  valid = c.size % kStreamPositionsPerStep != 0 ? fmt::format("{} < {}", position, c.size) : "";
+  env[c.name] = {c.size % kStreamPositionsPerStep != 0 ? define(s, "int", "i_" + c.name, fmt::format("min({}, {})", position, c.size - 1))
+                                  : position,
+                 s};
+  positions_ = s;
+  return s;
+}
+
+// The comparison holds `neutralWhen` at every row and position of the
+// step: each side ranges over the block's rows or the step's positions.
+// `step`: the step's first position.
+std::string CudaWriter::skipCondition(const StreamStepSkip& skip, const std::string& step) const {
+  const TensorCoreStream& t = *tcs_;
+  auto range = [&](const std::string& axis) -> std::pair<std::string, std::string> {
+    if (axis == t.rows.name)
+      return {"t_" + axis, fmt::format("min(t_{} + 63, {})", axis, t.rows.size - 1)};
+    return {step, fmt::format("min({} + 63, {})", step, t.stream.size - 1)};
+  };
+  const auto [lo, hi] = range(skip.left);
+  const auto [lo2, hi2] = range(skip.right);
+  std::string always, never;  // the comparison true everywhere, false everywhere
+  switch (g_.node(skip.comparison).compare) {
+    case CompareOp::Le: always = fmt::format("{} <= {}", hi, lo2); never = fmt::format("{} > {}", lo, hi2); break;
+    case CompareOp::Lt: always = fmt::format("{} < {}", hi, lo2); never = fmt::format("{} >= {}", lo, hi2); break;
+    case CompareOp::Ge: always = fmt::format("{} >= {}", lo, hi2); never = fmt::format("{} < {}", hi, lo2); break;
+    case CompareOp::Gt: always = fmt::format("{} > {}", lo, hi2); never = fmt::format("{} <= {}", hi, lo2); break;
+    default: throw std::logic_error("emit cuda: a step skip on an equality");
+  }
+  return skip.neutralWhen ? always : never;
+}
+
+// The comparison holds the other way (not `neutralWhen`) at every row and
+// position of the step: the step changes slots everywhere, no mask needed.
+std::string CudaWriter::maskFreeCondition(const StreamStepSkip& skip, const std::string& step) const {
+  StreamStepSkip other = skip;
+  other.neutralWhen = !skip.neutralWhen;
+  return skipCondition(other, step);
+}
+
+std::string CudaWriter::masked(const std::string& valid, const std::string& v, const char* otherwise) {
+  return valid.empty() ? v : fmt::format("({}) ? {} : {}", valid, v, otherwise);
+}
+
+void CudaWriter::tensorCoreStream(WrittenKernel& out) {
+  TcsBody b = tcsBlockOrigin(out);
+  tcsFirstStep(b);
+  tcsSteps(b);
+  tcsStageSlots(b);
+  tcsTail(b, out);
+}
+
+// The shared memory and its barriers, the block's origin along the group
+// axes (env: those other than the rows).
+CudaWriter::TcsBody CudaWriter::tcsBlockOrigin(WrittenKernel& out) {
+  TcsBody b(*tcs_);
+  const TensorCoreStream& t = b.t;
+  if (!setUpStream()) throw std::logic_error("emit cuda: a tensor-core stream that does not stream");
+  for (size_t k = 0; k < t.scores.size(); ++k) scoreIndex_[t.scores[k].contraction] = static_cast<int>(k);
+  out.grid = t.grid;
+  out.block = kStreamThreads;
+  b.warpgroup = t.issuer == MmaIssuer::Warpgroup;
+  const bool warpgroup = b.warpgroup;
+  if (warpgroup) {
+    emit(0, "extern __shared__ __align__(128) unsigned char smem_raw[];");
+    emit(0, fmt::format("// wgmma reads the swizzled tiles by address: they start on a {0}-byte boundary.", kSwizzleAlignment));
+    emit(0, fmt::format("unsigned char* const smem = smem_raw + ({0} - llmc::smem_addr(smem_raw) % {0}) % {0};",
+                        kSwizzleAlignment));
+  } else {
+    emit(0, "extern __shared__ __align__(128) unsigned char smem[];");
+  }
+  if (warpgroup) {
+    emit(0, fmt::format("const unsigned stage_full = llmc::smem_addr(smem + {});  // a stage's tiles landed: two mbarriers",
+                        t.barrierOffset));
+    emit(0, "llmc::stream::init_stage_barriers(stage_full);");
+  }
+  b.issuer = warpgroup ? "warpgroup" : "warp";
+  emit(0, "const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;");
+  if (t.grid > 1) emit(0, "long long block = blockIdx.x;");
+  Env& env = b.env;
+  for (size_t i = plan_.groupAxes.size(); i-- > 0;) {
+    const Axis& a = plan_.groupAxes[i];
+    const int64_t tile = a.name == t.rows.name ? kStreamRowsPerBlock : 1, tiles = ceilDiv(a.size, tile);
+    if (tiles == 1) emit(0, fmt::format("const int t_{} = 0;", a.name));
+    else emit(0, fmt::format("const int t_{} = (int)(block % {}) * {};", a.name, tiles, tile));
+    if (tiles > 1 && i > 0) emit(0, fmt::format("block /= {};", tiles));
+    if (a.name != t.rows.name) {
+      emit(0, fmt::format("const int i_{0} = t_{0};", a.name));
+      env[a.name] = {"i_" + a.name, 0};
+    }
+  }
+  b.rowOrigin = "t_" + t.rows.name;
+  b.positions = t.stream.size;
+  return b;
+}
+
+// By the TMA: thread 0 expects the stage's bytes on its barrier, then issues the boxes.
+void CudaWriter::tcsTmaStep(const TcsBody& b, int scope, const std::string& stage, const std::string& first,
+                            bool withRows) {
+  const TensorCoreStream& t = b.t;
+  const std::string& rowOrigin = b.rowOrigin;
+  const int issuer = open(scope, "if (threadIdx.x == 0)");
+  const std::string barrier = fmt::format("stage_full + 8 * {}", stage);
+  emit(issuer, fmt::format("llmc::stream::expect_tile_bytes({}, {});", barrier, b.stepBytes + (withRows ? b.rowBytes : 0)));
+  for (const StreamTile* tile : t.loadedTiles()) {
+    if (tile->outer == t.rows.name) {
+      if (withRows) emit(issuer, tmaTile(*tile, fmt::format("{}", tile->smemOffset), rowOrigin, barrier));
+      continue;
+    }
+    emit(issuer, tmaTile(*tile, fmt::format("{} + {} * {}", tile->smemOffset, stage, tile->stageBytes()), first, barrier));
+  }
+  close(issuer);
+}
+
+// By cp.async: the step's column tiles (and products' values), each once.
+void CudaWriter::tcsLoadStep(const TcsBody& b, int scope, const std::string& stage, const std::string& first) {
+  const TensorCoreStream& t = b.t;
+  const int64_t positions = b.positions;
+  std::vector<const StreamTile*> tiles;
+  for (const StreamScore& sc : t.scores) tiles.push_back(&sc.columns);
+  for (const StreamProduct& p : t.products) tiles.push_back(&p.values);
+  for (const StreamTile* tile : tiles)
+    if (!tile->sharesEarlierTile)
+      emit(scope, loadTile(*tile, fmt::format("{} + {} * {}", tile->smemOffset, stage, tile->stageBytes()), first,
+                           positions));
+}
+
+// Before the loop: the steps to run, the first step's tiles, the rows'
+// fragments, the accumulators.
+void CudaWriter::tcsFirstStep(TcsBody& b) {
+  const TensorCoreStream& t = b.t;
+  const bool warpgroup = b.warpgroup;
+  const std::string& rowOrigin = b.rowOrigin;
+  const int64_t positions = b.positions;
+  // The row tiles, the first step's column tiles; the rows' A fragments.
+  if (!warpgroup)
+    for (const StreamScore& sc : t.scores)
+      emit(0, loadTile(sc.rows, fmt::format("{}", sc.rows.smemOffset), rowOrigin, t.rows.size));
+  for (const StreamTile* tile : t.loadedTiles()) (tile->outer == t.rows.name ? b.rowBytes : b.stepBytes) += tile->stageBytes();
+  // The steps to run: all, or those a comparison of positions leaves
+  // unchanged dropped. Where the comparison is everywhere true (or false) in
+  // a step's box of rows and positions moves one way along the stream, so
+  // those steps are a prefix or a suffix of it (a causal mask's keys past
+  // the block's last query, or its queries before the block's first key).
+  const int64_t lastStart = (positions - 1) / kStreamPositionsPerStep * kStreamPositionsPerStep;
+  if (t.skip) {
+    emit(0, "// Steps where no slot changes (the comparison of positions leaves every core 0 or -inf) are not run.");
+    emit(0, fmt::format("int c_first = 0, c_last = {};", lastStart));
+    emit(0, fmt::format("while (c_first <= c_last && ({})) c_first += {};", skipCondition(*t.skip, "c_first"),
+                        kStreamPositionsPerStep));
+    emit(0, fmt::format("while (c_last >= c_first && ({})) c_last -= {};", skipCondition(*t.skip, "c_last"),
+                        kStreamPositionsPerStep));
+  } else {
+    emit(0, fmt::format("const int c_first = 0, c_last = {};", lastStart));
+  }
+  if (warpgroup) {
+    tcsTmaStep(b, 0, "0", "c_first", true);
+    emit(0, "llmc::stream::wait_tiles(stage_full, 0);");
+  } else {
+    tcsLoadStep(b, 0, "0", "c_first");
+    emit(0, "llmc::sm80::detail::cp_async_commit();");
+    emit(0, "llmc::sm80::detail::cp_async_wait<0>();");
+    emit(0, "__syncthreads();");
+  }
+  for (size_t k = 0; k < t.scores.size() && !warpgroup; ++k) {
+    const StreamTile& rows = t.scores[k].rows;
+    emit(0, fmt::format("unsigned fa{}[{}][4];", k, rows.paddedChannels / 16));
+    emit(0, fmt::format("llmc::stream::load_row_fragments<{}>(fa{}, llmc::smem_addr(smem + {}), warp * 16);",
+                        rows.paddedChannels, k, rows.smemOffset));
+  }
+  // Accumulators: two rows per lane, or a product's [channels / 8][4] fragment.
+  for (size_t k = 0; k < slots_.size(); ++k) {
+    const bool isMax = stream_.slots[k].kind == AccumulatorSlot::Kind::Max;
+    const std::string& name = slots_[k].name;
+    if (const StreamProduct* p = productOf(static_cast<int>(k))) {
+      emit(0, fmt::format("float {}[{}][4] = {{}};  // accumulator: the product with {} over {}", name,
+                          p->values.paddedChannels / 8, names_[static_cast<size_t>(p->factor)], t.stream.name));
+      continue;
+    }
+    const char* init = isMax ? "-LLMC_INF" : "0.0f";
+    emit(0, fmt::format("float {}[2] = {{{}, {}}};  // accumulator: {} over {}", name, init, init, isMax ? "max" : "sum",
+                        t.stream.name));
+    if (slots_[k].keepsPrevious) emit(0, fmt::format("float {}_prev[2];", name));
+  }
+}
+
+// The loop over the stream's steps: the next step's tiles, the scores, the
+// step's elementwise work and the products.
+void CudaWriter::tcsSteps(const TcsBody& b) {
+  const TensorCoreStream& t = b.t;
+  const bool warpgroup = b.warpgroup;
+  const char* const issuer = b.issuer;
+  // With the TMA, n counts the steps: step n fills its stage for the (n / 2)-th time.
+  const int step = open(0, fmt::format("for (int c0 = c_first, stage = 0{}; c0 <= c_last; c0 += {}, stage ^= 1{})",
+                                       warpgroup ? ", n = 0" : "", kStreamPositionsPerStep, warpgroup ? ", ++n" : ""));
+  // The next step's tiles load while this one computes; the barrier at the
+  // end of a step frees the stage they overwrite.
+  const std::string nextStep = fmt::format("c0 + {}", kStreamPositionsPerStep);
+  const int next = open(step, fmt::format("if ({} <= c_last)", nextStep));
+  if (warpgroup) tcsTmaStep(b, next, "(stage ^ 1)", nextStep, false);
+  else tcsLoadStep(b, next, "(stage ^ 1)", nextStep);
+  close(next);
+  if (warpgroup) {
+    emit(step, "llmc::stream::wait_tiles(stage_full + 8 * stage, (n >> 1) & 1);");
+  } else {
+    emit(step, "llmc::sm80::detail::cp_async_commit();");
+    emit(step, "llmc::sm80::detail::cp_async_wait<1>();");
+    emit(step, "__syncthreads();");
+  }
+  // The scores: from the rows' fragments by each warp, or from both tiles by the warpgroup,
+  // which issues them all before it waits.
+  std::string scoreFragments;
+  for (size_t k = 0; k < t.scores.size(); ++k) {
+    const StreamScore& sc = t.scores[k];
+    const std::string columns = fmt::format("llmc::smem_addr(smem + {} + stage * {})", sc.columns.smemOffset,
+                                            sc.columns.stageBytes());
+    emit(step, fmt::format("float sc{}[8][4];", k));
+    if (warpgroup)
+      emit(step, fmt::format("llmc::stream::warpgroup_scores<{}>(sc{}, llmc::smem_addr(smem + {}), {});",
+                             sc.columns.paddedChannels, k, sc.rows.smemOffset, columns));
+    else
+      emit(step, fmt::format("llmc::stream::warp_scores<{}>(sc{}, fa{}, {});", sc.columns.paddedChannels, k, k, columns));
+    scoreFragments += fmt::format("{}sc{}", k ? ", " : "", k);
+  }
+  if (warpgroup) emit(step, fmt::format("llmc::stream::warpgroup_wait({});", scoreFragments));
+  for (const StreamProduct& p : t.products) emit(step, fmt::format("float w{}[8][4];", p.slot));
+  if (t.skip && t.products.size() <= 1) {
+    // A step whose every row and position the comparison leaves unmasked
+    // (a causal mask's keys before the block's first query) runs without it.
+    // Measured on the H200 (GPT-2 d12, 2026-11-30): the attention forward 6%
+    // and its dQ stream 15% faster; its dK/dV stream, two products (twice
+    // the step's code, copied), 5% slower: that one keeps a single copy.
+    const std::string full = fresh("unmasked");
+    emit(step, fmt::format("const bool {} = {};", full, maskFreeCondition(*t.skip, "c0")));
+    const int unmasked = open(step, fmt::format("if ({})", full));
+    fixed_[t.skip->comparison] = t.skip->neutralWhen ? "false" : "true";
+    tcsElementwise(b, unmasked);
+    fixed_.clear();
+    close(unmasked);
+    const int masked = open(step, fmt::format("if (!{})", full));
+    tcsElementwise(b, masked);
+    close(masked);
+  } else {
+    tcsElementwise(b, step);
+  }
+  std::string productFragments;
+  for (const StreamProduct& p : t.products) {
+    productFragments += fmt::format("{}{}", productFragments.empty() ? "" : ", ", slots_[static_cast<size_t>(p.slot)].name);
+    emit(step, fmt::format("unsigned fw{}[4][4];", p.slot));
+    emit(step, fmt::format("llmc::stream::weight_fragments(fw{0}, w{0});", p.slot));
+    emit(step, fmt::format("llmc::stream::{}_accumulate<{}>({}, fw{}, llmc::smem_addr(smem + {} + stage * {}));",
+                           issuer, p.values.paddedChannels, slots_[static_cast<size_t>(p.slot)].name, p.slot, p.values.smemOffset,
+                           p.values.stageBytes()));
+  }
+  if (warpgroup) emit(step, fmt::format("llmc::stream::warpgroup_wait({});", productFragments));
+  emit(step, "__syncthreads();");
+  close(step);
+}
+
+// The step's elementwise work at the lane's fragment elements, under `parent`.
+void CudaWriter::tcsElementwise(const TcsBody& b, int parent) {
+  const Env& env = b.env;
+  // The running maxima first: the sums are rescaled by them.
+  for (size_t k = 0; k < slots_.size(); ++k) {
+    if (stream_.slots[k].kind != AccumulatorSlot::Kind::Max) continue;
+    Env e = env;
+    const int rows = openRows(parent, e);
+    std::string stepMax = fresh("step_max");
+    emit(rows, fmt::format("float {} = -LLMC_INF;", stepMax));
+    std::vector<int> opened;
+    std::string valid;
+    const int at = openColumns(rows, e, opened, valid);
+    emit(at, fmt::format("{0} = fmaxf({0}, {1});", stepMax, masked(valid, core(static_cast<int>(k), e), "-LLMC_INF")));
+    closeAll(opened);
+    const std::string ref = slotRef(static_cast<int>(k), e);
+    if (slots_[k].keepsPrevious) emit(rows, fmt::format("{}_prev[{}] = {};", slots_[k].name, fragment_.half, ref));
+    emit(rows, fmt::format("{0} = fmaxf({0}, llmc::stream::quad_max({1}));", ref, stepMax));
+    close(rows);
+  }
+  {
+    Env e = env;
+    const int rows = openRows(parent, e);
+    std::map<int, std::string> rescaleOf;  // by max slot
+    for (size_t k = 0; k < slots_.size(); ++k) {
+      const int m = slots_[k].maxSlotOfRescale;
+      if (m < 0) continue;
+      if (!rescaleOf.count(m))
+        rescaleOf[m] = define(rows, "float", "rescale",
+                              fmt::format("{}({}_prev[{}], {})", rescale(), slots_[static_cast<size_t>(m)].name,
+                                          fragment_.half, slotRef(m, e)));
+      const std::string& factor = rescaleOf[m];
+      if (const StreamProduct* p = productOf(static_cast<int>(k)))
+        emit(rows, fmt::format("_Pragma(\"unroll\") for (int n = 0; n < {0}; ++n) {{ {1}[n][2 * {2}] *= {3}; "
+                               "{1}[n][2 * {2} + 1] *= {3}; }}  // rescaled as the max moves",
+                               p->values.paddedChannels / 8, slots_[k].name, fragment_.half, factor));
+      else emit(rows, fmt::format("{} *= {};  // rescaled as the max moves", slotRef(static_cast<int>(k), e), factor));
+    }
+    std::vector<int> opened;
+    std::string valid;
+    const int at = openColumns(rows, e, opened, valid);
+    for (size_t k = 0; k < slots_.size(); ++k) {
+      if (stream_.slots[k].kind == AccumulatorSlot::Kind::Max) continue;
+      if (const StreamProduct* p = productOf(static_cast<int>(k)))
+        emit(at, fmt::format("w{}[{}][2 * {} + {}] = {};", k, fragment_.column, fragment_.half, fragment_.element,
+                             masked(valid, core(static_cast<int>(k), e, p->factor), "0.0f")));
+      else
+        emit(at, fmt::format("{} += {};", slotRef(static_cast<int>(k), e), masked(valid, core(static_cast<int>(k), e), "0.0f")));
+    }
+    closeAll(opened);
+    close(rows);
+  }
+}
+
+// The slots, whole across the four lanes of a row, staged for the tail.
+void CudaWriter::tcsStageSlots(const TcsBody& b) {
+  const TensorCoreStream& t = b.t;
+  for (size_t k = 0; k < slots_.size(); ++k) {
+    const std::string& name = slots_[k].name;
+    emit(0, fmt::format("float* const {}_staged = reinterpret_cast<float*>(smem + {});", name,
+                        t.slotSmemOffset.at(static_cast<int>(k))));
+    if (const StreamProduct* p = productOf(static_cast<int>(k))) {
+      emit(0, fmt::format("_Pragma(\"unroll\") for (int n = 0; n < {}; ++n)", p->values.paddedChannels / 8));
+      emit(0, fmt::format("  _Pragma(\"unroll\") for (int r = 0; r < 4; ++r) {}_staged[(warp * 16 + (lane >> 2) + 8 * (r / 2)) * "
+                          "{} + 8 * n + 2 * (lane & 3) + r % 2] = {}[n][r];",
+                          name, p->stagedStride(), name));
+      continue;
+    }
+    if (stream_.slots[k].kind == AccumulatorSlot::Kind::Sum)
+      emit(0, fmt::format("for (int h = 0; h < 2; ++h) {0}[h] = llmc::stream::quad_sum({0}[h]);", name));
+    emit(0, fmt::format("if ((lane & 3) == 0) for (int h = 0; h < 2; ++h) {0}_staged[warp * 16 + (lane >> 2) + 8 * h] = {0}[h];",
+                        name));
+  }
+  emit(0, "__syncthreads();");
+}
+
+// After the loop: the outputs, from the staged slots.
+void CudaWriter::tcsTail(TcsBody& b, WrittenKernel& out) {
+  const TensorCoreStream& t = b.t;
+  const bool warpgroup = b.warpgroup;
+  const std::string& rowOrigin = b.rowOrigin;
+  Env& env = b.env;
+  inTail_ = true;
+  // The tail: an output whose innermost axis is a product's channels is
+  // stored by threads along the channels (coalesced; 8 a thread and one
+  // 16-byte store where bf16), each other output by a thread per row.
+  std::vector<NodeId> byRow;
+  for (NodeId o : plan_.outputs) {
+    const Axis* channel = channelsInnermost(o);
+    if (!channel) {
+      byRow.push_back(o);
+      continue;
+    }
+    const bool eight = channel->size % 8 == 0 && stored_.at(o).ctype == "llmc_bf16";
+    const int64_t perRow = eight ? channel->size / 8 : channel->size;
+    const int q = open(0, fmt::format("for (int q = threadIdx.x; q < {}; q += blockDim.x)", kStreamRowsPerBlock * perRow));
+    floor_ = q;
+    emit(q, fmt::format("const int p = q / {};", perRow));
+    Env e = env;
+    e[t.rows.name] = {define(q, "int", "i_" + t.rows.name, rowOrigin + " + p"), q};
+    if (t.rows.size % kStreamRowsPerBlock != 0)
+      emit(q, fmt::format("if ({} >= {}) continue;  // past the end of the rows", e.at(t.rows.name).expr, t.rows.size));
+    int at = q;
+    if (eight) {
+      const std::string base = define(q, "int", "i_" + channel->name + "_8", fmt::format("(q % {}) * 8", perRow));
+      at = openEightPoints(q, q, channel->name, base, e);
+    } else {
+      e[channel->name] = {define(q, "int", "i_" + channel->name, fmt::format("q % {}", perRow)), q};
+    }
+    store(at, o, e);
+    if (at != q) close(at);
+    close(q);
+  }
+  if (!byRow.empty()) {
+    const int point = open(0, fmt::format("for (int p = threadIdx.x; p < {}; p += blockDim.x)", kStreamRowsPerBlock));
+    floor_ = point;
+    emit(point, fmt::format("const int i_{0} = {1} + p;", t.rows.name, rowOrigin));
+    if (t.rows.size % kStreamRowsPerBlock != 0) emit(point, fmt::format("if (i_{} >= {}) continue;  // past the end of the rows", t.rows.name, t.rows.size));
+    env[t.rows.name] = {"i_" + t.rows.name, point};
+    storeOutputs(point, env, byRow);
+    close(point);
+  }
+  if (warpgroup)
+    for (const StreamTile* tile : t.loadedTiles()) out.tensorMaps.push_back(tile->tensorMap);
+  out.streamNote = fmt::format("stream over {} in steps of {} positions: scores and products by {}, the slots in "
+                               "registers",
+                               t.stream.name, kStreamPositionsPerStep,
+                               warpgroup ? "wgmma (the block's warpgroup)" : "mma.sync");
+}
+
+}  // namespace llmc::cuda_writer

@@ -1,0 +1,222 @@
+// Tile launches: one block per tile of the group axes, threads over the
+// tile's points (8 adjacent points each where they vectorise), slices of a
+// point's stream, the outputs' stores.
+#include "codegen/cuda_writer.h"
+
+namespace llmc::cuda_writer {
+
+void CudaWriter::tile(WrittenKernel& out) {
+  int64_t points = 1;
+  out.grid = 1;
+  for (const Axis& a : plan_.groupAxes) {
+    points *= plan_.tiles.at(a.name);
+    out.grid *= ceilDiv(a.size, plan_.tiles.at(a.name));
+  }
+  if (points > INT_MAX) throw std::logic_error("emit cuda: a tile of more than 2^31 points");
+  laneAxis_ = laneAxis();
+  lanes_ = lanesPerPoint(points);
+  const bool streamed = setUpStream();
+  if (streamed) lanes_ = streamLanes(out.grid, points);
+  const bool eight = pointsTake8(streamed);
+  const int64_t threadPoints = eight ? points / 8 : points;  // what the block's threads walk
+  std::vector<std::pair<std::string, int64_t>> splits;  // axis, blocks sharing it
+  for (const auto& [axis, perBlock] : plan_.splitTiles) {
+    splits.emplace_back(axis, ceilDiv(innerSize(axis), perBlock));
+    out.grid *= splits.back().second;
+  }
+  slices_ = streamed ? streamSlices(out.grid, threadPoints) : 1;
+  out.block = static_cast<int>(std::min<int64_t>(
+      256, !laneAxis_.empty() ? points * lanes_ : slices_ > 1 ? threadPoints * slices_ : ceilDiv(threadPoints, 32) * 32));
+  blockThreads_ = out.block;
+  // Tile origin from the block index, last group axis fastest; the shares
+  // of split axes fastest of all.
+  if (out.grid > 1) emit(0, "long long block = blockIdx.x;");
+  for (const auto& [axis, blocks] : splits) {
+    emit(0, fmt::format("const int split_{} = (int)(block % {}) * {};", axis, blocks, plan_.splitTiles.at(axis)));
+    emit(0, fmt::format("block /= {};", blocks));
+  }
+  std::vector<std::string> origins(plan_.groupAxes.size());
+  for (size_t i = plan_.groupAxes.size(); i-- > 0;) {
+    const Axis& a = plan_.groupAxes[i];
+    const int64_t tiles = ceilDiv(a.size, plan_.tiles.at(a.name));
+    origins[i] = "t_" + a.name;
+    if (tiles == 1) {
+      emit(0, fmt::format("const int {} = 0;", origins[i]));
+      continue;
+    }
+    emit(0, fmt::format("const int {} = (int)(block % {}) * {};", origins[i], tiles, plan_.tiles.at(a.name)));
+    if (i > 0) emit(0, fmt::format("block /= {};", tiles));
+  }
+  if (!laneAxis_.empty()) emit(0, fmt::format("const int lane = threadIdx.x % {};{}", lanes_,
+                                              lanes_ < 32 ? "  // within the point's lanes" : ""));
+  if (slices_ > 1) emit(0, fmt::format("const int slice = threadIdx.x / {};  // the block's threads: {} slices of the stream's positions", threadPoints, slices_));
+  const int point = open(0, !laneAxis_.empty() ? fmt::format("for (int p = threadIdx.x / {1}; p < {0}; p += blockDim.x / {1})", points, lanes_)
+                            : slices_ > 1      ? fmt::format("for (int p = threadIdx.x % {}; p < {}; p += blockDim.x)", threadPoints, threadPoints)
+                                               : fmt::format("for (int p = threadIdx.x; p < {}; p += blockDim.x)", threadPoints));
+  floor_ = point;
+  Env env;
+  int64_t inner = 1;
+  std::string outside;
+  // Threads next to each other take points next to each other along the
+  // last group axis: the innermost axis of the outputs, for coalescing.
+  std::string eightBase;  // with 8 points a thread: the first of its 8 along the last group axis
+  for (size_t i = plan_.groupAxes.size(); i-- > 0;) {
+    const Axis& a = plan_.groupAxes[i];
+    const bool last = i + 1 == plan_.groupAxes.size();
+    const int64_t t = eight && last ? plan_.tiles.at(a.name) / 8 : plan_.tiles.at(a.name);
+    std::string pos = inner == 1 ? "p" : fmt::format("p / {}", inner);
+    if (i > 0 && t > 1) pos = fmt::format("({}) % {}", pos, t);
+    if (t == 1) pos = std::string("0");  // not `= "0"`: GCC 12 warns of overlap there (-Wrestrict), wrongly
+    if (eight && last) pos = fmt::format("({}) * 8", pos);
+    std::string var = eight && last ? "i_" + a.name + "_8" : "i_" + a.name;
+    emit(point, fmt::format("const int {} = {} + {};", var, origins[i], pos));
+    if (a.size % plan_.tiles.at(a.name) != 0)
+      outside += fmt::format("{}{} >= {}", outside.empty() ? "" : " || ", var, a.size);
+    if (eight && last) eightBase = var;
+    else env[a.name] = {var, point};
+    inner *= t;
+  }
+  if (!outside.empty()) emit(point, fmt::format("if ({}) continue;  // past the end of a remainder tile", outside));
+  eightBase_ = eightBase;
+  if (streamed) {
+    // The thread's 8 points (if so) are a loop inside the stream's positions, then again for the tail.
+    streamLoop(point, env, out);
+    if (slices_ > 1) mergeSlices(point, threadPoints);
+  }
+  int tail = slices_ > 1 ? open(point, "if (slice == 0)") : point;
+  const int at = eight ? openEightPoints(tail, tail, env) : tail;
+  storeOutputs(at, env);
+  if (at != tail) close(at);
+  if (tail != point) close(tail);
+  close(point);
+}
+
+// The thread's 8 adjacent points along an axis (the last group axis, from
+// eightBase_, unless named), a loop inside `parent`: bf16 arrays along the
+// axis load and store 16 bytes at once, at `span` (load, store).
+int CudaWriter::openEightPoints(int parent, int span, Env& env) {
+  return openEightPoints(parent, span, plan_.groupAxes.back().name, eightBase_, env);
+}
+
+int CudaWriter::openEightPoints(int parent, int span, const std::string& axis, const std::string& base, Env& env) {
+  const int at = open(parent, "_Pragma(\"unroll\") for (int e = 0; e < 8; ++e)");
+  const std::string var = define(at, "int", "i_" + axis, base + " + e");
+  vectorElements_[var] = {base, span, at};
+  env[axis] = {var, at};
+  return at;
+}
+
+// Slots every thread can keep as scalars per point and combine with
+// another thread's by one + or max: no per-point axes, no sum rescaled by a
+// running max, the same axes looped inside each position.
+bool CudaWriter::plainSlots() const {
+  for (const SlotLayout& s : slots_)
+    if (!s.local.empty() || s.maxSlotOfRescale >= 0 || s.keepsPrevious || s.innerAxes != slots_[0].innerAxes) return false;
+  return true;
+}
+
+// A stream on CUDA cores whose launch has fewer threads than the device
+// holds (the columns of a bias gradient: 384 blocks of 8 threads of 8
+// channels, each summing rows) deals its positions out to slices of the
+// block's threads, every slice taking each slices-th position, and joins
+// the slices' slots after it. Without them the loads in flight are too few
+// to cover the memory's latency (Little's law: 4.8 TB/s x ~0.8 us is ~4 MB
+// in flight across the H200; 384 blocks of 64 threads reading 2 bytes each
+// kept 1.2 TB/s). Slices double while the threads of the blocks resident
+// at once (a grid larger than the device's blocks runs in turns) stay
+// within the device's, a block within 256 threads, and each slice 8 or more
+// positions. The cost model's latency term counts the threads so.
+int CudaWriter::streamSlices(int64_t grid, int64_t threadPoints) const {
+  if (!laneAxis_.empty() || tcs_ || !plainSlots()) return 1;
+  for (const Axis& a : plan_.groupAxes)
+    if (a.size % plan_.tiles.at(a.name) != 0) return 1;  // a remainder tile's idle points would skip the joins
+  const int64_t extent = streamShare();
+  int slices = 1;
+  const int64_t residentBlocks = std::min(grid, resident_.blocks);
+  while (threadPoints * slices * 2 <= 256 && residentBlocks * threadPoints * slices * 2 <= resident_.threads &&
+         extent / (slices * 2) >= 8)
+    slices *= 2;
+  return slices;
+}
+
+// The slices' slots joined after the stream: a tree over shared memory,
+// each round the upper half of the slices handing theirs to the lower.
+void CudaWriter::mergeSlices(int point, int64_t threadPoints) {
+  const int width = eightBase_.empty() ? 1 : 8;
+  const std::string at = fmt::format("((slice - half) * {} + p) * {}", threadPoints, width);
+  const std::string own = fmt::format("(slice * {} + p) * {}", threadPoints, width);
+  for (size_t k = 0; k < slots_.size(); ++k)
+    emit(0, fmt::format("__shared__ float {}_slices[{}];", slots_[k].name, slices_ / 2 * threadPoints * width));
+  const int round = open(point, fmt::format("for (int half = {}; half > 0; half /= 2)", slices_ / 2));
+  const int upper = open(round, "if (slice >= half && slice < 2 * half)");
+  for (const SlotLayout& s : slots_)
+    emit(upper, width == 1 ? fmt::format("{0}_slices[{1}] = {0};", s.name, at)
+                           : fmt::format("for (int w = 0; w < 8; ++w) {0}_slices[{1} + w] = {0}[w];", s.name, at));
+  close(upper);
+  emit(round, "__syncthreads();");
+  const int lower = open(round, "if (slice < half)");
+  for (size_t k = 0; k < slots_.size(); ++k) {
+    const std::string& name = slots_[k].name;
+    const std::string mine = width == 1 ? name : name + "[w]";
+    const std::string theirs = fmt::format("{}_slices[{}{}]", name, own, width == 1 ? "" : " + w");
+    const std::string join = stream_.slots[k].kind == AccumulatorSlot::Kind::Max
+                                 ? fmt::format("{0} = fmaxf({0}, {1});", mine, theirs)
+                                 : fmt::format("{} += {};", mine, theirs);
+    emit(lower, width == 1 ? join : "for (int w = 0; w < 8; ++w) " + join);
+  }
+  close(lower);
+  emit(round, "__syncthreads();");
+  close(round);
+}
+
+// A launch without lanes whose threads can take 8 adjacent points each
+// along the last group axis (its tile and size multiples of 8): under bf16
+// storage, where a bf16 array it reads or writes has that axis innermost
+// (a gradient of the logits, the concatenation of dq, dk, dv, a bias's
+// gradient summed over the rows).
+// A stream's slots must then be plain (one per point, joined by + or max):
+// each becomes 8 registers, the points' loop inside the stream's positions.
+bool CudaWriter::pointsTake8(bool streamed) const {
+  if (!approximate_ || !laneAxis_.empty() || plan_.groupAxes.empty()) return false;
+  if (streamed ? !plainSlots() : !plan_.streamAxis.empty() || !plan_.splitTiles.empty()) return false;
+  const Axis& x = plan_.groupAxes.back();
+  return plan_.tiles.at(x.name) % 8 == 0 && x.size % 8 == 0 && bf16ArrayAlong(x.name);
+}
+
+// Whether the launch reads or writes a bf16 array whose innermost axis is
+// `axis` (read through views: a renamed axis is the array's own): what
+// taking 8 adjacent positions at once turns into 16-byte accesses.
+bool CudaWriter::bf16ArrayAlong(const std::string& axis) const {
+  auto bf16 = [&](NodeId id) {
+    auto it = stored_.find(id);
+    return it != stored_.end() && it->second.ctype == "llmc_bf16";
+  };
+  for (NodeId o : plan_.outputs)
+    if (bf16(o) && !g_.node(o).type.axes.empty() && g_.node(o).type.axes.back().name == axis) return true;
+  for (const AffineLayout& l : readLayoutsAlong(axis))
+    if (bf16(l.array) && l.strides.count(axis) && l.strides.at(axis) == 1) return true;
+  return false;
+}
+
+void CudaWriter::storeOutputs(int point, const Env& env, const std::vector<NodeId>& outputs) {
+  std::set<std::string> group;
+  for (const Axis& a : plan_.groupAxes) group.insert(a.name);
+  for (NodeId o : outputs) {
+    Env e = env;
+    std::vector<int> opened;
+    int s = point;
+    std::string once;
+    for (const Axis& a : plan_.groupAxes)
+      if (!g_.node(o).type.has(a.name)) once += fmt::format("{}{} == 0", once.empty() ? "" : " && ", env.at(a.name).expr);
+    if (!laneAxis_.empty() && !g_.node(o).type.has(laneAxis_)) once += fmt::format("{}lane == 0", once.empty() ? "" : " && ");
+    if (!once.empty())  // stored by one point only (and one of its lanes: the others skip ahead)
+      opened.push_back(s = once.find("lane == 0") != std::string::npos ? openLanes(s, fmt::format("if ({})", once))
+                                                                        : open(s, fmt::format("if ({})", once)));
+    for (const Axis& a : g_.node(o).type.axes)
+      if (!group.count(a.name)) opened.push_back(s = loop(s, a, e));
+    store(s, o, e);
+    closeAll(opened);
+  }
+}
+
+}  // namespace llmc::cuda_writer

@@ -1,0 +1,417 @@
+#include "codegen/launch_list.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "analysis/streamability.h"
+#include "ir/print.h"
+
+namespace llmc {
+
+namespace {
+
+struct Storage {
+  std::string dtype, ctype;
+  int bytes;
+};
+
+Storage storageOf(DType d, StorageType storage, bool accumulatedByAtomics) {
+  switch (d) {
+    case DType::Bool: return {"bool", "unsigned char", 1};
+    case DType::I32: return {"i32", "int", 4};
+    case DType::U16: return {"u16", "unsigned short", 2};
+    case DType::F64: return {"f64", "double", 8};
+    case DType::F16:
+    case DType::BF16:
+    case DType::F32: break;
+  }
+  // Atomic adds (a scatter-add) accumulate in f32 whatever the storage.
+  if (storage == StorageType::BF16 && !accumulatedByAtomics) return {"bf16", "llmc_bf16", 2};
+  return {"f32", "float", 4};
+}
+
+// A statistic: a sum or maximum over an axis (not a contraction), or
+// elementwise arithmetic on statistics and constants — a layernorm's mean and
+// variance, a softmax's running maximum and sum, a loss per row. Stored in
+// bf16 they would lose what the backward needs: exp(s - m) with m rounded to
+// bf16 is off by up to 2^-8 * |m| in the exponent, and the mean's rounding
+// shifts every normalised value of its row. They are few values (one per
+// row), so they are kept in f32 whatever the storage, as PyTorch's autocast
+// and llm.c keep them.
+bool isStatistic(const Graph& g, NodeId id) {
+  const Node& n = g.node(id);
+  switch (n.op) {
+    case Op::Reduce: return true;
+    case Op::Unary:
+    case Op::Binary: {
+      bool statistic = false;
+      for (NodeId o : n.operands) {
+        if (g.node(o).op == Op::Constant) continue;
+        if (!isStatistic(g, o)) return false;
+        statistic = true;
+      }
+      return statistic;
+    }
+    default: return false;
+  }
+}
+
+std::set<NodeId> ancestorsWithin(const Graph& g, NodeId id, const std::set<NodeId>& within) {
+  std::set<NodeId> out;
+  std::vector<NodeId> work = g.node(id).operands;
+  while (!work.empty()) {
+    NodeId n = work.back();
+    work.pop_back();
+    if (!within.count(n) || !out.insert(n).second) continue;
+    for (NodeId o : g.node(n).operands) work.push_back(o);
+  }
+  return out;
+}
+
+// The stored values a launch reads: operands of what it computes, looked
+// through the views and constants it computes inline.
+std::set<NodeId> readsOf(const Graph& g, const LaunchPlan& plan, const std::set<NodeId>& stored) {
+  std::set<NodeId> reads;
+  if (plan.kind == LaunchPlan::Kind::Clear) return reads;
+  std::set<NodeId> seen;
+  std::vector<NodeId> work;
+  for (NodeId n : plan.computed) work.insert(work.end(), g.node(n).operands.begin(), g.node(n).operands.end());
+  for (NodeId n : plan.outputs) work.insert(work.end(), g.node(n).operands.begin(), g.node(n).operands.end());
+  while (!work.empty()) {
+    NodeId n = work.back();
+    work.pop_back();
+    if (plan.computed.count(n) || !seen.insert(n).second) continue;
+    if (stored.count(n)) reads.insert(n);
+    else work.insert(work.end(), g.node(n).operands.begin(), g.node(n).operands.end());
+  }
+  return reads;
+}
+
+// The nodes of plan p that depend on p's own values through other launches:
+// they cannot run in the same launch as the rest of p.
+std::set<NodeId> reachedThroughOthers(const Graph& g, const LaunchPlan& p, const std::vector<std::vector<NodeId>>& consumers,
+                                      const std::set<NodeId>& elsewhere) {
+  std::set<NodeId> late;
+  std::set<std::pair<NodeId, bool>> seen;
+  std::vector<std::pair<NodeId, bool>> work;  // (node, whether the path has left p)
+  for (NodeId n : p.computed) work.push_back({n, false});
+  while (!work.empty()) {
+    auto [n, left] = work.back();
+    work.pop_back();
+    for (NodeId c : consumers[static_cast<size_t>(n)]) {
+      bool inP = p.computed.count(c) > 0;
+      if (inP && !left) continue;  // p's own dataflow
+      if (inP) late.insert(c);
+      bool nowLeft = left || (!inP && elsewhere.count(c));
+      if (seen.insert({c, nowLeft}).second) work.push_back({c, nowLeft});
+    }
+  }
+  (void)g;
+  return late;
+}
+
+// Splits the first tile launch not yet ordered (`done`) that has a part
+// depending on itself through other launches: that part becomes a launch of
+// its own, right after it, and what it reads of the rest is stored. False
+// where no launch can be split so.
+bool splitLaunchOnItself(const Graph& g, std::vector<ScheduledLaunch>& plans, const std::vector<bool>& done,
+                         const std::vector<std::vector<NodeId>>& consumers, std::set<NodeId>& stored) {
+  for (size_t i = 0; i < plans.size(); ++i) {
+    if (done[i] || plans[i].plan.kind != LaunchPlan::Kind::Tile) continue;
+    std::set<NodeId> elsewhere;
+    for (size_t j = 0; j < plans.size(); ++j)
+      if (j != i) elsewhere.insert(plans[j].plan.computed.begin(), plans[j].plan.computed.end());
+    std::set<NodeId> late = reachedThroughOthers(g, plans[i].plan, consumers, elsewhere);
+    if (late.empty() || late.size() == plans[i].plan.computed.size()) continue;
+    ScheduledLaunch early = plans[i], rest = plans[i];
+    early.plan.computed.clear();
+    early.plan.outputs.clear();
+    rest.plan.computed = late;
+    rest.plan.outputs.clear();
+    rest.plan.name += "_late";
+    for (NodeId n : plans[i].plan.computed)
+      if (!late.count(n)) early.plan.computed.insert(n);
+    // What the late part reads of the early part is stored.
+    for (NodeId r : readsOf(g, rest.plan, early.plan.computed)) stored.insert(r), early.plan.outputs.push_back(r);
+    for (NodeId o : plans[i].plan.outputs) {
+      if (late.count(o)) rest.plan.outputs.push_back(o);
+      else if (std::find(early.plan.outputs.begin(), early.plan.outputs.end(), o) == early.plan.outputs.end())
+        early.plan.outputs.push_back(o);
+    }
+    for (ScheduledLaunch* part : {&early, &rest}) {
+      std::vector<Axis> group;
+      for (const Axis& a : part->plan.groupAxes)
+        if (std::any_of(part->plan.outputs.begin(), part->plan.outputs.end(),
+                        [&](NodeId o) { return g.node(o).type.has(a.name); }))
+          group.push_back(a);
+      part->plan.groupAxes = group;
+    }
+    plans[i] = early;
+    plans.insert(plans.begin() + static_cast<std::ptrdiff_t>(i) + 1, rest);
+    return true;
+  }
+  return false;
+}
+
+// Launch order: a launch after those that write what it reads, and after
+// earlier writers of what it writes (a clear before its scatter). Where the
+// fusion made kernels that need each other's results, the part of a kernel
+// that depends on another launch moves to a launch of its own, after it.
+std::vector<size_t> orderLaunches(const Graph& g, std::vector<ScheduledLaunch>& plans, std::set<NodeId>& stored) {
+  std::vector<std::vector<NodeId>> consumers(g.nodes.size());
+  for (const Node& n : g.nodes)
+    for (NodeId o : n.operands) consumers[static_cast<size_t>(o)].push_back(n.id);
+  for (;;) {
+    std::map<NodeId, std::vector<size_t>> writers;
+    for (size_t i = 0; i < plans.size(); ++i)
+      for (NodeId o : plans[i].plan.outputs) writers[o].push_back(i);
+    std::vector<std::set<size_t>> after(plans.size());
+    for (size_t i = 0; i < plans.size(); ++i) {
+      for (NodeId r : readsOf(g, plans[i].plan, stored))
+        for (size_t w : writers[r]) after[i].insert(w);
+      for (NodeId o : plans[i].plan.outputs)
+        for (size_t w : writers[o])
+          if (w < i) after[i].insert(w);
+    }
+    std::vector<size_t> order;
+    std::vector<bool> done(plans.size(), false);
+    while (order.size() < plans.size()) {
+      size_t next = plans.size();
+      for (size_t i = 0; i < plans.size() && next == plans.size(); ++i)
+        if (!done[i] && std::all_of(after[i].begin(), after[i].end(), [&](size_t d) { return done[d]; })) next = i;
+      if (next == plans.size()) break;
+      done[next] = true;
+      order.push_back(next);
+    }
+    if (order.size() == plans.size()) return order;
+
+    // Split the first tile launch left that has a part depending on itself.
+    if (!splitLaunchOnItself(g, plans, done, consumers, stored)) {
+      std::string cycle;
+      for (size_t i = 0; i < plans.size(); ++i)
+        if (!done[i]) cycle += " " + plans[i].plan.name;
+      throw std::logic_error("emit cuda: these launches depend on each other in a cycle:" + cycle);
+    }
+  }
+}
+
+// Builds the launch list of planLaunches, one concern per method.
+class LaunchPlanner {
+ public:
+  LaunchPlanner(const Graph& g, const std::vector<PlannedKernel>& kernels, const EmitOptions& options)
+      : g_(g), kernels_(kernels), options_(options) {
+    list_.names = printedNames(g);
+  }
+
+  LaunchList run() {
+    storedValues();
+    for (const PlannedKernel& pk : kernels_) kernelLaunches(pk);
+    outputCopies();
+    const std::vector<size_t> order = orderLaunches(g_, plans_, list_.stored);
+    storage(order);
+    for (size_t i : order) list_.launches.push_back(std::move(plans_[i]));
+    return std::move(list_);
+  }
+
+ private:
+  const std::string& name(NodeId id) const { return list_.names[static_cast<size_t>(id)]; }
+
+  // What is stored in GMEM: the graph's inputs, what crosses kernels, the
+  // scatter-adds (accumulated by atomics), and graph outputs no kernel makes.
+  void storedValues() {
+    list_.stored.insert(g_.inputs.begin(), g_.inputs.end());
+    for (const PlannedKernel& pk : kernels_) {
+      list_.stored.insert(pk.kernel.outputs.begin(), pk.kernel.outputs.end());
+      for (NodeId id : pk.kernel.nodes)
+        if (g_.node(id).op == Op::ScatterAdd) list_.stored.insert(id), atomics_.insert(id);
+    }
+  }
+
+  // Zeroes the f32 array that kernel k's atomic adds accumulate into.
+  void clearBefore(const Kernel& k, NodeId id) {
+    ScheduledLaunch clear;
+    clear.plan.kind = LaunchPlan::Kind::Clear;
+    clear.plan.name = fmt::format("{}_clear_{}", k.name, name(id));
+    clear.plan.outputs = {id};
+    clear.kernel = k.id;
+    clear.role = "clear";
+    plans_.push_back(clear);
+  }
+
+  // A planned kernel's launches: its scatter-adds, then its tile launch with
+  // the clears its atomics need before it.
+  void kernelLaunches(const PlannedKernel& pk) {
+    const Kernel& k = pk.kernel;
+    std::set<NodeId> nodes(k.nodes.begin(), k.nodes.end());
+    // A scatter-add is a launch of its own over its values, into an array
+    // zeroed first; the kernel's other work reads its result from GMEM.
+    for (NodeId id : k.nodes) {
+      if (!atomics_.count(id)) continue;
+      clearBefore(k, id);
+      ScheduledLaunch scatter;
+      scatter.plan.kind = LaunchPlan::Kind::Scatter;
+      scatter.plan.name = fmt::format("{}_scatter_{}", k.name, name(id));
+      scatter.plan.outputs = {id};
+      scatter.plan.computed = ancestorsWithin(g_, id, nodes);
+      scatter.kernel = k.id;
+      scatter.role = "scatter";
+      plans_.push_back(scatter);
+    }
+    ScheduledLaunch tile;
+    tile.plan.name = k.name;
+    tile.kernel = k.id;
+    tile.role = "tile";
+    for (NodeId id : k.nodes)
+      if (!atomics_.count(id)) tile.plan.computed.insert(id);
+    for (NodeId id : k.outputs)
+      if (!atomics_.count(id)) tile.plan.outputs.push_back(id);
+    if (tile.plan.outputs.empty()) return;
+    for (const Axis& a : pk.shape.groupAxes) {
+      bool used = std::any_of(tile.plan.outputs.begin(), tile.plan.outputs.end(),
+                              [&](NodeId o) { return g_.node(o).type.has(a.name); });
+      if (!used) continue;
+      tile.plan.groupAxes.push_back(a);
+      auto t = pk.partition.groupTiles.find(a.name);
+      tile.plan.tiles[a.name] = t == pk.partition.groupTiles.end() ? a.size : std::min(t->second, a.size);
+    }
+    tile.plan.streamAxis = k.streamAxis;
+    tile.plan.streamChunk = pk.partition.streamChunk;
+    splitK(pk, tile.plan);
+    if (!tile.plan.splitTiles.empty())
+      for (NodeId o : tile.plan.outputs) {
+        splitSums_.insert(o);
+        clearBefore(k, o);
+      }
+    // A sum of a whole array to a scalar adds up across the grid by atomics,
+    // into an f32 array zeroed first.
+    if (isGridSum(g_, tile.plan)) {
+      gridSums_.insert(tile.plan.outputs[0]);
+      clearBefore(k, tile.plan.outputs[0]);
+    }
+    plans_.push_back(tile);
+  }
+
+  // Split-K where the partition shares a reduced axis out across blocks and
+  // every output is a plain sum over it: partial sums added atomically into
+  // f32 arrays zeroed first.
+  void splitK(const PlannedKernel& pk, LaunchPlan& plan) const {
+    for (const auto& [axis, perBlock] : pk.partition.splitTiles) {
+      const StreamAnalysis sums = analyzeStream(g_, plan.computed, axis);
+      const bool plainSums = sums.streamable && sums.tail.empty() &&
+                             std::all_of(plan.outputs.begin(), plan.outputs.end(), [&](NodeId o) {
+                               return std::count(sums.aggregates.begin(), sums.aggregates.end(), o) > 0;
+                             });
+      int64_t extent = 0;
+      for (NodeId id : plan.computed)
+        for (NodeId o : g_.node(id).operands)
+          if (const Axis* a = g_.node(o).type.find(axis)) extent = a->size;
+      if (plainSums && perBlock < extent) plan.splitTiles[axis] = perBlock;
+    }
+  }
+
+  // Graph outputs that are views or constants: copied into an array of their own.
+  void outputCopies() {
+    for (const GraphOutput& o : g_.outputs) {
+      if (list_.stored.count(o.node)) continue;
+      list_.stored.insert(o.node);
+      ScheduledLaunch copy;
+      copy.plan.name = fmt::format("copy_{}", name(o.node));
+      copy.plan.outputs = {o.node};
+      copy.plan.computed = {o.node};
+      copy.role = "copy";
+      const Type& t = g_.node(o.node).type;
+      copy.plan.groupAxes = t.axes;
+      for (size_t i = 0; i < t.axes.size(); ++i)
+        copy.plan.tiles[t.axes[i].name] = i + 1 == t.axes.size() ? std::min<int64_t>(t.axes[i].size, 256) : 1;
+      plans_.push_back(copy);
+    }
+  }
+
+  // How each stored value is held (arrays, buffers): statistics, scalars and
+  // the values options.f32Values names in f32 whatever the storage, and what
+  // atomics accumulate into in f32 too.
+  void storage(const std::vector<size_t>& order) {
+    std::set<NodeId> keptWhole;  // stored as f32 whatever the storage
+    for (NodeId id : g_.inputs)
+      if (options_.f32Values.count(g_.node(id).name)) keptWhole.insert(id);
+    for (const GraphOutput& o : g_.outputs)
+      if (options_.f32Values.count(o.name)) keptWhole.insert(o.node);
+    // A statistic that a contraction reads is a matmul operand like any other:
+    // the tensor cores take bf16 (its staging copy or TMA reads the stored bytes).
+    std::set<NodeId> contracted;
+    for (const Node& n : g_.nodes)
+      if (n.op == Op::Contract && isFloat(n.type.dtype))
+        for (NodeId o : n.operands)
+          for (contracted.insert(o); isView(g_.node(o)) && g_.node(o).operands.size() == 1; contracted.insert(o))
+            o = g_.node(o).operands[0];
+    for (NodeId id : list_.stored)
+      if (g_.node(id).type.axes.empty() || (isStatistic(g_, id) && !contracted.count(id))) keptWhole.insert(id);
+    auto storageOfValue = [&](NodeId id) {
+      return storageOf(g_.node(id).type.dtype, keptWhole.count(id) ? StorageType::F32 : options_.storage,
+                       atomics_.count(id) > 0 || gridSums_.count(id) > 0 || splitSums_.count(id) > 0);
+    };
+    for (NodeId id : list_.stored) list_.arrays[id] = {"g_" + name(id), storageOfValue(id).ctype};
+    auto addBuffer = [&](NodeId id) {
+      if (list_.bufferOf.count(id)) return;
+      const Node& n = g_.node(id);
+      Storage s = storageOfValue(id);
+      BufferDesc b;
+      b.node = id;
+      b.name = name(id);
+      b.dtype = s.dtype;
+      b.ctype = s.ctype;
+      b.axes = n.type.axes;
+      b.elements = n.type.elementCount();
+      b.bytes = b.elements * s.bytes;
+      b.graphInput = n.op == Op::Input;
+      for (const GraphOutput& o : g_.outputs)
+        if (o.node == id) b.graphOutputs.push_back(o.name);
+      list_.bufferOf[id] = static_cast<int>(list_.buffers.size());
+      list_.buffers.push_back(b);
+    };
+    for (NodeId id : g_.inputs) addBuffer(id);
+    for (size_t i : order)
+      for (NodeId o : plans_[i].plan.outputs) addBuffer(o);
+  }
+
+  const Graph& g_;
+  const std::vector<PlannedKernel>& kernels_;
+  const EmitOptions& options_;
+  LaunchList list_;
+  std::vector<ScheduledLaunch> plans_;  // in the order made; run() orders them
+  std::set<NodeId> atomics_;    // scatter-adds: accumulated by atomics
+  std::set<NodeId> gridSums_;   // isGridSum's outputs: accumulated by atomics too
+  std::set<NodeId> splitSums_;  // outputs of split-K launches: likewise
+};
+
+}  // namespace
+
+LaunchList planLaunches(const Graph& graph, const std::vector<PlannedKernel>& kernels, const EmitOptions& options) {
+  return LaunchPlanner(graph, kernels, options).run();
+}
+
+std::string describeLaunchList(const Graph& graph, const LaunchList& list) {
+  auto names = [&](const auto& ids) {
+    std::string out;
+    for (NodeId id : ids) out += " " + list.names[static_cast<size_t>(id)];
+    return out.empty() ? " -" : out;
+  };
+  std::string out;
+  for (size_t i = 0; i < list.launches.size(); ++i) {
+    const ScheduledLaunch& l = list.launches[i];
+    out += fmt::format("launch {} {} ({}", i, l.plan.name, l.role);
+    if (l.kernel >= 0) out += fmt::format(", kernel {}", l.kernel);
+    out += ")\n  writes:" + names(l.plan.outputs) + "\n  reads:" + names(readsOf(graph, l.plan, list.stored)) + "\n";
+  }
+  for (size_t i = 0; i < list.buffers.size(); ++i) {
+    const BufferDesc& b = list.buffers[i];
+    out += fmt::format("buffer {} {}: {}[", i, b.name, b.dtype);
+    for (size_t k = 0; k < b.axes.size(); ++k) out += fmt::format("{}{}:{}", k ? " " : "", b.axes[k].name, b.axes[k].size);
+    out += fmt::format("], {} bytes{}\n", b.bytes, b.graphInput ? ", graph input" : "");
+  }
+  return out;
+}
+
+}  // namespace llmc

@@ -1,0 +1,100 @@
+#include "codegen/prelude.h"
+
+#include <fmt/format.h>
+
+namespace llmc {
+
+const char* const kPrelude = R"(// Values are computed in fp32; bf16 arrays are stored as their upper 16 bits.
+#define LLMC_INF __int_as_float(0x7f800000)
+#define LLMC_NAN __int_as_float(0x7fffffff)
+#define LLMC_INT_MIN (-2147483647 - 1)
+typedef unsigned short llmc_bf16;
+
+__device__ __forceinline__ float llmc_bf16_to_f32(llmc_bf16 v) { return __uint_as_float(((unsigned)v) << 16); }
+
+// Round to nearest, ties to even; NaN stays NaN.
+__device__ __forceinline__ llmc_bf16 llmc_f32_to_bf16(float f) {
+  unsigned u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (llmc_bf16)((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (llmc_bf16)(u >> 16);
+}
+// f rounded to bf16's precision, kept as a float.
+__device__ __forceinline__ float llmc_round_bf16(float f) { return llmc_bf16_to_f32(llmc_f32_to_bf16(f)); }
+
+// 16 bytes at a 16-byte aligned address, unconverted; and 8 bf16 values so loaded, as floats.
+__device__ __forceinline__ uint4 llmc_load_raw16(const llmc_bf16* p) { return *reinterpret_cast<const uint4*>(p); }
+__device__ __forceinline__ void llmc_unpack_bf16x8(const uint4& u, float (&v)[8]) {
+  const unsigned w[4] = {u.x, u.y, u.z, u.w};
+  for (int i = 0; i < 4; ++i) v[2 * i] = __uint_as_float(w[i] << 16), v[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
+}
+
+// 8 consecutive bf16 values at a 16-byte aligned address, as floats: one 16-byte load.
+__device__ __forceinline__ void llmc_load_bf16x8(const llmc_bf16* p, float (&v)[8]) { llmc_unpack_bf16x8(llmc_load_raw16(p), v); }
+
+// 8 floats to consecutive bf16 values at a 16-byte aligned address (rounded as llmc_f32_to_bf16): one 16-byte store.
+__device__ __forceinline__ void llmc_store_bf16x8(llmc_bf16* p, const float (&v)[8]) {
+  unsigned w[4];
+  for (int i = 0; i < 4; ++i) w[i] = (unsigned)llmc_f32_to_bf16(v[2 * i]) | ((unsigned)llmc_f32_to_bf16(v[2 * i + 1]) << 16);
+  *reinterpret_cast<uint4*>(p) = make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+// 8 floats added atomically to consecutive fp32 values at a 16-byte aligned address: two vector
+// reductions (red.global.add.v4.f32) from sm_90 on, eight scalar ones before.
+__device__ __forceinline__ void llmc_add_f32x8(float* p, const float (&v)[8]) {
+#if __CUDA_ARCH__ >= 900
+  for (int i = 0; i < 8; i += 4)
+    asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p + i), "f"(v[i]), "f"(v[i + 1]), "f"(v[i + 2]),
+                 "f"(v[i + 3])
+                 : "memory");
+#else
+  for (int i = 0; i < 8; ++i) atomicAdd(p + i, v[i]);
+#endif
+}
+
+// The hardware's tanh (cuda_kernel_writer.cpp, approximate_: bf16 storage): one MUFU instruction, relative
+// error under 2^-10.9 (PTX ISA, tanh.approx.f32), below bf16's 2^-8. It replaced 1 - 2 / (exp(2x) + 1), six
+// instructions on the critical path of a GELU epilogue.
+__device__ __forceinline__ float llmc_fast_tanh(float x) {
+  float y;
+  asm("tanh.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// exp(s - m) against a running max m: 0 for s = -inf, also while m is still -inf.
+__device__ __forceinline__ float llmc_exp_shifted(float s, float m) { return s == -LLMC_INF ? 0.0f : expf(s - m); }
+
+// exp(m_old - m_new), the online-softmax rescaling: 1 while the max has not moved.
+__device__ __forceinline__ float llmc_rescale(float m_old, float m_new) { return m_old == m_new ? 1.0f : expf(m_old - m_new); }
+
+// exp by the hardware's 2^x with results under 2^-126 flushed to zero (cuda_kernel_writer.cpp, approximate_:
+// bf16 storage, whose smallest normal is the same): x log2(e), then one MUFU instruction (ex2.approx.ftz.f32,
+// relative error 2^-22 plus the rounding of x log2(e)). __expf's ex2.approx.f32 keeps denormal results, for a
+// compare and two more multiplies an exp (ptxas, sm_90a): per score element of attention's streams.
+__device__ __forceinline__ float llmc_ex2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+#define LLMC_LOG2E 1.4426950408889634f
+__device__ __forceinline__ float llmc_fast_exp(float x) { return llmc_ex2(x * LLMC_LOG2E); }
+
+// exp(a - b) as one fused multiply-add and ex2: b log2(e) is the same for all the a it is taken from (a row's
+// statistic, computed once).
+__device__ __forceinline__ float llmc_fast_exp_difference(float a, float b) { return llmc_ex2(fmaf(a, LLMC_LOG2E, -b * LLMC_LOG2E)); }
+
+// exp(s - m) against a running max m >= s, for streams: 0 for s = -inf (2^-inf); while m is still -inf (and
+// so is s), the offset is 0 instead of +inf. The test is on m, once a row, not on each element.
+__device__ __forceinline__ float llmc_fast_exp_shifted(float s, float m) {
+  return llmc_ex2(fmaf(s, LLMC_LOG2E, m == -LLMC_INF ? 0.0f : -m * LLMC_LOG2E));
+}
+__device__ __forceinline__ float llmc_fast_rescale(float m_old, float m_new) {
+  return m_old == m_new ? 1.0f : llmc_ex2(fmaf(m_old, LLMC_LOG2E, -m_new * LLMC_LOG2E));
+}
+)";
+
+std::string translationUnit(const char* tileLibrary, const std::string& function) {
+  return fmt::format("{}{}{}", tileLibrary ? fmt::format("#include <{}>\n\n", tileLibrary) : "", kPrelude, function);
+}
+
+}  // namespace llmc

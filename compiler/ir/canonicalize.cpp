@@ -1,0 +1,63 @@
+#include "ir/canonicalize.h"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <tuple>
+
+namespace llmc {
+
+namespace {
+
+// Everything that makes two nodes compute the same array.
+using NodeKey = std::tuple<Op, std::string, std::vector<NodeId>, int, double, std::vector<std::string>,
+                           std::vector<std::string>, int64_t, int64_t>;
+
+NodeKey keyOf(const Node& n, const std::vector<NodeId>& operands) {
+  int sub = n.op == Op::Unary     ? static_cast<int>(n.unary)
+            : n.op == Op::Binary  ? static_cast<int>(n.binary)
+            : n.op == Op::Compare ? static_cast<int>(n.compare)
+            : n.op == Op::Reduce  ? static_cast<int>(n.reduce)
+                                  : 0;
+  return {n.op, n.type.str(), operands, sub, n.value, n.axes, n.newAxes, n.lo, n.hi};
+}
+
+}  // namespace
+
+Graph canonicalize(const Graph& graph) {
+  // Live nodes: reachable backwards from the outputs, plus the inputs.
+  std::vector<bool> live(graph.nodes.size(), false);
+  for (NodeId id : graph.inputs) live[static_cast<size_t>(id)] = true;
+  for (const auto& o : graph.outputs) live[static_cast<size_t>(o.node)] = true;
+  for (size_t i = graph.nodes.size(); i-- > 0;)
+    if (live[i])
+      for (NodeId o : graph.nodes[i].operands) live[static_cast<size_t>(o)] = true;
+
+  Graph out;
+  out.name = graph.name;
+  std::vector<NodeId> remap(graph.nodes.size(), -1);
+  std::map<NodeKey, NodeId> seen;
+  for (const Node& n : graph.nodes) {
+    if (!live[static_cast<size_t>(n.id)]) continue;
+    std::vector<NodeId> operands;
+    for (NodeId o : n.operands) operands.push_back(remap[static_cast<size_t>(o)]);
+    if (n.op != Op::Input) {
+      auto [it, fresh] = seen.emplace(keyOf(n, operands), -1);
+      if (!fresh) {
+        remap[static_cast<size_t>(n.id)] = it->second;
+        continue;
+      }
+      Node copy = n;
+      copy.operands = operands;
+      it->second = out.add(std::move(copy));
+      remap[static_cast<size_t>(n.id)] = it->second;
+    } else {
+      remap[static_cast<size_t>(n.id)] = out.add(n);
+    }
+  }
+  for (NodeId id : graph.inputs) out.inputs.push_back(remap[static_cast<size_t>(id)]);
+  for (const auto& o : graph.outputs) out.outputs.push_back({o.name, remap[static_cast<size_t>(o.node)]});
+  return out;
+}
+
+}  // namespace llmc

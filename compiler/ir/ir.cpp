@@ -1,0 +1,211 @@
+#include "ir/ir.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+#include "frontend/resource_limits.h"
+
+namespace llmc {
+
+namespace {
+struct DTypeInfo {
+  DType type;
+  const char* name;
+};
+constexpr DTypeInfo kDTypes[] = {
+    {DType::Bool, "bool"}, {DType::I32, "i32"},   {DType::U16, "u16"}, {DType::F16, "f16"},
+    {DType::BF16, "bf16"}, {DType::F32, "f32"},   {DType::F64, "f64"},
+};
+}  // namespace
+
+const char* dtypeName(DType t) {
+  for (const auto& d : kDTypes)
+    if (d.type == t) return d.name;
+  return "?";
+}
+
+std::optional<DType> dtypeFromName(const std::string& name) {
+  for (const auto& d : kDTypes)
+    if (name == d.name) return d.type;
+  return std::nullopt;
+}
+
+bool isFloat(DType t) {
+  return t == DType::F16 || t == DType::BF16 || t == DType::F32 || t == DType::F64;
+}
+bool isInteger(DType t) { return t == DType::I32 || t == DType::U16; }
+
+const Axis* Type::find(const std::string& axis) const {
+  for (const auto& a : axes)
+    if (a.name == axis) return &a;
+  return nullptr;
+}
+
+int64_t Type::elementCount() const {
+  int64_t n = 1;
+  for (const auto& a : axes) {
+    const auto product = checkedMul(n, a.size);
+    n = product ? *product : sizeProduct(n, a.size, fmt::format("the element count of {}", str()));
+  }
+  return n;
+}
+
+std::string Type::str() const {
+  std::string out = fmt::format("{}[", dtypeName(dtype));
+  for (size_t i = 0; i < axes.size(); ++i)
+    out += fmt::format("{}{}:{}", i ? " " : "", axes[i].name, axes[i].size);
+  return out + "]";
+}
+
+bool Type::sameAxisSet(const Type& other) const {
+  if (dtype != other.dtype || axes.size() != other.axes.size()) return false;
+  for (const auto& a : axes) {
+    const Axis* b = other.find(a.name);
+    if (!b || b->size != a.size) return false;
+  }
+  return true;
+}
+
+const char* opName(Op op) {
+  switch (op) {
+    case Op::Input: return "input";
+    case Op::Constant: return "constant";
+    case Op::Pos: return "pos";
+    case Op::Unary: return "unary";
+    case Op::Binary: return "binary";
+    case Op::Compare: return "compare";
+    case Op::Select: return "where";
+    case Op::Cast: return "cast";
+    case Op::Reduce: return "reduce";
+    case Op::Contract: return "contract";
+    case Op::Gather: return "gather";
+    case Op::Split: return "split";
+    case Op::Merge: return "merge";
+    case Op::Slice: return "slice";
+    case Op::Concat: return "concat";
+    case Op::Rename: return "rename";
+    case Op::Index: return "index";
+    case Op::Transpose: return "transpose";
+    case Op::Broadcast: return "broadcast";
+    case Op::ScatterAdd: return "scatter_add";
+    case Op::StopGradient: return "stop_gradient";
+  }
+  return "?";
+}
+
+const char* unaryName(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::Neg: return "neg";
+    case UnaryOp::Exp: return "exp";
+    case UnaryOp::Log: return "log";
+    case UnaryOp::Tanh: return "tanh";
+    case UnaryOp::Sqrt: return "sqrt";
+    case UnaryOp::Rsqrt: return "rsqrt";
+    case UnaryOp::Abs: return "abs";
+  }
+  return "?";
+}
+
+const char* binaryName(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::Add: return "add";
+    case BinaryOp::Sub: return "sub";
+    case BinaryOp::Mul: return "mul";
+    case BinaryOp::Div: return "div";
+    case BinaryOp::Maximum: return "maximum";
+    case BinaryOp::Minimum: return "minimum";
+  }
+  return "?";
+}
+
+const char* compareSymbol(CompareOp op) {
+  switch (op) {
+    case CompareOp::Lt: return "<";
+    case CompareOp::Le: return "<=";
+    case CompareOp::Gt: return ">";
+    case CompareOp::Ge: return ">=";
+    case CompareOp::Eq: return "==";
+    case CompareOp::Ne: return "!=";
+  }
+  return "?";
+}
+
+const char* reduceName(ReduceOp op) { return op == ReduceOp::Sum ? "sum" : "max"; }
+
+std::vector<std::string> Node::wovenAxes() const {
+  std::set<std::string> own;
+  switch (op) {
+    case Op::Input:
+    case Op::Constant:
+      return {};
+    case Op::Pos:
+      return {};
+    case Op::Split:
+    case Op::Merge:
+    case Op::Slice:
+    case Op::Concat:
+    case Op::Rename:
+    case Op::Broadcast:
+    case Op::ScatterAdd:
+      own.insert(newAxes.begin(), newAxes.end());
+      break;
+    default:
+      break;
+  }
+  std::vector<std::string> woven;
+  for (const auto& a : type.axes)
+    if (!own.count(a.name)) woven.push_back(a.name);
+  return woven;
+}
+
+NodeId Graph::add(Node n) {
+  n.id = static_cast<NodeId>(nodes.size());
+  nodes.push_back(std::move(n));
+  return nodes.back().id;
+}
+
+const Node* Graph::findInput(const std::string& inputName) const {
+  for (NodeId id : inputs)
+    if (node(id).name == inputName) return &node(id);
+  return nullptr;
+}
+
+bool structurallyEqual(const Graph& a, const Graph& b, std::string* why) {
+  auto fail = [&](std::string reason) {
+    if (why) *why = std::move(reason);
+    return false;
+  };
+  if (a.nodes.size() != b.nodes.size())
+    return fail(fmt::format("{} nodes against {}", a.nodes.size(), b.nodes.size()));
+  if (a.inputs != b.inputs) return fail("different inputs");
+  if (a.outputs.size() != b.outputs.size()) return fail("different number of outputs");
+  for (size_t i = 0; i < a.outputs.size(); ++i)
+    if (a.outputs[i].name != b.outputs[i].name || a.outputs[i].node != b.outputs[i].node)
+      return fail(fmt::format("output {} differs", i));
+  for (size_t i = 0; i < a.nodes.size(); ++i) {
+    const Node& x = a.nodes[i];
+    const Node& y = b.nodes[i];
+    bool same = x.op == y.op && x.type == y.type && x.operands == y.operands &&
+                x.axes == y.axes && x.newAxes == y.newAxes && x.lo == y.lo && x.hi == y.hi &&
+                x.isParam == y.isParam;
+    if (same) {
+      switch (x.op) {
+        case Op::Unary: same = x.unary == y.unary; break;
+        case Op::Binary: same = x.binary == y.binary; break;
+        case Op::Compare: same = x.compare == y.compare; break;
+        case Op::Reduce: same = x.reduce == y.reduce; break;
+        case Op::Constant: same = x.value == y.value; break;
+        case Op::Input: same = x.name == y.name; break;
+        default: break;
+      }
+    }
+    if (!same)
+      return fail(fmt::format("node {} differs: {} {} against {} {}", i, opName(x.op),
+                              x.type.str(), opName(y.op), y.type.str()));
+  }
+  return true;
+}
+
+}  // namespace llmc

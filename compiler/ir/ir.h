@@ -1,0 +1,134 @@
+// The typed IR every pass works on: a flat graph of primitive boxes.
+//
+// A Graph is one diagram after inlining: its inputs, a topologically ordered
+// list of nodes (each one primitive box producing one array), and its named
+// outputs. Arrays carry a dtype and an ordered list of named axes; the order is
+// the storage layout (row-major, last axis innermost), while the meaning of an
+// operation depends only on axis names.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "frontend/source.h"
+
+namespace llmc {
+
+enum class DType { Bool, I32, U16, F16, BF16, F32, F64 };
+
+const char* dtypeName(DType t);
+std::optional<DType> dtypeFromName(const std::string& name);
+bool isFloat(DType t);
+bool isInteger(DType t);
+
+struct Axis {
+  std::string name;
+  int64_t size = 0;
+  bool operator==(const Axis&) const = default;
+};
+
+// An array type: dtype plus ordered named axes. A rank-0 type is a scalar.
+struct Type {
+  DType dtype = DType::F32;
+  std::vector<Axis> axes;
+
+  bool operator==(const Type&) const = default;
+  const Axis* find(const std::string& axis) const;
+  bool has(const std::string& axis) const { return find(axis) != nullptr; }
+  int64_t elementCount() const;
+  // "f32[b:4 t:64 c:32]"
+  std::string str() const;
+  // Same dtype and the same set of axes, in any order.
+  bool sameAxisSet(const Type& other) const;
+};
+
+enum class Op {
+  Input,     // a diagram input (parameter or data)
+  Constant,  // a scalar literal: value
+  Pos,       // the positions 0..n-1 along axes[0]: i32[a]
+  Unary,     // elementwise: unary
+  Binary,    // elementwise: binary
+  Compare,   // elementwise comparison, result bool: compare
+  Select,    // where(cond, a, b)
+  Cast,      // dtype conversion to type.dtype
+  Reduce,    // reduce over axes: reduce
+  Contract,  // sum of products over axes (einsum); other axes pass through
+  Gather,    // table[axes[0] = index] woven over the index's axes
+  Split,     // axes[0] -> newAxes (row-major: first new axis is outermost)
+  Merge,     // axes -> newAxes[0] (row-major)
+  Slice,     // axes[0][lo:hi] -> newAxes[0]
+  Concat,    // operands joined along axes[0] -> newAxes[0]
+  Rename,    // axes[0] -> newAxes[0]; no data movement
+  Index,     // the slice at axes[0] = lo; the axis disappears
+  Transpose, // the same array stored in another axis order (type's order)
+  Broadcast, // the operand repeated along newAxes (sizes in type)
+  ScatterAdd,// operands values, index: out[newAxes[0] = index[p], rest] += values[p],
+             // summing over axes (index axes the output lacks); Gather's adjoint
+  StopGradient, // the operand unchanged; autodiff passes nothing back through it
+};
+
+enum class UnaryOp { Neg, Exp, Log, Tanh, Sqrt, Rsqrt, Abs };
+enum class BinaryOp { Add, Sub, Mul, Div, Maximum, Minimum };
+enum class CompareOp { Lt, Le, Gt, Ge, Eq, Ne };
+enum class ReduceOp { Sum, Max };
+
+const char* opName(Op op);
+const char* unaryName(UnaryOp op);
+const char* binaryName(BinaryOp op);
+const char* compareSymbol(CompareOp op);
+const char* reduceName(ReduceOp op);
+
+using NodeId = int;
+
+struct Node {
+  NodeId id = -1;
+  Op op = Op::Input;
+  Type type;                       // the array this node produces
+  std::vector<NodeId> operands;
+
+  // Attributes; which are meaningful depends on op (see Op above).
+  UnaryOp unary = UnaryOp::Neg;
+  BinaryOp binary = BinaryOp::Add;
+  CompareOp compare = CompareOp::Lt;
+  ReduceOp reduce = ReduceOp::Sum;
+  double value = 0;                // Constant
+  std::vector<std::string> axes;   // axes the primitive acts on
+  std::vector<std::string> newAxes;// axes it creates
+  int64_t lo = 0, hi = 0;          // Slice bounds, Index position (lo)
+
+  // Bookkeeping that is not part of the node's meaning.
+  std::string name;                // a readable name (from the diagram) for printing
+  bool isParam = false;            // Input: a trainable parameter
+  bool adjoint = false;            // made by autodiff: part of the backward pass
+  SourceLoc loc;                   // where in the diagram text it came from
+  std::vector<std::string> origin; // composite call path, outermost first
+
+  // The axes this box is mapped over (weaving): the output axes the
+  // primitive's own definition does not touch.
+  std::vector<std::string> wovenAxes() const;
+};
+
+struct GraphOutput {
+  std::string name;
+  NodeId node;
+};
+
+struct Graph {
+  std::string name;
+  std::vector<Node> nodes;          // topological order; nodes[i].id == i
+  std::vector<NodeId> inputs;       // Input nodes, in signature order
+  std::vector<GraphOutput> outputs; // in signature order
+
+  const Node& node(NodeId id) const { return nodes.at(static_cast<size_t>(id)); }
+  Node& node(NodeId id) { return nodes.at(static_cast<size_t>(id)); }
+  NodeId add(Node n);  // assigns the id
+  const Node* findInput(const std::string& name) const;
+};
+
+// Structural equality: same ops, attributes, types and wiring, ignoring names,
+// locations and origins. Used by the printer round-trip tests.
+bool structurallyEqual(const Graph& a, const Graph& b, std::string* why = nullptr);
+
+}  // namespace llmc

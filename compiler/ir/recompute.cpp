@@ -1,0 +1,328 @@
+#include "ir/recompute.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <string>
+
+#include "planning/fusion.h"
+
+namespace llmc {
+
+namespace {
+
+// The forward values the forward pass stores for itself: the outputs of its
+// kernels (fusion, planning/fusion.h, on the forward nodes alone) that another of its
+// kernels reads, or the graph outputs. The backward reads these for the
+// price of reading them; anything else it reads must be stored for it.
+std::set<NodeId> storedByForward(const Graph& g) {
+  Graph forward;
+  forward.name = g.name;
+  std::vector<NodeId> inForward(g.nodes.size(), -1), original;
+  for (const Node& n : g.nodes) {
+    if (n.adjoint) continue;
+    Node copy = n;
+    for (NodeId& operand : copy.operands) operand = inForward[static_cast<size_t>(operand)];
+    inForward[static_cast<size_t>(n.id)] = forward.add(std::move(copy));
+    original.push_back(n.id);
+  }
+  for (NodeId input : g.inputs) forward.inputs.push_back(inForward[static_cast<size_t>(input)]);
+  for (const GraphOutput& o : g.outputs)
+    if (!g.node(o.node).adjoint) forward.outputs.push_back({o.name, inForward[static_cast<size_t>(o.node)]});
+  std::set<NodeId> stored;
+  for (const Kernel& k : formKernels(forward))
+    for (NodeId output : k.outputs) stored.insert(original[static_cast<size_t>(output)]);
+  return stored;
+}
+
+// What remaking a value costs: a remade chain runs fused, its work beside its
+// reads of the stored values it starts from, each read once (the chains of
+// GELU's derivative share the one stored hidden value): the larger of the
+// work at its units' peaks and those reads. An operand is remade where that
+// adds no more than reading it would (memoised); views cost what their
+// operands cost, constants and positions nothing, inputs cannot be remade.
+// A chain that reads many stored arrays (the residual's gradient summed over
+// layers) costs what those reads cost. Remaking pays when it costs less than
+// having the value stored: writing it once and reading it back, or only
+// reading it where the forward stores it for itself (q, k and v with their
+// bias, which the forward's attention kernel reads as tiles).
+//
+// The stream splitter (below) asks about copies that fusion may or may not
+// place inside their readers' streams; it keeps the stricter estimate that
+// adds every operand's cost, shared reads and work included, so that only
+// chains clearly cheaper than a stored value are copied.
+class RemakeCost {
+ public:
+  enum class Estimate { Fused, EveryOperand };
+
+  RemakeCost(const Graph& g, const Target& t, const CostOptions& o, Estimate estimate,
+             std::set<NodeId> storedByForward = {})
+      : g_(g), t_(t), o_(o), bandwidth_(t.level("GMEM").attainableBandwidth), estimate_(estimate),
+        stored_(std::move(storedByForward)) {}
+
+  bool cheaperThanStoring(NodeId v) {
+    const Node& n = g_.node(v);
+    if (isView(n) || isFree(g_, n)) return true;
+    const double remaking = estimate_ == Estimate::Fused ? seconds(remake(v)) : everyOperandSeconds(v);
+    return remaking < havingSeconds(v);
+  }
+
+ private:
+  struct Remake {
+    double workSeconds = 0;
+    std::set<NodeId> reads;  // the stored values it starts from
+  };
+
+  double seconds(const Remake& r, const std::set<NodeId>& alreadyRead = {}) const {
+    double reading = 0;
+    for (NodeId v : r.reads)
+      if (!alreadyRead.count(v)) reading += readSeconds(v);
+    return std::max(r.workSeconds, reading);
+  }
+
+  const Remake& remake(NodeId v) {
+    if (auto it = memo_.find(v); it != memo_.end()) return it->second;
+    const Node& n = g_.node(v);
+    Remake r;
+    if (n.op == Op::Input) {
+      r.workSeconds = INFINITY;
+    } else if (!isFree(g_, n)) {
+      if (!isView(n)) {
+        NodeWork work = nodeWork(g_, n, t_, o_);
+        r.workSeconds = work.operations / t_.unit(work.unit).attainable;
+      }
+      for (NodeId operand : n.operands) {
+        if (isFree(g_, g_.node(operand)) || r.reads.count(operand)) continue;
+        const Remake& made = remake(operand);
+        if (seconds(made, r.reads) <= readSeconds(operand)) {
+          r.workSeconds += made.workSeconds;
+          r.reads.insert(made.reads.begin(), made.reads.end());
+        } else {
+          r.reads.insert(operand);
+        }
+      }
+    }
+    return memo_.emplace(v, std::move(r)).first->second;
+  }
+
+  double everyOperandSeconds(NodeId v) {
+    if (auto it = everyOperandMemo_.find(v); it != everyOperandMemo_.end()) return it->second;
+    const Node& n = g_.node(v);
+    double total = 0;
+    if (n.op == Op::Input) {
+      total = INFINITY;
+    } else if (!isFree(g_, n)) {
+      if (!isView(n)) {
+        NodeWork work = nodeWork(g_, n, t_, o_);
+        total = work.operations / t_.unit(work.unit).attainable;
+      }
+      for (NodeId operand : n.operands)
+        if (!isFree(g_, g_.node(operand))) total += std::min(readSeconds(operand), everyOperandSeconds(operand));
+    }
+    everyOperandMemo_[v] = total;
+    return total;
+  }
+
+  double readSeconds(NodeId v) const { return storedBytes(g_.node(v).type, o_) / bandwidth_; }
+
+  double havingSeconds(NodeId v) const { return (stored_.count(v) ? 1 : 2) * readSeconds(v); }
+
+  const Graph& g_;
+  const Target& t_;
+  const CostOptions& o_;
+  const double bandwidth_;
+  const Estimate estimate_;
+  const std::set<NodeId> stored_;  // forward values the forward stores for itself
+  std::map<NodeId, Remake> memo_;
+  std::map<NodeId, double> everyOperandMemo_;
+};
+
+class Recomputer {
+ public:
+  Recomputer(const Graph& g, const Target& t, const CostOptions& o)
+      : g_(g), cost_(g, t, o, RemakeCost::Estimate::Fused, storedByForward(g)), remap_(g.nodes.size(), -1),
+        readers_(g.nodes.size()) {
+    for (const Node& n : g.nodes)
+      for (NodeId operand : n.operands) readers_[idx(operand)].push_back(n.id);
+  }
+
+  Graph run() {
+    out_.name = g_.name;
+    for (const Node& n : g_.nodes) {
+      Node copy = n;
+      for (NodeId& operand : copy.operands)
+        operand = n.adjoint && !g_.node(operand).adjoint ? materialize(operand) : remap_[idx(operand)];
+      remap_[idx(n.id)] = out_.add(std::move(copy));
+    }
+    for (NodeId input : g_.inputs) out_.inputs.push_back(remap_[idx(input)]);
+    for (const GraphOutput& o : g_.outputs) out_.outputs.push_back({o.name, remap_[idx(o.node)]});
+    return out_;
+  }
+
+ private:
+  static size_t idx(NodeId id) { return static_cast<size_t>(id); }
+
+  // The node the backward pass reads for forward value v: v itself when it
+  // is stored, else a copy computed again from what is stored.
+  NodeId materialize(NodeId v) {
+    if (auto it = copies_.find(v); it != copies_.end()) return it->second;
+    const Node& n = g_.node(v);
+    if (n.op == Op::Input || isFree(g_, n) || masksItsMaximum(v) || !cost_.cheaperThanStoring(v)) return remap_[idx(v)];
+    Node copy = n;
+    bool changed = false;
+    for (NodeId& operand : copy.operands) {
+      NodeId made = materialize(operand);
+      changed |= made != remap_[idx(operand)];
+      operand = made;
+    }
+    // A view of stored values is read in place.
+    if (isView(n) && !changed) return remap_[idx(v)];
+    copy.adjoint = true;
+    NodeId id = out_.add(std::move(copy));
+    copies_[v] = id;
+    return id;
+  }
+
+  // Whether v is a maximum over some axes, or what one reduces,
+  // that the backward compares for equality (the maximum's gradient mask, x ==
+  // max(x)): both sides must be the values the forward computed. A copy made
+  // again elsewhere (another kernel, another order of summation, another exp)
+  // can miss the maximum by a rounding, and the mask then holds no position.
+  bool masksItsMaximum(NodeId v) const {
+    auto isMaximum = [&](NodeId id) {
+      const Node& m = g_.node(id);
+      return !m.adjoint && m.op == Op::Reduce && m.reduce == ReduceOp::Max;
+    };
+    auto comparedInBackward = [&](NodeId id) {
+      return std::any_of(readers_[idx(id)].begin(), readers_[idx(id)].end(),
+                         [&](NodeId r) { return g_.node(r).adjoint && g_.node(r).op == Op::Compare; });
+    };
+    if (isMaximum(v)) return comparedInBackward(v);
+    return comparedInBackward(v) && std::any_of(readers_[idx(v)].begin(), readers_[idx(v)].end(), isMaximum);
+  }
+
+  const Graph& g_;
+  RemakeCost cost_;
+  Graph out_;
+  std::vector<NodeId> remap_;       // forward graph id -> id in out_
+  std::vector<std::vector<NodeId>> readers_;  // forward graph id -> the nodes that read it
+  std::map<NodeId, NodeId> copies_; // forward graph id -> its recomputed copy in out_
+};
+
+// A value read by reductions over different axes cannot be made inside both
+// of their streams: one kernel would have to store it for the other (the
+// gradient of attention's scores, read by dK's sum over the queries and dQ's
+// sum over the keys). When making it costs less than writing and reading it,
+// each group of readers that reduce over the same axes gets its own copy, so
+// that every stream recomputes it on chip.
+class StreamSplitter {
+ public:
+  StreamSplitter(const Graph& g, const Target& t, const CostOptions& o)
+      : g_(g), cost_(g, t, o, RemakeCost::Estimate::EveryOperand), nodes_(g.nodes), readers_(g.nodes.size()), copiesAfter_(g.nodes.size()) {}
+
+  Graph run() {
+    for (const Node& n : g_.nodes)
+      for (NodeId operand : n.operands) readers_[idx(operand)].push_back(n.id);
+    for (const GraphOutput& o : g_.outputs) outputs_.insert(o.node);
+    keys_.resize(g_.nodes.size());
+    for (size_t i = g_.nodes.size(); i-- > 0;) split(static_cast<NodeId>(i));
+    return renumbered();
+  }
+
+ private:
+  static size_t idx(NodeId id) { return static_cast<size_t>(id); }
+
+  // The node of g_ that `id` is or copies.
+  NodeId originalOf(NodeId id) const {
+    return idx(id) < g_.nodes.size() ? id : copiedFrom_[idx(id) - g_.nodes.size()];
+  }
+
+  // Where a reader leads: the axes it reduces and where its result goes (a
+  // contraction over d copied for two streams leads to both), or (not
+  // reducing) where its own readers lead.
+  std::string keyOf(NodeId reader) const {
+    const Node& n = nodes_[idx(reader)];
+    if ((n.op == Op::Contract || n.op == Op::Reduce) && !n.axes.empty()) {
+      std::string key;
+      for (const auto& a : n.axes) key += a + " ";
+      return key + "-> " + keys_[idx(reader)];
+    }
+    return keys_[idx(reader)];
+  }
+
+  void split(NodeId v) {
+    const Node n = nodes_[idx(v)];  // a copy: each copy made below is appended to nodes_
+    std::map<std::string, std::vector<NodeId>> byKey;
+    for (NodeId r : readers_[idx(v)]) byKey[keyOf(r)].push_back(r);
+    if (outputs_.count(v)) byKey["@output"];
+    // Only the backward's values are split: the forward's readers of one
+    // value reduce over one axis already (its streams were planned whole).
+    // A value stored once for long matmuls (dlogits) is read as stored
+    // tiles by every one of them: a copy would only store it twice.
+    std::vector<NodeId> readers;  // in g_'s numbering: a copy reads as its original
+    for (NodeId r : readers_[idx(v)]) readers.push_back(originalOf(r));
+    const bool movable = n.adjoint && n.op != Op::Input && !isFree(g_, n) && n.op != Op::Gather &&
+                         n.op != Op::ScatterAdd && !storedForMatmul(g_, originalOf(v), readers);
+    if (byKey.size() < 2 || !movable || !cost_.cheaperThanStoring(v)) {
+      keys_[idx(v)] = byKey.size() == 1 ? byKey.begin()->first : "@" + std::to_string(v);
+      return;
+    }
+    // The readers of the first group keep v; every other group gets a copy.
+    auto group = byKey.begin();
+    keys_[idx(v)] = group->first;
+    for (++group; group != byKey.end(); ++group) {
+      Node copy = n;
+      copy.id = static_cast<NodeId>(nodes_.size());
+      for (NodeId r : group->second) {
+        for (NodeId& operand : nodes_[idx(r)].operands)
+          if (operand == v) operand = copy.id;
+        std::erase(readers_[idx(v)], r);
+      }
+      for (NodeId operand : copy.operands) readers_[idx(operand)].push_back(copy.id);
+      readers_.push_back(group->second);
+      keys_.push_back(group->first);
+      copiesAfter_[idx(v)].push_back(copy.id);
+      copiedFrom_.push_back(originalOf(v));
+      nodes_.push_back(std::move(copy));
+    }
+  }
+
+  // The graph in topological order: each copy right after the node it copies
+  // (its operands come before that node; copies of them right after theirs).
+  Graph renumbered() const {
+    Graph out;
+    out.name = g_.name;
+    std::vector<NodeId> newId(nodes_.size(), -1);
+    auto place = [&](NodeId id) {
+      Node n = nodes_[idx(id)];
+      for (NodeId& operand : n.operands) operand = newId[idx(operand)];
+      newId[idx(id)] = out.add(std::move(n));
+    };
+    for (const Node& n : g_.nodes) {
+      place(n.id);
+      for (NodeId copy : copiesAfter_[idx(n.id)]) place(copy);
+    }
+    for (NodeId input : g_.inputs) out.inputs.push_back(newId[idx(input)]);
+    for (const GraphOutput& o : g_.outputs) out.outputs.push_back({o.name, newId[idx(o.node)]});
+    return out;
+  }
+
+  const Graph& g_;
+  RemakeCost cost_;
+  std::vector<Node> nodes_;                     // the graph's nodes, then the copies
+  std::vector<std::vector<NodeId>> readers_;    // per node (copies included)
+  std::vector<std::string> keys_;               // per node: where its readers lead
+  std::vector<std::vector<NodeId>> copiesAfter_;  // per original node: its copies
+  std::vector<NodeId> copiedFrom_;  // per copy (numbered after g_'s nodes): the node of g_ it copies
+  std::set<NodeId> outputs_;
+};
+
+}  // namespace
+
+Graph recompute(const Graph& graph, const Target& target, const CostOptions& options) {
+  Graph remade = Recomputer(graph, target, options).run();
+  return StreamSplitter(remade, target, options).run();
+}
+
+}  // namespace llmc

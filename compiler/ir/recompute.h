@@ -1,0 +1,31 @@
+// Store or recompute: for every value of the forward pass that the backward
+// pass reads, decide by the cost model whether the forward pass stores it or
+// the backward pass computes it again from smaller stored values.
+//
+// Elementwise work is always recomputed where it is read (it costs less than
+// the bytes of its result). A reduction or contraction as large as the value
+// read is recomputed when its work, at the unit's peak rate, takes less time
+// than writing its result once and reading it back: attention's scores
+// q·kᵀ over d (2d operations per element against 2×2 bytes) are recomputed,
+// so the probabilities are never stored; the classifier's logits over the
+// channels (2C operations per element) are stored, and the softmax over the
+// vocabulary is recomputed from them and the saved row statistics. A value
+// the forward stores for its own kernels (q, k, v with their bias, read as
+// tiles by its attention kernel) is read where it is, unless remaking costs
+// less than that one read. A remade chain reads each stored value it starts
+// from once (GELU's derivative remakes its links from the one stored hidden
+// value), as its fused kernel does.
+//
+// The backward readers get copies of the recomputed nodes (marked adjoint);
+// the forward nodes stay as they were for the forward's own readers.
+#pragma once
+
+#include "ir/ir.h"
+#include "planning/cost_model.h"
+#include "planning/target.h"
+
+namespace llmc {
+
+Graph recompute(const Graph& graph, const Target& target, const CostOptions& options);
+
+}  // namespace llmc

@@ -1,0 +1,57 @@
+// Staging copies for tensor-core GEMM operands the tile library cannot read
+// where they lie (tensor_core_gemm.h, GemmStagedSource): a launch of its own,
+// before the GEMM, copies the operand's rows into a scratch buffer whose rows
+// are padded with zeros to a multiple of 8 elements (16 bytes), so that the
+// TMA and cp.async read aligned rows. An odd size (C = 771) then costs one
+// pass over the operand instead of the whole GEMM on the CUDA cores.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <tuple>
+
+#include "codegen/module.h"
+#include "lowering/tensor_core_gemm.h"
+#include "planning/target.h"
+
+namespace llmc {
+
+struct StagingCopy {
+  std::string name;      // the __global__ function
+  int64_t elements = 0;  // the scratch buffer's, padding included
+  int64_t grid = 1;
+  int block = 256;
+  std::string function;  // the kernel's source: (bf16* dst, const bf16* or float* src)
+};
+
+// The copy of `operand` (staged) into its scratch buffer, for a GEMM of
+// `batchInner` x `batchOuter` batches; `sourceF32`: the array is stored in f32
+// (a sum accumulated by atomics), rounded to bf16 as it is copied.
+StagingCopy writeStagingCopy(const std::string& name, const GemmOperandPlacement& operand, int batchOuter,
+                             int batchInner, const Target& target, bool sourceF32 = false);
+
+// Its predicted time on `target`: the rows read and the padded rows written
+// at the GMEM's attainable bandwidth, and a launch.
+double stagingSeconds(const GemmOperandPlacement& operand, int64_t batches, const Target& target);
+
+// The staging launches of a module. The same rows staged the same way (a
+// gated MLP's x for both of its first GEMMs) are copied once: the values are
+// immutable, and the later GEMMs read the first copy.
+class StagingCopies {
+ public:
+  // The scratch buffer `operand` (staged) is read from by `gemmLaunch`: on its
+  // first use, the buffer and its copy launch (before the GEMM's, role
+  // "stage", its predicted time set; its translation unit `prelude` and the
+  // copy) are added to `module`, the copy's function to `source`.
+  // `sourceBuffer`: the stored array's buffer.
+  int stage(CudaModule& module, std::string& source, const KernelLaunch& gemmLaunch, const GemmOperandPlacement& operand,
+            int sourceBuffer, const char* role, const TensorCoreGemm& gemm, const Target& target,
+            const std::string& prelude);
+
+ private:
+  using Key = std::tuple<NodeId, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>;
+  std::map<Key, int> buffers_;
+};
+
+}  // namespace llmc

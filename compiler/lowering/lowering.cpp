@@ -1,0 +1,95 @@
+#include "lowering/lowering.h"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include "codegen/emit_cuda.h"
+#include "lowering/unfuse.h"
+
+namespace llmc {
+
+namespace {
+
+// What the emitted module made of each planned kernel: whether its tile
+// launch runs on the tensor cores, which engine, and its helper launches.
+struct LaunchesOfKernel {
+  bool tile = false, tensorCores = false;
+  std::string engine;
+  double helperSeconds = 0;
+  int helpers = 0;
+};
+
+std::map<int, LaunchesOfKernel> launchesByKernel(const CudaModule& module) {
+  std::map<int, LaunchesOfKernel> out;
+  for (const KernelLaunch& l : module.launches) {
+    if (l.kernel < 0) continue;
+    LaunchesOfKernel& k = out[l.kernel];
+    if (l.role == "tile") {
+      k.tile = true;
+      k.tensorCores = !l.instructions.tensorCores.empty();
+      k.engine = l.gemm                           ? (l.gemm->library == TensorCoreGemm::Library::Sm90 ? "tensor-core GEMM (sm90)"
+                                                                                                : "tensor-core GEMM (sm80)")
+                 : k.tensorCores                  ? "tensor-core stream"
+                 : l.instructions.kind == InstructionChoice::Kind::Elementwise ? "CUDA cores (elementwise)"
+                                                                               : "CUDA cores";
+    } else if (l.predictedSeconds > 0) {
+      k.helperSeconds += l.predictedSeconds;
+      ++k.helpers;
+    }
+  }
+  return out;
+}
+
+// Prices every kernel on the engine the module runs it on: a kernel planned
+// for the tensor cores whose launch stays on the CUDA cores is partitioned
+// again without them; helper launches add their time.
+void priceAsLowered(const Graph& graph, std::vector<PlannedKernel>& kernels, const CudaModule& module,
+                    const Target& target, const CostOptions& cost) {
+  const std::map<int, LaunchesOfKernel> lowered = launchesByKernel(module);
+  for (PlannedKernel& pk : kernels) {
+    auto it = lowered.find(pk.kernel.id);
+    if (it == lowered.end()) continue;
+    const LaunchesOfKernel& l = it->second;
+    if (l.tile && !l.tensorCores && pricedOnTensorCores(pk.cost)) {
+      CostOptions cudaCores = cost;
+      cudaCores.tensorCores = false;
+      pk.shape = kernelShape(graph, pk.kernel, target, cudaCores);
+      pk.partition = searchPartition(graph, pk.kernel, pk.shape, target, cudaCores);
+      pk.cost = evaluate(graph, pk.kernel, pk.shape, pk.partition, target, cudaCores);
+    }
+    pk.cost.engine = l.engine;
+    pk.cost.helperLaunches = l.helpers;
+    if (l.helperSeconds > 0) {
+      pk.cost.seconds["helpers"] = l.helperSeconds;
+      pk.cost.predicted += l.helperSeconds;
+    }
+  }
+}
+
+}  // namespace
+
+bool pricedOnTensorCores(const KernelCost& cost) {
+  return std::any_of(cost.work.begin(), cost.work.end(),
+                     [](const auto& w) { return w.first.rfind("tensor", 0) == 0 && w.second > 0; });
+}
+
+EmitOptions emitOptionsFor(const CostOptions& cost) {
+  EmitOptions e;
+  e.storage = cost.storageBytes == 4 ? StorageType::F32 : StorageType::BF16;
+  return e;
+}
+
+void chooseEngines(const Graph& graph, std::vector<PlannedKernel>& kernels, const Target& target,
+                   const CostOptions& cost, const EmitOptions& emit) {
+  priceAsLowered(graph, kernels, emitCuda(graph, kernels, target, emit), target, cost);
+}
+
+std::vector<PlannedKernel> lowerKernels(const Graph& graph, const Target& target, const CostOptions& cost,
+                                        const EmitOptions& emit) {
+  std::vector<PlannedKernel> kernels = planKernels(graph, target, cost);
+  chooseEngines(graph, kernels, target, cost, emit);
+  return unfuseOffTensorCores(graph, std::move(kernels), target, cost, emit);
+}
+
+}  // namespace llmc

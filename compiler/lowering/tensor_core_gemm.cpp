@@ -1,0 +1,335 @@
+#include "lowering/tensor_core_gemm.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <map>
+
+#include "analysis/strided_view.h"
+#include "ir/print.h"
+#include "planning/fusion.h"
+
+namespace llmc {
+
+namespace {
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// A group of GEMM axes as one strided dimension: the axes ordered outermost
+// first by their strides in `layout`, each one's stride the next one's times
+// its size. Size-1 axes are left out (always position 0).
+struct Collapsed {
+  std::vector<Axis> axes;
+  int64_t extent = 1, stride = 0;
+};
+
+std::optional<Collapsed> collapse(std::vector<Axis> axes, const AffineLayout& layout, bool keepOrder) {
+  axes.erase(std::remove_if(axes.begin(), axes.end(), [](const Axis& a) { return a.size == 1; }), axes.end());
+  if (!keepOrder)
+    std::stable_sort(axes.begin(), axes.end(), [&](const Axis& x, const Axis& y) {
+      return layout.strides.at(x.name) > layout.strides.at(y.name);
+    });
+  Collapsed c;
+  c.axes = axes;
+  if (axes.empty()) return c;
+  c.stride = layout.strides.at(axes.back().name);
+  int64_t inner = 1;
+  for (size_t i = axes.size(); i-- > 0;) {
+    if (layout.strides.at(axes[i].name) != c.stride * inner || c.stride == 0) return std::nullopt;
+    inner *= axes[i].size;
+  }
+  c.extent = inner;
+  return c;
+}
+
+std::string axesText(const std::vector<Axis>& axes) {
+  std::string s;
+  for (const Axis& a : axes) s += (s.empty() ? "" : " ") + a.name;
+  return s.empty() ? "-" : s;
+}
+
+// Ops an epilogue functor can compute at one point of the contraction's result.
+bool pointwise(Op op) {
+  switch (op) {
+    case Op::Unary:
+    case Op::Binary:
+    case Op::Compare:
+    case Op::Select:
+    case Op::Cast:
+    case Op::Constant:
+    case Op::Pos:
+    case Op::Split:
+    case Op::Merge:
+    case Op::Rename:
+    case Op::Index:
+    case Op::Slice:
+    case Op::Transpose:
+    case Op::Broadcast:
+    case Op::StopGradient:
+    case Op::Concat: return true;
+    default: return false;
+  }
+}
+
+// Why the work after the contraction is not an elementwise epilogue of it
+// (empty: it is).
+std::string epilogueObstacle(const Graph& g, const LaunchPlan& plan, NodeId contraction, const std::set<NodeId>& stored,
+                             const std::vector<std::string>& names) {
+  const Type& result = g.node(contraction).type;
+  for (NodeId o : plan.outputs) {
+    const Type& t = g.node(o).type;
+    bool same = t.axes.size() == result.axes.size();
+    for (const Axis& a : t.axes) same = same && result.has(a.name);
+    if (!same)
+      return fmt::format("output {} does not have the contraction's axes, so the epilogue cannot store it once per point",
+                         names[static_cast<size_t>(o)]);
+  }
+  std::set<NodeId> seen;
+  std::vector<NodeId> work(plan.outputs.begin(), plan.outputs.end());
+  while (!work.empty()) {
+    NodeId id = work.back();
+    work.pop_back();
+    if (id == contraction || !seen.insert(id).second) continue;
+    if (stored.count(id) && !plan.computed.count(id)) continue;  // loaded from GMEM
+    const Node& n = g.node(id);
+    if (!pointwise(n.op))
+      return fmt::format("the launch also computes {} ({}) after the contraction, which an elementwise epilogue cannot",
+                         names[static_cast<size_t>(id)], opName(n.op));
+    work.insert(work.end(), n.operands.begin(), n.operands.end());
+  }
+  return "";
+}
+
+struct TileCandidate {
+  int bm, bn;
+};
+
+// Whether the launch computes more after its contraction than views of it
+// and conversions: a bias, an activation, a derivative read from a stored
+// input; what ping-pong consumers run beside the other's mainloop.
+bool epilogueHasWork(const Graph& g, const LaunchPlan& plan, NodeId contraction) {
+  for (NodeId id : plan.computed) {
+    const Node& n = g.node(id);
+    if (id != contraction && !isView(n) && !isFree(g, n) && n.op != Op::Cast) return true;
+  }
+  return false;
+}
+
+// Split-K for a launch whose partition shares k axes out across blocks
+// (plan.splitTiles: its outputs are atomic sums): few output tiles over a
+// long K, as weight gradients are (768 x 768 over 32K rows is 24 tiles of
+// 128 x 192 for 132 SMs). The persistent blocks take units in waves, so the
+// time goes as waves(units) / splits: the fewest splits within 10% of the
+// best, up to the partition's own and 8 k-steps a unit (each split adds its
+// partial tile once more by atomics).
+int splitK(const LaunchPlan& plan, const TensorCoreGemm& gemm, int64_t tiles, int smCount) {
+  int64_t planned = 1;
+  for (const auto& [axis, perBlock] : plan.splitTiles)
+    for (const Axis& k : gemm.k)
+      if (k.name == axis) planned *= ceilDiv(k.size, perBlock);
+  const int64_t limit = std::min<int64_t>(planned, ceilDiv(gemm.K, gemm.BK) / 8);
+  if (limit <= 1 || smCount <= 0) return 1;
+  auto time = [&](int64_t s) { return double(ceilDiv(tiles * s, smCount)) / double(s); };
+  double best = time(1);
+  for (int64_t s = 2; s <= limit; ++s) best = std::min(best, time(s));
+  for (int64_t s = 1; s <= limit; ++s)
+    if (time(s) <= 1.1 * best) return static_cast<int>(s);
+  return 1;
+}
+
+}  // namespace
+
+std::string TensorCoreGemm::configType() const {
+  auto major = [](bool kMajor) { return kMajor ? "llmc::Major::K" : "llmc::Major::MN"; };
+  if (library == Library::Sm90)
+    return fmt::format("llmc::sm90::GemmConfig<{}, {}, {}, {}, {}{}>", BM, BN, stages, major(a.kMajor), major(b.kMajor),
+                       pingPong ? ", true" : "");
+  return fmt::format("llmc::sm80::GemmConfig<{}, {}, {}, {}, {}, {}, {}, {}>", BM, BN, BK, stages, warpsM, warpsN,
+                     major(a.kMajor), major(b.kMajor));
+}
+
+std::string TensorCoreGemm::describe() const {
+  const char* staged = a.staged && b.staged ? "; A and B staged to aligned rows"
+                       : a.staged          ? "; A staged to aligned rows"
+                       : b.staged          ? "; B staged to aligned rows"
+                                           : "";
+  return fmt::format("tensor cores: {} {}x{}x{} tiles, {} stages{}; GEMM {}x{}x{}{}{}, A {}-major, B {}-major{}",
+                     library == Library::Sm90 ? "llmc::sm90::gemm (TMA + wgmma)" : "llmc::sm80::gemm (cp.async + mma.sync)",
+                     BM, BN, BK, stages, pingPong ? ", ping-pong consumers" : "", M, N, K,
+                     batchOuter * batchInner > 1 ? fmt::format(" x {} batches", batchOuter * batchInner) : "",
+                     splits > 1 ? fmt::format(", split-K {} ways (atomic adds)", splits) : "", a.kMajor ? "K" : "M",
+                     b.kMajor ? "K" : "N", staged);
+}
+
+namespace {
+
+// The tile: the planned partition's extents along the rows and columns where
+// the library has that configuration, else the nearest one it has.
+void chooseTile(const Graph& g, const LaunchPlan& plan, NodeId contraction, TensorCoreGemm& gemm) {
+  auto planned = [&](const std::vector<Axis>& axes) {
+    int64_t t = 1;
+    for (const Axis& a : axes) t *= plan.tiles.count(a.name) ? plan.tiles.at(a.name) : a.size;
+    return t;
+  };
+  const int64_t bm = planned(gemm.m), bn = planned(gemm.n);
+  std::vector<TileCandidate> legal;
+  if (gemm.library == TensorCoreGemm::Library::Sm90) {
+    gemm.pingPong = epilogueHasWork(g, plan, contraction);
+    // Two consumer warpgroups of m64 blocks, splitting a tile's rows or (ping-pong) a whole tile
+    // each; one wgmma n of 64..256; at most 128 accumulators a thread.
+    for (int tm : {64, 128, 256})
+      for (int tn : {64, 128, 192, 256}) {
+        const int rowsPerConsumer = gemm.pingPong ? tm : tm / 2;
+        if (rowsPerConsumer >= 64 && rowsPerConsumer <= 128 && (rowsPerConsumer / 64) * tn / 2 <= 128)
+          legal.push_back({tm, tn});
+      }
+  } else {
+    // 2 x BN/64 warps of (BM/2) x 64; BM = 256 would need 256 accumulators a thread.
+    for (int tm : {64, 128})
+      for (int tn : {64, 128, 256}) legal.push_back({tm, tn});
+  }
+  auto distance = [&](const TileCandidate& t) {
+    return std::abs(std::log2(double(t.bm) / double(bm))) + std::abs(std::log2(double(t.bn) / double(bn)));
+  };
+  TileCandidate best = legal[0];
+  for (const TileCandidate& t : legal)
+    if (distance(t) < distance(best) - 1e-9 ||
+        (std::abs(distance(t) - distance(best)) < 1e-9 && t.bm * t.bn > best.bm * best.bn))
+      best = t;
+  gemm.BM = best.bm, gemm.BN = best.bn;
+  gemm.tileChoice = best.bm == bm && best.bn == bn
+                        ? fmt::format("the planned tile {}x{}", bm, bn)
+                        : fmt::format("the library's tile nearest to the planned {}x{} (not one of its configurations)", bm, bn);
+}
+
+// The pipeline's stages (the deepest that fit the shared memory), the
+// threads and the grid of the tile chosen.
+void sizeLaunch(const LaunchPlan& plan, const Target& target, TensorCoreGemm& gemm) {
+  const int64_t smemLimit = target.level("SMEM").maxPerBlock;
+  const int64_t tiles = ceilDiv(gemm.M, gemm.BM) * ceilDiv(gemm.N, gemm.BN);
+  const int64_t batches = int64_t(gemm.batchOuter) * gemm.batchInner;
+  if (gemm.library == TensorCoreGemm::Library::Sm90) {
+    // The deepest ring of stages that fits (gemm_sm90.cuh's kSmemBytes), up to 8.
+    auto smem = [&](int stages) {
+      return 1024 + int64_t(stages) * (gemm.BM + gemm.BN) * gemm.BK * 2 + 2 * 64 * 64 * 4 + 2 * stages * 8 + 16;
+    };
+    gemm.stages = 2;
+    while (gemm.stages < 8 && smem(gemm.stages + 1) <= smemLimit) ++gemm.stages;
+    gemm.smemBytes = smem(gemm.stages);
+    gemm.threads = 384;
+    gemm.splits = splitK(plan, gemm, tiles * batches, target.smCount);
+    // Persistent: one block per SM at most, walking the units (tiles x splits) of every batch.
+    gemm.grid[0] = std::min<int64_t>(tiles * batches * gemm.splits, target.smCount);
+  } else {
+    gemm.warpsM = 2, gemm.warpsN = gemm.BN / 64;
+    auto smem = [&](int stages) {
+      return std::max<int64_t>(int64_t(stages) * (gemm.BM + gemm.BN) * gemm.BK * 2, int64_t(gemm.BM) * gemm.BN * 4);
+    };
+    gemm.stages = 2;
+    while (gemm.stages < 4 && smem(gemm.stages + 1) <= smemLimit) ++gemm.stages;
+    gemm.smemBytes = smem(gemm.stages);
+    gemm.threads = 32 * gemm.warpsM * gemm.warpsN;
+    gemm.grid[0] = tiles, gemm.grid[2] = batches;
+  }
+}
+
+}  // namespace
+
+TensorCorePlan planTensorCoreGemm(const Graph& g, const LaunchPlan& plan, const InstructionChoice& choice,
+                                  const std::set<NodeId>& stored, const std::vector<std::string>& names,
+                                  const Target& target) {
+  TensorCorePlan out;
+  if (choice.kind != InstructionChoice::Kind::MatmulLike) return out;
+  auto no = [&](std::string why) {
+    out.scalarReason = std::move(why);
+    return out;
+  };
+  if (!choice.lowPrecisionOperands) return no("f32 storage: the tile library takes bf16 operands");
+  TensorCoreGemm gemm;
+  if (target.arch == "sm_90a") gemm.library = TensorCoreGemm::Library::Sm90;
+  else if (target.arch == "sm_80") gemm.library = TensorCoreGemm::Library::Sm80;
+  else return no(fmt::format("no tile library for {}", target.arch));
+  auto name = [&](NodeId id) { return names[static_cast<size_t>(id)]; };
+
+  const Node& c = g.node(choice.contraction);
+  gemm.contraction = c.id;
+  if (std::string why = epilogueObstacle(g, plan, c.id, stored, names); !why.empty()) return no(why);
+
+  // A is the operand with the GEMM's rows. The output's innermost axis is
+  // best a column axis: the epilogue then stores 8 consecutive elements.
+  const Type& firstOutput = g.node(plan.outputs.at(0)).type;
+  gemm.swapped = !firstOutput.axes.empty() &&
+                 std::find(choice.m.begin(), choice.m.end(), firstOutput.axes.back().name) != choice.m.end();
+  const NodeId aNode = c.operands[gemm.swapped ? 1 : 0], bNode = c.operands[gemm.swapped ? 0 : 1];
+  std::string why;
+  std::optional<AffineLayout> la = layoutThroughViews(g, aNode, plan.computed, stored, names, why);
+  if (!la) return no(why);
+  std::optional<AffineLayout> lb = layoutThroughViews(g, bNode, plan.computed, stored, names, why);
+  if (!lb) return no(why);
+
+  auto axesOf = [&](const std::vector<std::string>& list) {
+    std::vector<Axis> axes;
+    for (const std::string& s : list) axes.push_back(*c.type.find(s));
+    return axes;
+  };
+  std::vector<Axis> kAxes;
+  for (const std::string& s : c.axes) kAxes.push_back(*g.node(c.operands[0]).type.find(s));
+  auto mAxes = axesOf(gemm.swapped ? choice.n : choice.m), nAxes = axesOf(gemm.swapped ? choice.m : choice.n);
+
+  std::optional<Collapsed> m = collapse(mAxes, *la, false), n = collapse(nAxes, *lb, false);
+  if (!m) return no(fmt::format("the row axes ({}) of {} are not one strided dimension", axesText(mAxes), name(la->array)));
+  if (!n) return no(fmt::format("the column axes ({}) of {} are not one strided dimension", axesText(nAxes), name(lb->array)));
+  std::optional<Collapsed> ka = collapse(kAxes, *la, false);
+  if (!ka) return no(fmt::format("the contracted axes ({}) of {} are not one strided dimension", axesText(kAxes), name(la->array)));
+  std::optional<Collapsed> kb = collapse(ka->axes, *lb, true);  // the same k order in both
+  if (!kb) return no(fmt::format("the contracted axes ({}) of {} are not one strided dimension in {}'s order",
+                                 axesText(kAxes), name(lb->array), name(la->array)));
+  if (m->axes.empty() || n->axes.empty() || ka->axes.empty())
+    return no("a GEMM dimension of extent 1 (a matrix-vector product): not worth a tensor-core tile");
+  gemm.m = m->axes, gemm.n = n->axes, gemm.k = ka->axes;
+  gemm.M = m->extent, gemm.N = n->extent, gemm.K = ka->extent;
+  if (gemm.M > INT_MAX || gemm.N > INT_MAX || gemm.K > INT_MAX) return no("a GEMM dimension past 2^31");
+
+  for (const std::string& s : choice.batch)
+    if (c.type.find(s)->size > 1) gemm.batch.push_back(*c.type.find(s));
+  if (gemm.batch.size() > 2) return no(fmt::format("{} batch axes (the library takes two)", gemm.batch.size()));
+  if (gemm.batch.size() == 2) gemm.batchOuter = static_cast<int>(gemm.batch[0].size);
+  if (!gemm.batch.empty()) gemm.batchInner = static_cast<int>(gemm.batch.back().size);
+
+  auto place = [&](const AffineLayout& l, const Collapsed& mn, const Collapsed& k, GemmOperandPlacement& p,
+                   const char* rowsName) -> std::string {
+    p.array = l.array;
+    p.offset = l.offset;
+    if (k.stride == 1) p.kMajor = true, p.contiguous = k.extent, p.rows = mn.extent, p.ld = mn.stride;
+    else if (mn.stride == 1) p.kMajor = false, p.contiguous = mn.extent, p.rows = k.extent, p.ld = k.stride;
+    else return fmt::format("{} is contiguous along neither k nor {}", name(l.array), rowsName);
+    if (gemm.batch.size() == 2) p.batchOuterStride = l.strides.at(gemm.batch[0].name);
+    if (!gemm.batch.empty()) p.batchInnerStride = l.strides.at(gemm.batch.back().name);
+    // The library reads 16-byte aligned rows and batches (gemm_common.cuh),
+    // the TMA no batch stride of 0: elsewhere the operand is staged.
+    const bool broadcastForTma = gemm.library == TensorCoreGemm::Library::Sm90 && !gemm.batch.empty() &&
+                                 (p.batchInnerStride == 0 || (gemm.batch.size() == 2 && p.batchOuterStride == 0));
+    if (p.ld % 8 != 0 || p.offset % 8 != 0 || p.batchOuterStride % 8 != 0 || p.batchInnerStride % 8 != 0 ||
+        broadcastForTma) {
+      p.staged = GemmStagedSource{p.offset, p.ld, p.batchOuterStride, p.batchInnerStride};
+      p.offset = 0;
+      p.ld = ceilDiv(p.contiguous, 8) * 8;
+      p.batchInnerStride = gemm.batch.empty() ? 0 : p.rows * p.ld;
+      p.batchOuterStride = gemm.batch.size() == 2 ? p.rows * p.ld * gemm.batchInner : 0;
+    }
+    return "";
+  };
+  if (std::string w = place(*la, *m, *ka, gemm.a, "m"); !w.empty()) return no(w);
+  if (std::string w = place(*lb, *n, *kb, gemm.b, "n"); !w.empty()) return no(w);
+
+  chooseTile(g, plan, c.id, gemm);
+  sizeLaunch(plan, target, gemm);
+  const int64_t smemLimit = target.level("SMEM").maxPerBlock;
+  if (gemm.smemBytes > smemLimit) return no("the smallest tile's shared memory exceeds the target's per-block limit");
+  out.gemm = gemm;
+  return out;
+}
+
+}  // namespace llmc

@@ -1,0 +1,319 @@
+#include "lowering/tensor_core_stream.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "analysis/step_skip.h"
+#include "analysis/streamability.h"
+#include "ir/print.h"
+
+namespace llmc {
+
+namespace {
+
+// The blocks an SM holds of a stream kernel: as many as its shared memory
+// allows, while each thread keeps the registers its fragments need through a
+// step: per product its accumulators and its weights (16 rows x 64 columns of
+// fp32 over a warp's 32 lanes: 32 each), per score its scores (32) and the
+// rows' A operand (channels/16 k-steps of 4: the fragments where warps issue,
+// as many for the operands' descriptors where the warpgroup does: with wgmma
+// from cp.async tiles, attention's dQ stream spills at 4 blocks; from TMA
+// tiles dQ fits 128 registers at 4 and dK/dV 168 at 3, but ran slower so:
+// forward and backward 0.970 ms at 3 and 2, 1.008 at 4 and 3, H200,
+// 2026-11-30, benchmarks/kernels/results/2026-11-30-h200-stream-wgmma.txt),
+// and never fewer than 128
+// (the step's elementwise work, indices and addresses need theirs: the
+// logsumexp stream of tests/lit/cuda/logsumexp.dg takes 109 registers with
+// 48 of fragments, and spills at 64). More blocks than the registers leave
+// room for make ptxas spill the fragments; measured on the H200 (GPT-2 d12,
+// 2026-11-30): attention's dK/dV stream (224 registers of fragments) at 3
+// blocks 25% slower than at 2, its dQ stream (160) at 3 8% faster than at 2,
+// the forward (112) at 4 4% faster than at its 3.
+int residentBlocks(const TensorCoreStream& s, const Target& target) {
+  int64_t fragmentRegisters = 0;
+  for (size_t p = 0; p < s.products.size(); ++p) fragmentRegisters += 2 * 32;
+  for (const StreamScore& sc : s.scores) fragmentRegisters += 32 + sc.rows.paddedChannels / 16 * 4;
+  const int64_t byRegisters = target.registersPerSM / (int64_t{kStreamThreads} * std::max<int64_t>(fragmentRegisters, 128));
+  const int64_t bySmem = target.level("SMEM").capacity / std::max<int64_t>(s.smemBytes, 1);
+  return static_cast<int>(std::clamp<int64_t>(std::min({byRegisters, bySmem, int64_t{target.maxBlocksPerSM}}), 1,
+                                              target.maxWarpsPerSM * target.warpSize / kStreamThreads));
+}
+
+
+constexpr int kMaxChannels = 128;  // registers: a warp's product accumulators hold 16 x channels floats
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+bool hasAxis(const Node& n, const std::string& axis) { return n.type.has(axis); }
+
+// The target runs warp-level bf16 mma.sync fed by cp.async.
+bool hasWarpMma(const Target& target) {
+  if (!target.hasCpAsync) return false;
+  for (const TensorCoreShape& s : target.shapesFor("bf16"))
+    if (s.executedBy == MmaIssuer::Warp && s.m == 16) return true;
+  return false;
+}
+
+// The target's warpgroups issue bf16 wgmma with A from registers at N = 64
+// (the scores) and at every product's padded channels.
+bool hasWarpgroupMma(const Target& target, const std::vector<int>& widths) {
+  for (const TensorCoreShape& s : target.shapesFor("bf16")) {
+    if (s.executedBy != MmaIssuer::Warpgroup || s.m != kStreamRowsPerBlock || s.k != 16) continue;
+    if (std::find(s.aFrom.begin(), s.aFrom.end(), OperandSource::Registers) == s.aFrom.end()) continue;
+    if (std::all_of(widths.begin(), widths.end(), [&](int n) { return s.acceptsN(n); })) return true;
+  }
+  return false;
+}
+
+class Planner {
+ public:
+  Planner(const Graph& g, const LaunchPlan& plan, const std::set<NodeId>& stored,
+          const std::map<NodeId, StoredArray>& arrays, const std::vector<std::string>& names)
+      : g_(g), plan_(plan), stored_(stored), arrays_(arrays), names_(names) {}
+
+  TensorCoreStreamPlan run(const Target& target) {
+    TensorCoreStreamPlan out;
+    if (plan_.kind != LaunchPlan::Kind::Tile || plan_.streamAxis.empty()) return out;
+    TensorCoreStream s;
+    if (!hasWarpMma(target)) return fail(out, fmt::format("{} has no warp-level bf16 mma.sync", target.arch));
+    const StreamAnalysis analysis = analyzeStream(g_, plan_.computed, plan_.streamAxis);
+    if (!analysis.streamable || analysis.slots.empty()) return fail(out, "the stream has no accumulator slots");
+    for (const Axis& a : plan_.groupAxes) group_.insert(a.name);
+
+    // The contractions evaluated at each position of the stream: over one
+    // channel axis, one operand along the stream, the other not.
+    for (NodeId id : plan_.computed) {
+      const Node& n = g_.node(id);
+      if (n.op != Op::Contract || !hasAxis(n, plan_.streamAxis)) continue;
+      if (n.axes.size() != 1 || group_.count(n.axes[0]) || n.axes[0] == plan_.streamAxis)
+        return fail(out, fmt::format("{} contracts {} axes inside the stream", name(id), n.axes.size()));
+      const Node& x = g_.node(n.operands[0]);
+      const Node& y = g_.node(n.operands[1]);
+      if (hasAxis(x, plan_.streamAxis) == hasAxis(y, plan_.streamAxis))
+        return fail(out, fmt::format("{}: not one operand along the stream and one across it", name(id)));
+      const Node& rowOperand = hasAxis(x, plan_.streamAxis) ? y : x;
+      const Node& columnOperand = hasAxis(x, plan_.streamAxis) ? x : y;
+      const std::string rowAxis = streamRowAxis(rowOperand.type, columnOperand.type, plan_.groupAxes);
+      if (rowAxis.empty()) return fail(out, fmt::format("{}: no row axis", name(id)));
+      if (!s.rows.name.empty() && s.rows.name != rowAxis)
+        return fail(out, "the stream's contractions disagree on the row axis");
+      s.rows = *g_.node(id).type.find(rowAxis);
+      StreamScore score;
+      score.contraction = id;
+      if (!tile(rowOperand.id, rowAxis, n.axes[0], score.rows, out.reason) ||
+          !tile(columnOperand.id, plan_.streamAxis, n.axes[0], score.columns, out.reason))
+        return out;
+      s.scores.push_back(score);
+    }
+    if (s.scores.empty()) return fail(out, "no contraction over channels feeds the stream");
+    for (const Axis& a : plan_.groupAxes)
+      if (a.name != s.rows.name) s.batch.push_back(a);
+
+    // Every slot sums or maximises over the stream axis alone; its factors are
+    // elementwise in (batch, row, position), but for at most one stored
+    // operand along the stream with an axis of channels (a product).
+    for (size_t k = 0; k < analysis.slots.size(); ++k) {
+      const AccumulatorSlot& slot = analysis.slots[k];
+      if (slot.axes != std::vector<std::string>{plan_.streamAxis})
+        return fail(out, fmt::format("slot {} reduces more than the stream axis", k));
+      std::optional<StreamProduct> product;
+      for (const StreamFactor& f : slot.core) {
+        const Node& n = g_.node(f.node);
+        std::vector<Axis> channels;
+        for (const Axis& a : n.type.axes)
+          if (!group_.count(a.name) && a.name != plan_.streamAxis) channels.push_back(a);
+        if (channels.empty()) continue;
+        if (product || channels.size() != 1 || f.kind != StreamFactor::Kind::Value || f.power != 1 ||
+            slot.kind != AccumulatorSlot::Kind::Sum || hasAxis(n, s.rows.name) || !hasAxis(n, plan_.streamAxis))
+          return fail(out, fmt::format("slot {}: {} is not a stored operand along the stream", k, name(f.node)));
+        product = StreamProduct{static_cast<int>(k), f.node, {}};
+        if (!tile(f.node, plan_.streamAxis, channels[0].name, product->values, out.reason)) return out;
+      }
+      if (product) s.products.push_back(*product);
+    }
+    s.skip = findStepSkip(g_, analysis, s.rows.name, plan_.streamAxis);
+    for (NodeId id : plan_.computed)
+      if (const Axis* a = g_.node(id).type.find(plan_.streamAxis)) s.stream = *a;
+    for (const StreamScore& sc : s.scores)
+      if (const Axis* a = g_.node(sc.columns.value).type.find(plan_.streamAxis)) s.stream = *a;
+
+    // Shared memory: the row tiles once, the column tiles in two stages;
+    // after the stream the same space stages the slots for the tail.
+    int64_t at = 0;
+    for (StreamScore& sc : s.scores) {
+      sc.rows.smemOffset = at;
+      at += sc.rows.stageBytes();
+    }
+    // A step's tiles of the same elements (attention's dO as the scores'
+    // operand and as the weights of dV's product) share their stages.
+    std::vector<const StreamTile*> placed;
+    auto place = [&](StreamTile& tile) {
+      for (const StreamTile* earlier : placed)
+        if (sameElements(*earlier, tile)) {
+          tile.smemOffset = earlier->smemOffset;
+          tile.sharesEarlierTile = true;
+          return;
+        }
+      tile.smemOffset = at;
+      at += 2 * tile.stageBytes();
+      placed.push_back(&tile);
+    };
+    for (StreamScore& sc : s.scores) place(sc.columns);
+    for (StreamProduct& p : s.products) place(p.values);
+    int64_t staged = 0;
+    for (size_t k = 0; k < analysis.slots.size(); ++k) {
+      s.slotSmemOffset[static_cast<int>(k)] = staged;
+      int stride = 1;
+      for (const StreamProduct& p : s.products)
+        if (p.slot == static_cast<int>(k)) stride = p.stagedStride();
+      staged += (int64_t{kStreamRowsPerBlock} * stride * 4 + 15) / 16 * 16;
+    }
+    std::vector<int> widths = {kStreamPositionsPerStep};
+    for (const StreamProduct& p : s.products) widths.push_back(p.values.paddedChannels);
+    if (hasWarpgroupMma(target, widths) && target.hasTMA && tensorMaps(s)) s.issuer = MmaIssuer::Warpgroup;
+    s.barrierOffset = (std::max(at, staged) + 7) / 8 * 8;
+    s.smemBytes = s.issuer == MmaIssuer::Warpgroup ? s.barrierOffset + 16 + kSwizzleAlignment : std::max(at, staged);
+    const int64_t limit = target.level("SMEM").maxPerBlock;
+    if (s.smemBytes > limit)
+      return fail(out, fmt::format("its tiles need {} bytes of shared memory, more than a block's {}", s.smemBytes, limit));
+    s.residentBlocks = residentBlocks(s, target);
+    s.grid = ceilDiv(s.rows.size, kStreamRowsPerBlock);
+    for (const Axis& a : s.batch) s.grid *= a.size;
+    out.stream = s;
+    return out;
+  }
+
+ private:
+  static TensorCoreStreamPlan& fail(TensorCoreStreamPlan& out, std::string why) {
+    out.stream.reset();
+    out.reason = std::move(why);
+    return out;
+  }
+
+  std::string name(NodeId id) const { return names_[static_cast<size_t>(id)]; }
+
+  // Names each loaded tile's tensor map and finds its batch axes; false
+  // where a tile's array has more than two strided group axes.
+  bool tensorMaps(TensorCoreStream& s) const {
+    std::set<std::string> taken;
+    auto map = [&](StreamTile& tile) {
+      if (tile.sharesEarlierTile) return true;
+      tile.batchAxes.clear();
+      for (const Axis& a : s.batch)
+        if (tile.layout.strides.count(a.name) && tile.layout.strides.at(a.name) != 0) tile.batchAxes.push_back(a);
+      const std::string& value = names_[static_cast<size_t>(tile.value)];
+      tile.tensorMap = "tm_" + value;
+      for (int k = 2; taken.count(tile.tensorMap); ++k) tile.tensorMap = fmt::format("tm_{}_{}", value, k);
+      taken.insert(tile.tensorMap);
+      return tile.batchAxes.size() <= 2;
+    };
+    bool all = true;
+    for (StreamScore& sc : s.scores) all = map(sc.rows) && map(sc.columns) && all;
+    for (StreamProduct& p : s.products) all = map(p.values) && all;
+    return all;
+  }
+
+  // Whether two tiles hold the same elements of one array: same origin, and
+  // the same stride along their rows, their channels and every batch axis.
+  static bool sameElements(const StreamTile& a, const StreamTile& b) {
+    if (a.layout.array != b.layout.array || a.layout.offset != b.layout.offset || a.outer != b.outer ||
+        a.channel.size != b.channel.size || a.layout.strides.size() != b.layout.strides.size())
+      return false;
+    for (const auto& [axis, stride] : a.layout.strides) {
+      const std::string& other = axis == a.channel.name ? b.channel.name : axis;
+      auto it = b.layout.strides.find(other);
+      if (it == b.layout.strides.end() || it->second != stride) return false;
+    }
+    return true;
+  }
+
+  // `value` as tiles of [outer][channel]: a bf16 array in GMEM (through views)
+  // with the channels contiguous and every row 16-byte aligned, its other
+  // axes the block's batch axes.
+  bool tile(NodeId value, const std::string& outer, const std::string& channel, StreamTile& t, std::string& why) {
+    const Node& n = g_.node(value);
+    std::optional<AffineLayout> layout = layoutThroughViews(g_, value, plan_.computed, stored_, names_, why);
+    if (!layout) return false;
+    auto stored = arrays_.find(layout->array);
+    if (stored == arrays_.end() || stored->second.ctype != "llmc_bf16") {
+      why = fmt::format("{} is not stored as bf16", name(value));
+      return false;
+    }
+    const Axis* c = n.type.find(channel);
+    if (!c || layout->strides.at(channel) != 1) {
+      why = fmt::format("{} is not contiguous along {}", name(value), channel);
+      return false;
+    }
+    if (c->size > kMaxChannels) {
+      why = fmt::format("{} has {} channels along {}, more than {}", name(value), c->size, channel, kMaxChannels);
+      return false;
+    }
+    bool aligned = layout->offset % 8 == 0;
+    for (const Axis& a : n.type.axes) {
+      if (a.name != channel && a.name != outer && !group_.count(a.name)) {
+        why = fmt::format("{} has the axis {}, neither a tile's nor the block's", name(value), a.name);
+        return false;
+      }
+      aligned &= layout->strides.at(a.name) % 8 == 0 || a.name == channel;
+    }
+    if (!aligned) {
+      why = fmt::format("{}'s rows are not 16-byte aligned", name(value));
+      return false;
+    }
+    t.value = value;
+    t.layout = *layout;
+    t.outer = outer;
+    t.channel = *c;
+    t.paddedChannels = static_cast<int>(ceilDiv(c->size, 64) * 64);
+    return true;
+  }
+
+  const Graph& g_;
+  const LaunchPlan& plan_;
+  const std::set<NodeId>& stored_;
+  const std::map<NodeId, StoredArray>& arrays_;
+  const std::vector<std::string>& names_;  // printedNames(g_)
+  std::set<std::string> group_;
+};
+
+}  // namespace
+
+std::string streamRowAxis(const Type& rows, const Type& columns, const std::vector<Axis>& groupAxes) {
+  const Axis* best = nullptr;
+  for (const Axis& a : rows.axes) {
+    const bool group = std::any_of(groupAxes.begin(), groupAxes.end(), [&](const Axis& g) { return g.name == a.name; });
+    if (group && !columns.has(a.name) && (!best || a.size >= best->size)) best = &a;
+  }
+  return best ? best->name : "";
+}
+
+std::vector<const StreamTile*> TensorCoreStream::loadedTiles() const {
+  std::vector<const StreamTile*> tiles;
+  for (const StreamScore& sc : scores) tiles.push_back(&sc.rows);
+  for (const StreamScore& sc : scores)
+    if (!sc.columns.sharesEarlierTile) tiles.push_back(&sc.columns);
+  for (const StreamProduct& p : products)
+    if (!p.values.sharesEarlierTile) tiles.push_back(&p.values);
+  return tiles;
+}
+
+std::string TensorCoreStream::describe() const {
+  std::string channels;
+  for (const StreamScore& s : scores) channels += fmt::format("{}{}", channels.empty() ? "" : ", ", s.rows.channel.size);
+  return fmt::format(
+      "tensor cores: llmc::stream ({} + {}), {} rows of {} per block, {} positions of {} per step; "
+      "{} score contraction(s) over {} channels, {} product(s) along the stream{}; {} block(s) an SM",
+      issuer == MmaIssuer::Warpgroup ? "TMA" : "cp.async", issuer == MmaIssuer::Warpgroup ? "wgmma" : "mma.sync", kStreamRowsPerBlock, rows.name, kStreamPositionsPerStep,
+      stream.name, scores.size(), channels, products.size(),
+      skip ? "; steps a comparison of positions leaves unchanged are skipped" : "", residentBlocks);
+}
+
+TensorCoreStreamPlan planTensorCoreStream(const Graph& graph, const LaunchPlan& plan, const std::set<NodeId>& stored,
+                                          const std::map<NodeId, StoredArray>& arrays,
+                                          const std::vector<std::string>& names, const Target& target) {
+  return Planner(graph, plan, stored, arrays, names).run(target);
+}
+
+}  // namespace llmc

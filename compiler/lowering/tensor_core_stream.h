@@ -1,0 +1,127 @@
+// Tensor cores for streamed launches: a stream over an axis c whose values at
+// each (row r, position c) come from short contractions of two stored arrays
+// (one along r, one along c, over a channel axis d: attention's scores q·k),
+// and whose accumulators are sums and maxima of those values or contractions
+// of them with a stored array along c (attention's p·v, and the backward's
+// dq, dk, dv) runs as two chained tensor-core products per tile of 64
+// positions, in the manner of FlashAttention-2 (runtime/cuda/device/llmc/
+// stream_mma.cuh): the scores by mma.sync from shared-memory tiles, the
+// launch's elementwise work on them in registers, the accumulation by mma.sync
+// with the weights still in registers.
+//
+// Read from the stream analysis and the IR's structure alone: which axis is
+// the row, which arrays are the tiles and which slots are products with a
+// stored operand follows from the axes of the contractions and of the slots'
+// factors. Where a launch does not fit, the plan says why and it stays on CUDA
+// cores.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "analysis/step_skip.h"
+#include "analysis/strided_view.h"
+#include "codegen/cuda_kernel_writer.h"
+#include "ir/ir.h"
+#include "planning/target.h"
+
+namespace llmc {
+
+// The shape the device steps fix (stream_mma.cuh): a block of 4 warps of 16
+// rows, steps of 64 positions; a tile holds 64 rows or 64 positions.
+constexpr int kStreamRowsPerBlock = 64;
+constexpr int kStreamPositionsPerStep = 64;
+constexpr int kStreamThreads = 128;
+// wgmma reads a 128B-swizzled tile by its address bits: tiles start on this
+// boundary, which the kernel finds in its shared memory (given this much more).
+constexpr int64_t kSwizzleAlignment = 1024;
+
+// One stored operand read as [64 outer positions][channels] tiles in shared memory.
+struct StreamTile {
+  NodeId value = -1;     // the value the launch reads (a view of `layout.array`)
+  AffineLayout layout;   // where its elements lie in the stored array
+  std::string outer;     // the tile's rows: the row axis or the stream axis
+  Axis channel;          // contiguous in memory: the contracted axis, or the accumulator's
+  int paddedChannels = 0;  // channel.size rounded up to 64 (the swizzled tile's column blocks)
+  int64_t smemOffset = 0;  // bytes; a column tile has two stages, `stageBytes` apart
+  bool sharesEarlierTile = false;  // the same elements as an earlier tile of the step: its stages, loaded once
+  // Loaded by the TMA (a warpgroup's stream): the kernel's tensor-map
+  // parameter, whose dims are (channels, outer, batchAxes...): the group axes
+  // along which the array has a stride, at most two.
+  std::string tensorMap;
+  std::vector<Axis> batchAxes;
+  int64_t stageBytes() const { return int64_t{kStreamPositionsPerStep} * paddedChannels * 2; }
+};
+
+// A contraction over a channel axis inside the stream: its value at (r, c) is
+// a row tile times a column tile.
+struct StreamScore {
+  NodeId contraction = -1;
+  StreamTile rows, columns;
+};
+
+// An accumulator slot that sums the elementwise weights times a stored
+// operand along the stream axis: an output of channels per row.
+struct StreamProduct {
+  int slot = -1;        // index into the stream analysis's slots
+  NodeId factor = -1;   // the slot's factor read from `values`
+  StreamTile values;    // [64 positions][channels]
+  // Floats between rows of the slot staged for the tail: odd, so that the
+  // tail's threads reading down a column (rows apart) or along a row hit
+  // distinct banks (at the tile's 64 rows would be a 32-way conflict).
+  int stagedStride() const { return values.paddedChannels + 1; }
+};
+
+struct TensorCoreStream {
+  // Who issues the products, and how the tiles load: each warp its 16 rows by mma.sync on tiles
+  // every thread loads by cp.async (stream_mma.cuh); or the block's warpgroup all 64 rows by wgmma
+  // on tiles the TMA loads (stream_wgmma.cuh: one thread issues a step's boxes, an mbarrier a stage
+  // counts their bytes), where the target has wgmma with A from registers and the TMA, and each
+  // tile's array has at most two strided group axes besides its rows and channels (a rank-4
+  // tensor map). The fragments' layouts, and so the generated elementwise work, are the same.
+  MmaIssuer issuer = MmaIssuer::Warp;
+  int64_t barrierOffset = 0;  // bytes: the stages' two mbarriers (warpgroup)
+  Axis rows;                 // the group axis tiled kStreamRowsPerBlock rows to a block (16 to a warp)
+  std::vector<Axis> batch;   // the other group axes, one position per block
+  Axis stream;               // the streamed axis, kStreamPositionsPerStep positions per step
+  std::vector<StreamScore> scores;
+  std::vector<StreamProduct> products;
+  std::optional<StreamStepSkip> skip;
+  int64_t grid = 1;
+  int64_t smemBytes = 0;      // the larger of the tiles' and the accumulators' staging at the end,
+                              // + with wgmma the mbarriers and kSwizzleAlignment (the kernel
+                              // aligns its tiles)
+  // Blocks an SM should hold at once (the kernel's __launch_bounds__ minimum):
+  // as many as its shared memory allows and the registers its fragments need
+  // leave room for (residentBlocks()).
+  int residentBlocks = 1;
+  std::map<int, int64_t> slotSmemOffset;  // bytes: each slot's values for the block's rows, after the stream
+
+  std::vector<const StreamTile*> loadedTiles() const;  // the rows' tiles, then a step's (not the shared ones)
+  std::string describe() const;  // one line, for the source's comment and the JSON
+};
+
+struct TensorCoreStreamPlan {
+  std::optional<TensorCoreStream> stream;
+  std::string reason;  // why not, when not (empty for a launch without a stream)
+};
+
+// The row axis of a contraction inside a stream whose operand `rows` lies
+// across the stream and `columns` along it: a group axis of `rows` that
+// `columns` lacks, tiled 64 rows to a block; the others such (a query's heads
+// where the keys have none: multi-query attention) are batch axes, one
+// position a block. The longest is the row axis (the tiles fill best), the
+// innermost of the longest on a tie: by sizes and order, never by names.
+// Empty: none.
+std::string streamRowAxis(const Type& rows, const Type& columns, const std::vector<Axis>& groupAxes);
+
+// `stored`: values read from GMEM; `arrays`: how each is stored (bf16 tiles only); `names`: printedNames(graph).
+TensorCoreStreamPlan planTensorCoreStream(const Graph& graph, const LaunchPlan& plan, const std::set<NodeId>& stored,
+                                          const std::map<NodeId, StoredArray>& arrays,
+                                          const std::vector<std::string>& names, const Target& target);
+
+}  // namespace llmc

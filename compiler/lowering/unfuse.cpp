@@ -1,0 +1,85 @@
+#include "lowering/unfuse.h"
+
+#include <algorithm>
+#include <set>
+#include <utility>
+
+#include "lowering/lowering.h"
+
+namespace llmc {
+
+namespace {
+
+double totalSeconds(const std::vector<PlannedKernel>& kernels) {
+  double total = 0;
+  for (const PlannedKernel& k : kernels) total += k.cost.predicted;
+  return total;
+}
+
+// The reductions anchoring streams that hold a contraction but run on the
+// CUDA cores (a chain of contractions; a normalisation's statistics streamed
+// with the matmul it feeds): fusion's candidates to leave unstreamed, their
+// contractions then tensor-core GEMMs of their own.
+std::set<NodeId> streamsOffTensorCores(const Graph& graph, const std::vector<PlannedKernel>& kernels) {
+  std::set<NodeId> anchors;
+  for (const PlannedKernel& pk : kernels) {
+    const Kernel& k = pk.kernel;
+    if (k.streamAxis.empty() || pricedOnTensorCores(pk.cost)) continue;
+    int contractions = 0;
+    for (NodeId id : k.nodes) contractions += graph.node(id).op == Op::Contract;
+    if (contractions == 0) continue;
+    for (NodeId id : k.nodes) {
+      const Node& n = graph.node(id);
+      if ((n.op == Op::Contract || n.op == Op::Reduce) &&
+          std::find(n.axes.begin(), n.axes.end(), k.streamAxis) != n.axes.end())
+        anchors.insert(id);
+    }
+  }
+  return anchors;
+}
+
+// The operands of contractions in kernels on the CUDA cores that the kernel
+// computes itself (a prologue: a ReLU remade for a weight gradient): fusion's
+// candidates to store instead, so that the contraction reads them from GMEM.
+std::set<NodeId> prologuesOffTensorCores(const Graph& graph, const std::vector<PlannedKernel>& kernels) {
+  std::set<NodeId> operands;
+  for (const PlannedKernel& pk : kernels) {
+    if (pricedOnTensorCores(pk.cost) || pk.cost.engine.rfind("CUDA cores", 0) != 0) continue;
+    const std::set<NodeId> members(pk.kernel.nodes.begin(), pk.kernel.nodes.end());
+    for (NodeId id : pk.kernel.nodes) {
+      const Node& n = graph.node(id);
+      if (n.op != Op::Contract || !isFloat(n.type.dtype)) continue;
+      for (NodeId o : n.operands) {
+        while (isView(graph.node(o)) && members.count(o)) o = graph.node(o).operands[0];
+        if (members.count(o) && !isAnchor(graph.node(o))) operands.insert(o);
+      }
+    }
+  }
+  return operands;
+}
+
+}  // namespace
+
+std::vector<PlannedKernel> unfuseOffTensorCores(const Graph& graph, std::vector<PlannedKernel> kernels,
+                                                const Target& target, const CostOptions& cost,
+                                                const EmitOptions& emit) {
+  FusionOptions fusion;  // what `kernels` were fused with
+  // Each round leaves more streams unfused; a few rounds reach every chain.
+  for (int round = 0; round < 4; ++round) {
+    const std::set<NodeId> streams = streamsOffTensorCores(graph, kernels);
+    const std::set<NodeId> prologues = prologuesOffTensorCores(graph, kernels);
+    FusionOptions trial = fusion;
+    const size_t before = trial.unstreamed.size() + trial.stored.size();
+    trial.unstreamed.insert(streams.begin(), streams.end());
+    trial.stored.insert(prologues.begin(), prologues.end());
+    if (trial.unstreamed.size() + trial.stored.size() == before) break;
+    std::vector<PlannedKernel> separate = planKernels(graph, target, cost, trial);
+    chooseEngines(graph, separate, target, cost, emit);
+    if (totalSeconds(separate) >= totalSeconds(kernels)) break;
+    fusion = std::move(trial);
+    kernels = std::move(separate);
+  }
+  return kernels;
+}
+
+}  // namespace llmc

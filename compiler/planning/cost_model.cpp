@@ -1,0 +1,712 @@
+#include "planning/cost_model.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <set>
+
+#include "analysis/step_skip.h"
+#include "analysis/streamability.h"
+#include "frontend/resource_limits.h"
+#include "lowering/tensor_core_stream.h"
+
+namespace llmc {
+
+namespace {
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+int dtypeBytes(DType d) {
+  switch (d) {
+    case DType::Bool: return 1;
+    case DType::U16:
+    case DType::F16:
+    case DType::BF16: return 2;
+    case DType::I32:
+    case DType::F32: return 4;
+    case DType::F64: return 8;
+  }
+  return 4;
+}
+
+int elementBytes(const Type& t, const CostOptions& o) {
+  return isFloat(t.dtype) && o.storageBytes > 0 ? o.storageBytes : dtypeBytes(t.dtype);
+}
+
+bool hasGroupAxis(const KernelShape& s, const std::string& a) {
+  return std::any_of(s.groupAxes.begin(), s.groupAxes.end(), [&](const Axis& g) { return g.name == a; });
+}
+
+// Elements of an array's tile in one block (and one chunk): group axes by
+// their tile, the stream axis by the chunk, other axes whole.
+double tileElements(const Type& t, const KernelShape& s, const Partition& p) {
+  double n = 1;
+  for (const auto& a : t.axes) {
+    if (auto g = p.groupTiles.find(a.name); g != p.groupTiles.end()) n *= static_cast<double>(std::min(g->second, a.size));
+    else if (a.name == s.streamAxis && p.streamChunk > 0) n *= static_cast<double>(std::min(p.streamChunk, a.size));
+    else if (std::find(s.loopAxes.begin(), s.loopAxes.end(), a.name) == s.loopAxes.end()) n *= static_cast<double>(a.size);
+  }
+  return n;
+}
+
+void requireMultiple(std::map<std::string, int64_t>& m, const std::string& axis, int64_t multiple) {
+  if (multiple <= 1) return;
+  int64_t& current = m[axis];
+  current = current == 0 ? multiple : std::lcm(current, multiple);
+}
+
+// A reduced axis longer than this is not held whole inside a chunk: the block
+// loops over it (a weight gradient's batch and positions).
+constexpr int64_t kInnerLimit = 256;
+
+bool isSpecialFunction(const Node& n) {
+  return n.op == Op::Unary && n.unary != UnaryOp::Neg && n.unary != UnaryOp::Abs;
+}
+
+}  // namespace
+
+NodeWork nodeWork(const Graph& g, const Node& n, const Target& t, const CostOptions& o) {
+  if (n.op == Op::Input || n.op == Op::Constant || n.op == Op::Pos || n.op == Op::StopGradient) return {"fp32", 0};
+  std::vector<Axis> space = n.type.axes;
+  for (NodeId op : n.operands)
+    for (const auto& a : g.node(op).type.axes)
+      if (std::none_of(space.begin(), space.end(), [&](const Axis& b) { return b.name == a.name; })) space.push_back(a);
+  double elements = 1;
+  for (const auto& a : space) elements *= static_cast<double>(a.size);
+  // A gather touches one row per index; a scatter-add one per value.
+  if (n.op == Op::Gather) elements = static_cast<double>(n.type.elementCount());
+  if (n.op == Op::ScatterAdd) elements = static_cast<double>(g.node(n.operands[0]).type.elementCount());
+  const bool tensorCores = o.tensorCores && t.hasShapesFor(o.storageBytes == 2 ? "bf16" : "tf32");
+  // On the CUDA cores a contraction's products read their operands through
+  // L1 and L2 (the emitted code tiles nothing in shared memory): far below
+  // the FMA units' peak, at the rate the target measured for it.
+  if (n.op == Op::Contract && isFloat(n.type.dtype))
+    return {tensorCores ? (o.storageBytes == 2 ? "tensor_bf16" : "tensor_tf32")
+                        : (t.hasUnit("fp32_contraction") ? "fp32_contraction" : "fp32"),
+            2 * elements};
+  if (isSpecialFunction(n)) return {"sfu", elements};
+  return {"fp32", elements};
+}
+
+double storedBytes(const Type& type, const CostOptions& o) {
+  return static_cast<double>(type.elementCount()) * elementBytes(type, o);
+}
+
+const LevelCost& KernelCost::level(const std::string& name) const {
+  for (const auto& l : levels)
+    if (l.level == name) return l;
+  throw std::out_of_range("no level " + name);
+}
+
+KernelShape kernelShape(const Graph& g, const Kernel& k, const Target& target, const CostOptions& o) {
+  KernelShape s;
+  s.streamAxis = k.streamAxis;
+  std::set<std::string> inner(k.innerAxes.begin(), k.innerAxes.end());
+  // The blocks tile the outputs; a scatter-add's blocks tile the values it
+  // adds (each added once, by an atomic add where the index points).
+  for (NodeId out : k.outputs) {
+    const Node& n = g.node(out);
+    const Type& space = n.op == Op::ScatterAdd ? g.node(n.operands[0]).type : n.type;
+    for (const auto& a : space.axes)
+      if (a.name != s.streamAxis && !inner.count(a.name) && !hasGroupAxis(s, a.name)) s.groupAxes.push_back(a);
+  }
+  // An other reduced axis is looped over, one position at a time around the
+  // stream, when it is too long to hold or when no output has it and the
+  // kernel streams over it as well (a weight gradient's batch axis beside its
+  // streamed positions); otherwise it is held whole in the tile.
+  std::set<std::string> outputAxes;
+  for (NodeId out : k.outputs)
+    for (const auto& a : g.node(out).type.axes) outputAxes.insert(a.name);
+  std::set<NodeId> members(k.nodes.begin(), k.nodes.end());
+  std::map<std::string, int64_t> innerExtent;
+  for (NodeId id : k.nodes)
+    for (NodeId op : g.node(id).operands) {
+      if (const Axis* a = g.node(op).type.find(s.streamAxis)) s.streamExtent = a->size;
+      for (const auto& name : k.innerAxes)
+        if (const Axis* a = g.node(op).type.find(name)) innerExtent[name] = a->size;
+    }
+  // The channels a contraction at each position of the stream sums over
+  // (attention's d in q·k) are held whole with each position's operands.
+  std::set<std::string> perPositionChannels;
+  for (NodeId id : k.nodes) {
+    const Node& n = g.node(id);
+    if (n.op == Op::Contract && !s.streamAxis.empty() && n.type.has(s.streamAxis))
+      perPositionChannels.insert(n.axes.begin(), n.axes.end());
+  }
+  for (const auto& name : k.innerAxes) {
+    int64_t extent = innerExtent[name];
+    if (perPositionChannels.count(name) && extent <= kInnerLimit) continue;
+    StreamAnalysis stream = analyzeStream(g, members, name);
+    bool looped = extent > kInnerLimit || (!s.streamAxis.empty() && !outputAxes.count(name) && stream.streamable);
+    if (!looped) continue;
+    s.loopAxes.push_back(name);
+    s.loopExtent[name] = extent;
+    // Blocks may share the axis (split-K) when the outputs are plain sums
+    // over it: partial sums then simply add up.
+    bool linear = stream.streamable && stream.tail.empty() &&
+                  std::all_of(stream.slots.begin(), stream.slots.end(), [](const AccumulatorSlot& slot) {
+                    return slot.kind == AccumulatorSlot::Kind::Sum && slot.rescaledBy < 0;
+                  });
+    if (linear && !outputAxes.count(name)) s.splitAxes.push_back(name);
+  }
+  // A stream whose slots are plain sums, read by the outputs as they are,
+  // may be shared out across blocks like a looped axis (each block's partial
+  // sums added atomically): few long rows (a sum along the only long axis of
+  // a few rows) then fill the device. Not a kernel with a contraction (a
+  // GEMM's k, split by its own loop axes; a tensor-core stream).
+  if (!s.streamAxis.empty()) {
+    bool contraction = false;
+    for (NodeId id : k.nodes)
+      if (g.node(id).op == Op::Contract) contraction = true;
+    const StreamAnalysis stream = analyzeStream(g, members, s.streamAxis);
+    const bool plainSums = stream.streamable && stream.tail.empty() && !stream.slots.empty() &&
+                           std::all_of(stream.slots.begin(), stream.slots.end(), [](const AccumulatorSlot& slot) {
+                             return slot.kind == AccumulatorSlot::Kind::Sum && slot.rescaledBy < 0;
+                           }) &&
+                           std::all_of(k.outputs.begin(), k.outputs.end(), [&](NodeId o) {
+                             return std::count(stream.aggregates.begin(), stream.aggregates.end(), o) > 0;
+                           });
+    if (plainSums && !contraction && !outputAxes.count(s.streamAxis) && s.streamExtent > kInnerLimit &&
+        !isWholeArraySum(g, k.outputs, members))  // that one is written over the whole grid already
+      s.splitAxes.push_back(s.streamAxis);
+  }
+
+  // A contraction evaluated at each position of the stream (attention's scores, over the
+  // channels while the keys stream) makes the kernel a tensor-core stream (evaluate prices it).
+  // Such a stream runs only the steps a comparison of positions leaves changing some slot
+  // (step_skip.h: a causal mask's keys past a block's queries): its work is that fraction of
+  // the whole, in the tensor-core streams' blocks of rows and steps of positions, whatever the
+  // partition.
+  std::string rowAxis;
+  std::set<std::string> scoreAxes;  // the axes of the per-position contractions' operands
+  for (NodeId id : k.nodes) {
+    const Node& n = g.node(id);
+    if (n.op != Op::Contract || s.streamAxis.empty() || !n.type.has(s.streamAxis) ||
+        std::find(n.axes.begin(), n.axes.end(), s.streamAxis) != n.axes.end())
+      continue;
+    s.perPosition = true;
+    const Type& x = g.node(n.operands[0]).type;
+    const Type& y = g.node(n.operands[1]).type;
+    const Type& rows = x.has(s.streamAxis) ? y : x;
+    const Type& columns = x.has(s.streamAxis) ? x : y;
+    rowAxis = streamRowAxis(rows, columns, s.groupAxes);
+    for (const Type* t : {&x, &y})
+      for (const Axis& a : t->axes) scoreAxes.insert(a.name);
+  }
+  // An output axis no per-position contraction's operand has is the channels
+  // of a product along the stream (attention's values' axis): held whole by
+  // each block, as the contracted channels are, not tiled across the grid
+  // (which would recompute the scores once per tile). Whether it shares its
+  // name with the contracted channels (attention's d) or not (e) makes no
+  // difference.
+  if (s.perPosition)
+    std::erase_if(s.groupAxes, [&](const Axis& a) { return !scoreAxes.count(a.name); });
+  if (s.perPosition && !rowAxis.empty()) {
+    if (const std::optional<StreamStepSkip> skip =
+            findStepSkip(g, analyzeStream(g, members, s.streamAxis), rowAxis, s.streamAxis)) {
+      const auto row = std::find_if(s.groupAxes.begin(), s.groupAxes.end(), [&](const Axis& a) { return a.name == rowAxis; });
+      s.stepsRun = stepsRunFraction(g, *skip, rowAxis, row->size, s.streamExtent, kStreamRowsPerBlock,
+                                    kStreamPositionsPerStep);
+    }
+  }
+
+  // Coalescing: the innermost axis of every array in GMEM moves in whole
+  // segments (128 bytes: 64 bf16 values) where it is tiled.
+  auto coalesce = [&](const Type& t) {
+    if (t.axes.empty()) return;
+    const Axis& last = t.axes.back();
+    if (!hasGroupAxis(s, last.name) && last.name != s.streamAxis) return;
+    int64_t segment = target.coalescingBytes / elementBytes(t, o);
+    if (last.size >= segment) requireMultiple(s.tileMultiple, last.name, segment);
+  };
+  for (NodeId in : k.inputs) coalesce(g.node(in).type);
+  for (NodeId out : k.outputs) coalesce(g.node(out).type);
+  for (const auto& [axis, multiple] : s.tileMultiple)
+    if (hasGroupAxis(s, axis)) s.segment[axis] = multiple;
+
+  // Tensor cores: the instruction's m, n and k divide the tiles of the axes
+  // that play those parts in each contraction.
+  std::vector<TensorCoreShape> shapes = target.shapesFor(o.storageBytes == 2 ? "bf16" : "tf32");
+  if (shapes.empty() || !o.tensorCores) return s;
+  // An axis a contraction constrains takes no tile under a segment (the
+  // tensor cores' shapes divide its tiles).
+  for (NodeId id : k.nodes) {
+    const Node& n = g.node(id);
+    if (n.op != Op::Contract || !isFloat(n.type.dtype)) continue;
+    for (NodeId op : n.operands)
+      for (const Axis& a : g.node(op).type.axes) s.segment.erase(a.name);
+  }
+  const TensorCoreShape& mma = *std::max_element(shapes.begin(), shapes.end(), [](const auto& a, const auto& b) {
+    return a.m < b.m;  // the largest m: wgmma's on Hopper
+  });
+  for (NodeId id : k.nodes) {
+    const Node& n = g.node(id);
+    if (n.op != Op::Contract || !isFloat(n.type.dtype)) continue;
+    const Type& a = g.node(n.operands[0]).type;
+    const Type& b = g.node(n.operands[1]).type;
+    for (auto it = a.axes.rbegin(); it != a.axes.rend(); ++it)  // innermost axis of A only: m
+      if (!b.has(it->name) && hasGroupAxis(s, it->name) && it->size >= mma.m) {
+        requireMultiple(s.tileMultiple, it->name, mma.m);
+        break;
+      }
+    for (auto it = b.axes.rbegin(); it != b.axes.rend(); ++it)  // of B only: n
+      if (!a.has(it->name) && (hasGroupAxis(s, it->name) || it->name == s.streamAxis) && it->size >= mma.nStep) {
+        requireMultiple(s.tileMultiple, it->name, mma.nStep);
+        break;
+      }
+    for (const auto& c : n.axes)  // contracted: k
+      if (c == s.streamAxis) requireMultiple(s.tileMultiple, c, mma.k);
+  }
+  return s;
+}
+
+namespace {
+
+// How the CUDA-core code walks a lane stream (codegen/cuda_writer_stream.cpp,
+// laneAxis, lanesPerPoint, streamLanes): a stream whose slots are scalars per
+// point (a softmax's max and sum over a row) gives each point a warp, its
+// lanes along the stream, 8 positions a lane in flight (one 16-byte load of
+// bf16, or 8 loads the lanes' count apart), fewer where the row is shorter;
+// fewer lanes for a short row of bf16, several warps where the grid's
+// blocks leave the device's threads idle. `lanes` 0: not a lane stream.
+struct LaneStream {
+  int lanes = 0;
+  int64_t threads = 0;       // a block's
+  double bytesInFlight = 0;  // a thread's
+};
+
+LaneStream laneStream(const Graph& g, const Kernel& k, const KernelShape& s, const Partition& p, const Target& t,
+                      const CostOptions& o, int64_t blocks) {
+  LaneStream out;
+  constexpr int64_t kLaneAxisMin = 32;  // the CUDA writer's
+  // The positions a block streams: all, or its share of a split stream.
+  int64_t extent = s.streamExtent;
+  for (const auto& [axis, perBlock] : p.splitTiles)  // the emitter keeps the splits that share an axis out
+    if (axis == s.streamAxis) extent = std::min(extent, perBlock);
+    else if (perBlock < s.loopExtent.at(axis)) return out;
+  if (s.streamAxis.empty() || p.streamChunk < kLaneAxisMin || extent < kLaneAxisMin) return out;
+  std::set<std::string> group;
+  for (const Axis& a : s.groupAxes) group.insert(a.name);
+  // Not where an array read along the stream is contiguous along the axis the
+  // tile's threads walk (the last group axis): those stay a thread a point.
+  int bytes = 0;
+  bool bf16Along = false;
+  for (NodeId in : k.inputs) {
+    const Type& ty = g.node(in).type;
+    if (!ty.has(s.streamAxis) || ty.axes.empty()) continue;
+    if (!s.groupAxes.empty() && ty.axes.back().name == s.groupAxes.back().name) return out;
+    bytes = std::max(bytes, elementBytes(ty, o));
+    bf16Along = bf16Along || (isFloat(ty.dtype) && o.storageBytes == 2 && ty.axes.back().name == s.streamAxis);
+  }
+  const std::set<NodeId> members(k.nodes.begin(), k.nodes.end());
+  const StreamAnalysis a = analyzeStream(g, members, s.streamAxis);
+  if (!a.streamable || a.slots.empty()) return out;
+  for (const AccumulatorSlot& slot : a.slots) {
+    if (slot.axes.size() != 1) return out;
+    for (const StreamFactor& f : slot.core)
+      for (const Axis& x : g.node(f.node).type.axes)
+        if (!group.count(x.name) && x.name != s.streamAxis) return out;
+  }
+  int64_t points = 1;
+  bool remainder = false;
+  for (const Axis& x : s.groupAxes) {
+    points *= p.groupTiles.at(x.name);
+    remainder = remainder || x.size % p.groupTiles.at(x.name) != 0;
+  }
+  out.lanes = 32;
+  if (bf16Along && extent % 8 == 0 && extent < 256 && !remainder) {
+    int lanes = 1;
+    while (16 * lanes <= extent) lanes *= 2;
+    if (points % (32 / lanes) == 0) out.lanes = lanes;
+  }
+  if (out.lanes == 32 && !remainder) {
+    const int64_t deviceThreads = int64_t{t.smCount} * t.maxWarpsPerSM * t.warpSize;
+    const int64_t residentBlocks = std::min<int64_t>(blocks, int64_t{t.smCount} * t.maxBlocksPerSM);
+    while (points * out.lanes * 2 <= 256 && residentBlocks * points * out.lanes * 2 <= deviceThreads &&
+           extent / (out.lanes * 2) >= 32)
+      out.lanes *= 2;
+  }
+  out.threads = std::min<int64_t>(256, points * out.lanes);
+  // 8 positions a lane, fewer where the row is shorter than 8 a lane.
+  out.bytesInFlight = static_cast<double>(std::min<int64_t>(8, ceilDiv(extent, out.lanes))) * std::max(bytes, 1);
+  return out;
+}
+
+// What a kernel moves and holds (evaluate): bytes through each level, the
+// on-chip tiles, the launches and atomics its outputs need.
+struct Traffic {
+  double moved = 0, unique = 0, smemBytes = 0, smemTraffic = 0;
+  double loaded = 0;        // bytes read from GMEM
+  double loads = 0;         // of the largest share of an input a block reads
+  double clearSeconds = 0;  // the launches zeroing what atomics add into
+  double atomicAdds = 0;
+  double accumulator = 0, intermediate = 0;  // tiles in registers
+};
+
+// The blocks and the chunks each runs (cost.blocks, cost.chunks); returns
+// the blocks sharing one output tile (split-K).
+int64_t blocksAndChunks(const Graph& g, const Kernel& k, const KernelShape& s, const Partition& p, bool wholeArraySum,
+                        KernelCost& cost) {
+  cost.blocks = 1;
+  for (const auto& a : s.groupAxes) cost.blocks = sizeProduct(cost.blocks, ceilDiv(a.size, p.groupTiles.at(a.name)), "a kernel's blocks");
+  cost.chunks = p.streamChunk > 0 && s.streamExtent > 0 ? ceilDiv(s.streamExtent, p.streamChunk) : 1;
+  int64_t splits = 1;  // blocks sharing one output tile
+  // The stream shared out across blocks: each block streams its share.
+  if (auto split = p.splitTiles.find(s.streamAxis); split != p.splitTiles.end() && split->second < s.streamExtent) {
+    splits = ceilDiv(s.streamExtent, split->second);
+    cost.chunks = p.streamChunk > 0 ? ceilDiv(split->second, std::min(p.streamChunk, split->second)) : 1;
+  }
+  for (const auto& [axis, extent] : s.loopExtent) {
+    auto split = p.splitTiles.find(axis);
+    int64_t perBlock = split == p.splitTiles.end() ? extent : split->second;
+    cost.chunks = sizeProduct(cost.chunks, perBlock, "a kernel's steps");
+    splits = sizeProduct(splits, ceilDiv(extent, perBlock), "a kernel's split blocks");
+  }
+  cost.blocks = sizeProduct(cost.blocks, splits, "a kernel's blocks");
+  // A whole array summed to one value runs over the whole grid, each thread
+  // through its grid-strided share: no chunks, no stream in one block.
+  if (wholeArraySum) {
+    int64_t elements = 1;
+    for (NodeId in : k.inputs) elements = std::max(elements, g.node(in).type.elementCount());
+    cost.blocks = std::clamp<int64_t>(ceilDiv(elements, 256), 1, kWholeArraySumBlocks);
+    cost.chunks = 1;
+  }
+  return splits;
+}
+
+// The positions of the stream a block takes: all, or its share of a split.
+int64_t streamShare(const KernelShape& s, const Partition& p) {
+  auto split = p.splitTiles.find(s.streamAxis);
+  return split == p.splitTiles.end() ? s.streamExtent : std::min(s.streamExtent, split->second);
+}
+
+// An array whose innermost axis is tiled under its coalescing segment moves
+// whole segments: its bytes times the segment over the tile's share of it.
+double segmentsMoved(const Type& ty, const KernelShape& s, const Partition& p) {
+  if (ty.axes.empty()) return 1.0;
+  const Axis& last = ty.axes.back();
+  auto seg = s.segment.find(last.name);
+  auto tile = p.groupTiles.find(last.name);
+  if (seg == s.segment.end() || tile == p.groupTiles.end() || tile->second >= seg->second || last.size <= tile->second)
+    return 1.0;
+  return static_cast<double>(std::min(seg->second, last.size)) / static_cast<double>(tile->second);
+}
+
+// The kernel's inputs: their bytes through GMEM and L2, their tiles in SMEM.
+void inputTraffic(const Graph& g, const Kernel& k, const KernelShape& s, const Partition& p, const CostOptions& o,
+                  double loadBytes, const KernelCost& cost, Traffic& tr) {
+  for (NodeId in : k.inputs) {
+    const Type& ty = g.node(in).type;
+    double bytes = static_cast<double>(ty.elementCount()) * elementBytes(ty, o);
+    // A table read through a gather moves only the rows gathered, each by
+    // the block whose positions index it.
+    bool gathered = false;
+    for (NodeId id : k.nodes) {
+      const Node& n = g.node(id);
+      if (n.op == Op::Gather && n.operands[0] == in) {
+        bytes = std::min(bytes, static_cast<double>(n.type.elementCount()) * elementBytes(ty, o));
+        gathered = true;
+      }
+    }
+    bytes *= segmentsMoved(ty, s, p);
+    tr.unique += bytes;
+    tr.loaded += bytes;
+    double replication = 1;
+    for (const auto& a : s.groupAxes)
+      if (!ty.has(a.name) && !gathered) replication *= static_cast<double>(ceilDiv(a.size, p.groupTiles.at(a.name)));
+    tr.moved += bytes * replication;
+    double tile = tileElements(ty, s, p) * elementBytes(ty, o);
+    for (NodeId id : k.nodes) {  // a gathered table holds only the rows of this tile
+      const Node& n = g.node(id);
+      if (n.op == Op::Gather && n.operands[0] == in) tile = tileElements(n.type, s, p) * elementBytes(ty, o);
+    }
+    // What the block's threads may share out: its whole stream and the
+    // positions it loops over, not only a chunk.
+    double reach = tile;
+    if (const Axis* streamed = ty.find(s.streamAxis); streamed && p.streamChunk > 0)
+      reach *= static_cast<double>(std::min(streamed->size, streamShare(s, p))) /
+               static_cast<double>(std::min(p.streamChunk, streamed->size));
+    for (const auto& [axis, extent] : s.loopExtent)
+      if (ty.has(axis)) reach *= static_cast<double>(p.splitTiles.count(axis) ? p.splitTiles.at(axis) : extent);
+    tr.loads = std::max(tr.loads, std::ceil(reach / loadBytes));
+    bool streamed = (ty.has(s.streamAxis) && p.streamChunk > 0) ||
+                    std::any_of(s.loopAxes.begin(), s.loopAxes.end(), [&](const std::string& a) { return ty.has(a); });
+    tr.smemBytes += tile * (streamed ? 2 : 1);  // a chunk in use and the next one in flight
+    tr.smemTraffic += tile * static_cast<double>(streamed ? cost.chunks : 1) * static_cast<double>(cost.blocks);
+  }
+}
+
+// The kernel's outputs, and its scatter-adds, launched apart.
+void outputTraffic(const Graph& g, const Kernel& k, const KernelShape& s, const Partition& p, const Target& t,
+                   const CostOptions& o, int64_t splits, bool wholeArraySum, const KernelCost& cost, Traffic& tr) {
+  // Outputs added into atomically are zeroed first by a launch of their own
+  // (codegen/launch_list.cpp, clearBefore): a graph node more, and the zeros' bytes.
+  auto zeroedFirst = [&](const Type& ty) {
+    tr.clearSeconds += t.graphLaunchOverhead + 4 * static_cast<double>(ty.elementCount()) / t.level("GMEM").attainableBandwidth;
+  };
+  for (NodeId out : k.outputs) {
+    const Node& n = g.node(out);
+    const Type& ty = n.type;
+    tr.unique += static_cast<double>(ty.elementCount()) * elementBytes(ty, o) * segmentsMoved(ty, s, p);
+    if (n.op == Op::ScatterAdd) {
+      // An f32 atomic read-modify-write in L2 per value added; nothing held.
+      tr.moved += 2 * 4 * static_cast<double>(g.node(n.operands[0]).type.elementCount());
+      continue;
+    }
+    // Split blocks add their partial results: an f32 atomic per element each
+    // (a whole-array sum: one per block).
+    if (wholeArraySum) tr.moved += 2 * 4 * static_cast<double>(cost.blocks);
+    else
+      tr.moved += splits > 1 ? 2 * 4 * static_cast<double>(ty.elementCount()) * static_cast<double>(splits)
+                             : static_cast<double>(ty.elementCount()) * elementBytes(ty, o) * segmentsMoved(ty, s, p);
+    if (wholeArraySum || splits > 1) zeroedFirst(ty);
+  }
+  // A scatter-add is launched apart from its kernel's other work, into an
+  // array zeroed first, whether or not the kernel stores it as an output.
+  for (NodeId id : k.nodes)
+    if (g.node(id).op == Op::ScatterAdd) {
+      zeroedFirst(g.node(id).type);
+      tr.atomicAdds += static_cast<double>(g.node(g.node(id).operands[0]).type.elementCount());
+    }
+}
+
+// The tiles that live in registers: the accumulators and the largest intermediate.
+void registerTiles(const Graph& g, const Kernel& k, const KernelShape& s, const Partition& p, Traffic& tr) {
+  // The accumulators: the tiles of the kernel's reductions that outlive a
+  // chunk, in f32. Outputs made from them elementwise (a bias, GELU) are
+  // written as they are made.
+  for (NodeId id : k.nodes) {
+    const Node& n = g.node(id);
+    const bool chunkLocal = !s.streamAxis.empty() && n.type.has(s.streamAxis);
+    if ((n.op == Op::Contract || n.op == Op::Reduce) && !chunkLocal) tr.accumulator += tileElements(n.type, s, p) * 4;
+  }
+  std::set<NodeId> boundary(k.inputs.begin(), k.inputs.end());
+  boundary.insert(k.outputs.begin(), k.outputs.end());
+  for (NodeId id : k.nodes)
+    if (!boundary.count(id)) tr.intermediate = std::max(tr.intermediate, tileElements(g.node(id).type, s, p) * 4);
+}
+
+}  // namespace
+
+KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const Partition& p, const Target& t,
+                    const CostOptions& o) {
+  KernelCost cost;
+  const std::set<NodeId> members(k.nodes.begin(), k.nodes.end());
+  const bool wholeArraySum = isWholeArraySum(g, k.outputs, members);
+  const int64_t splits = blocksAndChunks(g, k, s, p, wholeArraySum, cost);
+  // A thread's load: 16 bytes of bf16 storage (8 values), one value of f32
+  // storage (emit_cuda's loads).
+  const double loadBytes = o.storageBytes == 2 ? t.vectorAccessBytes : 4;
+  Traffic tr;
+  inputTraffic(g, k, s, p, o, loadBytes, cost, tr);
+  outputTraffic(g, k, s, p, t, o, splits, wholeArraySum, cost, tr);
+  registerTiles(g, k, s, p, tr);
+  // The accumulator and the intermediate tiles live in registers (a matmul's
+  // accumulator fragments, attention's score tile).
+  const double registerBytes = tr.accumulator + tr.intermediate;
+  cost.onChipBytes = tr.smemBytes + registerBytes;
+
+  const MemoryLevel& gmem = t.level("GMEM");
+  const MemoryLevel& l2 = t.level("L2");
+  const MemoryLevel& smem = t.level("SMEM");
+  const MemoryLevel& reg = t.level("REG");
+  const int threads = 256;
+  cost.levels.push_back({"GMEM", tr.unique, static_cast<double>(gmem.capacity), tr.unique, tr.unique / gmem.attainableBandwidth});
+  cost.levels.push_back({"L2", 0, static_cast<double>(l2.capacity), tr.moved, tr.moved / l2.attainableBandwidth});
+  cost.levels.push_back({"SMEM", tr.smemBytes, static_cast<double>(smem.maxPerBlock), tr.smemTraffic,
+                         tr.smemTraffic / smem.attainableBandwidth});
+  double perThread = registerBytes / threads;
+  cost.levels.push_back({"REG", perThread, static_cast<double>(reg.maxPerThread), tr.accumulator * static_cast<double>(cost.blocks),
+                         0});
+  cost.fits = tr.smemBytes <= static_cast<double>(smem.maxPerBlock) && perThread <= static_cast<double>(reg.maxPerThread);
+
+  // A kernel with a contraction evaluated at each position of its stream (attention's scores, over
+  // the channels while the keys stream) runs its contractions as a tensor-core stream
+  // (tensor_core_stream.h): warp-level mma.sync, or on sm_90a the warpgroup's wgmma, which waits for
+  // each step's products before the step's elementwise work, so the tensor cores idle through it.
+  // Either way well under the GEMM library's rate: priced at the target's warp_mma_attainable
+  // (measured with mma.sync), on the steps the stream runs (KernelShape::stepsRun). On the H200 (2026-11-30, wgmma + TMA
+  // streams, exp as ex2.approx.ftz, d12's causal attention) that predicts the forward at 162 us a
+  // layer against 165 measured, dQ 239 against 206, dK/dV 317 against 411 (all steps priced, the
+  // predictions had been 298, 447 and 594). (A GEMM's one contraction is over the stream axis itself.)
+  for (NodeId id : k.nodes) {
+    NodeWork w = nodeWork(g, g.node(id), t, o);
+    if (w.operations > 0) cost.work[w.unit] += w.operations * s.stepsRun;
+  }
+  for (const auto& level : cost.levels)
+    if (level.seconds > 0) cost.seconds[level.level] = level.seconds;
+  for (const auto& [unit, ops] : cost.work)
+    cost.seconds[unit] = ops / (s.perPosition && o.tensorCores ? t.unit(unit).warpMmaAttainable : t.unit(unit).attainable);
+  // A scatter-add's atomics go at the rate the device completes them, well
+  // under what its L2 moves of plain traffic (the token embedding's gradient:
+  // 125 us against 20 at L2 bandwidth, on the H200).
+  if (tr.atomicAdds > 0 && t.atomicAddsPerSecond > 0) cost.seconds["atomics"] = tr.atomicAdds / t.atomicAddsPerSecond;
+  // Blocks adding their partial sums into the same outputs wait for each
+  // other at each address: a split's blocks per output element, a
+  // whole-array sum's blocks at its one value.
+  const double addsPerAddress = wholeArraySum ? static_cast<double>(cost.blocks) : static_cast<double>(splits);
+  if (addsPerAddress > 1 && t.sameAddressAtomicSeconds > 0)
+    cost.seconds["atomics"] = std::max(cost.seconds["atomics"], addsPerAddress * t.sameAddressAtomicSeconds);
+
+  // Blocks resident on an SM share its bandwidth and units, so an SM's time
+  // grows with the blocks it is given: the busiest SM, with ceil(blocks/SMs),
+  // sets the time (a grid smaller than the SMs leaves some idle).
+  int64_t perSM = std::max<int64_t>(1, std::min<int64_t>(t.maxBlocksPerSM, static_cast<int64_t>(
+                                                                              static_cast<double>(smem.capacity) / std::max(1.0, tr.smemBytes))));
+  int64_t slots = static_cast<int64_t>(t.smCount) * perSM;
+  int64_t waves = ceilDiv(cost.blocks, slots);
+  cost.waveEfficiency = static_cast<double>(cost.blocks) /
+                        static_cast<double>(ceilDiv(cost.blocks, t.smCount) * t.smCount);
+  double busiest = 0;
+  for (const auto& [term, sec] : cost.seconds)
+    if (sec / cost.waveEfficiency > busiest) busiest = sec / cost.waveEfficiency, cost.bottleneck = term;
+
+  // Latency (Little's law): a kernel on the CUDA cores loads straight into
+  // registers, a thread waiting for its load before the next (the
+  // tensor-core kernels keep stages of tiles in flight instead), so the
+  // device has at most its resident threads' loads in flight and moves
+  // them once per memory latency. A grid of few threads is bound by that,
+  // not by the bandwidth: GPT-2's position-embedding gradient, 192 blocks of
+  // 256 threads summing 50 MB over the batch, ran at 1.5 TB/s on the H200.
+  // The block's threads share the loads of the largest share of an
+  // input it reads (its tile along the whole stream and the axes it loops
+  // over): a thread walks its points' positions, all of them, or 8 where
+  // emit_cuda deals the positions out to slices of the block's threads (16
+  // positions or more, and no remainder tile, whose idle points would miss
+  // the slices' joins); at least a warp's threads, at most the block's.
+  const bool tensorCoreWork = std::any_of(cost.work.begin(), cost.work.end(), [](const auto& w) {
+    return w.first.rfind("tensor", 0) == 0 && w.second > 0;
+  });
+  if (!tensorCoreWork && gmem.latency > 0 && tr.loaded > 0) {
+    double positions = s.streamAxis.empty() ? 1 : static_cast<double>(streamShare(s, p));
+    for (const auto& [axis, extent] : s.loopExtent)
+      positions *= static_cast<double>(p.splitTiles.count(axis) ? p.splitTiles.at(axis) : extent);
+    const bool remainder = std::any_of(s.groupAxes.begin(), s.groupAxes.end(),
+                                       [&](const Axis& a) { return a.size % p.groupTiles.at(a.name) != 0; });
+    const double loadsPerThread = !remainder && positions >= 16 ? 8 : positions;
+    double threadsUsed = std::clamp(std::ceil(tr.loads / loadsPerThread), static_cast<double>(t.warpSize),
+                                    static_cast<double>(threads));
+    double inFlight = loadBytes;  // a thread's bytes in flight
+    // A lane stream's threads: its points' lanes, 8 positions a lane in flight.
+    if (const LaneStream lanes = laneStream(g, k, s, p, t, o, cost.blocks); lanes.lanes > 0) {
+      threadsUsed = static_cast<double>(lanes.threads);
+      inFlight = lanes.bytesInFlight;
+    }
+    const double residentBlocks = std::min<double>(static_cast<double>(cost.blocks),
+                                                   static_cast<double>(t.smCount) * t.maxBlocksPerSM);
+    const double resident = std::min(residentBlocks * threadsUsed,
+                                     static_cast<double>(t.smCount) * t.maxWarpsPerSM * t.warpSize);
+    const double latencyBound = tr.loaded * gmem.latency / (resident * inFlight);
+    cost.seconds["latency"] = latencyBound;
+    if (latencyBound > busiest) busiest = latencyBound, cost.bottleneck = "latency";
+  }
+
+  double sync = static_cast<double>(cost.chunks) * static_cast<double>(waves) * t.blockSyncSeconds(threads / t.warpSize);
+  cost.seconds["sync"] = sync;
+  cost.seconds["launch"] = t.graphLaunchOverhead + tr.clearSeconds;
+  cost.predicted = busiest + sync + t.graphLaunchOverhead + tr.clearSeconds;
+  if (cost.predicted - busiest > busiest) cost.bottleneck = "launch/sync";
+  return cost;
+}
+
+// (Written so that nothing overflows for any extent: past 2^62 a doubling
+// wrapped, and the loop never ended.)
+std::vector<int64_t> tileCandidates(int64_t extent, int64_t multiple, int64_t growthDivisor) {
+  const int64_t step = std::max<int64_t>(1, multiple);
+  const int64_t tiles = extent / step + (extent % step != 0);
+  const int64_t whole = checkedMul(tiles, step).value_or(extent / step * step);
+  std::vector<int64_t> out;
+  for (int64_t t = step; t < whole;) {
+    out.push_back(t);
+    // t is a multiple of step: the next candidate grows by 1/growthDivisor,
+    // rounded down to a multiple of step, and by at least one step.
+    const int64_t growth = step == 1 ? t : std::max(step, t / growthDivisor / step * step);
+    if (growth >= whole - t) break;
+    t += growth;
+  }
+  out.push_back(whole);
+  return out;
+}
+
+Partition searchPartition(const Graph& g, const Kernel& k, const KernelShape& s, const Target& t, const CostOptions& o,
+                          Objective objective) {
+  // Minimising transfers alone is cheap to evaluate and wants a fine grid (the
+  // closed forms); the time search walks a coarser one over more axes.
+  const int64_t growth = objective == Objective::Transfers ? 16 : 4;
+  std::vector<std::vector<int64_t>> options;
+  for (const auto& a : s.groupAxes) {
+    auto m = s.tileMultiple.find(a.name);
+    std::vector<int64_t> tiles = tileCandidates(a.size, m == s.tileMultiple.end() ? 1 : m->second, growth);
+    if (auto seg = s.segment.find(a.name); seg != s.segment.end() && objective == Objective::Time) {
+      std::vector<int64_t> below;
+      for (int64_t t = 1; t < seg->second && t < a.size; t *= 2) below.push_back(t);
+      tiles.insert(tiles.begin(), below.begin(), below.end());
+    }
+    options.push_back(tiles);
+  }
+  // Split-K candidates: positions per block, halving from the whole axis.
+  for (const auto& axis : s.loopAxes) {
+    std::vector<int64_t> perBlock;
+    const bool splits = std::find(s.splitAxes.begin(), s.splitAxes.end(), axis) != s.splitAxes.end();
+    for (int64_t n = s.loopExtent.at(axis); n >= 1 && (splits || perBlock.empty()); n /= 2) perBlock.push_back(n);
+    options.push_back(perBlock);
+  }
+  // The stream's share a block takes, halving from the whole stream; only
+  // where no partition without it gives every SM a block (few rows): a grid
+  // that can fill the device keeps its stream whole (GPT-2's bias gradients,
+  // 768 blocks of column sums, ran 52 us whole and 75 with the stream split
+  // 8 ways on the H200, 2026-12-01, at the same predicted time).
+  bool streamSplits = std::find(s.splitAxes.begin(), s.splitAxes.end(), s.streamAxis) != s.splitAxes.end();
+  if (streamSplits) {
+    double most = 1;  // blocks, at the finest tiles and splits
+    for (size_t i = 0; i < options.size(); ++i)
+      most *= static_cast<double>(i < s.groupAxes.size() ? ceilDiv(s.groupAxes[i].size, options[i].front())
+                                                         : ceilDiv(s.loopExtent.at(s.loopAxes[i - s.groupAxes.size()]),
+                                                                   options[i].back()));
+    streamSplits = most < t.smCount;
+  }
+  if (streamSplits) {
+    std::vector<int64_t> perBlock;
+    for (int64_t n = s.streamExtent; n >= kInnerLimit; n /= 2) perBlock.push_back(n);
+    options.push_back(perBlock);
+  }
+  std::vector<int64_t> chunks = {0};
+  if (!s.streamAxis.empty() && s.streamExtent > 0) {
+    auto m = s.tileMultiple.find(s.streamAxis);
+    chunks = tileCandidates(s.streamExtent, m == s.tileMultiple.end() ? 1 : m->second, growth);
+  }
+  Partition best, smallest;
+  double bestTime = INFINITY, smallestMemory = INFINITY;
+  std::vector<size_t> pick(options.size(), 0);
+  while (true) {
+    for (int64_t chunk : chunks) {
+      Partition p;
+      for (size_t i = 0; i < options.size(); ++i) {
+        if (i < s.groupAxes.size()) p.groupTiles[s.groupAxes[i].name] = options[i][pick[i]];
+        else if (i < s.groupAxes.size() + s.loopAxes.size()) p.splitTiles[s.loopAxes[i - s.groupAxes.size()]] = options[i][pick[i]];
+        else p.splitTiles[s.streamAxis] = options[i][pick[i]];
+      }
+      p.streamChunk = chunk;
+      KernelCost c = evaluate(g, k, s, p, t, o);
+      double memory = c.level("SMEM").memoryBytes;
+      double score = objective == Objective::Time ? c.predicted : c.level("L2").movedBytes;
+      // A tile under its axis' segment is taken only where it gains more than
+      // 1%: what it adds (partial segments) the model prices only in part.
+      for (const auto& [axis, segment] : s.segment)
+        if (p.groupTiles.at(axis) < segment) {
+          score *= 1.01;
+          break;
+        }
+      if (c.fits && score < bestTime) bestTime = score, best = p;
+      if (memory < smallestMemory) smallestMemory = memory, smallest = p;
+    }
+    size_t i = 0;
+    while (i < pick.size() && ++pick[i] == options[i].size()) pick[i++] = 0;
+    if (i == pick.size()) break;
+  }
+  return std::isinf(bestTime) ? smallest : best;
+}
+
+}  // namespace llmc

@@ -1,0 +1,127 @@
+// The performance model of one kernel under one partition, and the search for
+// the partition that minimises its predicted time on a target.
+//
+// Partition (DESIGN.md §2): the kernel's output axes are group-partitioned —
+// tiles of g_a positions, one per thread block across the GRID; its stream
+// axis is stream-partitioned — chunks of s positions looped over with the
+// accumulator on chip; other reduced axes are taken whole inside a chunk.
+//
+// Transfers into SMEM (H, bytes through L2): each input once per tile of every
+// group axis it lacks, the outputs once:
+//     H = sum_inputs bytes(I) * prod_{g not in I} ceil(n_g / g_g) + sum_outputs bytes(O)
+// (a matmul A[a,b] B[b,c]: H = abc(1/g_a + 1/g_c) + ac elements).
+// Memory (M, bytes of SMEM per block): the inputs' tiles (double-buffered when
+// streamed), the output tiles (the accumulator) and the largest intermediate
+// tile (a matmul: s_b(g_a + g_c) + g_a g_c elements).
+// HBM (GMEM) itself moves each array once: the re-reads of a tile hit in L2.
+// Time: the largest of bytes/bandwidth and work/peak per unit, divided by how
+// evenly the blocks spread over the SMs, plus per-chunk syncs and the launch.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ir/ir.h"
+#include "planning/fusion.h"
+#include "planning/target.h"
+
+namespace llmc {
+
+struct CostOptions {
+  int storageBytes = 2;  // bytes per float element in GMEM/SMEM (bf16 mixed precision); 0: the IR's dtype
+  // Whether contractions may run on the tensor cores. The lowering stage
+  // (lowering.h) prices a kernel whose launch stays on the CUDA cores with
+  // this false: its contractions at the FMA units' rate.
+  bool tensorCores = true;
+};
+
+struct Partition {
+  std::map<std::string, int64_t> groupTiles;  // output axis -> tile size
+  int64_t streamChunk = 0;                    // chunk of the stream axis (0: no stream)
+  // Loop axes split across blocks (split-K): axis -> positions per block. The
+  // blocks of one output tile add their partial results with atomics.
+  std::map<std::string, int64_t> splitTiles = {};
+};
+
+struct LevelCost {
+  std::string level;        // "GMEM", "SMEM", "REG"
+  double memoryBytes = 0;   // used at once (per block for SMEM, per thread for REG)
+  double capacityBytes = 0;
+  double movedBytes = 0;    // into and out of the level, whole kernel
+  double seconds = 0;       // moved / bandwidth
+};
+
+struct KernelCost {
+  std::vector<LevelCost> levels;  // GMEM, L2, SMEM, REG
+  const LevelCost& level(const std::string& name) const;
+  std::map<std::string, double> work;     // unit -> operations
+  std::map<std::string, double> seconds;  // term -> time (levels, units, sync)
+  int64_t blocks = 0;
+  int64_t chunks = 0;     // stream chunks per block
+  double waveEfficiency = 1;
+  double predicted = 0;   // seconds
+  std::string bottleneck;
+  bool fits = true;       // memory within every level's capacity
+  // On-chip memory per block, SMEM and registers together: the M of the
+  // closed forms (DESIGN.md §2).
+  double onChipBytes = 0;
+  // Set by the lowering stage (lowering.h): the engine the kernel's launch
+  // runs on, and the launches made for it besides (staging copies), whose
+  // time `seconds["helpers"]` and `predicted` include.
+  std::string engine;
+  int helperLaunches = 0;
+};
+
+// What a kernel's partition constrains, derived from its nodes.
+struct KernelShape {
+  std::vector<Axis> groupAxes;                 // tiled across blocks
+  std::string streamAxis;                      // chunked, with an accumulator
+  int64_t streamExtent = 0;
+  std::map<std::string, int64_t> tileMultiple; // axis -> tiles must be multiples (lcm of the constraints)
+  // Group axes whose only constraint is the coalescing segment: tiles under
+  // one segment (1, 2, 4, ...) are offered too, each array along them priced
+  // as moving whole segments (a row reduction's output, one value a row:
+  // rows of a long axis spread over as many blocks as there are rows).
+  std::map<std::string, int64_t> segment;      // axis -> the coalescing segment in elements (below it: priced)
+  std::vector<std::string> loopAxes;           // other reduced axes looped over around the stream, one position at a time
+  std::map<std::string, int64_t> loopExtent;   // loop axis -> its extent
+  std::vector<std::string> splitAxes;          // loop axes blocks may share (split-K): the outputs are sums over them
+  bool perPosition = false;  // a contraction at each position of the stream: a tensor-core stream
+  double stepsRun = 1;       // the fraction of such a stream's steps a comparison of positions leaves to run
+};
+
+// The operations a node performs and the unit that performs them
+// ("tensor_bf16", "fp32", "sfu", ...).
+struct NodeWork {
+  std::string unit;
+  double operations = 0;
+};
+NodeWork nodeWork(const Graph& graph, const Node& node, const Target& target, const CostOptions& options);
+
+// The bytes an array takes in GMEM.
+double storedBytes(const Type& type, const CostOptions& options);
+
+KernelShape kernelShape(const Graph& graph, const Kernel& kernel, const Target& target, const CostOptions& options);
+
+KernelCost evaluate(const Graph& graph, const Kernel& kernel, const KernelShape& shape, const Partition& partition,
+                    const Target& target, const CostOptions& options);
+
+// What the partition search minimises.
+enum class Objective {
+  Time,       // the predicted time (the default: what llmc-compile uses)
+  Transfers,  // the bytes moved into SMEM (the closed forms of DESIGN.md §2)
+};
+
+// Tile sizes the search tries along an axis of `extent` positions: multiples
+// of `multiple`, growing by 1/growthDivisor each step (doubling without a
+// constraint), up to the whole axis rounded up. Finite and ascending for any
+// extent up to 2^63 - 1.
+std::vector<int64_t> tileCandidates(int64_t extent, int64_t multiple, int64_t growthDivisor);
+
+// The legal partition (every level within capacity, tiles multiples of their
+// constraints) with the least predicted time or transfers.
+Partition searchPartition(const Graph& graph, const Kernel& kernel, const KernelShape& shape, const Target& target,
+                          const CostOptions& options, Objective objective = Objective::Time);
+
+}  // namespace llmc

@@ -1,0 +1,314 @@
+// Fusion's internals, shared by the files that define it (fusion.h is the
+// interface): one Fuser cuts one graph into kernels. Its methods are defined
+// by concern:
+//
+//   fusion.cpp          the vocabulary, anchors, prologues and epilogues, the kernels collected
+//   fusion_streams.cpp  reductions merged into the streams that make what they reduce
+#pragma once
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <unordered_set>
+#include <vector>
+
+#include "analysis/streamability.h"
+#include "planning/fusion.h"
+
+namespace llmc::fusion {
+
+// A reduced axis at most this long may be held whole in a block instead of
+// streamed (a row of 8192 f32 is 32 KiB).
+inline constexpr int64_t kWholeAxisLimit = 8192;
+
+// The longest axis a contraction may reduce inside another reduction's
+// stream, recomputed for each of its chunks.
+inline constexpr int64_t kRedoneContractionLimit = 256;
+
+// The axes an anchor reduces.
+std::vector<std::string> reducedBy(const Node& n);
+
+int64_t operandExtent(const Graph& g, const Node& r, const std::string& x);
+
+bool isLongContraction(const Graph& g, const Node& n);
+
+// Whether id's chain of elementwise nodes and views reaches a short
+// contraction: a value the recompute pass remakes inside a stream.
+bool remadeFromShortContraction(const Graph& g, NodeId id);
+
+class Fuser {
+ public:
+  Fuser(const Graph& g, const FusionOptions& options)
+      : g_(g), options_(options), free_(freeNodes(g)), group_(g.nodes.size(), -1), consumers_(g.nodes.size()) {
+    for (const Node& n : g.nodes)
+      for (NodeId o : n.operands) consumers_[static_cast<size_t>(o)].push_back(n.id);
+    for (const auto& o : g.outputs) isOutput_.insert(o.node);
+    // Nodes that compute the same as another (copies the recompute pass made).
+    using Signature = std::tuple<Op, std::vector<NodeId>, std::vector<std::string>, std::vector<std::pair<std::string, int64_t>>>;
+    std::map<Signature, std::vector<NodeId>> same;
+    for (const Node& n : g.nodes) {
+      std::vector<std::pair<std::string, int64_t>> axes;
+      for (const Axis& a : n.type.axes) axes.push_back({a.name, a.size});
+      same[{n.op, n.operands, n.axes, axes}].push_back(n.id);
+    }
+    for (const auto& [key, nodes] : same)
+      if (nodes.size() > 1)
+        for (NodeId n : nodes) twins_[n] = nodes;
+    for (const Node& n : g.nodes) viewHere_.push_back(computeViewHere(n));  // asked for every node, many times
+  }
+
+  std::vector<Kernel> run();
+
+  // A scatter-add runs as a launch of its own ahead of its kernel's other
+  // work (one thread per value, atomics; cuda_kernel_writer.h), computing its
+  // values and indices from stored arrays there: none may need a reduction
+  // of the same kernel (a sum its gradient's values are scaled by, another
+  // scatter-add), which that launch cannot make. Such a scatter-add is a
+  // kernel of its own, its operands stored.
+  void separateScatterValues(int& next);
+
+  // The checks above look at one join or merge at a time; together they can
+  // still leave kernels that wait for each other (a prologue whose operand
+  // comes from a kernel that reads the prologue's own kernel). Those kernels
+  // give up their elementwise members, each then a kernel of its own, and if
+  // that is not enough every member stands alone: one node a kernel always
+  // runs in graph order.
+  void breakCycles(int& next);
+
+  // The groups that runOrder cannot place: those in a cycle and those after one.
+  std::set<int> groupsLeftWaiting() const;
+
+ private:
+  static size_t idx(NodeId id) { return static_cast<size_t>(id); }
+  bool freeNode(NodeId id) const { return free_[idx(id)] != 0; }
+  bool light(const Node& n) const { return n.op != Op::Input && !freeNode(n.id) && !viewHere(n) && !isAnchor(n); }
+
+  // A view, read through by the kernels that use it; except a concat that a
+  // long contraction reads (the qkv projection's gradients, dq, dk and dv in
+  // three layouts): the tensor cores take one strided array, so the concat is
+  // computed, its parts copied into one stored array.
+  bool viewHere(const Node& n) const { return viewHere_[idx(n.id)] != 0; }
+  bool computeViewHere(const Node& n) const;
+
+  // A light node whose consumers all sit in one kernel is computed there,
+  // unless it is an operand of a contraction: tensor cores are fed stored
+  // tiles (by TMA or cp.async), so a layernorm's normalisation before a
+  // matmul is the epilogue of the kernel that makes its statistics.
+  void attachPrologues();
+
+  // In the backward pass, only what storedForMatmul says; the operand chains
+  // the recompute pass built stay prologues.
+  bool feedsContraction(NodeId id) const;
+
+  // Whether n is backward work (a copy the recompute pass made, computed
+  // from forward values alone: a GELU's derivative from the MLP's
+  // pre-activation) that would join a forward kernel: stored there, it would
+  // stay alive from the forward to the backward, while where the backward
+  // reads it, it is remade from what the forward stored anyway.
+  bool forBackwardInForward(const Node& n, int group) const;
+
+  // Whether `group` reduces to a scalar (a gradient's global norm, a loss):
+  // it takes no epilogue. What follows would spread the scalar back over
+  // the axes it reduced (the gradient scaled by its norm) with all of them in
+  // one block, and the reduction alone is a plain sum that the whole grid
+  // shares (cuda_kernel_writer.h, isGridSum); scalar work after it is
+  // recomputed where it is read. A reduction that keeps axes (a layernorm's
+  // rows) spreads over those, and its epilogue stays.
+  bool spreadsScalarReduction(int group) const;
+
+  // The rest join the kernel of their latest computed operand; those computed
+  // from inputs and constants alone (a mask from positions) join the kernel of
+  // a consumer; what is left starts a kernel of its own.
+  void attachEpilogues(int& next);
+
+  // Whether the nodes `inKernel` accepts, all with ids from `first` to
+  // `last`, can run as one kernel: no path leaves them and comes back
+  // (through another kernel that reads one of their values and makes one they
+  // read). Views and free nodes are read through, not kernels of their own.
+  // Such a path runs between the kernel's first and last node (the graph is in
+  // topological order): only those are walked, so that growing a kernel node
+  // by node along a chain costs the chain's length, not its square.
+  template <class InKernel>
+  bool staysAcyclic(InKernel inKernel, NodeId first, NodeId last) const {
+    enum : char { Unrelated, KernelValue, After };  // After: depends on the kernel through another kernel
+    std::vector<char> state(idx(last - first) + 1, Unrelated);
+    auto stateOf = [&](NodeId o) { return o < first ? static_cast<char>(Unrelated) : state[idx(o - first)]; };
+    for (NodeId id = first; id <= last; ++id) {
+      const Node& n = g_.node(id);
+      bool fromAfter = false, fromKernel = false;
+      for (NodeId o : n.operands) {
+        fromAfter = fromAfter || stateOf(o) == After;
+        fromKernel = fromKernel || stateOf(o) == KernelValue;
+      }
+      char& s = state[idx(id - first)];
+      if (inKernel(n.id)) {
+        if (fromAfter) return false;
+        s = KernelValue;
+      } else if (viewHere(n)) {
+        s = fromAfter ? After : fromKernel ? KernelValue : Unrelated;
+      } else if (!freeNode(n.id)) {
+        s = fromAfter || fromKernel ? After : Unrelated;
+      }
+    }
+    return true;
+  }
+
+  // staysAcyclic for node n joining `group`. A group known to stay acyclic
+  // (verified_) gains a path out and back only through n: one from n out and
+  // into the group, or from the group out and to n. Those are walked from n
+  // alone, so that a kernel growing node by node along a chain costs the
+  // chain's length, not its square. Otherwise the whole span is walked.
+  bool staysAcyclicWith(NodeId n, int group) const;
+
+  // Whether a path runs from n into `group` (forward, through ids up to
+  // `bound`) or from `group` to n (backward, down to `bound`) through at least
+  // one node that another kernel computes: a node that is not a view (views
+  // are read through); free nodes end a path (each kernel makes its own).
+  bool pathThroughAnotherKernel(NodeId n, int group, NodeId bound, bool forward) const;
+
+  bool readsScatterIn(NodeId n, int group) const;
+
+  // A reduction over another, long axis whose result lacks an axis of r's
+  // would be redone for every tile of that axis inside x's stream: it stays
+  // a kernel of its own (the MLP's two matmuls; attention's row sums over
+  // the keys beside the stream over the queries). The classifier's logits
+  // are not redone (its loss has only their rows); attention's q·k over
+  // d = 64 is short enough to redo.
+  bool redoneInside(NodeId m, const Node& r, const std::string& x) const;
+
+  // A long float contraction whose output runs along x (the classifier's
+  // logits, 768 channels per score, along the vocabulary) is a matmul for the
+  // tensor cores, which make whole output tiles: their epilogue is elementwise
+  // and cannot carry a reduction along the tile's columns across blocks, and
+  // on CUDA cores its chunks would cost the GEMM itself. It stays a kernel of
+  // its own, its output stored; the reduction over x reads it. (Attention's
+  // q·k over d = 64 is short: its scores are made inside the stream.)
+  bool matmulAlong(NodeId m, const std::string& x) const;
+
+  // Whether n lacks an axis of a long matmul in `group`: joining it, n would
+  // be made per row (a layernorm's statistics remade for its backward) in a
+  // tensor-core GEMM's epilogue, which works per output point.
+  bool narrowerThanMatmulIn(NodeId n, int group) const;
+
+  // Whether r is a long matmul (for the tensor cores, which take stored
+  // tiles) and its operand o a value it must read stored: a layernorm's
+  // output, not taken into r's stream as a normalised contraction on CUDA
+  // cores. An operand remade from a short contraction (attention's
+  // probabilities, from q·k over 64 channels) is streamed with it: that is
+  // flash attention.
+  bool storedForTensorCores(const Node& r, NodeId o) const;
+
+  // Whether a member is a backward operand that feedsContraction stores
+  // (dlogits): a stream must not take it back in as a prologue.
+  bool holdsStoredBackwardOperand(int group) const;
+
+  // A contraction over channels of two operands both along x, not over x
+  // (attention's row term dO·O of the softmax's gradient, along the queries)
+  // is the same for every row tile of x's stream: made inside it, it would be
+  // redone for each, and a stream on the tensor cores takes only scores of an
+  // operand across x against one along it. It stays a kernel of its own.
+  bool positionContraction(NodeId m, const std::string& x) const;
+
+  bool redoneInStream(NodeId m, const Node& r, const std::string& x) const;
+
+  bool holdsRedoneWork(int group, const Node& r, const std::string& x) const;
+
+  // Whether c computes what a member already does: a copy the recompute
+  // pass made for another stream (CSE leaves no other duplicates), which
+  // must stay out of this kernel.
+  bool copiesAMember(NodeId c, const std::set<NodeId>& members) const;
+
+  bool reducesIn(int group, const std::string& x) const;
+
+  // Whether `group` makes only `o`, a sum or maximum over x (one axis) of
+  // elementwise work on what it reads: no contraction, nothing else stored.
+  bool isStatisticOf(int group, NodeId o, const std::string& x) const;
+
+  // Whether n, joining `group`, would read a value of that kernel through a
+  // box that moves positions (a slice, a rename, a split; n itself or views
+  // before it): a kernel holds its
+  // values at its own points only (a stream's accumulator is the sum at this
+  // point, not at the slice's offset), so n must read it stored instead.
+  bool readsKernelValueMoved(const Node& n, int group) const;
+
+  // The value a chain of one-operand views (renames, stop_gradients) shows.
+  NodeId throughViews(NodeId id) const;
+
+  // Whether every value group `from` reads along x from outside is read by
+  // group `by` too (through views: the same stored array).
+  bool readsAlongWithin(int from, int by, const std::string& x) const;
+
+  // The nodes of one group (no copy: it is read for every operand of every
+  // reduction, in every round of mergeStreams).
+  const std::set<NodeId>& membersOfGroup(int group) const;
+
+  std::set<NodeId> membersOf(const std::set<int>& groups) const;
+
+  // Puts node `id` in `group` (the only way group_ changes, so that members_
+  // follows it).
+  // Whether a group is known to run as one kernel (staysAcyclic) after a
+  // join: Known where the caller checked it (or the group is the node alone),
+  // Unknown where it did not (a prologue).
+  enum class Acyclic { Unknown, Known };
+
+  void join(NodeId id, int group, Acyclic acyclic = Acyclic::Unknown);
+
+  // Every member of group `from` into group `to`.
+  void moveMembers(int from, int to);
+
+  // Whether `group` is a reduction over several axes at once (a loss summed
+  // over every axis): it joins no stream, which would be left no axis to
+  // spread over blocks.
+  bool reducesSeveralAxes(int group) const;
+
+  // Adds to `groups` (whose nodes are `members`) every kernel that reduces
+  // over x a value of theirs along x, until none is left. Each round looks
+  // only at the consumers of the members the last round added: a consumer
+  // refused once stays refused (what refuses it is fixed, or grows with the
+  // members), so the rounds find what rescanning every member would, in time
+  // linear in what they add instead of in that times the number of rounds
+  // (the residual stream chains every layer's kernels over the channels).
+  void growAlong(std::set<int>& groups, std::set<NodeId>& members, const std::string& x) const;
+
+  // A reduction over x merges with the kernels that make the values it
+  // reduces, and with the other reductions over x of those values, when the
+  // union streams over x.
+  void mergeStreams();
+
+  // The groups in an order in which every kernel runs after those whose
+  // values it reads (through views too); among the ready ones, the one whose
+  // first node comes first.
+  std::vector<int> runOrder(const std::map<int, Kernel>& byGroup) const;
+  // runOrder's order of the groups it can place (all of them unless some wait for each other).
+  std::vector<int> placeableOrder(const std::map<int, Kernel>& byGroup) const;
+
+  // Whether the groups as they stand can run one after another.
+  bool runsInOrder() const;
+
+  int64_t reducedExtent(const Node& r, const std::string& x) const;
+
+  std::vector<Kernel> collect() const;
+
+  const Graph& g_;
+  const FusionOptions& options_;
+  std::vector<char> free_;                  // per node: isFree
+  std::vector<char> viewHere_;              // per node: viewHere
+  std::vector<int> group_;                  // per node: its kernel's group, -1 for none (yet)
+  std::map<int, std::set<NodeId>> members_;  // per group: its nodes (join, moveMembers)
+  std::map<int, std::vector<NodeId>> matmuls_;  // per group: its long contractions (isLongContraction)
+  std::set<int> verified_;  // groups known to stay acyclic (join)
+  std::map<NodeId, std::vector<NodeId>> twins_;  // nodes with the same op, operands and axes as others, with them
+  mutable std::map<NodeId, bool> remadeFromShort_;  // remadeFromShortContraction, once per node
+  std::vector<std::vector<NodeId>> consumers_;
+  std::set<NodeId> isOutput_;
+  std::map<int, std::string> streamAxis_;
+  std::map<int, NodeId> anchorOf_;  // each anchor's own group, before merging
+  std::map<int, std::set<std::string>> wholeAxes_;  // reduced axes a kernel holds whole
+};
+
+}  // namespace llmc::fusion

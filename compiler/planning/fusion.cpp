@@ -1,0 +1,401 @@
+#include "planning/fusion.h"
+
+#include "planning/fuser.h"
+
+namespace llmc {
+
+bool isAnchor(const Node& n) {
+  return n.op == Op::Contract || n.op == Op::Reduce || n.op == Op::Gather || n.op == Op::ScatterAdd;
+}
+
+// Free: no Input, anchor or view is reached from n through the nodes that
+// are neither constants nor positions. Walked with a work list, each node
+// once: a chain of a hundred thousand additions is no recursion that deep,
+// and diamonds are no walk exponential in their number.
+bool isFree(const Graph& g, const Node& n) {
+  auto blocks = [](const Node& m) { return m.op == Op::Input || isAnchor(m) || isView(m); };
+  auto ends = [](const Node& m) { return m.op == Op::Constant || m.op == Op::Pos; };
+  if (ends(n)) return true;
+  if (blocks(n)) return false;
+  std::vector<NodeId> work(n.operands.begin(), n.operands.end());
+  std::unordered_set<NodeId> seen(work.begin(), work.end());
+  while (!work.empty()) {
+    const Node& m = g.node(work.back());
+    work.pop_back();
+    if (ends(m)) continue;
+    if (blocks(m)) return false;
+    for (NodeId o : m.operands)
+      if (seen.insert(o).second) work.push_back(o);
+  }
+  return true;
+}
+
+std::vector<char> freeNodes(const Graph& g) {
+  std::vector<char> free(g.nodes.size(), 0);
+  for (const Node& n : g.nodes) {  // operands come first: one pass
+    if (n.op == Op::Constant || n.op == Op::Pos) free[static_cast<size_t>(n.id)] = 1;
+    else if (n.op != Op::Input && !isAnchor(n) && !isView(n))
+      free[static_cast<size_t>(n.id)] = std::all_of(n.operands.begin(), n.operands.end(),
+                                                    [&](NodeId o) { return free[static_cast<size_t>(o)] != 0; });
+  }
+  return free;
+}
+
+bool isView(const Node& n) {
+  switch (n.op) {
+    case Op::Split:
+    case Op::Merge:
+    case Op::Rename:
+    case Op::Index:
+    case Op::Concat:
+    case Op::Transpose:
+    case Op::Broadcast:
+    case Op::StopGradient: return true;
+    default: return false;
+  }
+}
+
+namespace fusion {
+
+// The axes an anchor reduces.
+std::vector<std::string> reducedBy(const Node& n) {
+  switch (n.op) {
+    case Op::Contract:
+    case Op::Reduce: return n.axes;
+    case Op::Gather: return {n.axes[0]};
+    default: return {};
+  }
+}
+
+int64_t operandExtent(const Graph& g, const Node& r, const std::string& x) {
+  for (NodeId o : r.operands)
+    if (const Axis* a = g.node(o).type.find(x)) return a->size;
+  return 0;
+}
+
+bool isLongContraction(const Graph& g, const Node& n) {
+  return n.op == Op::Contract && isFloat(n.type.dtype) &&
+         std::any_of(n.axes.begin(), n.axes.end(),
+                     [&](const std::string& a) { return operandExtent(g, n, a) > kRedoneContractionLimit; });
+}
+
+// Whether id's chain of elementwise nodes and views reaches a short
+// contraction: a value the recompute pass remakes inside a stream.
+bool remadeFromShortContraction(const Graph& g, NodeId id) {
+  std::vector<NodeId> work = {id};
+  std::set<NodeId> seen;
+  while (!work.empty()) {
+    const Node& n = g.node(work.back());
+    work.pop_back();
+    if (!seen.insert(n.id).second) continue;
+    if (n.op == Op::Contract) {
+      if (!isLongContraction(g, n)) return true;
+      continue;
+    }
+    if (n.id != id && (n.op == Op::Input || isAnchor(n))) continue;
+    work.insert(work.end(), n.operands.begin(), n.operands.end());
+  }
+  return false;
+}
+
+std::vector<Kernel> Fuser::run() {
+  int next = 0;
+  for (const Node& n : g_.nodes)
+    if (isAnchor(n)) anchorOf_[next] = n.id, join(n.id, next++, Acyclic::Known);
+  attachPrologues();
+  attachEpilogues(next);
+  mergeStreams();
+  separateScatterValues(next);
+  breakCycles(next);
+  return collect();
+}
+
+void Fuser::separateScatterValues(int& next) {
+  for (const Node& s : g_.nodes) {
+    if (s.op != Op::ScatterAdd || group_[idx(s.id)] < 0) continue;
+    const int gr = group_[idx(s.id)];
+    std::vector<NodeId> work(s.operands.begin(), s.operands.end());
+    std::set<NodeId> seen;
+    bool needsReduction = false;
+    while (!work.empty() && !needsReduction) {
+      const NodeId id = work.back();
+      work.pop_back();
+      if (!seen.insert(id).second) continue;
+      const Node& m = g_.node(id);
+      if (group_[idx(id)] == gr) {
+        if (isAnchor(m)) needsReduction = true;
+        else work.insert(work.end(), m.operands.begin(), m.operands.end());
+      } else if (group_[idx(id)] < 0 && viewHere(m)) {
+        work.insert(work.end(), m.operands.begin(), m.operands.end());
+      }
+    }
+    if (needsReduction && members_[gr].size() > 1) {
+      join(s.id, next++, Acyclic::Known);
+      streamAxis_.erase(gr);
+    }
+  }
+}
+
+void Fuser::breakCycles(int& next) {
+  for (int round = 0; round < 2; ++round) {
+    const std::set<int> waiting = groupsLeftWaiting();
+    if (waiting.empty()) return;
+    for (int gr : waiting) {
+      const std::set<NodeId> members = members_[gr];
+      for (NodeId m : members) {
+        if (round == 0 && isAnchor(g_.node(m))) continue;
+        if (members_[gr].size() == 1) break;
+        join(m, next++, Acyclic::Known);
+      }
+      streamAxis_.erase(gr);
+      wholeAxes_.erase(gr);
+    }
+  }
+}
+
+std::set<int> Fuser::groupsLeftWaiting() const {
+  std::map<int, Kernel> byGroup;
+  for (const Node& n : g_.nodes)
+    if (group_[idx(n.id)] >= 0) byGroup[group_[idx(n.id)]].nodes.push_back(n.id);
+  std::set<int> left;
+  for (const auto& [gr, k] : byGroup) left.insert(gr);
+  for (int gr : placeableOrder(byGroup)) left.erase(gr);
+  return left;
+}
+
+bool Fuser::computeViewHere(const Node& n) const {
+  if (!isView(n)) return false;
+  if (n.op != Op::Concat || !isFloat(n.type.dtype)) return true;
+  // Its readers, through other views.
+  std::vector<NodeId> work = consumers_[idx(n.id)];
+  std::set<NodeId> seen;
+  while (!work.empty()) {
+    const Node& c = g_.node(work.back());
+    work.pop_back();
+    if (!seen.insert(c.id).second) continue;
+    if (isLongContraction(g_, c)) return false;
+    if (isView(c)) work.insert(work.end(), consumers_[idx(c.id)].begin(), consumers_[idx(c.id)].end());
+  }
+  return true;
+}
+
+// A light node whose consumers all sit in one kernel is computed there,
+// unless it is an operand of a contraction: tensor cores are fed stored
+// tiles (by TMA or cp.async), so a layernorm's normalisation before a
+// matmul is the epilogue of the kernel that makes its statistics.
+void Fuser::attachPrologues() {
+  for (size_t i = g_.nodes.size(); i-- > 0;) {
+    const Node& n = g_.nodes[i];
+    if (!light(n) || isOutput_.count(n.id) || feedsContraction(n.id) || options_.stored.count(n.id)) continue;
+    std::set<int> groups;
+    for (NodeId c : consumers_[i]) groups.insert(group_[idx(c)]);
+    if (groups.size() == 1 && *groups.begin() >= 0 && !readsKernelValueMoved(n, *groups.begin()))
+      join(n.id, *groups.begin());
+  }
+}
+
+// In the backward pass, only what storedForMatmul says; the operand chains
+// the recompute pass built stay prologues.
+bool Fuser::feedsContraction(NodeId id) const {
+  if (g_.node(id).adjoint) return storedForMatmul(g_, id, consumers_[idx(id)]);
+  return std::any_of(consumers_[idx(id)].begin(), consumers_[idx(id)].end(), [&](NodeId c) {
+    return g_.node(c).op == Op::Contract && isFloat(g_.node(c).type.dtype);
+  });
+}
+
+// Whether n is backward work (a copy the recompute pass made, computed
+// from forward values alone: a GELU's derivative from the MLP's
+// pre-activation) that would join a forward kernel: stored there, it would
+// stay alive from the forward to the backward, while where the backward
+// reads it, it is remade from what the forward stored anyway.
+bool Fuser::forBackwardInForward(const Node& n, int group) const {
+  const auto anchor = anchorOf_.find(group);
+  return n.adjoint && anchor != anchorOf_.end() && !g_.node(anchor->second).adjoint;
+}
+
+// Whether `group` reduces to a scalar (a gradient's global norm, a loss):
+// it takes no epilogue. What follows would spread the scalar back over
+// the axes it reduced (the gradient scaled by its norm) with all of them in
+// one block, and the reduction alone is a plain sum that the whole grid
+// shares (cuda_kernel_writer.h, isGridSum); scalar work after it is
+// recomputed where it is read. A reduction that keeps axes (a layernorm's
+// rows) spreads over those, and its epilogue stays.
+bool Fuser::spreadsScalarReduction(int group) const {
+  const auto anchor = anchorOf_.find(group);
+  if (anchor == anchorOf_.end()) return false;
+  return g_.node(anchor->second).type.axes.empty();
+}
+
+// The rest join the kernel of their latest computed operand; those computed
+// from inputs and constants alone (a mask from positions) join the kernel of
+// a consumer; what is left starts a kernel of its own.
+void Fuser::attachEpilogues(int& next) {
+  std::vector<NodeId> orphans;
+  for (const Node& n : g_.nodes) {
+    if (!light(n) || group_[idx(n.id)] >= 0) continue;
+    // Kernels run in the order of their groups: the latest of the
+    // operands' kernels is the first where every operand is ready.
+    int chosen = -1;
+    for (NodeId o : n.operands) chosen = std::max(chosen, group_[idx(o)]);
+    // A scatter-add is complete only when every block has added its values:
+    // what reads it cannot run in the same kernel.
+    for (NodeId o : n.operands)
+      if (g_.node(o).op == Op::ScatterAdd && group_[idx(o)] == chosen) chosen = -1;
+    if (chosen >= 0 && spreadsScalarReduction(chosen)) chosen = -1;
+    if (chosen >= 0 && forBackwardInForward(n, chosen)) chosen = -1;
+    if (chosen >= 0 && readsKernelValueMoved(n, chosen)) chosen = -1;
+    if (chosen >= 0 && !staysAcyclicWith(n.id, chosen)) chosen = -1;
+    if (chosen >= 0) join(n.id, chosen, Acyclic::Known);
+    else orphans.push_back(n.id);
+  }
+  for (auto it = orphans.rbegin(); it != orphans.rend(); ++it) {
+    for (NodeId c : consumers_[idx(*it)])
+      if (int gc = group_[idx(c)]; gc >= 0 && !readsScatterIn(*it, gc) && !feedsContraction(*it) &&
+                                   !narrowerThanMatmulIn(*it, gc) && !readsKernelValueMoved(g_.node(*it), gc) &&
+                                   staysAcyclicWith(*it, gc)) {
+        join(*it, group_[idx(c)], Acyclic::Known);
+        break;
+      }
+    if (group_[idx(*it)] < 0) join(*it, next++, Acyclic::Known);
+  }
+}
+
+// The groups in an order in which every kernel runs after those whose
+// values it reads (through views too); among the ready ones, the one whose
+// first node comes first.
+std::vector<int> Fuser::runOrder(const std::map<int, Kernel>& byGroup) const {
+  std::vector<int> order = placeableOrder(byGroup);
+  if (order.size() != byGroup.size()) throw std::logic_error("fusion made kernels that wait for each other");
+  return order;
+}
+
+std::vector<int> Fuser::placeableOrder(const std::map<int, Kernel>& byGroup) const {
+  std::vector<std::set<int>> producers(g_.nodes.size());  // the kernels a node's value comes from
+  for (const Node& n : g_.nodes) {
+    if (group_[idx(n.id)] >= 0) producers[idx(n.id)] = {group_[idx(n.id)]};
+    else if (viewHere(n))
+      for (NodeId o : n.operands) producers[idx(n.id)].insert(producers[idx(o)].begin(), producers[idx(o)].end());
+  }
+  std::map<int, std::set<int>> waitsFor;
+  std::map<int, std::set<int>> readers;
+  for (const Node& n : g_.nodes) {
+    int gr = group_[idx(n.id)];
+    if (gr < 0) continue;
+    for (NodeId o : n.operands)
+      for (int p : producers[idx(o)])
+        if (p != gr) waitsFor[gr].insert(p), readers[p].insert(gr);
+  }
+  std::set<std::pair<NodeId, int>> ready;  // (first node, group)
+  for (const auto& [gr, k] : byGroup)
+    if (waitsFor[gr].empty()) ready.insert({k.nodes.front(), gr});
+  std::vector<int> order;
+  while (!ready.empty()) {
+    int gr = ready.begin()->second;
+    ready.erase(ready.begin());
+    order.push_back(gr);
+    for (int r : readers[gr]) {
+      waitsFor[r].erase(gr);
+      if (waitsFor[r].empty()) ready.insert({byGroup.at(r).nodes.front(), r});
+    }
+  }
+  return order;
+}
+
+// Whether the groups as they stand can run one after another.
+bool Fuser::runsInOrder() const {
+  std::map<int, Kernel> byGroup;
+  for (const Node& n : g_.nodes)
+    if (group_[idx(n.id)] >= 0) byGroup[group_[idx(n.id)]].nodes.push_back(n.id);
+  try {
+    runOrder(byGroup);
+  } catch (const std::logic_error&) {
+    return false;
+  }
+  return true;
+}
+
+int64_t Fuser::reducedExtent(const Node& r, const std::string& x) const {
+  for (NodeId o : r.operands)
+    if (const Axis* a = g_.node(o).type.find(x)) return a->size;
+  return 0;
+}
+
+std::vector<Kernel> Fuser::collect() const {
+  std::map<int, Kernel> byGroup;
+  for (const Node& n : g_.nodes) {
+    int gr = group_[idx(n.id)];
+    if (gr < 0) continue;
+    byGroup[gr].nodes.push_back(n.id);
+  }
+  std::vector<Kernel> kernels;
+  for (int gr : runOrder(byGroup)) {
+    Kernel& k = byGroup[gr];
+    // The kernel's values, read through stop_gradients: one of them read
+    // inside is no input, and what it passes out of the kernel is an output.
+    const std::set<NodeId> inside = withStopGradients(g_, {k.nodes.begin(), k.nodes.end()});
+    std::set<NodeId> inputs, leaving;
+    for (auto it = inside.rbegin(); it != inside.rend(); ++it) {
+      const NodeId id = *it;
+      for (NodeId o : g_.node(id).operands)
+        if (!inside.count(o) && !freeNode(o)) inputs.insert(o);
+      bool leaves = isOutput_.count(id) > 0 || leaving.count(id) > 0;
+      for (NodeId c : consumers_[idx(id)]) leaves |= !inside.count(c) && !freeNode(c);
+      if (!leaves) continue;
+      if (g_.node(id).op == Op::StopGradient) leaving.insert(g_.node(id).operands[0]);
+      else leaving.insert(id);
+    }
+    for (NodeId id : k.nodes)
+      if (leaving.count(id)) k.outputs.push_back(id);
+    k.inputs.assign(inputs.begin(), inputs.end());
+    if (auto s = streamAxis_.find(gr); s != streamAxis_.end()) k.streamAxis = s->second;
+    // Reduced axes: the stream axis if the fusion chose one, else the one
+    // with the most positions; the rest are consumed whole inside a chunk.
+    std::map<std::string, int64_t> reduced;
+    // (A gather reads one row per index: it reduces nothing worth streaming.)
+    for (NodeId id : k.nodes)
+      if (g_.node(id).op != Op::Gather)
+        for (const auto& a : reducedBy(g_.node(id)))
+          for (NodeId o : g_.node(id).operands)
+            if (const Axis* ax = g_.node(o).type.find(a)) reduced[a] = ax->size;
+    // Otherwise the longest reduced axis streams, if the kernel streams over
+    // it and does not hold it whole.
+    auto whole = wholeAxes_.find(gr);
+    if (k.streamAxis.empty() && !reduced.empty()) {
+      auto longest = std::max_element(reduced.begin(), reduced.end(), [](auto& a, auto& b) {
+        return a.second < b.second;
+      });
+      bool held = whole != wholeAxes_.end() && whole->second.count(longest->first);
+      std::set<NodeId> members(k.nodes.begin(), k.nodes.end());
+      if (!held && analyzeStream(g_, members, longest->first).streamable) k.streamAxis = longest->first;
+    }
+    for (const auto& [a, size] : reduced)
+      if (a != k.streamAxis) k.innerAxes.push_back(a);
+    k.id = static_cast<int>(kernels.size());
+    const Node& last = g_.node(k.outputs.empty() ? k.nodes.back() : k.outputs.back());
+    k.name = fmt::format("k{}_{}", k.id, last.name.empty() ? opName(last.op) : last.name);
+    kernels.push_back(std::move(k));
+  }
+  return kernels;
+}
+
+}  // namespace fusion
+
+bool storedForMatmul(const Graph& g, NodeId id, const std::vector<NodeId>& readers) {
+  const Node& n = g.node(id);
+  if (!n.adjoint || !isFloat(n.type.dtype) || n.op == Op::Input || isFree(g, n)) return false;
+  return std::any_of(readers.begin(), readers.end(), [&](NodeId r) { return fusion::isLongContraction(g, g.node(r)); }) &&
+         !fusion::remadeFromShortContraction(g, id);
+}
+
+bool isWholeArraySum(const Graph& g, const std::vector<NodeId>& outputs, const std::set<NodeId>& nodes) {
+  if (outputs.size() != 1) return false;
+  const Node& r = g.node(outputs[0]);
+  if (r.op != Op::Reduce || r.reduce != ReduceOp::Sum || !r.type.axes.empty() || !isFloat(r.type.dtype)) return false;
+  return std::none_of(nodes.begin(), nodes.end(), [&](NodeId id) { return id != r.id && isAnchor(g.node(id)); });
+}
+
+std::vector<Kernel> formKernels(const Graph& graph, const FusionOptions& options) {
+  return fusion::Fuser(graph, options).run();
+}
+
+}  // namespace llmc

@@ -1,0 +1,392 @@
+// Reductions merged into the stream of the kernel that makes what they
+// reduce, where the union streams over the axis (streamability.h): how a
+// softmax and the contraction after it become one kernel.
+#include "planning/fuser.h"
+
+namespace llmc::fusion {
+
+// staysAcyclic for node n joining `group`. A group known to stay acyclic
+// (verified_) gains a path out and back only through n: one from n out and
+// into the group, or from the group out and to n. Those are walked from n
+// alone, so that a kernel growing node by node along a chain costs the
+// chain's length, not its square. Otherwise the whole span is walked.
+bool Fuser::staysAcyclicWith(NodeId n, int group) const {
+  const auto members = members_.find(group);
+  if (members == members_.end() || members->second.empty()) return true;
+  const NodeId first = std::min(n, *members->second.begin()), last = std::max(n, *members->second.rbegin());
+  if (!verified_.count(group))
+    return staysAcyclic([&](NodeId m) { return m == n || group_[idx(m)] == group; }, first, last);
+  return !pathThroughAnotherKernel(n, group, last, /*forward=*/true) &&
+         !pathThroughAnotherKernel(n, group, first, /*forward=*/false);
+}
+
+// Whether a path runs from n into `group` (forward, through ids up to
+// `bound`) or from `group` to n (backward, down to `bound`) through at least
+// one node that another kernel computes: a node that is not a view (views
+// are read through); free nodes end a path (each kernel makes its own).
+bool Fuser::pathThroughAnotherKernel(NodeId n, int group, NodeId bound, bool forward) const {
+  std::vector<std::pair<NodeId, bool>> work = {{n, false}};  // node, and whether the path passed another kernel
+  std::set<std::pair<NodeId, bool>> seen;
+  while (!work.empty()) {
+    const auto [id, passed] = work.back();
+    work.pop_back();
+    for (NodeId m : forward ? consumers_[idx(id)] : g_.node(id).operands) {
+      if (forward ? m > bound : m < bound) continue;
+      if (group_[idx(m)] == group) {
+        if (passed) return true;
+        continue;
+      }
+      if (freeNode(m)) continue;
+      const bool through = passed || !viewHere(g_.node(m));
+      if (seen.insert({m, through}).second) work.push_back({m, through});
+    }
+  }
+  return false;
+}
+
+bool Fuser::readsScatterIn(NodeId n, int group) const {
+  return std::any_of(g_.node(n).operands.begin(), g_.node(n).operands.end(), [&](NodeId o) {
+    return g_.node(o).op == Op::ScatterAdd && group_[idx(o)] == group;
+  });
+}
+
+// A reduction over another, long axis whose result lacks an axis of r's
+// would be redone for every tile of that axis inside x's stream: it stays
+// a kernel of its own (the MLP's two matmuls; attention's row sums over
+// the keys beside the stream over the queries). The classifier's logits
+// are not redone (its loss has only their rows); attention's q·k over
+// d = 64 is short enough to redo.
+bool Fuser::redoneInside(NodeId m, const Node& r, const std::string& x) const {
+  const Node& n = g_.node(m);
+  if ((n.op != Op::Contract && n.op != Op::Reduce) || m == r.id) return false;
+  bool redone = std::any_of(r.type.axes.begin(), r.type.axes.end(), [&](const Axis& a) { return !n.type.has(a.name); });
+  return redone && std::any_of(n.axes.begin(), n.axes.end(), [&](const std::string& a) {
+           return a != x && reducedExtent(n, a) > kRedoneContractionLimit;
+         });
+}
+
+// A long float contraction whose output runs along x (the classifier's
+// logits, 768 channels per score, along the vocabulary) is a matmul for the
+// tensor cores, which make whole output tiles: their epilogue is elementwise
+// and cannot carry a reduction along the tile's columns across blocks, and
+// on CUDA cores its chunks would cost the GEMM itself. It stays a kernel of
+// its own, its output stored; the reduction over x reads it. (Attention's
+// q·k over d = 64 is short: its scores are made inside the stream.)
+bool Fuser::matmulAlong(NodeId m, const std::string& x) const {
+  const Node& n = g_.node(m);
+  if (n.op != Op::Contract || !isFloat(n.type.dtype) || !n.type.has(x)) return false;
+  return std::any_of(n.axes.begin(), n.axes.end(),
+                     [&](const std::string& a) { return reducedExtent(n, a) > kRedoneContractionLimit; });
+}
+
+// Whether n lacks an axis of a long matmul in `group`: joining it, n would
+// be made per row (a layernorm's statistics remade for its backward) in a
+// tensor-core GEMM's epilogue, which works per output point.
+bool Fuser::narrowerThanMatmulIn(NodeId n, int group) const {
+  const Type& t = g_.node(n).type;
+  const auto matmuls = matmuls_.find(group);
+  if (matmuls == matmuls_.end()) return false;
+  for (NodeId m : matmuls->second) {
+    const Node& c = g_.node(m);
+    if (std::any_of(c.type.axes.begin(), c.type.axes.end(), [&](const Axis& a) { return !t.has(a.name); }))
+      return true;
+  }
+  return false;
+}
+
+// Whether r is a long matmul (for the tensor cores, which take stored
+// tiles) and its operand o a value it must read stored: a layernorm's
+// output, not taken into r's stream as a normalised contraction on CUDA
+// cores. An operand remade from a short contraction (attention's
+// probabilities, from q·k over 64 channels) is streamed with it: that is
+// flash attention.
+bool Fuser::storedForTensorCores(const Node& r, NodeId o) const {
+  if (!isLongContraction(g_, r)) return false;
+  auto known = remadeFromShort_.find(o);
+  if (known == remadeFromShort_.end()) known = remadeFromShort_.emplace(o, remadeFromShortContraction(g_, o)).first;
+  return !known->second;
+}
+
+// Whether a member is a backward operand that feedsContraction stores
+// (dlogits): a stream must not take it back in as a prologue.
+bool Fuser::holdsStoredBackwardOperand(int group) const {
+  for (NodeId m : membersOfGroup(group))
+    if (g_.node(m).adjoint && feedsContraction(m)) return true;
+  return false;
+}
+
+// A contraction over channels of two operands both along x, not over x
+// (attention's row term dO·O of the softmax's gradient, along the queries)
+// is the same for every row tile of x's stream: made inside it, it would be
+// redone for each, and a stream on the tensor cores takes only scores of an
+// operand across x against one along it. It stays a kernel of its own.
+bool Fuser::positionContraction(NodeId m, const std::string& x) const {
+  const Node& n = g_.node(m);
+  return n.op == Op::Contract && !n.axes.empty() && n.type.has(x) &&
+         std::find(n.axes.begin(), n.axes.end(), x) == n.axes.end() &&
+         std::all_of(n.operands.begin(), n.operands.end(), [&](NodeId o) { return g_.node(o).type.has(x); });
+}
+
+bool Fuser::redoneInStream(NodeId m, const Node& r, const std::string& x) const {
+  return redoneInside(m, r, x) || matmulAlong(m, x) || positionContraction(m, x);
+}
+
+bool Fuser::holdsRedoneWork(int group, const Node& r, const std::string& x) const {
+  for (NodeId m : membersOfGroup(group))
+    if (redoneInStream(m, r, x)) return true;
+  return false;
+}
+
+// Whether c computes what a member already does: a copy the recompute
+// pass made for another stream (CSE leaves no other duplicates), which
+// must stay out of this kernel.
+bool Fuser::copiesAMember(NodeId c, const std::set<NodeId>& members) const {
+  auto twins = twins_.find(c);
+  if (twins == twins_.end()) return false;
+  return std::any_of(twins->second.begin(), twins->second.end(), [&](NodeId m) { return m != c && members.count(m); });
+}
+
+bool Fuser::reducesIn(int group, const std::string& x) const {
+  for (NodeId m : membersOfGroup(group)) {
+    const auto axes = reducedBy(g_.node(m));
+    if (std::find(axes.begin(), axes.end(), x) != axes.end()) return true;
+  }
+  return false;
+}
+
+// Whether `group` makes only `o`, a sum or maximum over x (one axis) of
+// elementwise work on what it reads: no contraction, nothing else stored.
+bool Fuser::isStatisticOf(int group, NodeId o, const std::string& x) const {
+  const Node& n = g_.node(o);
+  if (n.op != Op::Reduce || n.axes != std::vector<std::string>{x}) return false;
+  for (NodeId m : membersOfGroup(group)) {
+    const Node& member = g_.node(m);
+    if (m != o && (isAnchor(member) || member.op == Op::Contract)) return false;
+    for (NodeId c : consumers_[idx(m)])
+      if (m != o && group_[idx(c)] != group && !freeNode(c)) return false;
+  }
+  return true;
+}
+
+bool Fuser::readsKernelValueMoved(const Node& n, int group) const {
+  auto keepsPositions = [](const Node& v) {
+    return v.op != Op::Slice && v.op != Op::Rename && v.op != Op::Split && v.op != Op::Merge && v.op != Op::Index &&
+           v.op != Op::Concat;
+  };
+  std::vector<std::pair<NodeId, bool>> work;  // (value, reached through a moving view)
+  for (NodeId o : n.operands) work.push_back({o, !keepsPositions(n)});
+  for (size_t steps = 0; !work.empty() && steps < 4096; ++steps) {
+    const auto [id, moved] = work.back();
+    work.pop_back();
+    const Node& v = g_.node(id);
+    if (!viewHere(v)) {
+      if (moved && group_[idx(id)] == group) return true;
+      continue;
+    }
+    for (NodeId o : v.operands) work.push_back({o, moved || !keepsPositions(v)});
+  }
+  return false;
+}
+
+// The value a chain of one-operand views (renames, stop_gradients) shows.
+NodeId Fuser::throughViews(NodeId id) const {
+  while (isView(g_.node(id)) && g_.node(id).operands.size() == 1) id = g_.node(id).operands[0];
+  return id;
+}
+
+// Whether every value group `from` reads along x from outside is read by
+// group `by` too (through views: the same stored array).
+bool Fuser::readsAlongWithin(int from, int by, const std::string& x) const {
+  std::set<NodeId> readBy;
+  for (NodeId m : membersOfGroup(by))
+    for (NodeId o : g_.node(m).operands) readBy.insert(throughViews(o));
+  const std::set<NodeId>& inside = membersOfGroup(from);
+  for (NodeId m : inside)
+    for (NodeId o : g_.node(m).operands)
+      if (!inside.count(o) && g_.node(o).type.has(x) && !freeNode(o) && !readBy.count(throughViews(o)))
+        return false;
+  return true;
+}
+
+// The nodes of one group (no copy: it is read for every operand of every
+// reduction, in every round of mergeStreams).
+const std::set<NodeId>& Fuser::membersOfGroup(int group) const {
+  static const std::set<NodeId> none;
+  auto it = members_.find(group);
+  return it == members_.end() ? none : it->second;
+}
+
+std::set<NodeId> Fuser::membersOf(const std::set<int>& groups) const {
+  std::set<NodeId> out;
+  for (int group : groups)
+    if (auto it = members_.find(group); it != members_.end()) out.insert(it->second.begin(), it->second.end());
+  return out;
+}
+
+void Fuser::join(NodeId id, int group, Acyclic acyclic) {
+  int& current = group_[idx(id)];
+  if (current >= 0) {
+    members_[current].erase(id);
+    auto& matmuls = matmuls_[current];
+    matmuls.erase(std::remove(matmuls.begin(), matmuls.end(), id), matmuls.end());
+    verified_.erase(current);  // a node taken out may have been a path's only way back in
+  }
+  current = group;
+  if (group < 0) return;
+  members_[group].insert(id);
+  if (isLongContraction(g_, g_.node(id))) matmuls_[group].push_back(id);
+  if (acyclic == Acyclic::Known) verified_.insert(group);
+  else verified_.erase(group);
+}
+
+// Every member of group `from` into group `to`.
+void Fuser::moveMembers(int from, int to) {
+  auto it = members_.find(from);
+  if (it == members_.end()) return;
+  std::set<NodeId> moved = std::move(it->second);
+  members_.erase(it);
+  for (NodeId m : moved) group_[idx(m)] = to;
+  members_[to].insert(moved.begin(), moved.end());
+  if (auto matmuls = matmuls_.find(from); matmuls != matmuls_.end()) {
+    matmuls_[to].insert(matmuls_[to].end(), matmuls->second.begin(), matmuls->second.end());
+    matmuls_.erase(from);
+  }
+}
+
+// Whether `group` is a reduction over several axes at once (a loss summed
+// over every axis): it joins no stream, which would be left no axis to
+// spread over blocks.
+bool Fuser::reducesSeveralAxes(int group) const {
+  const auto anchor = anchorOf_.find(group);
+  return anchor != anchorOf_.end() && reducedBy(g_.node(anchor->second)).size() > 1;
+}
+
+// Adds to `groups` (whose nodes are `members`) every kernel that reduces
+// over x a value of theirs along x, until none is left. Each round looks
+// only at the consumers of the members the last round added: a consumer
+// refused once stays refused (what refuses it is fixed, or grows with the
+// members), so the rounds find what rescanning every member would, in time
+// linear in what they add instead of in that times the number of rounds
+// (the residual stream chains every layer's kernels over the channels).
+void Fuser::growAlong(std::set<int>& groups, std::set<NodeId>& members, const std::string& x) const {
+  std::vector<NodeId> fresh(members.begin(), members.end());
+  while (!fresh.empty()) {
+    std::vector<int> added;
+    for (NodeId m : fresh) {
+      if (!g_.node(m).type.has(x)) continue;
+      for (NodeId c : consumers_[idx(m)]) {
+        int gc = group_[idx(c)];
+        if (gc < 0 || groups.count(gc) || copiesAMember(c, members) || storedForTensorCores(g_.node(c), m))
+          continue;
+        if (reducesSeveralAxes(gc)) continue;
+        const auto axes = reducedBy(g_.node(c));
+        if (std::find(axes.begin(), axes.end(), x) != axes.end() ||
+            (!isAnchor(g_.node(c)) && g_.node(c).type.has(x) && reducesIn(gc, x))) {
+          groups.insert(gc);
+          added.push_back(gc);
+        }
+      }
+    }
+    // The next round sees this round's kernels as members (as a rescan of
+    // membersOf(groups) would).
+    fresh.clear();
+    for (int gc : added)
+      for (NodeId m : members_.at(gc))
+        if (members.insert(m).second) fresh.push_back(m);
+  }
+}
+
+// A reduction over x merges with the kernels that make the values it
+// reduces, and with the other reductions over x of those values, when the
+// union streams over x.
+void Fuser::mergeStreams() {
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    for (const Node& r : g_.nodes) {
+      // A reduction over several axes at once (a loss summed over every
+      // axis) stays a kernel of its own: fused into the kernels it reads,
+      // it would leave them nothing to spread over blocks.
+      if (!isAnchor(r) || reducedBy(r).size() != 1 || options_.unstreamed.count(r.id)) continue;
+      for (const std::string& x : reducedBy(r)) {
+        // The kernels that make what r's kernel reads along x (r's operands,
+        // and those of its prologue).
+        std::set<int> groups = {group_[idx(r.id)]};
+        for (NodeId m : membersOfGroup(group_[idx(r.id)]))
+          for (NodeId o : g_.node(m).operands)
+            if (g_.node(o).type.has(x) && group_[idx(o)] >= 0 && !reducesSeveralAxes(group_[idx(o)]) &&
+                !holdsRedoneWork(group_[idx(o)], r, x) &&
+                !holdsStoredBackwardOperand(group_[idx(o)]) && !storedForTensorCores(r, o) &&
+                !copiesAMember(r.id, membersOfGroup(group_[idx(o)])))
+              groups.insert(group_[idx(o)]);
+        // A statistic over x of what r's kernel reads along x (the maximum
+        // of stored logits, which the sum of exp(logits - max) reads with
+        // them): one stream makes both, the sum rescaled as the maximum
+        // moves, instead of a second pass over the array.
+        for (NodeId m : membersOfGroup(group_[idx(r.id)]))
+          for (NodeId read : g_.node(m).operands) {
+            const NodeId o = throughViews(read);
+            const int go = group_[idx(o)];
+            if (go >= 0 && !groups.count(go) && g_.node(o).adjoint == r.adjoint &&
+                isStatisticOf(go, o, x) && readsAlongWithin(go, group_[idx(r.id)], x))
+              groups.insert(go);
+          }
+        // Every other reduction over x of a value in those kernels, with the
+        // kernels between (the softmax's normaliser feeding the contraction).
+        std::set<NodeId> members = membersOf(groups);
+        growAlong(groups, members, x);
+        if (groups.size() < 2) continue;
+        // Streamed over x with an accumulator; or, where the axis is short
+        // enough to hold whole in a block (a layernorm's channels), with x
+        // taken whole and no stream at all.
+        // A sum to one value takes in no other reduction (a mean loss over
+        // rows of a log-sum-exp, or of a sum over channels): the kernel would
+        // have no axis left to spread over blocks and run in one. Apart, the
+        // rows' kernel spreads over the grid, and the sum of its results is
+        // a grid-wide sum (isWholeArraySum).
+        if (r.type.axes.empty() && std::any_of(members.begin(), members.end(), [&](NodeId m) {
+              return m != r.id && isAnchor(g_.node(m));
+            }))
+          continue;
+        bool streams = analyzeStream(g_, members, x).streamable;
+        // Holding x whole suits statistics over a short axis (a layernorm),
+        // not kernels with contractions: those are matmuls, tiled on their own.
+        bool contracts = std::any_of(members.begin(), members.end(),
+                                     [&](NodeId m) { return g_.node(m).op == Op::Contract; });
+        if (!streams && (reducedExtent(r, x) > kWholeAxisLimit || contracts)) continue;
+        // Nothing may be redone for every tile of r's kernel (redoneInside).
+        if (std::any_of(members.begin(), members.end(), [&](NodeId m) { return redoneInStream(m, r, x); }))
+          continue;
+        if (!staysAcyclic([&](NodeId m) { return members.count(m) > 0; }, *members.begin(), *members.rbegin()))
+          continue;
+        int keep = *groups.begin();
+        std::map<int, std::set<NodeId>> membersBefore;
+        std::map<int, std::vector<NodeId>> matmulsBefore;
+        for (int gr : groups) membersBefore[gr] = members_[gr], matmulsBefore[gr] = matmuls_[gr];
+        const bool keepVerified = verified_.count(keep) > 0;
+        for (int gr : groups)
+          if (gr != keep) moveMembers(gr, keep);
+        // staysAcyclic sees the merged kernel's own paths; the kernels
+        // around it can still close a loop through it (an RMSNorm's
+        // gradient: its statistics' kernel, the data gradient's and the
+        // weight gradients' stream). Such a merge is taken back.
+        if (!runsInOrder()) {
+          for (const auto& [gr, nodes] : membersBefore) {
+            members_[gr] = nodes;
+            matmuls_[gr] = matmulsBefore[gr];
+            for (NodeId m : nodes) group_[idx(m)] = gr;
+          }
+          if (!keepVerified) verified_.erase(keep);
+          continue;
+        }
+        verified_.insert(keep);  // staysAcyclic and runsInOrder said so, just above
+        for (int gr : groups) streamAxis_.erase(gr);
+        if (streams) streamAxis_[keep] = x;
+        else wholeAxes_[keep].insert(x);
+        changed = true;
+      }
+    }
+  }
+}
+
+}  // namespace llmc::fusion

@@ -1,0 +1,184 @@
+#include "planning/memory_plan.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace llmc {
+
+namespace {
+
+struct Lifetime {
+  int64_t first = -1, last = -1;  // launch indices, inclusive
+  bool overlaps(const Lifetime& o) const { return first <= o.last && o.first <= last; }
+};
+
+int64_t roundUp(int64_t bytes, int64_t alignment) { return (bytes + alignment - 1) / alignment * alignment; }
+
+// a + b bytes: arrays of 2^48 elements (resource_limits.h) are 2^51 bytes,
+// and thousands of them would pass 64 bits. An error in the sizes, never a
+// wrapped (negative) offset or total.
+int64_t addBytes(int64_t a, int64_t b) {
+  int64_t sum = 0;
+  if (__builtin_add_overflow(a, b, &sum))
+    throw CompileError(SourceLoc{}, fmt::format("the sizes are too large: the memory plan's bytes ({} + {}) do not fit in 64 bits", a, b));
+  return sum;
+}
+
+}  // namespace
+
+MemoryPlan planMemory(const CudaModule& module, const std::vector<bool>& placedByCaller, int64_t alignment) {
+  const size_t count = module.buffers.size();
+  if (placedByCaller.size() != count)
+    throw std::invalid_argument("planMemory: one placedByCaller flag per buffer is needed");
+  const int64_t end = static_cast<int64_t>(module.launches.size());
+
+  std::vector<Lifetime> lifetimes(count);
+  auto touch = [&](int buffer, int64_t launch) {
+    Lifetime& l = lifetimes.at(static_cast<size_t>(buffer));
+    l.first = l.first < 0 ? launch : std::min(l.first, launch);
+    l.last = std::max(l.last, launch);
+  };
+  for (int64_t i = 0; i < end; ++i) {
+    for (const LaunchParam& p : module.launches[static_cast<size_t>(i)].params) touch(p.buffer, i);
+    for (const TensorMapParam& m : module.launches[static_cast<size_t>(i)].tensorMaps) touch(m.buffer, i);
+  }
+  for (size_t b = 0; b < count; ++b) {
+    // Filled before the first launch; read after the last.
+    if (module.buffers[b].graphInput) touch(static_cast<int>(b), -1);
+    if (!module.buffers[b].graphOutputs.empty()) touch(static_cast<int>(b), end);
+  }
+
+  MemoryPlan plan;
+  plan.offsets.assign(count, MemoryPlan::kOutside);
+  std::vector<size_t> order;
+  for (size_t b = 0; b < count; ++b)
+    if (!placedByCaller[b] && lifetimes[b].first <= lifetimes[b].last) order.push_back(b);
+  // Largest first, then by first use: big arrays get the low offsets and the
+  // small ones fill the gaps between them.
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (module.buffers[a].bytes != module.buffers[b].bytes) return module.buffers[a].bytes > module.buffers[b].bytes;
+    return lifetimes[a].first < lifetimes[b].first;
+  });
+
+  // An output its first launch may write over an input whose last use that launch is
+  // (KernelLaunch::inPlace): the two need not be apart at that launch. Both in the arena, the
+  // plan may place them so; both the caller's, the caller may.
+  std::vector<int> partner(count, -1);
+  for (int64_t i = 0; i < end; ++i)
+    for (const auto& [output, input] : module.launches[static_cast<size_t>(i)].inPlace) {
+      const size_t o = static_cast<size_t>(output), x = static_cast<size_t>(input);
+      if (lifetimes[o].first != i || lifetimes[x].last != i || module.buffers[o].bytes != module.buffers[x].bytes) continue;
+      if (!placedByCaller[o] && !placedByCaller[x] && partner[o] < 0 && partner[x] < 0)  // the first pair each may join
+        partner[o] = input, partner[x] = output;
+      if (placedByCaller[o] && placedByCaller[x]) plan.callerInPlace.push_back({output, input});
+    }
+  auto sharing = [&](size_t b) {  // b's in-place partner at b's own offset
+    const int p = partner[b];
+    return p >= 0 && plan.offsets[b] != MemoryPlan::kOutside && plan.offsets[static_cast<size_t>(p)] == plan.offsets[b];
+  };
+
+  std::vector<size_t> placed;
+  for (size_t b : order) {
+    const int64_t bytes = roundUp(std::max<int64_t>(module.buffers[b].bytes, 1), alignment);
+    plan.separateBytes = addBytes(plan.separateBytes, bytes);
+    // The arrays alive with this one, by offset; its in-place partner's very
+    // bytes where nothing else holds them, else the lowest gap that fits.
+    std::vector<std::pair<int64_t, int64_t>> busy;  // [offset, offset + bytes)
+    for (size_t p : placed)
+      if (lifetimes[p].overlaps(lifetimes[b]) && static_cast<int>(p) != partner[b])
+        busy.push_back({plan.offsets[p], addBytes(plan.offsets[p], roundUp(std::max<int64_t>(module.buffers[p].bytes, 1), alignment))});
+    const int other = partner[b];
+    const bool partnerPlaced = other >= 0 && plan.offsets[static_cast<size_t>(other)] != MemoryPlan::kOutside;
+    int64_t offset = partnerPlaced ? plan.offsets[static_cast<size_t>(other)] : 0;
+    const bool inPlace = partnerPlaced && std::none_of(busy.begin(), busy.end(), [&](const auto& r) {
+                           return offset < r.second && r.first < offset + bytes;
+                         });
+    if (!inPlace) {
+      if (partnerPlaced) busy.push_back({offset, addBytes(offset, bytes)});  // apart, then: not even in part
+      std::sort(busy.begin(), busy.end());
+      offset = 0;
+      for (const auto& [from, to] : busy) {
+        if (offset + bytes <= from) break;
+        offset = std::max(offset, to);
+      }
+    }
+    plan.offsets[b] = offset;
+    if (inPlace) plan.inPlace.push_back(lifetimes[b].first > lifetimes[static_cast<size_t>(other)].first
+                                            ? std::pair<int, int>{static_cast<int>(b), other}
+                                            : std::pair<int, int>{other, static_cast<int>(b)});
+    plan.arenaBytes = std::max(plan.arenaBytes, addBytes(offset, bytes));
+    placed.push_back(b);
+  }
+
+  for (int64_t i = -1; i <= end; ++i) {
+    int64_t live = 0;
+    for (size_t b : order)
+      if (lifetimes[b].first <= i && i <= lifetimes[b].last &&
+          !(sharing(b) && lifetimes[b].first == i && lifetimes[static_cast<size_t>(partner[b])].last == i))
+        live = addBytes(live, roundUp(std::max<int64_t>(module.buffers[b].bytes, 1), alignment));
+    if (live > plan.peakLiveBytes) plan.peakLiveBytes = live, plan.peakLaunch = i;
+  }
+  for (const Lifetime& l : lifetimes) plan.lifetimes.push_back({l.first, l.last});
+  return plan;
+}
+
+std::vector<bool> graphInputsAndOutputs(const CudaModule& module) {
+  std::vector<bool> placed(module.buffers.size());
+  for (size_t b = 0; b < placed.size(); ++b) placed[b] = module.buffers[b].graphInput || !module.buffers[b].graphOutputs.empty();
+  return placed;
+}
+
+bool callerMayShare(const CudaModule& module, const MemoryPlan& plan, const std::string& output, const std::string& input) {
+  return std::any_of(plan.callerInPlace.begin(), plan.callerInPlace.end(), [&](const std::pair<int, int>& pair) {
+    return module.buffers[static_cast<size_t>(pair.first)].name == output &&
+           module.buffers[static_cast<size_t>(pair.second)].name == input;
+  });
+}
+
+std::string describeMemoryPlan(const CudaModule& module, const MemoryPlan& plan, int top) {
+  auto size = [](int64_t bytes) {
+    const double b = static_cast<double>(bytes);
+    if (b >= 1024.0 * 1024.0 * 1024.0) return fmt::format("{:.3f} GiB", b / (1024.0 * 1024.0 * 1024.0));
+    if (b >= 1024.0 * 1024.0) return fmt::format("{:.3f} MiB", b / (1024.0 * 1024.0));
+    return fmt::format("{:.3f} KiB", b / 1024.0);
+  };
+  const int64_t end = static_cast<int64_t>(module.launches.size());
+  auto launchName = [&](int64_t i) -> std::string {
+    if (i < 0) return "(before: an input)";
+    if (i >= end) return "(after: an output)";
+    return module.launches[static_cast<size_t>(i)].name;
+  };
+  std::string out = fmt::format(
+      "memory plan: {} arrays over {} launches\n"
+      "  arena             {:>14}  (offsets by lifetime: arrays share bytes when no launch sees both)\n"
+      "  one by one        {:>14}  (each array its own allocation)\n"
+      "  peak alive        {:>14}  at {} (the least any placement needs)\n",
+      module.buffers.size(), end, size(plan.arenaBytes), size(plan.separateBytes), size(plan.peakLiveBytes),
+      launchName(plan.peakLaunch));
+  for (const auto& [output, input] : plan.inPlace)
+    out += fmt::format("  in place: {} over {} ({}, {})\n", module.buffers[static_cast<size_t>(output)].name,
+                       module.buffers[static_cast<size_t>(input)].name, size(module.buffers[static_cast<size_t>(output)].bytes),
+                       launchName(plan.lifetimes[static_cast<size_t>(output)].first));
+  std::vector<size_t> alive;
+  for (size_t b = 0; b < module.buffers.size(); ++b) {
+    if (plan.offsets[b] == MemoryPlan::kOutside) continue;
+    const auto [first, last] = plan.lifetimes[b];
+    if (first <= plan.peakLaunch && plan.peakLaunch <= last) alive.push_back(b);
+  }
+  std::sort(alive.begin(), alive.end(),
+            [&](size_t a, size_t b) { return module.buffers[a].bytes > module.buffers[b].bytes; });
+  const size_t shown = std::min(alive.size(), static_cast<size_t>(std::max(top, 0)));
+  out += fmt::format("largest arrays alive at the peak ({} of {}):\n", shown, alive.size());
+  out += fmt::format("  {:<24} {:>6} {:>14}  {:<30} {}\n", "array", "dtype", "bytes", "first written or read by",
+                     "last read by");
+  for (size_t k = 0; k < shown; ++k) {
+    const BufferDesc& d = module.buffers[alive[k]];
+    out += fmt::format("  {:<24} {:>6} {:>14}  {:<30} {}\n", d.name, d.dtype, size(d.bytes),
+                       launchName(plan.lifetimes[alive[k]].first), launchName(plan.lifetimes[alive[k]].second));
+  }
+  return out;
+}
+
+}  // namespace llmc

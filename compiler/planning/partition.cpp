@@ -1,0 +1,71 @@
+#include "planning/partition.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+namespace llmc {
+
+namespace {
+
+// What a kernel computes, independent of where it sits in the graph: its
+// nodes (operation, attributes, types) with operands as positions inside the
+// kernel or as the types of the arrays it reads. Kernels with the same
+// signature (the layers of a model) have the same best partition.
+std::string kernelSignature(const Graph& g, const Kernel& k) {
+  std::map<NodeId, size_t> position;
+  for (size_t i = 0; i < k.nodes.size(); ++i) position[k.nodes[i]] = i;
+  std::string key = fmt::format("stream {};", k.streamAxis);
+  for (const auto& a : k.innerAxes) key += a + ",";
+  for (NodeId id : k.nodes) {
+    const Node& n = g.node(id);
+    key += fmt::format("|{} {} {} {} {} {} {} {} {}:", opName(n.op), n.type.str(), static_cast<int>(n.unary),
+                       static_cast<int>(n.binary), static_cast<int>(n.compare), static_cast<int>(n.reduce), n.value,
+                       n.lo, n.hi);
+    for (const auto& a : n.axes) key += a + ",";
+    for (const auto& a : n.newAxes) key += a + ",";
+    for (NodeId o : n.operands) {
+      auto inside = position.find(o);
+      key += inside != position.end() ? fmt::format(" #{}", inside->second) : " " + g.node(o).type.str();
+    }
+    key += std::find(k.outputs.begin(), k.outputs.end(), id) != k.outputs.end() ? " out" : "";
+  }
+  return key;
+}
+
+}  // namespace
+
+std::vector<PlannedKernel> partitionKernels(const Graph& graph, std::vector<Kernel> kernels, const Target& target,
+                                            const CostOptions& options) {
+  std::vector<PlannedKernel> planned;
+  std::map<std::string, Partition> searched;  // signature -> best partition
+  for (Kernel& k : kernels) {
+    PlannedKernel p;
+    p.shape = kernelShape(graph, k, target, options);
+    const std::string signature = kernelSignature(graph, k);
+    auto known = searched.find(signature);
+    p.partition = known != searched.end() ? known->second : searchPartition(graph, k, p.shape, target, options);
+    searched.emplace(signature, p.partition);
+    p.cost = evaluate(graph, k, p.shape, p.partition, target, options);
+    p.kernel = std::move(k);
+    planned.push_back(std::move(p));
+  }
+  return planned;
+}
+
+std::vector<PlannedKernel> planKernels(const Graph& graph, const Target& target, const CostOptions& options,
+                                       const FusionOptions& fusion) {
+  return partitionKernels(graph, formKernels(graph, fusion), target, options);
+}
+
+std::string partitionText(const PlannedKernel& k) {
+  std::string out;
+  for (const auto& a : k.shape.groupAxes)
+    out += fmt::format("{}{}/{}", out.empty() ? "" : " ", a.name, k.partition.groupTiles.at(a.name));
+  if (k.partition.streamChunk > 0) out += fmt::format(" | stream {}/{}", k.shape.streamAxis, k.partition.streamChunk);
+  return out;
+}
+
+}  // namespace llmc

@@ -1,0 +1,36 @@
+// The partition stage: each kernel fusion made (fusion.h) partitioned for the
+// target by the cost model's search (cost_model.h, searchPartition) and
+// priced under that partition, as if every contraction ran on the tensor
+// cores where the target has them; the lowering stage (lowering/lowering.h)
+// prices the engines it chooses.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "planning/cost_model.h"
+#include "planning/fusion.h"
+
+namespace llmc {
+
+struct PlannedKernel {
+  Kernel kernel;
+  KernelShape shape;
+  Partition partition;
+  KernelCost cost;
+};
+
+// Partitions and prices `kernels` (formKernels' result). Kernels that compute
+// the same thing (the layers of a model) are searched once.
+std::vector<PlannedKernel> partitionKernels(const Graph& graph, std::vector<Kernel> kernels, const Target& target,
+                                            const CostOptions& options);
+
+// Fusion then partition: formKernels and partitionKernels.
+std::vector<PlannedKernel> planKernels(const Graph& graph, const Target& target, const CostOptions& options,
+                                       const FusionOptions& fusion = {});
+
+// A kernel's partition in one line, as the performance report prints it: the
+// group tiles (axis/tile), then the stream's chunk if any.
+std::string partitionText(const PlannedKernel& kernel);
+
+}  // namespace llmc

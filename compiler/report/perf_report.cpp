@@ -1,0 +1,78 @@
+#include "report/perf_report.h"
+
+#include <fmt/format.h>
+
+namespace llmc {
+
+std::string perfReportText(const Graph& graph, const std::vector<PlannedKernel>& kernels, const Target& target,
+                           const std::map<int, double>* measured) {
+  std::string out = fmt::format("performance model: {} on {} ({} SMs, GMEM {:.2f} TB/s attainable)\n", graph.name,
+                                target.device, target.smCount, target.level("GMEM").attainableBandwidth / 1e12);
+  out += fmt::format("{:<28} {:<34} {:>10} {:>10} {:>10} {:>9} {:>10}{}  {}\n", "kernel", "partition (grid | stream)",
+                     "SMEM/blk", "L2->SMEM", "TC GFLOP", "blocks", "time us",
+                     measured ? fmt::format(" {:>11} {:>9}", "measured us", "meas/pred") : "", "bound by");
+  double total = 0, totalBytes = 0, totalFlops = 0, totalMeasured = 0;
+  int within = 0, slower = 0, faster = 0, unmeasured = 0;
+  for (const auto& k : kernels) {
+    double tc = 0;
+    for (const auto& [unit, ops] : k.cost.work)
+      if (unit.rfind("tensor", 0) == 0) tc += ops;
+    std::string measuredColumns;
+    if (measured) {
+      auto m = measured->find(k.kernel.id);
+      if (m == measured->end()) {
+        measuredColumns = fmt::format(" {:>11} {:>9}", "-", "-");
+        ++unmeasured;
+      } else {
+        const double ratio = m->second / k.cost.predicted;
+        measuredColumns = fmt::format(" {:>11.2f} {:>9.2f}", m->second * 1e6, ratio);
+        totalMeasured += m->second;
+        ratio > 2 ? ++slower : ratio < 0.5 ? ++faster : ++within;
+      }
+    }
+    out += fmt::format("{:<28} {:<34} {:>8.1f}KB {:>8.1f}MB {:>10.2f} {:>9} {:>10.2f}{}  {}{}\n", k.kernel.name.substr(0, 28),
+                       partitionText(k).substr(0, 34), k.cost.level("SMEM").memoryBytes / 1024,
+                       k.cost.level("L2").movedBytes / 1e6, tc / 1e9, k.cost.blocks, k.cost.predicted * 1e6,
+                       measuredColumns, k.cost.bottleneck, k.cost.fits ? "" : " (does not fit)");
+    total += k.cost.predicted;
+    totalBytes += k.cost.level("L2").movedBytes;
+    totalFlops += tc;
+  }
+  out += fmt::format("total: {} kernels, {:.3f} ms predicted, {:.2f} GB moved, {:.1f} tensor-core GFLOP\n",
+                     kernels.size(), total * 1e3, totalBytes / 1e9, totalFlops / 1e9);
+  if (measured)
+    out += fmt::format("measured: {:.3f} ms; {} kernels within 2x of the prediction, {} slower, {} faster{}\n",
+                       totalMeasured * 1e3, within, slower, faster,
+                       unmeasured ? fmt::format(", {} not measured", unmeasured) : "");
+  return out;
+}
+
+nlohmann::json perfReportJson(const Graph& graph, const std::vector<PlannedKernel>& kernels, const Target& target,
+                              const std::map<int, double>* measured) {
+  nlohmann::json list = nlohmann::json::array();
+  double total = 0;
+  for (const auto& k : kernels) {
+    nlohmann::json levels = nlohmann::json::array();
+    for (const auto& l : k.cost.levels)
+      levels.push_back({{"level", l.level}, {"memory_bytes", l.memoryBytes}, {"capacity_bytes", l.capacityBytes},
+                        {"moved_bytes", l.movedBytes}, {"seconds", l.seconds}});
+    list.push_back({{"name", k.kernel.name},
+                    {"nodes", k.kernel.nodes.size()},
+                    {"group_tiles", k.partition.groupTiles},
+                    {"stream_axis", k.shape.streamAxis},
+                    {"stream_chunk", k.partition.streamChunk},
+                    {"blocks", k.cost.blocks},
+                    {"levels", levels},
+                    {"work", k.cost.work},
+                    {"seconds", k.cost.seconds},
+                    {"predicted_seconds", k.cost.predicted},
+                    {"bottleneck", k.cost.bottleneck},
+                    {"fits", k.cost.fits}});
+    if (measured && measured->count(k.kernel.id)) list.back()["measured_seconds"] = measured->at(k.kernel.id);
+    total += k.cost.predicted;
+  }
+  return {{"diagram", graph.name}, {"arch", target.arch}, {"device", target.device}, {"kernels", list},
+          {"predicted_seconds", total}};
+}
+
+}  // namespace llmc

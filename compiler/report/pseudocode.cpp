@@ -1,0 +1,174 @@
+#include "report/pseudocode.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "analysis/streamability.h"
+#include "ir/print.h"
+
+namespace llmc {
+
+namespace {
+
+std::string kib(double bytes) {
+  if (bytes >= 1 << 30) return fmt::format("{:.2f} GiB", bytes / (1 << 30));
+  if (bytes >= 1 << 20) return fmt::format("{:.1f} MiB", bytes / (1 << 20));
+  return fmt::format("{:.1f} KiB", bytes / 1024);
+}
+
+class Writer {
+ public:
+  Writer(const Graph& g, const Target& t) : g_(g), t_(t), names_(printedNames(g)) {}
+
+  std::string kernel(const PlannedKernel& pk) {
+    const Kernel& k = pk.kernel;
+    const KernelShape& s = pk.shape;
+    const Partition& p = pk.partition;
+    const KernelCost& c = pk.cost;
+    out_.clear();
+    line(0, fmt::format("kernel {}  on {} ({})", k.name, t_.arch, t_.device),
+         fmt::format("predicted {:.1f} us, bound by {}", c.predicted * 1e6, c.bottleneck));
+    line(0, "", fmt::format("SMEM {} of {} per block; HBM moves {}", kib(c.level("SMEM").memoryBytes),
+                            kib(c.level("SMEM").capacityBytes), kib(c.level("GMEM").movedBytes)));
+
+    std::string grid;
+    for (const auto& a : s.groupAxes)
+      grid += fmt::format("{}{} in 0..{} step {}", grid.empty() ? "" : ", ", a.name, a.size, p.groupTiles.at(a.name));
+    line(0, fmt::format("parallel {} over GRID", grid.empty() ? "(one block)" : grid),
+         fmt::format("{} blocks, {:.0f}% of whole waves", c.blocks, c.waveEfficiency * 100));
+
+    std::set<NodeId> inside(k.nodes.begin(), k.nodes.end());
+    // Inputs without the stream axis are loaded once per block.
+    for (NodeId in : k.inputs)
+      if (!g_.node(in).type.has(s.streamAxis) || p.streamChunk == 0) load(1, in, s, p);
+
+    StreamAnalysis stream;
+    if (!s.streamAxis.empty() && p.streamChunk > 0) stream = analyzeStream(g_, inside, s.streamAxis);
+    if (stream.streamable && !stream.slots.empty()) {
+      std::string head;
+      for (size_t i = 0; i < stream.slots.size(); ++i)
+        head += fmt::format("{}S{} = {}", head.empty() ? "" : "; ", i,
+                            stream.slots[i].kind == AccumulatorSlot::Kind::Max ? "-inf" : "0");
+      line(1, "REG  " + head, "accumulator head");
+    }
+    if (p.streamChunk > 0) {
+      line(1, fmt::format("for {0}0 in 0..{1} step {2}", s.streamAxis, s.streamExtent, p.streamChunk),
+           fmt::format("stream: {} chunks", c.chunks));
+      for (NodeId in : k.inputs)
+        if (g_.node(in).type.has(s.streamAxis)) load(2, in, s, p);
+      body(2, k, stream, inside);
+    } else {
+      body(1, k, stream, inside);
+    }
+    for (NodeId out : k.outputs) {
+      const Type& ty = g_.node(out).type;
+      line(1, fmt::format("GMEM {} <- {}", names_[static_cast<size_t>(out)], tile(ty, s, p)),
+           fmt::format("store {}", kib(static_cast<double>(ty.elementCount()) * 2)));
+    }
+    return out_;
+  }
+
+ private:
+  void line(int depth, const std::string& text, const std::string& note = "") {
+    std::string l = std::string(2 * static_cast<size_t>(depth), ' ') + text;
+    if (!note.empty()) l += std::string(l.size() < 64 ? 64 - l.size() : 1, ' ') + "# " + note;
+    out_ += l + "\n";
+  }
+
+  std::string tile(const Type& t, const KernelShape& s, const Partition& p) const {
+    std::string out = "[";
+    for (const auto& a : t.axes) {
+      int64_t n = a.size;
+      if (auto g = p.groupTiles.find(a.name); g != p.groupTiles.end()) n = std::min(n, g->second);
+      else if (a.name == s.streamAxis && p.streamChunk > 0) n = std::min(n, p.streamChunk);
+      out += fmt::format("{}{}:{}", out.size() > 1 ? " " : "", a.name, n);
+    }
+    return out + "]";
+  }
+
+  void load(int depth, NodeId in, const KernelShape& s, const Partition& p) {
+    const Type& ty = g_.node(in).type;
+    line(depth, fmt::format("SMEM {}_s{} <- {}", names_[static_cast<size_t>(in)], tile(ty, s, p), names_[static_cast<size_t>(in)]),
+         "load");
+  }
+
+  void body(int depth, const Kernel& k, const StreamAnalysis& stream, const std::set<NodeId>& inside) {
+    std::set<NodeId> tail(stream.tail.begin(), stream.tail.end());
+    std::set<NodeId> aggregates(stream.aggregates.begin(), stream.aggregates.end());
+    for (NodeId id : k.nodes) {
+      const Node& n = g_.node(id);
+      if (n.op == Op::Input || tail.count(id) || aggregates.count(id)) continue;
+      line(depth, fmt::format("REG  {} = {}", names_[static_cast<size_t>(id)], describe(n)),
+           n.op == Op::Contract ? "tensor cores" : "");
+    }
+    for (size_t i = 0; i < stream.slots.size(); ++i) {
+      const auto& slot = stream.slots[i];
+      std::string core;
+      for (const auto& f : slot.core) {
+        std::string base = names_[static_cast<size_t>(f.node)];
+        if (f.kind == StreamFactor::Kind::Exp) base = "exp(" + base + (slot.rescaledBy >= 0 ? " - m_new)" : ")");
+        if (f.kind == StreamFactor::Kind::Mask) base = "[" + base + "]";
+        if (f.kind == StreamFactor::Kind::NotMask) base = "[not " + base + "]";
+        if (f.power != 1) base += fmt::format("^{}", f.power);
+        core += (core.empty() ? "" : " * ") + base;
+      }
+      if (core.empty()) core = "1";
+      if (slot.kind == AccumulatorSlot::Kind::Max) {
+        line(depth, fmt::format("S{0} = max(S{0}, max over {1} of {2})", i, stream.axis, core), "accumulator body");
+      } else if (slot.rescaledBy >= 0) {
+        line(depth, fmt::format("S{0} = S{0} * exp(m_old - m_new) + sum over {1} of {2}", i, stream.axis, core),
+             "rescaled as the max moves");
+      } else {
+        line(depth, fmt::format("S{0} = S{0} + sum over {1} of {2}", i, stream.axis, core), "accumulator body");
+      }
+    }
+    if (!stream.slots.empty()) {
+      std::string after;
+      for (NodeId id : stream.aggregates) after += (after.empty() ? "" : ", ") + names_[static_cast<size_t>(id)];
+      for (NodeId id : stream.tail) after += ", " + names_[static_cast<size_t>(id)];
+      line(depth - 1, "REG  " + after + " from S0..S" + std::to_string(stream.slots.size() - 1), "accumulator tail");
+    }
+    (void)inside;
+  }
+
+  std::string describe(const Node& n) const {
+    auto name = [&](size_t i) { return names_[static_cast<size_t>(n.operands[i])]; };
+    std::string axes;
+    for (const auto& a : n.axes) axes += (axes.empty() ? "" : ", ") + a;
+    switch (n.op) {
+      case Op::Contract: return fmt::format("contract({}, {}, {})", name(0), name(1), axes);
+      case Op::Reduce: return fmt::format("{}({}, {})", reduceName(n.reduce), name(0), axes);
+      case Op::Gather: return fmt::format("gather({}, {}, {})", name(0), name(1), axes);
+      case Op::Unary: return fmt::format("{}({})", unaryName(n.unary), name(0));
+      case Op::Binary: return fmt::format("{}({}, {})", binaryName(n.binary), name(0), name(1));
+      case Op::Compare: return fmt::format("{} {} {}", name(0), compareSymbol(n.compare), name(1));
+      case Op::Select: return fmt::format("where({}, {}, {})", name(0), name(1), name(2));
+      case Op::Constant: return fmt::format("{}", n.value);
+      case Op::Pos: return fmt::format("pos({})", n.axes[0]);
+      default: {
+        std::string ops;
+        for (size_t i = 0; i < n.operands.size(); ++i) ops += (i ? ", " : "") + name(i);
+        return fmt::format("{}({})", opName(n.op), ops);
+      }
+    }
+  }
+
+  const Graph& g_;
+  const Target& t_;
+  std::vector<std::string> names_;
+  std::string out_;
+};
+
+}  // namespace
+
+std::string printPseudocode(const Graph& graph, const std::vector<PlannedKernel>& kernels, const Target& target) {
+  Writer w(graph, target);
+  std::string out;
+  for (const auto& k : kernels) out += w.kernel(k) + "\n";
+  return out;
+}
+
+}  // namespace llmc

@@ -1,0 +1,370 @@
+// llmc-compile: diagram files in; IR, kernels, reports or CUDA out. The
+// front end's passes (driver/pipeline.h) make the IR; where the output needs
+// a target, the back end's stages (driver/backend.h) follow.
+#include <pthread.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "analysis/streamability.h"
+#include "atomic_file.h"
+#include "driver/backend.h"
+#include "driver/pipeline.h"
+#include "ir/json_export.h"
+#include "ir/print.h"
+#include "lowering/lowering.h"
+#include "planning/data_parallel_cost.h"
+#include "planning/memory_plan.h"
+#include "planning/target.h"
+#include "report/measured_times.h"
+#include "report/perf_report.h"
+#include "report/pseudocode.h"
+#ifdef LLMC_HAVE_NVRTC
+#include "nvrtc_compiler.h"
+#endif
+
+namespace {
+
+const char* kUsage = R"(usage: llmc-compile FILE.dg [options]
+
+Compiles the last diagram of FILE.dg (or the one named with --entry) and prints
+the result.
+
+options:
+  --emit KIND         what to print: ir (the inlined primitive graph, as a
+                      diagram; the default), json (the same graph as JSON), or
+                      streams (for each reduced axis, whether the whole diagram
+                      streams over it, with the accumulator it needs),
+                      pseudocode (the kernels, partitioned for --arch, as
+                      loops), perf (the performance model per kernel), cuda
+                      (the CUDA C++ source of every launch, docs/codegen.md)
+                      or launches (the launch description of that source as
+                      JSON: grid, block, parameters, tensor maps, buffers),
+                      or ptx (that source compiled with NVRTC for --arch; no
+                      GPU needed), or memory (the device memory plan of that
+                      source: arena, peak, outputs written in place over
+                      their inputs, the largest arrays at the peak)
+  --arch ARCH         the target for pseudocode, perf, cuda, launches and ptx: sm_80, sm_90a, a
+                      target .json file, or auto (the GPU present); default sm_90a
+  --device NAME       a device of the arch's file (H100-SXM, H200, ...)
+  --storage f32|bf16  how floats are stored in memory, for the model and the
+                      CUDA (default bf16)
+  --json              with --emit perf: the report as JSON
+  --measured FILE     with --emit perf: set each kernel's measured time (a
+                      step_kernels_bench --json file of the same plan) and its
+                      ratio to the prediction beside the model
+  --gpus N            with --grad --emit perf: data-parallel training over N GPUs of
+                      one node; adds the gradients' communication over the
+                      interconnect and how much of it the backward hides
+  --zero 0|1          with --gpus: ZeRO stage (1: sharded optimizer state,
+                      reduce-scatter + all-gather; default 0, all-reduce)
+  --set NAME=N        bind the size NAME to N; repeat it, or give several at
+                      once: --set B=4,T=64
+  --entry NAME        the diagram to compile (default: the last one in FILE)
+  --grad              add the backward pass: the outputs become the loss and
+                      the gradient of every param input (grad_NAME); with a
+                      target (pseudocode, perf, cuda, launches, ptx) the cost
+                      model then decides what the backward recomputes
+  --loss NAME         with --grad: the output to differentiate (default: the
+                      only output)
+  --wrt A,B,...       with --grad: differentiate against these inputs instead
+                      of the params
+  --dump-after PASS   also print what PASS made to stderr: the IR after a pass
+                      of the front end (elaborate, canonicalize, autodiff,
+                      reassociate, recompute), or, with a target (pseudocode,
+                      perf, cuda, launches, ptx, memory), what a stage of the
+                      back end made: fuse (the kernels and their nodes),
+                      partition (each kernel's partition), lower and unfuse
+                      (each kernel's engine), order (the launches in order),
+                      write (the launch description) or memory (the memory
+                      plan); docs/ir.md, section 8
+  --time-passes       print each pass's and stage's time to stderr
+  --no-comments       leave the per-line comments (woven axes, composite path)
+                      out of --emit ir
+  -o FILE             write the output to FILE instead of standard output,
+                      whole or not at all (a device such as /dev/null is
+                      written into)
+  -h, --help          show this help
+
+exit status: 0 on success, 1 for an error in the diagrams, 2 for a bad command line,
+3 for an internal error (a bug in llmc-compile).
+)";
+
+[[noreturn]] void usageError(const std::string& message) {
+  std::fprintf(stderr, "llmc-compile: %s\n(see llmc-compile --help)\n", message.c_str());
+  std::exit(2);
+}
+
+// What the command line asks for.
+struct Invocation {
+  llmc::PipelineOptions options;
+  std::string emit = "ir", outPath, arch = "sm_90a", device, measuredPath;
+  bool json = false;
+  int gpus = 1, zero = 0;  // data parallel (--emit perf)
+  llmc::CostOptions cost;
+  bool comments = true;
+
+  // The outputs made from kernels, which are planned for a target.
+  bool needsTarget() const {
+    return emit == "pseudocode" || emit == "perf" || emit == "cuda" || emit == "launches" || emit == "ptx" ||
+           emit == "memory";
+  }
+};
+
+bool isOneOf(const std::string& name, const std::vector<std::string>& names) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+// The passes of the front end that make IR, which --dump-after prints.
+const std::vector<std::string> kPassesWithIR = {"elaborate", "canonicalize", "autodiff", "reassociate", "recompute"};
+
+// Checks what the options say together. Exits with status 2 for a bad combination.
+void checkInvocation(const Invocation& in) {
+  const llmc::PipelineOptions& options = in.options;
+  if (options.path.empty()) usageError("no input file");
+  if ((in.gpus > 1 || in.zero) && (in.emit != "perf" || !options.grad))
+    usageError("--gpus and --zero model data-parallel training: they go with --grad --emit perf");
+  if (!options.grad && (!options.loss.empty() || !options.wrt.empty())) usageError("--loss and --wrt need --grad");
+  if (!in.measuredPath.empty() && in.emit != "perf") usageError("--measured goes with --emit perf");
+  const std::string& dumpAfter = options.reporting.dumpAfter;
+  if (isOneOf(dumpAfter, llmc::backendStageNames()) && !in.needsTarget())
+    usageError(fmt::format("--dump-after {}: the back end's stages run for a target (--emit pseudocode, perf, cuda, "
+                           "launches, ptx or memory)", dumpAfter));
+}
+
+// Parses the command line; nullopt where it asked for --help (printed).
+std::optional<Invocation> parseCommandLine(int argc, char** argv) {
+  Invocation in;
+  llmc::PipelineOptions& options = in.options;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&](const char* flag) -> std::string {
+      if (i + 1 >= argc) usageError(fmt::format("{} needs a value", flag));
+      return argv[++i];
+    };
+    if (arg == "-h" || arg == "--help") {
+      std::fputs(kUsage, stdout);
+      return std::nullopt;
+    } else if (arg == "--emit") {
+      in.emit = value("--emit");
+      if (!isOneOf(in.emit, {"ir", "json", "streams", "pseudocode", "perf", "cuda", "launches", "ptx", "memory"}))
+        usageError(fmt::format("unknown --emit '{}' (known: ir, json, streams, pseudocode, perf, cuda, launches, ptx, memory)", in.emit));
+    } else if (arg == "--arch") {
+      in.arch = value("--arch");
+    } else if (arg == "--device") {
+      in.device = value("--device");
+    } else if (arg == "--storage") {
+      std::string storage = value("--storage");
+      if (storage != "f32" && storage != "bf16") usageError("--storage expects f32 or bf16");
+      in.cost.storageBytes = storage == "bf16" ? 2 : 4;
+    } else if (arg == "--json") {
+      in.json = true;
+    } else if (arg == "--measured") {
+      in.measuredPath = value("--measured");
+    } else if (arg == "--gpus") {
+      const std::string n = value("--gpus");
+      if (n.empty() || n.size() > 4 || n.find_first_not_of("0123456789") != std::string::npos || std::stoi(n) < 1)
+        usageError(fmt::format("--gpus expects a number of GPUs (1 or more), got '{}'", n));
+      in.gpus = std::stoi(n);
+    } else if (arg == "--zero") {
+      const std::string z = value("--zero");
+      if (z != "0" && z != "1") usageError(fmt::format("--zero expects 0 or 1, got '{}'", z));
+      in.zero = z == "1" ? 1 : 0;
+    } else if (arg == "--set") {
+      try {
+        for (const auto& [name, size] : llmc::parseSizeBindings(value("--set"))) options.sizes[name] = size;
+      } catch (const std::invalid_argument& e) {
+        usageError(e.what());
+      }
+    } else if (arg == "--grad") {
+      options.grad = true;
+    } else if (arg == "--loss") {
+      options.loss = value("--loss");
+    } else if (arg == "--wrt") {
+      std::string list = value("--wrt");
+      for (size_t start = 0; start <= list.size();) {
+        size_t comma = list.find(',', start);
+        options.wrt.push_back(list.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+      }
+    } else if (arg == "--entry") {
+      options.entry = value("--entry");
+    } else if (arg == "--dump-after") {
+      options.reporting.dumpAfter = value("--dump-after");
+      if (!isOneOf(options.reporting.dumpAfter, kPassesWithIR) &&
+          !isOneOf(options.reporting.dumpAfter, llmc::backendStageNames()))
+        usageError(fmt::format("--dump-after: no pass or stage '{}' to dump after (passes with IR: elaborate, "
+                               "canonicalize, autodiff, reassociate, recompute; stages: fuse, partition, lower, "
+                               "unfuse, order, write, memory)", options.reporting.dumpAfter));
+    } else if (arg == "--time-passes") {
+      options.reporting.timePasses = true;
+    } else if (arg == "--no-comments") {
+      in.comments = false;
+    } else if (arg == "-o") {
+      in.outPath = value("-o");
+    } else if (!arg.empty() && arg[0] == '-') {
+      usageError(fmt::format("unknown option '{}'", arg));
+    } else if (options.path.empty()) {
+      options.path = arg;
+    } else {
+      usageError(fmt::format("more than one input file ('{}' and '{}')", options.path, arg));
+    }
+  }
+  checkInvocation(in);
+  options.reporting.dump = [](const std::string& text) { std::fputs(text.c_str(), stderr); };
+  return in;
+}
+
+// The performance report, as text or JSON, with the data-parallel level where asked.
+std::string perfReport(const Invocation& in, const llmc::Graph& graph, const std::vector<llmc::PlannedKernel>& kernels,
+                       const llmc::Target& target) {
+  std::optional<std::map<int, double>> measured;
+  if (!in.measuredPath.empty()) measured = llmc::readMeasuredKernelSeconds(in.measuredPath, kernels);
+  if (!in.json) {
+    std::string output = llmc::perfReportText(graph, kernels, target, measured ? &*measured : nullptr);
+    if (in.gpus > 1)
+      output += llmc::describeDataParallel(llmc::dataParallelCost(graph, kernels, target, in.gpus, in.zero), target);
+    return output;
+  }
+  nlohmann::json report = llmc::perfReportJson(graph, kernels, target, measured ? &*measured : nullptr);
+  if (in.gpus > 1) {
+    const llmc::DataParallelCost dp = llmc::dataParallelCost(graph, kernels, target, in.gpus, in.zero);
+    report["data_parallel"] = {{"gpus", dp.gpus},
+                               {"zero", dp.zero},
+                               {"collectives", dp.collectives},
+                               {"interconnect", target.interconnect},
+                               {"gradient_bytes", dp.gradientBytes},
+                               {"parameter_bytes", dp.parameterBytes},
+                               {"bytes_per_gpu", dp.bytesPerGpu},
+                               {"seconds", dp.seconds},
+                               {"backward_seconds", dp.backwardSeconds},
+                               {"exposed_seconds", dp.exposedSeconds}};
+  }
+  return report.dump(2) + "\n";
+}
+
+// What the back end's stages made, as --emit asks (an output that needs a target).
+std::string backendOutput(const Invocation& in, const llmc::Graph& graph, const llmc::Target& target) {
+  llmc::BackendOptions backend;
+  backend.cost = in.cost;
+  backend.emit = llmc::emitOptionsFor(in.cost);
+  backend.until = in.emit == "pseudocode" || in.emit == "perf" ? "unfuse" : in.emit == "memory" ? "memory" : "write";
+  backend.reporting = in.options.reporting;
+  const llmc::Backend made = llmc::compileBackend(graph, target, backend);
+  if (in.emit == "cuda") return made.module->source;
+  if (in.emit == "ptx") {
+#ifdef LLMC_HAVE_NVRTC
+    return llmc::cuda::compileWithNvrtc({graph.name, made.module->source, target.arch, {}}).ptx;
+#else
+    throw std::logic_error("unreachable: --emit ptx without NVRTC");
+#endif
+  }
+  if (in.emit == "memory") return llmc::describeMemoryPlan(*made.module, *made.memory);
+  if (in.emit == "launches") return llmc::launchesToJson(*made.module).dump(2) + "\n";
+  if (in.emit == "pseudocode") return llmc::printPseudocode(graph, made.kernels, target);
+  return perfReport(in, graph, made.kernels, target);
+}
+
+// The output --emit asks for. Throws what the passes throw.
+std::string compile(Invocation& in) {
+  // Kernels are planned for a target, whose cost model also decides what
+  // the backward pass recomputes.
+  std::optional<llmc::Target> target;
+  if (in.needsTarget()) {
+    target = in.arch == "auto" ? llmc::detectTarget() : llmc::loadTarget(in.arch, in.device);
+    in.options.target = &*target;
+    in.options.cost = in.cost;
+  }
+  llmc::Graph graph = llmc::compileToIR(in.options);
+  if (in.emit == "json") return llmc::graphToJson(graph).dump(2) + "\n";
+  if (target) return backendOutput(in, graph, *target);
+  if (in.emit == "streams") {
+    std::string output;
+    std::set<llmc::NodeId> everything;
+    for (const auto& n : graph.nodes) everything.insert(n.id);
+    for (const auto& axis : llmc::reducedAxes(graph))
+      output += llmc::describeStream(graph, llmc::analyzeStream(graph, everything, axis));
+    return output;
+  }
+  return llmc::printGraph(graph, llmc::PrintOptions{in.comments});
+}
+
+int compileMain(int argc, char** argv) {
+  std::optional<Invocation> in = parseCommandLine(argc, argv);
+  if (!in) return 0;
+#ifndef LLMC_HAVE_NVRTC
+  if (in->emit == "ptx") {
+    std::fputs("llmc-compile: --emit ptx needs NVRTC; this llmc-compile was built without the CUDA toolkit\n", stderr);
+    return 2;
+  }
+#endif
+  std::string output;
+  try {
+    output = compile(*in);
+  } catch (const llmc::CompileError& e) {
+    std::fputs(e.what(), stderr);
+    return 1;
+  } catch (const llmc::TargetError& e) {
+    std::fprintf(stderr, "llmc-compile: %s\n", e.what());
+    return 1;
+  } catch (const llmc::MeasurementError& e) {
+    std::fprintf(stderr, "llmc-compile: --measured %s\n", e.what());
+    return 1;
+  } catch (const std::logic_error& e) {  // the verifier found a compiler bug
+    std::fprintf(stderr, "llmc-compile: internal compiler error: %s\n", e.what());
+    return 3;
+  } catch (const std::exception& e) {  // a bug in llmc, not in the diagrams: report it, don't abort
+    std::fprintf(stderr, "llmc-compile: internal error: %s\n", e.what());
+    return 3;
+  }
+  if (in->outPath.empty()) {
+    std::fputs(output.c_str(), stdout);
+    return 0;
+  }
+  // Whole or not at all (common/atomic_file.h): a fresh temporary beside FILE,
+  // renamed over it; a device such as /dev/null is written into, as `>` would.
+  try {
+    llmc::writeFileAtomically(in->outPath, output, {.nonRegular = llmc::NonRegularDestination::WriteInto});
+  } catch (const llmc::FileWriteError& e) {
+    std::fprintf(stderr, "llmc-compile: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+// The compiler's passes recurse along the graph (the CUDA writer once per
+// node of an elementwise chain), so a diagram of a 100,000-node chain needs
+// more stack than a process's main thread has (8 MiB): compile on a thread
+// with 1 GiB reserved (pages are committed only as they are used).
+int main(int argc, char** argv) {
+  struct Call {
+    int argc;
+    char** argv;
+    int status = 3;
+  } call{argc, argv};
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, size_t{1} << 30);
+  pthread_t thread;
+  auto run = [](void* p) -> void* {
+    Call* c = static_cast<Call*>(p);
+    c->status = compileMain(c->argc, c->argv);
+    return nullptr;
+  };
+  if (pthread_create(&thread, &attr, run, &call) != 0) return compileMain(argc, argv);
+  pthread_join(thread, nullptr);
+  pthread_attr_destroy(&attr);
+  return call.status;
+}
