@@ -190,7 +190,7 @@ class CudaWriter {
   // it: the logits of an odd vocabulary): a lane's 8 positions are the
   // lanes' count apart, each read by its own load, past the end skipped. The
   // 8 loads are independent, so a lane has 8 in flight, as one 16-byte load
-  // of bf16 has (Little's law: cost_model.cpp's latency term). `start`,
+  // of bf16 has (Little's law: planning/cost_model.cpp's latency term). `start`,
   // `end`: the positions the block streams (its share where the stream is
   // split across blocks).
   void vectorLanes(int point, const Env& env, const std::string& start, const std::string& end, bool strided);
@@ -212,7 +212,7 @@ class CudaWriter {
   // device's threads, a block within 256 and each lane 32 positions or more:
   // a grid of few rows (the classifier's 777 rows of 50257 logits: 777 warps
   // kept 1.4 MB in flight of the ~2 MB the H200 needs) takes a block a row.
-  // cost_model.cpp's laneStream counts the threads so.
+  // planning/cost_model.cpp's laneStream counts the threads so.
   int streamLanes(int64_t grid, int64_t points) const;
 
   int64_t innerSize(const std::string& axis) const;
