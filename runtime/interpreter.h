@@ -28,7 +28,7 @@ struct InterpreterOptions {
   // in bf16 would (the kernel boundaries of a GPU run with bf16 storage).
   std::set<NodeId> storedAsBf16 = {};
   // Float comparisons of operands rounded to bf16 first, as the generated
-  // code compares them under bf16 storage (cuda_kernel_writer.cpp, Compare).
+  // code compares them under bf16 storage (codegen/cuda_writer.cpp, Compare).
   bool compareAtBf16 = false;
 };
 

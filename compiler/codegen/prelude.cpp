@@ -52,7 +52,7 @@ __device__ __forceinline__ void llmc_add_f32x8(float* p, const float (&v)[8]) {
 #endif
 }
 
-// The hardware's tanh (cuda_kernel_writer.cpp, approximate_: bf16 storage): one MUFU instruction, relative
+// The hardware's tanh (codegen/cuda_writer.h, approximate_: bf16 storage): one MUFU instruction, relative
 // error under 2^-10.9 (PTX ISA, tanh.approx.f32), below bf16's 2^-8. It replaced 1 - 2 / (exp(2x) + 1), six
 // instructions on the critical path of a GELU epilogue.
 __device__ __forceinline__ float llmc_fast_tanh(float x) {
@@ -67,7 +67,7 @@ __device__ __forceinline__ float llmc_exp_shifted(float s, float m) { return s =
 // exp(m_old - m_new), the online-softmax rescaling: 1 while the max has not moved.
 __device__ __forceinline__ float llmc_rescale(float m_old, float m_new) { return m_old == m_new ? 1.0f : expf(m_old - m_new); }
 
-// exp by the hardware's 2^x with results under 2^-126 flushed to zero (cuda_kernel_writer.cpp, approximate_:
+// exp by the hardware's 2^x with results under 2^-126 flushed to zero (codegen/cuda_writer.h, approximate_:
 // bf16 storage, whose smallest normal is the same): x log2(e), then one MUFU instruction (ex2.approx.ftz.f32,
 // relative error 2^-22 plus the rounding of x log2(e)). __expf's ex2.approx.f32 keeps denormal results, for a
 // compare and two more multiplies an exp (ptxas, sm_90a): per score element of attention's streams.
