@@ -100,6 +100,128 @@ const LevelCost& KernelCost::level(const std::string& name) const {
   throw std::out_of_range("no level " + name);
 }
 
+namespace {
+
+// kernelShape's parts, in its order.
+
+void addStreamSplit(KernelShape& s, const Graph& g, const Kernel& k, const std::set<NodeId>& members,
+                    const std::set<std::string>& outputAxes) {
+  // A stream whose slots are plain sums, read by the outputs as they are,
+  // may be shared out across blocks like a looped axis (each block's partial
+  // sums added atomically): few long rows (a sum along the only long axis of
+  // a few rows) then fill the device. Not a kernel with a contraction (a
+  // GEMM's k, split by its own loop axes; a tensor-core stream).
+  if (!s.streamAxis.empty()) {
+    bool contraction = false;
+    for (NodeId id : k.nodes)
+      if (g.node(id).op == Op::Contract) contraction = true;
+    const StreamAnalysis stream = analyzeStream(g, members, s.streamAxis);
+    const bool plainSums = stream.streamable && stream.tail.empty() && !stream.slots.empty() &&
+                           std::all_of(stream.slots.begin(), stream.slots.end(), [](const AccumulatorSlot& slot) {
+                             return slot.kind == AccumulatorSlot::Kind::Sum && slot.rescaledBy < 0;
+                           }) &&
+                           std::all_of(k.outputs.begin(), k.outputs.end(), [&](NodeId o) {
+                             return std::count(stream.aggregates.begin(), stream.aggregates.end(), o) > 0;
+                           });
+    if (plainSums && !contraction && !outputAxes.count(s.streamAxis) && s.streamExtent > kInnerLimit &&
+        !isWholeArraySum(g, k.outputs, members))  // that one is written over the whole grid already
+      s.splitAxes.push_back(s.streamAxis);
+  }
+}
+
+void addPerPositionContractions(KernelShape& s, const Graph& g, const Kernel& k, const std::set<NodeId>& members) {
+  // A contraction evaluated at each position of the stream (attention's scores, over the
+  // channels while the keys stream) makes the kernel a tensor-core stream (evaluate prices it).
+  // Such a stream runs only the steps a comparison of positions leaves changing some slot
+  // (step_skip.h: a causal mask's keys past a block's queries): its work is that fraction of
+  // the whole, in the tensor-core streams' blocks of rows and steps of positions, whatever the
+  // partition.
+  std::string rowAxis;
+  std::set<std::string> scoreAxes;  // the axes of the per-position contractions' operands
+  for (NodeId id : k.nodes) {
+    const Node& n = g.node(id);
+    if (n.op != Op::Contract || s.streamAxis.empty() || !n.type.has(s.streamAxis) ||
+        std::find(n.axes.begin(), n.axes.end(), s.streamAxis) != n.axes.end())
+      continue;
+    s.perPosition = true;
+    const Type& x = g.node(n.operands[0]).type;
+    const Type& y = g.node(n.operands[1]).type;
+    const Type& rows = x.has(s.streamAxis) ? y : x;
+    const Type& columns = x.has(s.streamAxis) ? x : y;
+    rowAxis = streamRowAxis(rows, columns, s.groupAxes);
+    for (const Type* t : {&x, &y})
+      for (const Axis& a : t->axes) scoreAxes.insert(a.name);
+  }
+  // An output axis no per-position contraction's operand has is the channels
+  // of a product along the stream (attention's values' axis): held whole by
+  // each block, as the contracted channels are, not tiled across the grid
+  // (which would recompute the scores once per tile). Whether it shares its
+  // name with the contracted channels (attention's d) or not (e) makes no
+  // difference.
+  if (s.perPosition)
+    std::erase_if(s.groupAxes, [&](const Axis& a) { return !scoreAxes.count(a.name); });
+  if (s.perPosition && !rowAxis.empty()) {
+    if (const std::optional<StreamStepSkip> skip =
+            findStepSkip(g, analyzeStream(g, members, s.streamAxis), rowAxis, s.streamAxis)) {
+      const auto row = std::find_if(s.groupAxes.begin(), s.groupAxes.end(), [&](const Axis& a) { return a.name == rowAxis; });
+      s.stepsRun = stepsRunFraction(g, *skip, rowAxis, row->size, s.streamExtent, kStreamRowsPerBlock,
+                                    kStreamPositionsPerStep);
+    }
+  }
+}
+
+void addTileMultiples(KernelShape& s, const Graph& g, const Kernel& k, const Target& target, const CostOptions& o) {
+  // Coalescing: the innermost axis of every array in GMEM moves in whole
+  // segments (128 bytes: 64 bf16 values) where it is tiled.
+  auto coalesce = [&](const Type& t) {
+    if (t.axes.empty()) return;
+    const Axis& last = t.axes.back();
+    if (!hasGroupAxis(s, last.name) && last.name != s.streamAxis) return;
+    int64_t segment = target.coalescingBytes / elementBytes(t, o);
+    if (last.size >= segment) requireMultiple(s.tileMultiple, last.name, segment);
+  };
+  for (NodeId in : k.inputs) coalesce(g.node(in).type);
+  for (NodeId out : k.outputs) coalesce(g.node(out).type);
+  for (const auto& [axis, multiple] : s.tileMultiple)
+    if (hasGroupAxis(s, axis)) s.segment[axis] = multiple;
+
+  // Tensor cores: the instruction's m, n and k divide the tiles of the axes
+  // that play those parts in each contraction.
+  std::vector<TensorCoreShape> shapes = target.shapesFor(o.storageBytes == 2 ? "bf16" : "tf32");
+  if (shapes.empty() || !o.tensorCores) return;
+  // An axis a contraction constrains takes no tile under a segment (the
+  // tensor cores' shapes divide its tiles).
+  for (NodeId id : k.nodes) {
+    const Node& n = g.node(id);
+    if (n.op != Op::Contract || !isFloat(n.type.dtype)) continue;
+    for (NodeId op : n.operands)
+      for (const Axis& a : g.node(op).type.axes) s.segment.erase(a.name);
+  }
+  const TensorCoreShape& mma = *std::max_element(shapes.begin(), shapes.end(), [](const auto& a, const auto& b) {
+    return a.m < b.m;  // the largest m: wgmma's on Hopper
+  });
+  for (NodeId id : k.nodes) {
+    const Node& n = g.node(id);
+    if (n.op != Op::Contract || !isFloat(n.type.dtype)) continue;
+    const Type& a = g.node(n.operands[0]).type;
+    const Type& b = g.node(n.operands[1]).type;
+    for (auto it = a.axes.rbegin(); it != a.axes.rend(); ++it)  // innermost axis of A only: m
+      if (!b.has(it->name) && hasGroupAxis(s, it->name) && it->size >= mma.m) {
+        requireMultiple(s.tileMultiple, it->name, mma.m);
+        break;
+      }
+    for (auto it = b.axes.rbegin(); it != b.axes.rend(); ++it)  // of B only: n
+      if (!a.has(it->name) && (hasGroupAxis(s, it->name) || it->name == s.streamAxis) && it->size >= mma.nStep) {
+        requireMultiple(s.tileMultiple, it->name, mma.nStep);
+        break;
+      }
+    for (const auto& c : n.axes)  // contracted: k
+      if (c == s.streamAxis) requireMultiple(s.tileMultiple, c, mma.k);
+  }
+}
+
+}  // namespace
+
 KernelShape kernelShape(const Graph& g, const Kernel& k, const Target& target, const CostOptions& o) {
   KernelShape s;
   s.streamAxis = k.streamAxis;
@@ -151,114 +273,9 @@ KernelShape kernelShape(const Graph& g, const Kernel& k, const Target& target, c
                   });
     if (linear && !outputAxes.count(name)) s.splitAxes.push_back(name);
   }
-  // A stream whose slots are plain sums, read by the outputs as they are,
-  // may be shared out across blocks like a looped axis (each block's partial
-  // sums added atomically): few long rows (a sum along the only long axis of
-  // a few rows) then fill the device. Not a kernel with a contraction (a
-  // GEMM's k, split by its own loop axes; a tensor-core stream).
-  if (!s.streamAxis.empty()) {
-    bool contraction = false;
-    for (NodeId id : k.nodes)
-      if (g.node(id).op == Op::Contract) contraction = true;
-    const StreamAnalysis stream = analyzeStream(g, members, s.streamAxis);
-    const bool plainSums = stream.streamable && stream.tail.empty() && !stream.slots.empty() &&
-                           std::all_of(stream.slots.begin(), stream.slots.end(), [](const AccumulatorSlot& slot) {
-                             return slot.kind == AccumulatorSlot::Kind::Sum && slot.rescaledBy < 0;
-                           }) &&
-                           std::all_of(k.outputs.begin(), k.outputs.end(), [&](NodeId o) {
-                             return std::count(stream.aggregates.begin(), stream.aggregates.end(), o) > 0;
-                           });
-    if (plainSums && !contraction && !outputAxes.count(s.streamAxis) && s.streamExtent > kInnerLimit &&
-        !isWholeArraySum(g, k.outputs, members))  // that one is written over the whole grid already
-      s.splitAxes.push_back(s.streamAxis);
-  }
-
-  // A contraction evaluated at each position of the stream (attention's scores, over the
-  // channels while the keys stream) makes the kernel a tensor-core stream (evaluate prices it).
-  // Such a stream runs only the steps a comparison of positions leaves changing some slot
-  // (step_skip.h: a causal mask's keys past a block's queries): its work is that fraction of
-  // the whole, in the tensor-core streams' blocks of rows and steps of positions, whatever the
-  // partition.
-  std::string rowAxis;
-  std::set<std::string> scoreAxes;  // the axes of the per-position contractions' operands
-  for (NodeId id : k.nodes) {
-    const Node& n = g.node(id);
-    if (n.op != Op::Contract || s.streamAxis.empty() || !n.type.has(s.streamAxis) ||
-        std::find(n.axes.begin(), n.axes.end(), s.streamAxis) != n.axes.end())
-      continue;
-    s.perPosition = true;
-    const Type& x = g.node(n.operands[0]).type;
-    const Type& y = g.node(n.operands[1]).type;
-    const Type& rows = x.has(s.streamAxis) ? y : x;
-    const Type& columns = x.has(s.streamAxis) ? x : y;
-    rowAxis = streamRowAxis(rows, columns, s.groupAxes);
-    for (const Type* t : {&x, &y})
-      for (const Axis& a : t->axes) scoreAxes.insert(a.name);
-  }
-  // An output axis no per-position contraction's operand has is the channels
-  // of a product along the stream (attention's values' axis): held whole by
-  // each block, as the contracted channels are, not tiled across the grid
-  // (which would recompute the scores once per tile). Whether it shares its
-  // name with the contracted channels (attention's d) or not (e) makes no
-  // difference.
-  if (s.perPosition)
-    std::erase_if(s.groupAxes, [&](const Axis& a) { return !scoreAxes.count(a.name); });
-  if (s.perPosition && !rowAxis.empty()) {
-    if (const std::optional<StreamStepSkip> skip =
-            findStepSkip(g, analyzeStream(g, members, s.streamAxis), rowAxis, s.streamAxis)) {
-      const auto row = std::find_if(s.groupAxes.begin(), s.groupAxes.end(), [&](const Axis& a) { return a.name == rowAxis; });
-      s.stepsRun = stepsRunFraction(g, *skip, rowAxis, row->size, s.streamExtent, kStreamRowsPerBlock,
-                                    kStreamPositionsPerStep);
-    }
-  }
-
-  // Coalescing: the innermost axis of every array in GMEM moves in whole
-  // segments (128 bytes: 64 bf16 values) where it is tiled.
-  auto coalesce = [&](const Type& t) {
-    if (t.axes.empty()) return;
-    const Axis& last = t.axes.back();
-    if (!hasGroupAxis(s, last.name) && last.name != s.streamAxis) return;
-    int64_t segment = target.coalescingBytes / elementBytes(t, o);
-    if (last.size >= segment) requireMultiple(s.tileMultiple, last.name, segment);
-  };
-  for (NodeId in : k.inputs) coalesce(g.node(in).type);
-  for (NodeId out : k.outputs) coalesce(g.node(out).type);
-  for (const auto& [axis, multiple] : s.tileMultiple)
-    if (hasGroupAxis(s, axis)) s.segment[axis] = multiple;
-
-  // Tensor cores: the instruction's m, n and k divide the tiles of the axes
-  // that play those parts in each contraction.
-  std::vector<TensorCoreShape> shapes = target.shapesFor(o.storageBytes == 2 ? "bf16" : "tf32");
-  if (shapes.empty() || !o.tensorCores) return s;
-  // An axis a contraction constrains takes no tile under a segment (the
-  // tensor cores' shapes divide its tiles).
-  for (NodeId id : k.nodes) {
-    const Node& n = g.node(id);
-    if (n.op != Op::Contract || !isFloat(n.type.dtype)) continue;
-    for (NodeId op : n.operands)
-      for (const Axis& a : g.node(op).type.axes) s.segment.erase(a.name);
-  }
-  const TensorCoreShape& mma = *std::max_element(shapes.begin(), shapes.end(), [](const auto& a, const auto& b) {
-    return a.m < b.m;  // the largest m: wgmma's on Hopper
-  });
-  for (NodeId id : k.nodes) {
-    const Node& n = g.node(id);
-    if (n.op != Op::Contract || !isFloat(n.type.dtype)) continue;
-    const Type& a = g.node(n.operands[0]).type;
-    const Type& b = g.node(n.operands[1]).type;
-    for (auto it = a.axes.rbegin(); it != a.axes.rend(); ++it)  // innermost axis of A only: m
-      if (!b.has(it->name) && hasGroupAxis(s, it->name) && it->size >= mma.m) {
-        requireMultiple(s.tileMultiple, it->name, mma.m);
-        break;
-      }
-    for (auto it = b.axes.rbegin(); it != b.axes.rend(); ++it)  // of B only: n
-      if (!a.has(it->name) && (hasGroupAxis(s, it->name) || it->name == s.streamAxis) && it->size >= mma.nStep) {
-        requireMultiple(s.tileMultiple, it->name, mma.nStep);
-        break;
-      }
-    for (const auto& c : n.axes)  // contracted: k
-      if (c == s.streamAxis) requireMultiple(s.tileMultiple, c, mma.k);
-  }
+  addStreamSplit(s, g, k, members, outputAxes);
+  addPerPositionContractions(s, g, k, members);
+  addTileMultiples(s, g, k, target, o);
   return s;
 }
 
