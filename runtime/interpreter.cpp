@@ -525,12 +525,13 @@ class Evaluator {
           std::vector<T>().swap(values_[static_cast<size_t>(operand)]);
     }
     std::vector<HostTensor> outputs;
-    for (const GraphOutput& output : graph_.outputs) {
-      const std::vector<T>& values = values_.at(static_cast<size_t>(output.node));
-      outputs.push_back(
-          {graph_.node(output.node).type, std::vector<double>(values.begin(), values.end())});
-    }
+    for (const GraphOutput& output : graph_.outputs) outputs.push_back(value(output.node));
     return outputs;
+  }
+
+  HostTensor value(NodeId id) const {
+    const std::vector<T>& values = values_.at(static_cast<size_t>(id));
+    return {graph_.node(id).type, std::vector<double>(values.begin(), values.end())};
   }
 
  private:
@@ -548,6 +549,7 @@ class Evaluator {
       }
     for (const GraphOutput& output : graph_.outputs)
       last.at(static_cast<size_t>(output.node)) = graph_.nodes.size();
+    for (NodeId kept : options_.keep) last.at(static_cast<size_t>(kept)) = graph_.nodes.size();
     return last;
   }
 
@@ -666,6 +668,22 @@ std::vector<HostTensor> interpret(const Graph& g, const std::map<std::string, Ho
                                   const InterpreterOptions& options) {
   if (options.precision == Precision::F32) return Evaluator<float>(g, options).run(inputs);
   return Evaluator<double>(g, options).run(inputs);
+}
+
+template <class T>
+std::map<NodeId, HostTensor> keptValues(const Graph& g, const std::map<std::string, HostTensor>& inputs,
+                                        const InterpreterOptions& options) {
+  Evaluator<T> evaluator(g, options);
+  evaluator.run(inputs);
+  std::map<NodeId, HostTensor> kept;
+  for (NodeId id : options.keep) kept.emplace(id, evaluator.value(id));
+  return kept;
+}
+
+std::map<NodeId, HostTensor> interpretNodes(const Graph& g, const std::map<std::string, HostTensor>& inputs,
+                                            const InterpreterOptions& options) {
+  if (options.precision == Precision::F32) return keptValues<float>(g, inputs, options);
+  return keptValues<double>(g, inputs, options);
 }
 
 }  // namespace llmc

@@ -30,6 +30,10 @@ struct InterpreterOptions {
   // Float comparisons of operands rounded to bf16 first, as the generated
   // code compares them under bf16 storage (codegen/cuda_writer.cpp, Compare).
   bool compareAtBf16 = false;
+  // Values of these nodes, besides the outputs, are kept to the end and
+  // returned by interpretNodes (a GPU run's intermediate buffers checked
+  // one by one).
+  std::set<NodeId> keep = {};
 };
 
 // Runs g on the given inputs, keyed by input name, and returns its outputs in
@@ -40,5 +44,10 @@ struct InterpreterOptions {
 // zero), naming the node's source location.
 std::vector<HostTensor> interpret(const Graph& g, const std::map<std::string, HostTensor>& inputs,
                                   const InterpreterOptions& options = {});
+
+// Runs g as interpret does and returns the value of every node in
+// options.keep, keyed by node.
+std::map<NodeId, HostTensor> interpretNodes(const Graph& g, const std::map<std::string, HostTensor>& inputs,
+                                            const InterpreterOptions& options);
 
 }  // namespace llmc

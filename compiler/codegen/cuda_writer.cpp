@@ -61,6 +61,36 @@ std::string CudaWriter::define(int s, const std::string& ctype, const std::strin
   return name;
 }
 
+std::string CudaWriter::fresh(const std::string& base) {
+  for (;;) {
+    std::string name = fmt::format("{}_{}", base, counter_++);
+    if (!axisVariable(name)) return name;
+  }
+}
+
+// The writer's fixed names: a prefix and an axis name (i_AXIS the position,
+// i8_AXIS the first of 8, t_AXIS a tile's origin, chunk_AXIS, split_AXIS).
+bool CudaWriter::axisVariable(const std::string& name) {
+  if (axisNames_.empty()) {
+    auto add = [&](NodeId id) {
+      const Node& n = g_.node(id);
+      for (const Axis& a : n.type.axes) axisNames_.insert(a.name);
+      for (NodeId o : n.operands)
+        for (const Axis& a : g_.node(o).type.axes) axisNames_.insert(a.name);
+    };
+    for (NodeId id : plan_.computed) add(id);
+    for (NodeId id : plan_.outputs) add(id);
+    for (const auto& [id, array] : stored_) add(id);
+    for (const Axis& a : plan_.groupAxes) axisNames_.insert(a.name);
+    axisNames_.insert("");  // never empty after the first call
+  }
+  for (const char* prefix : {"i_", "i8_", "t_", "chunk_", "split_"}) {
+    const std::string p = prefix;
+    if (name.size() > p.size() && name.compare(0, p.size(), p) == 0 && axisNames_.count(name.substr(p.size()))) return true;
+  }
+  return false;
+}
+
 // A loop over a whole axis, binding it in env; over the block's share of
 // an axis split across blocks.
 int CudaWriter::loop(int parent, const Axis& axis, Env& env) {

@@ -90,7 +90,11 @@ class CudaWriter {
   void emit(int s, std::string line) { scopes_[static_cast<size_t>(s)].lines.push_back(std::move(line)); }
   int depth(int s) const { return scopes_[static_cast<size_t>(s)].depth; }
   int deeper(int a, int b) const { return depth(a) >= depth(b) ? a : b; }
-  std::string fresh(const std::string& base) { return fmt::format("{}_{}", base, counter_++); }
+  // base_N, N counting up: two fresh names never meet, and a fresh name
+  // never takes one of the fixed per-axis variables' names (i_AXIS, t_AXIS,
+  // ... : axisVariable), which an axis name ending in _N could spell.
+  std::string fresh(const std::string& base);
+  bool axisVariable(const std::string& name);
   std::string define(int s, const std::string& ctype, const std::string& base, const std::string& expr);
   // A loop over a whole axis, binding it in env; over the block's share of
   // an axis split across blocks.
@@ -426,6 +430,7 @@ class CudaWriter {
   std::map<std::string, std::string> vectorLoads_;
   std::map<int, int> spanOf_;  // a lane loop's scope of 8 positions -> its span's scope
   int counter_ = 0;
+  std::set<std::string> axisNames_;  // of the values the kernel touches (axisVariable), made on first use
   StreamAnalysis stream_;
   std::vector<SlotLayout> slots_;
   const GemmEpilogueAxes* epilogue_ = nullptr;  // set: writing a GEMM's epilogue functor

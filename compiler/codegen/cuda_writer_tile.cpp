@@ -68,7 +68,7 @@ void CudaWriter::tile(WrittenKernel& out) {
     if (i > 0 && t > 1) pos = fmt::format("({}) % {}", pos, t);
     if (t == 1) pos = std::string("0");  // not `= "0"`: GCC 12 warns of overlap there (-Wrestrict), wrongly
     if (eight && last) pos = fmt::format("({}) * 8", pos);
-    std::string var = eight && last ? "i_" + a.name + "_8" : "i_" + a.name;
+    std::string var = (eight && last ? "i8_" : "i_") + a.name;
     emit(point, fmt::format("const int {} = {} + {};", var, origins[i], pos));
     if (a.size % plan_.tiles.at(a.name) != 0)
       outside += fmt::format("{}{} >= {}", outside.empty() ? "" : " || ", var, a.size);

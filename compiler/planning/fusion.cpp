@@ -105,6 +105,7 @@ std::vector<Kernel> Fuser::run() {
   attachPrologues();
   attachEpilogues(next);
   mergeStreams();
+  separateMaximumMasks(next);
   separateScatterValues(next);
   breakCycles(next);
   return collect();
@@ -132,6 +133,38 @@ void Fuser::separateScatterValues(int& next) {
     if (needsReduction && members_[gr].size() > 1) {
       join(s.id, next++, Acyclic::Known);
       streamAxis_.erase(gr);
+    }
+  }
+}
+
+void Fuser::separateMaximumMasks(int& next) {
+  for (const Node& c : g_.nodes) {
+    if (c.op != Op::Compare || !c.adjoint || c.operands.size() != 2) continue;
+    for (size_t side = 0; side < 2; ++side) {
+      const Node& m = g_.node(throughViews(c.operands[side]));
+      if (m.op != Op::Reduce || m.reduce != ReduceOp::Max || m.operands.size() != 1) continue;
+      const NodeId x = throughViews(m.operands[0]);
+      if (throughViews(c.operands[1 - side]) != x) continue;
+      const int gx = group_[idx(x)];
+      if (gx < 0) continue;
+      // What in x's kernel reads x through the maximum or the mask.
+      std::set<NodeId> moved;
+      std::vector<NodeId> work = {m.id, c.id};
+      while (!work.empty()) {
+        const NodeId id = work.back();
+        work.pop_back();
+        const int gr = group_[idx(id)];
+        if (gr >= 0 && gr != gx) continue;
+        if (gr < 0 && !viewHere(g_.node(id))) continue;
+        if (gr == gx && !moved.insert(id).second) continue;
+        work.insert(work.end(), consumers_[idx(id)].begin(), consumers_[idx(id)].end());
+      }
+      if (moved.empty()) continue;
+      const int after = next++;
+      for (NodeId id : moved) join(id, after, Acyclic::Known);
+      if (moved.count(m.id)) anchorOf_[after] = m.id;
+      streamAxis_.erase(gx);
+      wholeAxes_.erase(gx);
     }
   }
 }

@@ -10,10 +10,13 @@
 // f32), or with the diagram's own bf16 values unrounded, as registers keep
 // them (the larger of the two). A diagram
 // whose outputs bf16 rounding moves by 10% is ill-conditioned, not wrong.
+// A failure also names the first launch whose buffer is wrong, found by
+// running the module again one launch at a time.
 #include <fmt/format.h>
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 
 #include "checks.h"
 #include "codegen/emit_cuda.h"
@@ -41,7 +44,125 @@ HostTensor zerosLike(const HostTensor& t) { return HostTensor{t.type, std::vecto
 
 std::string outputKind(const std::string& name) { return name.rfind("grad_", 0) == 0 ? "a gradient" : name; }
 
-// One configuration; a failure names the first output that is wrong.
+// The interpreter's three runs a GPU result is judged by: exact (f64), as
+// stored (bf16 storage's rounding, or f32 arithmetic), and with the
+// diagram's own bf16 values kept unrounded, as registers keep them.
+struct Reference {
+  InterpreterOptions exact, stored, registers;
+  bool lowPrecision = false;  // bf16 storage or bf16 arrays in the diagram: bf16's tolerance
+};
+
+Reference referenceFor(const Graph& graph, const CudaModule& module, bool bf16) {
+  Reference r;
+  if (bf16) {
+    for (const BufferDesc& b : module.buffers)
+      if (b.dtype == "bf16") r.stored.storedAsBf16.insert(b.node);
+    r.stored.compareAtBf16 = true;
+  } else {
+    r.stored.precision = Precision::F32;
+  }
+  r.registers = r.stored;
+  r.registers.roundLowPrecision = false;
+  r.lowPrecision = bf16;
+  for (const Node& n : graph.nodes) r.lowPrecision |= n.type.dtype == DType::BF16;
+  return r;
+}
+
+// How far a GPU value is from the exact one, and how far it may be: the
+// tolerance on the error's norm plus twice what rounding alone moves it. An
+// output whose terms cancel exactly in the interpreter (x / x's gradient)
+// keeps a rounding's worth on the GPU (an approximate divide): at least a
+// thousandth of `largestScale`'s tolerance is allowed.
+struct Judgement {
+  double error = 0, allowed = 0, rounding = 0, unit = 1;
+  bool wrong() const { return !(error <= allowed); }  // true for NaN
+};
+
+Judgement judge(const HostTensor& got, const HostTensor& exact, const HostTensor& stored, const HostTensor& registers,
+                bool lowPrecision, double largestScale) {
+  Judgement j;
+  const double scale = differenceNorm(exact, zerosLike(exact));
+  j.rounding = std::max(differenceNorm(stored, exact), differenceNorm(registers, exact));
+  j.allowed = (lowPrecision ? 3e-2 : 1e-4) * std::max(scale, 1e-3 * largestScale) +
+              2 * (std::isfinite(j.rounding) ? j.rounding : 0);
+  j.error = differenceNorm(got, exact);
+  j.unit = scale > 0 ? scale : largestScale > 0 ? largestScale : 1;  // for messages
+  return j;
+}
+
+HostTensor readBuffer(const cuda::ModuleExecutor& executor, const Graph& graph, const CudaModule& module, size_t b) {
+  const BufferDesc& buffer = module.buffers[b];
+  std::vector<unsigned char> bytes(static_cast<size_t>(buffer.bytes));
+  cuda::check(cuda::driver().memcpyDtoH(bytes.data(), executor.bufferAddress(b), bytes.size()), "cuMemcpyDtoH");
+  return HostTensor{graph.node(buffer.node).type, cuda::bufferValues(buffer, bytes)};
+}
+
+// The module on a NaN-poisoned arena with `inputs` in place; `afterLaunch`
+// (if set) runs after each launch, one launch at a time.
+void runModule(cuda::ModuleExecutor& executor, const CudaModule& module, const Graph& graph,
+               const std::map<std::string, HostTensor>& inputs, cuda::DeviceBuffer& arena, bool oneAtATime,
+               const std::function<void(size_t)>& afterLaunch) {
+  arena.fillBytes(0xFF);
+  executor.setArena(arena.address(), arena.bytes());
+  for (const BufferDesc& b : module.buffers) {
+    if (!b.graphInput) continue;
+    const HostTensor laidOut = permuteTo(inputs.at(graph.node(b.node).name), graph.node(b.node).type);
+    const std::vector<unsigned char> bytes = cuda::bufferBytes(b, laidOut.data);
+    cuda::check(cuda::driver().memcpyHtoD(executor.address(b.name), bytes.data(), bytes.size()), "cuMemcpyHtoD(input)");
+  }
+  const cuda::Context& ctx = *context();
+  if (oneAtATime || afterLaunch) {
+    for (size_t i = 0; i < module.launches.size(); ++i) {
+      executor.runLaunch(i, nullptr);
+      ctx.synchronize();
+      if (afterLaunch) afterLaunch(i);
+    }
+  } else {
+    executor.run(nullptr);
+  }
+  ctx.synchronize();
+}
+
+// Where a wrong output comes from: the module run again one launch at a
+// time, each buffer compared with its graph value after the last launch
+// that writes it. Names the first launch whose buffer is wrong.
+std::string firstWrongLaunch(cuda::ModuleExecutor& executor, const CudaModule& module, const Graph& graph,
+                             const std::map<std::string, HostTensor>& inputs, cuda::DeviceBuffer& arena,
+                             const Reference& reference, double largestScale) {
+  std::vector<int> lastWriter(module.buffers.size(), -1);
+  for (size_t i = 0; i < module.launches.size(); ++i)
+    for (const LaunchParam& p : module.launches[i].params)
+      if (p.written) lastWriter[static_cast<size_t>(p.buffer)] = static_cast<int>(i);
+  Reference kept = reference;
+  for (size_t b = 0; b < module.buffers.size(); ++b)
+    if (lastWriter[b] >= 0) {
+      kept.exact.keep.insert(module.buffers[b].node);
+      kept.stored.keep.insert(module.buffers[b].node);
+      kept.registers.keep.insert(module.buffers[b].node);
+    }
+  const auto exact = interpretNodes(graph, inputs, kept.exact);
+  const auto stored = interpretNodes(graph, inputs, kept.stored);
+  const auto registers = interpretNodes(graph, inputs, kept.registers);
+  std::string found;
+  runModule(executor, module, graph, inputs, arena, true, [&](size_t i) {
+    if (!found.empty()) return;
+    for (size_t b = 0; b < module.buffers.size(); ++b) {
+      if (lastWriter[b] != static_cast<int>(i)) continue;
+      const NodeId node = module.buffers[b].node;
+      const Judgement j = judge(readBuffer(executor, graph, module, b), exact.at(node), stored.at(node),
+                                registers.at(node), kept.lowPrecision, largestScale);
+      if (!j.wrong()) continue;
+      found = fmt::format("first wrong buffer: {} ({}), written by launch {} {}, relative error {:.3g}, tolerance {:.3g}",
+                          module.buffers[b].name, graph.node(node).type.str(), i, module.launches[i].name,
+                          j.error / j.unit, j.allowed / j.unit);
+      return;
+    }
+  });
+  return found.empty() ? "every buffer matches when launches run one at a time" : found;
+}
+
+// One configuration; a failure names the first output that is wrong and the
+// first launch whose buffer is.
 std::optional<Failure> runConfig(const DiagramSpec& spec, const DiagramFile& file, const Config& c,
                                  const CheckOptions& options) {
   const Target target = loadTarget(c.arch);
@@ -60,83 +181,36 @@ std::optional<Failure> runConfig(const DiagramSpec& spec, const DiagramFile& fil
   cuda::ModuleExecutor executor(module, {});
   executor.load(compiled.kernels);
   cuda::DeviceBuffer arena(static_cast<size_t>(std::max<int64_t>(executor.memoryPlan().arenaBytes, 1)));
-  arena.fillBytes(0xFF);
-  executor.setArena(arena.address(), arena.bytes());
-  for (const BufferDesc& b : module.buffers) {
-    if (!b.graphInput) continue;
-    const HostTensor laidOut = permuteTo(inputs.at(graph.node(b.node).name), graph.node(b.node).type);
-    const std::vector<unsigned char> bytes = cuda::bufferBytes(b, laidOut.data);
-    cuda::check(cuda::driver().memcpyHtoD(executor.address(b.name), bytes.data(), bytes.size()), "cuMemcpyHtoD(input)");
-  }
-  if (options.sanitizerFriendly) {  // one launch at a time: a sanitizer's report names the launch
-    for (size_t i = 0; i < module.launches.size(); ++i) {
-      executor.runLaunch(i, nullptr);
-      ctx.synchronize();
-    }
-  } else {
-    executor.run(nullptr);
-  }
-  ctx.synchronize();
+  // One launch at a time under a sanitizer: its report names the launch.
+  runModule(executor, module, graph, inputs, arena, options.sanitizerFriendly, {});
 
-  InterpreterOptions exact;
-  const std::vector<HostTensor> expected = interpret(graph, inputs, exact);
-  InterpreterOptions stored;
-  if (bf16) {
-    for (const BufferDesc& b : module.buffers)
-      if (b.dtype == "bf16") stored.storedAsBf16.insert(b.node);
-    stored.compareAtBf16 = true;
-  } else {
-    stored.precision = Precision::F32;
-  }
-  const std::vector<HostTensor> rounded = interpret(graph, inputs, stored);
-  // The diagram's own bf16 arrays: the interpreter rounds each one, a kernel
-  // keeps those it fuses in f32 registers. Both are right; the difference is
-  // rounding too.
-  InterpreterOptions registers = stored;
-  registers.roundLowPrecision = false;
-  const std::vector<HostTensor> unrounded = interpret(graph, inputs, registers);
-  // bf16 arrays in the diagram itself: the interpreter rounds each one, a
-  // kernel keeps the ones it fuses in f32 registers; bf16's tolerance then
-  // holds whatever the storage.
-  bool lowPrecisionNodes = false;
-  for (const Node& n : graph.nodes) lowPrecisionNodes |= n.type.dtype == DType::BF16;
-  // An output whose terms cancel exactly in the interpreter (x / x's gradient)
-  // keeps a rounding's worth on the GPU (an approximate divide): at least a
-  // thousandth of the tolerance of the largest output is allowed.
+  const Reference reference = referenceFor(graph, module, bf16);
+  const std::vector<HostTensor> expected = interpret(graph, inputs, reference.exact);
+  const std::vector<HostTensor> rounded = interpret(graph, inputs, reference.stored);
+  const std::vector<HostTensor> unrounded = interpret(graph, inputs, reference.registers);
   double largestScale = 0;
   for (const HostTensor& e : expected) largestScale = std::max(largestScale, differenceNorm(e, zerosLike(e)));
   for (size_t i = 0; i < graph.outputs.size(); ++i) {
     const std::string& name = graph.outputs[i].name;
-    const BufferDesc* buffer = nullptr;
-    for (const BufferDesc& b : module.buffers)
-      for (const std::string& o : b.graphOutputs)
-        if (o == name) buffer = &b;
+    std::optional<size_t> buffer;
+    for (size_t b = 0; b < module.buffers.size(); ++b)
+      for (const std::string& o : module.buffers[b].graphOutputs)
+        if (o == name) buffer = b;
     if (!buffer)
       return Failure{"gpu", fmt::format("gpu {}: an output has no buffer", c.str()), fmt::format("output {}", name)};
-    std::vector<unsigned char> bytes(static_cast<size_t>(buffer->bytes));
-    cuda::check(cuda::driver().memcpyDtoH(bytes.data(), executor.address(name), bytes.size()), "cuMemcpyDtoH(output)");
-    const HostTensor got{graph.node(graph.outputs[i].node).type, cuda::bufferValues(*buffer, bytes)};
-    // In norms, not ratios: an output the exact run makes zero (x / x's
-    // gradient) may still differ by rounding.
-    const double scale = differenceNorm(expected[i], zerosLike(expected[i]));
-    const double roundingNorm = std::max(differenceNorm(rounded[i], expected[i]), differenceNorm(unrounded[i], expected[i]));
-    const double allowed = (bf16 || lowPrecisionNodes ? 3e-2 : 1e-4) * std::max(scale, 1e-3 * largestScale) +
-                           2 * (std::isfinite(roundingNorm) ? roundingNorm : 0);
-    const double errorNorm = differenceNorm(got, expected[i]);
-    if (errorNorm <= allowed) continue;  // false for NaN
-    const double unit = scale > 0 ? scale : largestScale > 0 ? largestScale : 1;  // for the message
-    const double error = errorNorm / unit, tolerance = allowed / unit, roundingError = roundingNorm / unit;
+    const HostTensor got = readBuffer(executor, graph, module, *buffer);
+    const Judgement j = judge(got, expected[i], rounded[i], unrounded[i], reference.lowPrecision, largestScale);
+    if (!j.wrong()) continue;
     bool finite = true;
     for (double x : got.data) finite = finite && std::isfinite(x);
+    std::string launches;
+    for (const KernelLaunch& l : module.launches) launches += l.name + " ";
     return Failure{"gpu",
                    fmt::format("gpu {}: {} {}", c.str(), outputKind(name), finite ? "differs from the interpreter" : "is not finite"),
-                   fmt::format("gpu {}: output {}: relative error {:.3g}, tolerance {:.3g} (rounding alone {:.3g}); {} launches: {}",
-                               c.str(), name, error, tolerance, roundingError, module.launches.size(),
-                               [&] {
-                                 std::string names;
-                                 for (const KernelLaunch& l : module.launches) names += l.name + " ";
-                                 return names;
-                               }())};
+                   fmt::format("gpu {}: output {}: relative error {:.3g}, tolerance {:.3g} (rounding alone {:.3g}); {}; {} launches: {}",
+                               c.str(), name, j.error / j.unit, j.allowed / j.unit, j.rounding / j.unit,
+                               firstWrongLaunch(executor, module, graph, inputs, arena, reference, largestScale),
+                               module.launches.size(), launches)};
   }
   return std::nullopt;
 }
