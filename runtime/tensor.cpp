@@ -56,17 +56,12 @@ HostTensor permuteTo(const HostTensor& tensor, const Type& target) {
   return out;
 }
 
-double differenceNorm(const HostTensor& a, const HostTensor& b) {
-  const double relative = relativeError(a, b);
-  double norm = 0;
-  for (double x : b.data) norm += x * x;
-  if (norm > 0) return relative * std::sqrt(norm);
-  double diff = 0;  // b is all zeros: the norm of a
-  for (double x : a.data) diff += x * x;
-  return std::sqrt(diff);
-}
+namespace {
 
-double relativeError(const HostTensor& a, const HostTensor& b) {
+// The squared norm of a - b (b laid out as a) and of b's finite values.
+// Equal values differ by nothing, infinities included: a score masked with
+// -inf matches where both hold it.
+std::pair<double, double> squaredNorms(const HostTensor& a, const HostTensor& b) {
   // Compare layouts only: give a's axes b's dtype so that permuteTo accepts them.
   Type aLayout = a.type;
   aLayout.dtype = b.type.dtype;
@@ -76,10 +71,24 @@ double relativeError(const HostTensor& a, const HostTensor& b) {
   const HostTensor bAligned = permuteTo(b, aLayout);
   double diff = 0, norm = 0;
   for (size_t i = 0; i < a.data.size(); ++i) {
-    const double d = a.data[i] - bAligned.data[i];
-    diff += d * d;
-    norm += bAligned.data[i] * bAligned.data[i];
+    const double x = a.data[i], y = bAligned.data[i];
+    if (x != y) {
+      const double d = x - y;
+      diff += std::isnan(d) ? std::numeric_limits<double>::infinity() : d * d;
+    }
+    if (std::isfinite(y)) norm += y * y;
   }
+  return {diff, norm};
+}
+
+}  // namespace
+
+double differenceNorm(const HostTensor& a, const HostTensor& b) {
+  return std::sqrt(squaredNorms(a, b).first);
+}
+
+double relativeError(const HostTensor& a, const HostTensor& b) {
+  const auto [diff, norm] = squaredNorms(a, b);
   if (norm == 0) return diff == 0 ? 0 : std::numeric_limits<double>::infinity();
   return std::sqrt(diff / norm);
 }

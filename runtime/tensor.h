@@ -37,10 +37,11 @@ HostTensor zeros(const Type& type);
 HostTensor permuteTo(const HostTensor& tensor, const Type& target);
 
 // ||a - b||_2 / ||b||_2 with elements matched by axis name (the dtypes may
-// differ; the axes must be the same set). 0 when both are zero, infinity when
-// only b is.
+// differ; the axes must be the same set). Equal elements differ by nothing,
+// equal infinities too; ||b|| counts b's finite elements. 0 when both are
+// zero, infinity when only b is; a NaN difference is infinite.
 double relativeError(const HostTensor& a, const HostTensor& b);
-// ||a - b|| (b's layout), finite where relativeError is not (b all zeros).
+// ||a - b|| (b's layout, as relativeError), finite where relativeError is not (b all zeros).
 double differenceNorm(const HostTensor& a, const HostTensor& b);
 
 // Seeded (std::mt19937_64) random tensors. Values are not rounded to the

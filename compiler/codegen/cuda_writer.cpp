@@ -163,6 +163,12 @@ std::string CudaWriter::value(NodeId id, const Env& env) {
   if (stream_.streamable && aggregateTerms().count(id)) result = aggregate(n, own, target);
   else if (stored_.count(id) && !plan_.computed.count(id)) result = load(n, own, target);
   else result = compute(n, own, target);
+  // A value this launch stores in bf16 is that value wherever it is read:
+  // here as in the launches that load it (a mean subtracted from the values
+  // it was taken over cancels exactly; a mask finds the maximum stored).
+  if (plan_.computed.count(id) && isFloat(n.type.dtype))
+    if (auto s = stored_.find(id); s != stored_.end() && s->second.ctype == "llmc_bf16")
+      result = define(target, "float", names_[static_cast<size_t>(id)] + "_bf16", fmt::format("llmc_round_bf16({})", result));
   cache_[key] = result;
   return result;
 }

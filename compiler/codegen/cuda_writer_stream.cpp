@@ -435,7 +435,9 @@ void CudaWriter::store(int scope, NodeId id, const Env& env) {
     emit(scope, fmt::format("atomicAdd(&{}[{}], {});", arr.param, offset(id, env), v));
     return;
   }
-  if (const VectorSpan* span = vectorSpanOf(g_.node(id), env); span && arr.ctype == "llmc_bf16") {
+  // Not where the store is guarded (an output without one of the tile's axes is stored by one
+  // point of it): the 16-byte store after the span would be made by every point.
+  if (const VectorSpan* span = vectorSpanOf(g_.node(id), env); span && arr.ctype == "llmc_bf16" && scope == span->elements) {
     // A lane's 8 positions of a bf16 array along its innermost axis: gathered, then one 16-byte store after them.
     const std::string buffer = fresh(names_[static_cast<size_t>(id)] + "_8");
     Env at = env;

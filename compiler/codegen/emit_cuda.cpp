@@ -12,6 +12,7 @@
 #include "codegen/cuda_kernel_writer.h"
 #include "codegen/prelude.h"
 #include "lowering/gemm_staging.h"
+#include "planning/fusion.h"
 #include "lowering/tensor_core_gemm.h"
 #include "lowering/tensor_core_stream.h"
 
@@ -38,12 +39,29 @@ bool elementwiseInPlace(const Graph& g, const LaunchPlan& plan, NodeId output, N
     if (to.axes[k].name != ti.axes[k].name || to.axes[k].size != ti.axes[k].size) return false;
   // The launch's values that depend on the input: each an elementwise op over the output's axes.
   std::set<NodeId> dependent = {input};
+  // A view (slice, concat, split, rename, ...) of a dependent value reads the input at other
+  // positions: a reduction over it, made in this launch, would read what other threads have
+  // written over the input by then.
+  auto viewOfDependent = [&](NodeId x) {
+    std::vector<NodeId> work = {x};
+    for (size_t steps = 0; !work.empty() && steps < 4096; ++steps) {
+      const Node& v = g.node(work.back());
+      work.pop_back();
+      if (!isView(v) || plan.computed.count(v.id)) continue;
+      for (NodeId o : v.operands) {
+        if (dependent.count(o)) return true;
+        work.push_back(o);
+      }
+    }
+    return false;
+  };
   for (bool grew = true; grew;) {
     grew = false;
     for (NodeId id : plan.computed) {
       const Node& n = g.node(id);
-      if (dependent.count(id) ||
-          std::none_of(n.operands.begin(), n.operands.end(), [&](NodeId x) { return dependent.count(x) > 0; }))
+      if (dependent.count(id)) continue;
+      if (std::any_of(n.operands.begin(), n.operands.end(), viewOfDependent)) return false;
+      if (std::none_of(n.operands.begin(), n.operands.end(), [&](NodeId x) { return dependent.count(x) > 0; }))
         continue;
       const bool elementwise = n.op == Op::Unary || n.op == Op::Binary || n.op == Op::Select || n.op == Op::Compare ||
                                n.op == Op::Cast;
