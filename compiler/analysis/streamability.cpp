@@ -333,20 +333,22 @@ class Analyzer {
       slot.aggregates = {n.id};
       // exp(core) * exp(-m) with m the running max of the same core: the
       // online-softmax rescaling keeps the sum bounded as m grows.
+      // exp(core)^k * exp(-m)^k the same way (a softmax squared), with the
+      // rescaling raised to k.
       for (const auto& s : t.scale) {
-        if (s.kind != FactorKind::Exp || s.power != -1) continue;
+        if (s.kind != FactorKind::Exp || s.power > -1) continue;
         const Node& m = g_.node(s.node);
         bool maxOfCore = m.op == Op::Reduce && m.reduce == ReduceOp::Max &&
                          std::any_of(t.core.begin(), t.core.end(), [&](const Factor& f) {
-                           return f.kind == FactorKind::Exp && f.node == m.operands[0];
+                           return f.kind == FactorKind::Exp && f.node == m.operands[0] && f.power == -s.power;
                          });
-        if (maxOfCore) slot.rescaledBy = s.node;
+        if (maxOfCore) slot.rescaledBy = s.node, slot.rescalePower = -s.power;
       }
       // Terms with the same core share one accumulator, across aggregates too
       // (the mean's sum of x is also the variance's).
       for (auto& other : result_.slots) {
         if (other.kind == slot.kind && other.core == slot.core && other.axes == slot.axes &&
-            other.rescaledBy == slot.rescaledBy) {
+            other.rescaledBy == slot.rescaledBy && other.rescalePower == slot.rescalePower) {
           if (std::find(other.aggregates.begin(), other.aggregates.end(), n.id) == other.aggregates.end())
             other.aggregates.push_back(n.id);
           record(static_cast<int>(&other - result_.slots.data()));

@@ -44,7 +44,8 @@ struct AccumulatorSlot {
   std::vector<StreamFactor> core;
   std::vector<std::string> axes;  // reduced axes (the stream axis and any others)
   std::vector<NodeId> aggregates; // the nodes whose values the slot feeds
-  NodeId rescaledBy = -1;         // a Max aggregate m: kept as sum(core * exp(-m_running))
+  NodeId rescaledBy = -1;         // a Max aggregate m: kept as sum(core * exp(-k m_running))
+  int rescalePower = 1;           // that k: the core holds exp(x)^k of m = max(x) (a softmax squared: 2)
 };
 
 // One term of an aggregate's value at the end of the stream:

@@ -222,6 +222,7 @@ class CudaWriter {
   int64_t innerSize(const std::string& axis) const;
 
   // exp(m_old - m_new) of a running max, once per position of the max.
+  std::string rescalePower(const std::string& factor, int slot) const;
   std::string rescaleFactor(int maxSlot, const Env& env);
 
   // A value of the stream body that reads the running max of a slot: computed

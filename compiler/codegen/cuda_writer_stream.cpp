@@ -184,7 +184,7 @@ void CudaWriter::streamLoop(int point, const Env& env, WrittenKernel& out) {
       std::string ref = slotRef(static_cast<int>(k), se);
       if (isMax && s.keepsPrevious) emit(scope, fmt::format("{} = {};", previousRef(static_cast<int>(k), se), ref));
       if (s.maxSlotOfRescale >= 0) {
-        std::string c = rescaleFactor(s.maxSlotOfRescale, se);
+        std::string c = rescalePower(rescaleFactor(s.maxSlotOfRescale, se), static_cast<int>(k));
         emit(scope, fmt::format("{} *= {};  // rescaled as the max moves: exp(m_old - m_new)", ref, c));
       }
       if (eightBase_.empty())
@@ -276,7 +276,7 @@ void CudaWriter::vectorLanes(int point, const Env& env, const std::string& start
         emit(group, fmt::format("{} = {};", previousRef(static_cast<int>(k), env), slotRef(static_cast<int>(k), env)));
       if (pass == 1 && !isMax && s.maxSlotOfRescale >= 0)
         emit(group, fmt::format("{} *= {};  // rescaled as the max moves: exp(m_old - m_new)", slotRef(static_cast<int>(k), env),
-                                rescaleFactor(s.maxSlotOfRescale, env)));
+                                rescalePower(rescaleFactor(s.maxSlotOfRescale, env), static_cast<int>(k))));
     }
     const int elements = open(group, "_Pragma(\"unroll\") for (int e = 0; e < 8; ++e)");
     Env e = env;
@@ -311,7 +311,8 @@ void CudaWriter::mergeLaneSlots(int point) {
     emit(point, fmt::format("{}{} = fmaxf({}, __shfl_xor_sync(0xffffffffu, {}, offset));", butterfly, warpMax, warpMax, warpMax));
     for (size_t j = 0; j < slots_.size(); ++j)
       if (slots_[j].maxSlotOfRescale == static_cast<int>(k))
-        emit(point, fmt::format("{} *= {}({}, {});", slots_[j].name, rescale(), m, warpMax));
+        emit(point, fmt::format("{} *= {};", slots_[j].name,
+                                rescalePower(fmt::format("{}({}, {})", rescale(), m, warpMax), static_cast<int>(j))));
     emit(point, fmt::format("{} = {};", m, warpMax));
   }
   for (size_t k = 0; k < slots_.size(); ++k)
@@ -345,9 +346,12 @@ void CudaWriter::mergeWarpSlots(int point) {
     emit(point, fmt::format("float {} = 0.0f;", joined[k]));
     emit(point, m < 0 ? fmt::format("for (int w = 0; w < {0}; ++w) {1} += {2}_warps[{3} + w];", warps, joined[k],
                                     slots_[k].name, first)
-                      : fmt::format("for (int w = 0; w < {0}; ++w) {1} += {2}_warps[{3} + w] * {4}({5}_warps[{3} + w], {6});",
-                                    warps, joined[k], slots_[k].name, first, rescale(), slots_[static_cast<size_t>(m)].name,
-                                    joined[static_cast<size_t>(m)]));
+                      : fmt::format("for (int w = 0; w < {0}; ++w) {1} += {2}_warps[{3} + w] * {4};", warps, joined[k],
+                                    slots_[k].name, first,
+                                    rescalePower(fmt::format("{}({}_warps[{} + w], {})", rescale(),
+                                                             slots_[static_cast<size_t>(m)].name, first,
+                                                             joined[static_cast<size_t>(m)]),
+                                                 static_cast<int>(k))));
   }
   for (size_t k = 0; k < slots_.size(); ++k) emit(point, fmt::format("{} = {};", slots_[k].name, joined[k]));
 }
@@ -374,6 +378,14 @@ int64_t CudaWriter::innerSize(const std::string& axis) const {
 }
 
 // exp(m_old - m_new) of a running max, once per position of the max.
+// A slot rescaled by exp(-k m) takes the factor k times.
+std::string CudaWriter::rescalePower(const std::string& factor, int slot) const {
+  const int k = stream_.slots[static_cast<size_t>(slot)].rescalePower;
+  std::string product = factor;
+  for (int i = 1; i < k; ++i) product += " * " + factor;
+  return k == 1 ? factor : "(" + product + ")";
+}
+
 std::string CudaWriter::rescaleFactor(int maxSlot, const Env& env) {
   return streamValue(-1, maxSlot, env, "rescale",
                      fmt::format("{}({}, {})", rescale(), previousRef(maxSlot, env), slotRef(maxSlot, env)));
@@ -412,15 +424,19 @@ std::string CudaWriter::aggregate(const Node& n, const Env& own, int target) {
     if (t.coefficient != 1) term = fmt::format("{} * {}", floatLiteral(t.coefficient), term);
     bool dropped = false;  // a rescaled slot already holds the sum times exp(-m)
     for (const StreamFactor& f : t.scale) {
-      if (!dropped && slot.rescaledBy == f.node && f.kind == StreamFactor::Kind::Exp && f.power == -1) {
+      if (!dropped && slot.rescaledBy == f.node && f.kind == StreamFactor::Kind::Exp && f.power == -slot.rescalePower) {
         dropped = true;
         continue;
       }
       std::string v = value(f.node, own);
-      std::string base = f.kind == StreamFactor::Kind::Exp ? exp(fmt::format("{}{}", f.power < 0 ? "-" : "", v)) : v;
-      int times = f.kind == StreamFactor::Kind::Exp ? 1 : std::abs(f.power);
-      for (int p = 0; p < times; ++p)
-        term = f.power > 0 || f.kind == StreamFactor::Kind::Exp ? term + " * " + base : divide(term, base);
+      if (f.kind == StreamFactor::Kind::Exp) {  // exp(power * v)
+        const std::string exponent = f.power == 1    ? v
+                                     : f.power == -1 ? "-" + v
+                                                     : fmt::format("{} * {}", floatLiteral(f.power), v);
+        term = term + " * " + exp(exponent);
+        continue;
+      }
+      for (int p = 0; p < std::abs(f.power); ++p) term = f.power > 0 ? term + " * " + v : divide(term, v);
     }
     sum = sum.empty() ? term : sum + " + " + term;
   }

@@ -356,7 +356,7 @@ void CudaWriter::tcsElementwise(const TcsBody& b, int parent) {
         rescaleOf[m] = define(rows, "float", "rescale",
                               fmt::format("{}({}_prev[{}], {})", rescale(), slots_[static_cast<size_t>(m)].name,
                                           fragment_.half, slotRef(m, e)));
-      const std::string& factor = rescaleOf[m];
+      const std::string factor = rescalePower(rescaleOf[m], static_cast<int>(k));
       if (const StreamProduct* p = productOf(static_cast<int>(k)))
         emit(rows, fmt::format("_Pragma(\"unroll\") for (int n = 0; n < {0}; ++n) {{ {1}[n][2 * {2}] *= {3}; "
                                "{1}[n][2 * {2} + 1] *= {3}; }}  // rescaled as the max moves",
