@@ -348,7 +348,7 @@ std::string CudaWriter::compute(const Node& n, const Env& own, int target) {
         scope = deeper(scope, b.scope);
         e.erase(part);
       }
-      e[n.axes[0]] = {whole, scope};
+      e[n.axes[0]] = {n.newAxes.size() > 1 ? "(" + whole + ")" : whole, scope};  // a sum: parenthesised for what it joins
       return value(n.operands[0], e);
     }
     case Op::Merge: {
@@ -358,7 +358,7 @@ std::string CudaWriter::compute(const Node& n, const Env& own, int target) {
       int64_t inner = 1;
       for (size_t k = n.axes.size(); k-- > 0;) {
         int64_t size = axisSize(n.operands[0], n.axes[k]);
-        std::string expr = inner == 1 ? merged.expr : fmt::format("{} / {}", merged.expr, inner);
+        std::string expr = inner == 1 ? merged.expr : fmt::format("({}) / {}", merged.expr, inner);
         if (k > 0) expr = fmt::format("({}) % {}", expr, size);
         e[n.axes[k]] = {fmt::format("({})", expr), merged.scope};
         inner *= size;

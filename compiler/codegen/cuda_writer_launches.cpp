@@ -26,7 +26,7 @@ const Axis* CudaWriter::channelsInnermost(NodeId o) const {
 void CudaWriter::bindDigits(const std::vector<Axis>& axes, const std::string& flat, int scope, Env& env) {
   int64_t inner = 1;
   for (size_t i = axes.size(); i-- > 0;) {
-    std::string pos = inner == 1 ? flat : fmt::format("{} / {}", flat, inner);
+    std::string pos = inner == 1 ? flat : fmt::format("({}) / {}", flat, inner);
     if (i > 0) pos = fmt::format("({}) % {}", pos, axes[i].size);
     env[axes[i].name] = {fmt::format("({})", pos), scope};
     inner *= axes[i].size;

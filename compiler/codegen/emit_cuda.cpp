@@ -179,6 +179,10 @@ class ModuleWriter {
     if (p.plan.kind == LaunchPlan::Kind::Tile) {
       TensorCorePlan tc = planTensorCoreGemm(graph, p.plan, launch.instructions, stored, names, target);
       if (tc.gemm) {
+        // An operand kept in f32 (what atomics accumulated: a scatter-add, a
+        // split sum) reaches the tensor cores through a copy rounded to bf16.
+        for (GemmOperandPlacement* operand : {&tc.gemm->a, &tc.gemm->b})
+          if (arrays.at(operand->array).ctype == "float") llmc::stageOperand(*operand, *tc.gemm);
         const TensorCoreGemm& gemm = *tc.gemm;
         try {
           WrittenKernel epilogue = writeGemmEpilogue(graph, p.plan, arrays, names, {gemm.contraction, gemm.batch, gemm.m, gemm.n});

@@ -237,6 +237,15 @@ void sizeLaunch(const LaunchPlan& plan, const Target& target, TensorCoreGemm& ge
 
 }  // namespace
 
+void stageOperand(GemmOperandPlacement& p, const TensorCoreGemm& gemm) {
+  if (p.staged) return;
+  p.staged = GemmStagedSource{p.offset, p.ld, p.batchOuterStride, p.batchInnerStride};
+  p.offset = 0;
+  p.ld = ceilDiv(p.contiguous, 8) * 8;
+  p.batchInnerStride = gemm.batch.empty() ? 0 : p.rows * p.ld;
+  p.batchOuterStride = gemm.batch.size() == 2 ? p.rows * p.ld * gemm.batchInner : 0;
+}
+
 TensorCorePlan planTensorCoreGemm(const Graph& g, const LaunchPlan& plan, const InstructionChoice& choice,
                                   const std::set<NodeId>& stored, const std::vector<std::string>& names,
                                   const Target& target) {
@@ -312,13 +321,8 @@ TensorCorePlan planTensorCoreGemm(const Graph& g, const LaunchPlan& plan, const 
     const bool broadcastForTma = gemm.library == TensorCoreGemm::Library::Sm90 && !gemm.batch.empty() &&
                                  (p.batchInnerStride == 0 || (gemm.batch.size() == 2 && p.batchOuterStride == 0));
     if (p.ld % 8 != 0 || p.offset % 8 != 0 || p.batchOuterStride % 8 != 0 || p.batchInnerStride % 8 != 0 ||
-        broadcastForTma) {
-      p.staged = GemmStagedSource{p.offset, p.ld, p.batchOuterStride, p.batchInnerStride};
-      p.offset = 0;
-      p.ld = ceilDiv(p.contiguous, 8) * 8;
-      p.batchInnerStride = gemm.batch.empty() ? 0 : p.rows * p.ld;
-      p.batchOuterStride = gemm.batch.size() == 2 ? p.rows * p.ld * gemm.batchInner : 0;
-    }
+        broadcastForTma)
+      stageOperand(p, gemm);
     return "";
   };
   if (std::string w = place(*la, *m, *ka, gemm.a, "m"); !w.empty()) return no(w);

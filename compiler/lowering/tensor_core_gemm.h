@@ -88,6 +88,10 @@ struct TensorCorePlan {
 };
 
 // `stored`: values read from GMEM; `names`: printedNames(graph); `target`: sm_90a or sm_80.
+// Reads the operand through a staging copy (gemm_staging.h): aligned bf16
+// rows of its own, filled before the GEMM.
+void stageOperand(GemmOperandPlacement& p, const TensorCoreGemm& gemm);
+
 TensorCorePlan planTensorCoreGemm(const Graph& graph, const LaunchPlan& plan, const InstructionChoice& choice,
                                   const std::set<NodeId>& stored, const std::vector<std::string>& names,
                                   const Target& target);
