@@ -231,6 +231,7 @@ class LaunchPlanner {
 
   // Zeroes the f32 array that kernel k's atomic adds accumulate into.
   void clearBefore(const Kernel& k, NodeId id) {
+    if (!cleared_.insert(id).second) return;  // split-K and a grid sum both add atomically into it
     ScheduledLaunch clear;
     clear.plan.kind = LaunchPlan::Kind::Clear;
     clear.plan.name = fmt::format("{}_clear_{}", k.name, name(id));
@@ -382,6 +383,7 @@ class LaunchPlanner {
   LaunchList list_;
   std::vector<ScheduledLaunch> plans_;  // in the order made; run() orders them
   std::set<NodeId> atomics_;    // scatter-adds: accumulated by atomics
+  std::set<NodeId> cleared_;    // arrays a clear launch zeroes (one each)
   std::set<NodeId> gridSums_;   // isGridSum's outputs: accumulated by atomics too
   std::set<NodeId> splitSums_;  // outputs of split-K launches: likewise
 };

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -244,6 +245,8 @@ class Fuser {
   // values at its own points only (a stream's accumulator is the sum at this
   // point, not at the slice's offset), so n must read it stored instead.
   bool readsKernelValueMoved(const Node& n, int group) const;
+  // The same for the values `inKernel` holds.
+  bool readsValueMoved(const Node& n, const std::function<bool(NodeId)>& inKernel) const;
 
   // The value a chain of one-operand views (renames, stop_gradients) shows.
   NodeId throughViews(NodeId id) const;

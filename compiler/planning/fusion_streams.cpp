@@ -169,9 +169,13 @@ bool Fuser::isStatisticOf(int group, NodeId o, const std::string& x) const {
 }
 
 bool Fuser::readsKernelValueMoved(const Node& n, int group) const {
+  return readsValueMoved(n, [&](NodeId id) { return group_[idx(id)] == group; });
+}
+
+bool Fuser::readsValueMoved(const Node& n, const std::function<bool(NodeId)>& inKernel) const {
   auto keepsPositions = [](const Node& v) {
     return v.op != Op::Slice && v.op != Op::Rename && v.op != Op::Split && v.op != Op::Merge && v.op != Op::Index &&
-           v.op != Op::Concat;
+           v.op != Op::Concat && v.op != Op::Gather;  // a gather reads its table at the indices' positions
   };
   std::vector<std::pair<NodeId, bool>> work;  // (value, reached through a moving view)
   for (NodeId o : n.operands) work.push_back({o, !keepsPositions(n)});
@@ -180,7 +184,7 @@ bool Fuser::readsKernelValueMoved(const Node& n, int group) const {
     work.pop_back();
     const Node& v = g_.node(id);
     if (!viewHere(v)) {
-      if (moved && group_[idx(id)] == group) return true;
+      if (moved && inKernel(id)) return true;
       continue;
     }
     for (NodeId o : v.operands) work.push_back({o, moved || !keepsPositions(v)});
@@ -358,6 +362,12 @@ void Fuser::mergeStreams() {
         if (std::any_of(members.begin(), members.end(), [&](NodeId m) { return redoneInStream(m, r, x); }))
           continue;
         if (!staysAcyclic([&](NodeId m) { return members.count(m) > 0; }, *members.begin(), *members.rbegin()))
+          continue;
+        // Nor may one member read another at other positions (a gather of a
+        // maximum, a slice of a sum): the kernel holds each value at its own points.
+        if (std::any_of(members.begin(), members.end(), [&](NodeId m) {
+              return readsValueMoved(g_.node(m), [&](NodeId id) { return members.count(id) > 0; });
+            }))
           continue;
         int keep = *groups.begin();
         std::map<int, std::set<NodeId>> membersBefore;
