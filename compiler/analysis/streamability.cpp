@@ -193,7 +193,9 @@ class Analyzer {
     }
     std::optional<Form> f = combine(n, operands);
     if (!f) return false;
-    forms_[i] = scaleFree(*f) ? pure(n.id) : *f;
+    // Kept as the product even where the aggregates cancel (v / s * s): the
+    // node itself, computed in the body, would read s before the stream ends.
+    forms_[i] = *f;
     return true;
   }
 
