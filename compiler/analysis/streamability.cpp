@@ -101,7 +101,7 @@ class Analyzer {
     // wait for the aggregates (softmax alone: every output needs the whole row).
     for (NodeId id : region_) {
       const Node& n = g_.node(id);
-      if (!n.type.has(x_) || scaleFree(forms_.at(id)) || !leavesRegion(id)) continue;
+      if (!n.type.has(x_) || !readsAggregates(id) || !leavesRegion(id)) continue;
       return fail(id, fmt::format("its result along '{}' depends on the stream's own aggregates, so it needs the "
                                   "whole axis first",
                                   x_));
@@ -169,7 +169,7 @@ class Analyzer {
     bool anyScaled = false, anyAlongAxis = false;
     for (NodeId o : n.operands) {
       operands.push_back(formOf(o));
-      anyScaled |= !scaleFree(operands.back());
+      anyScaled |= readsAggregates(o);
       anyAlongAxis |= g_.node(o).type.has(x_) && region_.count(o);
     }
     const bool alongAxis = n.type.has(x_);
@@ -196,6 +196,7 @@ class Analyzer {
     // Kept as the product even where the aggregates cancel (v / s * s): the
     // node itself, computed in the body, would read s before the stream ends.
     forms_[i] = *f;
+    derived_.insert(i);
     return true;
   }
 
@@ -393,6 +394,11 @@ class Analyzer {
   const std::set<NodeId>& region_;
   std::string x_;
   std::unordered_map<NodeId, Form> forms_;          // per region node, once visited
+  // Nodes whose form combines the stream's aggregates, even where they cancel
+  // (v / s * s): computed whole in the body, they would read an aggregate
+  // before the stream ends, so they are only ever taken as their forms.
+  std::unordered_set<NodeId> derived_;
+  bool readsAggregates(NodeId id) const { return derived_.count(id) > 0 || !scaleFree(formOf(id)); }
   std::optional<std::unordered_set<NodeId>> leaving_;  // leavesRegion's answers
   StreamAnalysis result_;
 };
