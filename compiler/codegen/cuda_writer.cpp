@@ -80,7 +80,6 @@ bool CudaWriter::axisVariable(const std::string& name) {
     };
     for (NodeId id : plan_.computed) add(id);
     for (NodeId id : plan_.outputs) add(id);
-    for (const auto& [id, array] : stored_) add(id);
     for (const Axis& a : plan_.groupAxes) axisNames_.insert(a.name);
     axisNames_.insert("");  // never empty after the first call
   }
