@@ -55,11 +55,22 @@ Generator::Generator(uint64_t seed, const GeneratorOptions& options) : options_(
 int64_t Generator::uniform(int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng_); }
 bool Generator::chance(double p) { return std::uniform_real_distribution<double>(0, 1)(rng_) < p; }
 
+// Mostly letters; now and then ending in digits or _N, or another axis's
+// name with _N after it ("a" and "a_3"): the names generated code derives
+// from axes (i_AXIS, i8_AXIS) must stay apart whatever users call them.
 std::string Generator::freshAxisName() {
   for (;;) {
     std::string name;
-    const int64_t length = uniform(1, 3);
-    for (int64_t i = 0; i < length; ++i) name += static_cast<char>('a' + uniform(0, 25));
+    if (!usedNames_.empty() && chance(0.1)) {
+      auto it = usedNames_.begin();
+      std::advance(it, uniform(0, static_cast<int64_t>(usedNames_.size()) - 1));
+      name = *it + "_" + std::to_string(uniform(0, 12));
+    } else {
+      const int64_t length = uniform(1, 3);
+      for (int64_t i = 0; i < length; ++i) name += static_cast<char>('a' + uniform(0, 25));
+      if (chance(0.1)) name += std::to_string(uniform(0, 9));
+      else if (chance(0.05)) name += "_" + std::to_string(uniform(0, 12));
+    }
     if (!kReserved.count(name) && !usedNames_.count(name)) {
       usedNames_.insert(name);
       return name;
