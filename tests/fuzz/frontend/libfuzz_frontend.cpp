@@ -29,6 +29,7 @@
 #include "ir/print.h"
 #include "planning/target.h"
 #include "run_line.h"
+#include "stack_thread.h"
 
 namespace {
 
@@ -38,11 +39,15 @@ using namespace llmc;
 // Elements of the largest array: only inputs this small are planned (autodiff,
 // the recompute pass, the partition search), as in llmc-fuzz-frontend.
 constexpr int64_t kPlanElements = int64_t{1} << 16;
+// The stack llmc-compile compiles on (tools/llmc_compile.cpp, main): the
+// passes recurse along the graph, the CUDA writer once per node of a chain.
+constexpr size_t kCompileStack = size_t{1} << 30;
 
 struct State {
   fs::path root;          // this process's folder (removed at exit)
   std::string inputPath;  // where each input is written
   Target target;          // sm_90a, loaded once
+  fuzz::StackThread compiler{kCompileStack};  // every input is compiled on it
 };
 State* state = nullptr;
 
@@ -115,13 +120,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::ofstream out(state->inputPath, std::ios::binary | std::ios::trunc);
     out << text;
   }
-  try {
-    compileInput(text);
-  } catch (const CompileError&) {
-    // A diagnostic: the input is refused with an error, as it should be.
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "llmc-libfuzz-frontend: internal error (llmc-compile would exit 3): %s\n", e.what());
-    std::abort();
-  }
+  // On llmc-compile's stack (stack_thread.h): on the main thread's 8 MiB, the
+  // chain of 100,000 nodes that the loop limit allows (fewer under ASan,
+  // whose frames are larger) would be a stack overflow llmc-compile has not.
+  state->compiler.run([&] {
+    try {
+      compileInput(text);
+    } catch (const CompileError&) {
+      // A diagnostic: the input is refused with an error, as it should be.
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "llmc-libfuzz-frontend: internal error (llmc-compile would exit 3): %s\n", e.what());
+      std::abort();
+    }
+  });
   return 0;
 }
