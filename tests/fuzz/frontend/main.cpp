@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "mutator.h"
+#include "fixtures.h"
 #include "runner.h"
 
 namespace {

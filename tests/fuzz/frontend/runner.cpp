@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -136,22 +135,6 @@ const char* outcomeName(Outcome o) {
 }
 
 bool isFailure(Outcome o) { return o != Outcome::Accepted && o != Outcome::Diagnostic; }
-
-void makeFixtures(const std::string& scratch) {
-  const fs::path dir(scratch);
-  fs::create_directories(dir);
-  std::error_code ec;
-  fs::remove(dir / "fifo.dg", ec);
-  ::mkfifo((dir / "fifo.dg").c_str(), 0600);
-  fs::remove(dir / "zero.dg", ec);
-  fs::create_symlink("/dev/zero", dir / "zero.dg", ec);
-  writeFile(dir / "big.dg", std::string((17 << 20), '#'));
-  // chain0.dg imports chain1.dg ... chain99.dg: deeper than the import limit.
-  for (int i = 0; i < 100; ++i)
-    writeFile(dir / ("chain" + std::to_string(i) + ".dg"),
-              (i + 1 < 100 ? "import \"chain" + std::to_string(i + 1) + ".dg\"\n" : std::string()) + "diagram c" +
-                  std::to_string(i) + "(x: f32[a:2]) -> y: f32[a]\n  y = x\nend\n");
-}
 
 Result runInput(const Input& input, const RunOptions& options) {
   writeFile(fs::path(options.scratch) / "input.dg", input.text);

@@ -34,11 +34,6 @@ struct Result {
   double seconds = 0;
 };
 
-// Files that import lines of the mutations point at: a FIFO, a link to
-// /dev/zero, a file over the size limit, a chain of imports past the depth
-// limit.
-void makeFixtures(const std::string& scratch);
-
 Result runInput(const Input& input, const RunOptions& options);
 
 }  // namespace llmc::fuzz
