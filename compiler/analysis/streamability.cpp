@@ -343,7 +343,8 @@ class Analyzer {
         const Node& m = g_.node(s.node);
         bool maxOfCore = m.op == Op::Reduce && m.reduce == ReduceOp::Max &&
                          std::any_of(t.core.begin(), t.core.end(), [&](const Factor& f) {
-                           return f.kind == FactorKind::Exp && f.node == m.operands[0] && f.power == -s.power;
+                           return f.kind == FactorKind::Exp && sameValue(g_, f.node, m.operands[0]) &&
+                                  f.power == -s.power;
                          });
         if (maxOfCore) slot.rescaledBy = s.node, slot.rescalePower = -s.power;
       }

@@ -75,7 +75,7 @@ std::string CudaWriter::core(int k, const Env& env, NodeId leftOut) {
     switch (f.kind) {
       case StreamFactor::Kind::Value: base = isFloat(node.type.dtype) ? v : fmt::format("(float)({})", v); break;
       case StreamFactor::Kind::Exp:
-        if (layout.maxSlotOfRescale >= 0 && f.node == g_.node(slot.rescaledBy).operands[0])
+        if (layout.maxSlotOfRescale >= 0 && sameValue(g_, f.node, g_.node(slot.rescaledBy).operands[0]))
           base = streamValue(f.node, layout.maxSlotOfRescale, env, "exp_shifted",
                              fmt::format("{}({}, {})", approximate_ ? "llmc_fast_exp_shifted" : "llmc_exp_shifted", v,
                                          slotRef(layout.maxSlotOfRescale, env)));

@@ -172,6 +172,38 @@ const Node* Graph::findInput(const std::string& inputName) const {
   return nullptr;
 }
 
+namespace {
+
+// The same op, type and attributes (operands aside).
+bool sameMeaning(const Node& x, const Node& y) {
+  if (!(x.op == y.op && x.type == y.type && x.axes == y.axes && x.newAxes == y.newAxes && x.lo == y.lo &&
+        x.hi == y.hi && x.isParam == y.isParam))
+    return false;
+  switch (x.op) {
+    case Op::Unary: return x.unary == y.unary;
+    case Op::Binary: return x.binary == y.binary;
+    case Op::Compare: return x.compare == y.compare;
+    case Op::Reduce: return x.reduce == y.reduce;
+    case Op::Constant: return x.value == y.value;
+    case Op::Input: return x.name == y.name;
+    default: return true;
+  }
+}
+
+bool sameValueWithin(const Graph& g, NodeId a, NodeId b, int depth) {
+  if (a == b) return true;
+  const Node& x = g.node(a);
+  const Node& y = g.node(b);
+  if (depth == 0 || x.op == Op::Input || !sameMeaning(x, y) || x.operands.size() != y.operands.size()) return false;
+  for (size_t i = 0; i < x.operands.size(); ++i)
+    if (!sameValueWithin(g, x.operands[i], y.operands[i], depth - 1)) return false;
+  return true;
+}
+
+}  // namespace
+
+bool sameValue(const Graph& g, NodeId a, NodeId b) { return sameValueWithin(g, a, b, 8); }
+
 bool structurallyEqual(const Graph& a, const Graph& b, std::string* why) {
   auto fail = [&](std::string reason) {
     if (why) *why = std::move(reason);
@@ -187,21 +219,7 @@ bool structurallyEqual(const Graph& a, const Graph& b, std::string* why) {
   for (size_t i = 0; i < a.nodes.size(); ++i) {
     const Node& x = a.nodes[i];
     const Node& y = b.nodes[i];
-    bool same = x.op == y.op && x.type == y.type && x.operands == y.operands &&
-                x.axes == y.axes && x.newAxes == y.newAxes && x.lo == y.lo && x.hi == y.hi &&
-                x.isParam == y.isParam;
-    if (same) {
-      switch (x.op) {
-        case Op::Unary: same = x.unary == y.unary; break;
-        case Op::Binary: same = x.binary == y.binary; break;
-        case Op::Compare: same = x.compare == y.compare; break;
-        case Op::Reduce: same = x.reduce == y.reduce; break;
-        case Op::Constant: same = x.value == y.value; break;
-        case Op::Input: same = x.name == y.name; break;
-        default: break;
-      }
-    }
-    if (!same)
+    if (x.operands != y.operands || !sameMeaning(x, y))
       return fail(fmt::format("node {} differs: {} {} against {} {}", i, opName(x.op),
                               x.type.str(), opName(y.op), y.type.str()));
   }

@@ -131,4 +131,9 @@ struct Graph {
 // locations and origins. Used by the printer round-trip tests.
 bool structurallyEqual(const Graph& a, const Graph& b, std::string* why = nullptr);
 
+// Whether nodes a and b of g compute the same value: one node, or copies of
+// one (the recompute pass remakes forward values for the backward) with the
+// same ops, attributes and operands, looked at 8 deep.
+bool sameValue(const Graph& g, NodeId a, NodeId b);
+
 }  // namespace llmc
