@@ -78,7 +78,7 @@ bool neutral(const Graph& g, const AccumulatorSlot& slot, NodeId cond, bool hold
     return slot.core.size() == 1 && slot.core[0].kind == StreamFactor::Kind::Value && slot.core[0].power == 1 &&
            whenHolds(g, slot.core[0].node, cond, holds) == Known::NegInf;
   for (const StreamFactor& f : slot.core) {
-    if (f.power < 0) continue;
+    if (f.power < 0 || f.pivoted()) continue;  // a value taken about a pivot is not 0 where the value is
     switch (f.kind) {
       case StreamFactor::Kind::Mask: if (throughViews(g, f.node) == cond && !holds) return true; break;
       case StreamFactor::Kind::NotMask: if (throughViews(g, f.node) == cond && holds) return true; break;

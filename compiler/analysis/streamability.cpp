@@ -35,12 +35,11 @@ bool contains(const std::vector<std::string>& v, const std::string& s) {
 
 // Sorts factors and merges repeated ones (x * x^-1 = 1).
 std::vector<Factor> normalize(std::vector<Factor> factors) {
-  std::sort(factors.begin(), factors.end(), [](const Factor& a, const Factor& b) {
-    return std::tie(a.kind, a.node) < std::tie(b.kind, b.node);
-  });
+  auto key = [](const Factor& f) { return std::tie(f.kind, f.node, f.pivotOf, f.pivotKeeps); };
+  std::sort(factors.begin(), factors.end(), [&](const Factor& a, const Factor& b) { return key(a) < key(b); });
   std::vector<Factor> out;
   for (const auto& f : factors) {
-    if (!out.empty() && out.back().kind == f.kind && out.back().node == f.node) {
+    if (!out.empty() && key(out.back()) == key(f)) {
       out.back().power += f.power;
       if (out.back().power == 0) out.pop_back();
     } else {
@@ -234,6 +233,7 @@ class Analyzer {
               if (n.binary == BinaryOp::Sub) t.coefficient = -t.coefficient;
               out.push_back(t);
             }
+            takeAboutPivot(out);
             return bounded(n, out);
           }
           case BinaryOp::Mul: {
@@ -287,6 +287,25 @@ class Analyzer {
     }
   }
 
+  // c (a - m), a a chunk-local value along the stream and m an aggregate (or
+  // a value made from them): c ((a - p) - (m - p)), p a's pivot.
+  void takeAboutPivot(Form& f) const {
+    if (f.size() != 2) return;
+    Term* local = &f[0];
+    Term* aggregate = &f[1];
+    if (local->core.empty()) std::swap(local, aggregate);
+    auto single = [](const std::vector<Factor>& factors) {
+      return factors.size() == 1 && factors[0].kind == FactorKind::Value && factors[0].power == 1 &&
+             !factors[0].pivoted();
+    };
+    if (!single(local->core) || !local->scale.empty() || !aggregate->core.empty() || !single(aggregate->scale) ||
+        local->coefficient != -aggregate->coefficient)
+      return;
+    const NodeId a = local->core[0].node, m = aggregate->scale[0].node;
+    if (!g_.node(a).type.has(x_)) return;  // known before the stream: nothing cancels in a sum over it
+    for (Factor* factor : {&local->core[0], &aggregate->scale[0]}) factor->pivotOf = a, factor->pivotKeeps = m;
+  }
+
   std::optional<Form> bounded(const Node& n, Form f) {
     if (f.size() > kMaxTerms) {
       fail(n.id, fmt::format("the value expands to more than {} terms", kMaxTerms));
@@ -296,7 +315,9 @@ class Analyzer {
   }
 
   // exp(a + offsets) = exp(a) * prod exp(offset): the chunk-local part stays in
-  // the core, each additive aggregate becomes a factor of the scale.
+  // the core, each additive aggregate becomes a factor of the scale. Pivots
+  // cancel under exp (exp((a - p) - (m - p)) = exp(a) exp(-m)): the factors
+  // made here leave them out.
   std::optional<Form> exponential(const Node& n, const Form& in) {
     Term out;
     bool haveCore = false;
@@ -443,7 +464,9 @@ std::string describeStream(const Graph& graph, const StreamAnalysis& a) {
   auto factorText = [&](const StreamFactor& f) {
     std::string base;
     switch (f.kind) {
-      case FactorKind::Value: base = name(f.node); break;
+      case FactorKind::Value:
+        base = f.pivoted() ? fmt::format("({} - {}@0)", name(f.node), name(f.pivotOf)) : name(f.node);
+        break;
       case FactorKind::Exp: base = fmt::format("exp({})", name(f.node)); break;
       case FactorKind::Mask: base = fmt::format("[{}]", name(f.node)); break;
       case FactorKind::NotMask: base = fmt::format("[not {}]", name(f.node)); break;

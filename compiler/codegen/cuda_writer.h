@@ -223,6 +223,7 @@ class CudaWriter {
 
   // exp(m_old - m_new) of a running max, once per position of the max.
   std::string rescalePower(const std::string& factor, int slot) const;
+  std::string pivot(const StreamFactor& f, const Env& env);
   std::string rescaleFactor(int maxSlot, const Env& env);
 
   // A value of the stream body that reads the running max of a slot: computed

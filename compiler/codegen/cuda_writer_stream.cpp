@@ -73,7 +73,10 @@ std::string CudaWriter::core(int k, const Env& env, NodeId leftOut) {
     std::string v = value(f.node, env);
     std::string base;
     switch (f.kind) {
-      case StreamFactor::Kind::Value: base = isFloat(node.type.dtype) ? v : fmt::format("(float)({})", v); break;
+      case StreamFactor::Kind::Value:
+        base = isFloat(node.type.dtype) ? v : fmt::format("(float)({})", v);
+        if (f.pivoted()) base = fmt::format("({} - {})", base, pivot(f, env));
+        break;
       case StreamFactor::Kind::Exp:
         if (layout.maxSlotOfRescale >= 0 && sameValue(g_, f.node, g_.node(slot.rescaledBy).operands[0]))
           base = streamValue(f.node, layout.maxSlotOfRescale, env, "exp_shifted",
@@ -410,6 +413,18 @@ std::string CudaWriter::streamValue(NodeId node, int maxSlot, const Env& env, co
   return c;
 }
 
+// A factor's pivot (analysis/streamability.h): its pivotOf's value at
+// position 0 of the axes pivotKeeps lacks. Where it depends on the stream's
+// point alone it is read once, ahead of the stream, and the body and the tail
+// share it.
+std::string CudaWriter::pivot(const StreamFactor& f, const Env& env) {
+  const Type& keeps = g_.node(f.pivotKeeps).type;
+  Env at = env;
+  for (const Axis& a : g_.node(f.pivotOf).type.axes)
+    if (!keeps.has(a.name)) at[a.name] = {"0", floor_};
+  return fmt::format("llmc_pivot({})", value(f.pivotOf, at));
+}
+
 // An aggregate after the stream: the sum of its terms over the slots.
 std::string CudaWriter::aggregate(const Node& n, const Env& own, int target) {
   std::string sum;
@@ -429,6 +444,7 @@ std::string CudaWriter::aggregate(const Node& n, const Env& own, int target) {
         continue;
       }
       std::string v = value(f.node, own);
+      if (f.pivoted()) v = fmt::format("({} - {})", v, pivot(f, own));
       if (f.kind == StreamFactor::Kind::Exp) {  // exp(power * v)
         const std::string exponent = f.power == 1    ? v
                                      : f.power == -1 ? "-" + v

@@ -118,6 +118,8 @@ class Planner {
       const AccumulatorSlot& slot = analysis.slots[k];
       if (slot.axes != std::vector<std::string>{plan_.streamAxis})
         return fail(out, fmt::format("slot {} reduces more than the stream axis", k));
+      if (std::any_of(slot.core.begin(), slot.core.end(), [](const StreamFactor& f) { return f.pivoted(); }))
+        return fail(out, fmt::format("slot {} takes a value about a pivot (read ahead of the tiles)", k));
       std::optional<StreamProduct> product;
       for (const StreamFactor& f : slot.core) {
         const Node& n = g_.node(f.node);

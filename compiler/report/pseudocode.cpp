@@ -109,6 +109,7 @@ class Writer {
       std::string core;
       for (const auto& f : slot.core) {
         std::string base = names_[static_cast<size_t>(f.node)];
+        if (f.pivoted()) base = fmt::format("({} - {}@0)", base, names_[static_cast<size_t>(f.pivotOf)]);
         if (f.kind == StreamFactor::Kind::Exp) base = "exp(" + base + (slot.rescaledBy >= 0 ? " - m_new)" : ")");
         if (f.kind == StreamFactor::Kind::Mask) base = "[" + base + "]";
         if (f.kind == StreamFactor::Kind::NotMask) base = "[not " + base + "]";
