@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <random>
 #include <stdexcept>
 #include <type_traits>
 
@@ -518,6 +519,7 @@ class Evaluator {
           v = static_cast<T>(roundToDType(static_cast<double>(v), node.type.dtype));
       if (isFloat(node.type.dtype) && options_.storedAsBf16.count(node.id))
         for (T& v : values_[i]) v = static_cast<T>(roundToDType(static_cast<double>(v), DType::BF16));
+      if (options_.perturb > 0 && isFloat(node.type.dtype)) perturb(node, values_[i]);
       // Free what no later node reads, to bound memory on large graphs.
       if (lastUse[i] == kUnused) std::vector<T>().swap(values_[i]);
       for (NodeId operand : node.operands)
@@ -551,6 +553,33 @@ class Evaluator {
       last.at(static_cast<size_t>(output.node)) = graph_.nodes.size();
     for (NodeId kept : options_.keep) last.at(static_cast<size_t>(kept)) = graph_.nodes.size();
     return last;
+  }
+
+  // InterpreterOptions::perturb.
+  void perturb(const Node& node, std::vector<T>& values) const {
+    const bool low = isLowPrecision(node.type.dtype) || options_.storedAsBf16.count(node.id);
+    const double relative = low ? std::max(options_.perturb, std::ldexp(1.0, -8)) : options_.perturb;
+    std::vector<T> magnitudes;
+    const bool sum = (node.op == Op::Reduce && node.reduce == ReduceOp::Sum) || node.op == Op::Contract;
+    if (sum) {
+      std::vector<std::vector<T>> absolute(node.operands.size());
+      std::vector<Arg<T>> args;
+      for (size_t k = 0; k < node.operands.size(); ++k) {
+        const Arg<T> a = arg(node, k);
+        absolute[k].assign(a.data, a.data + a.type->elementCount());
+        for (T& x : absolute[k]) x = std::abs(x);
+        args.push_back({a.type, absolute[k].data()});
+      }
+      magnitudes = node.op == Op::Contract ? contract(node, args[0], args[1]) : reduce(node, args[0]);
+    }
+    std::mt19937_64 rng(options_.perturbSeed ^ (0x9e3779b97f4a7c15ull * static_cast<uint64_t>(node.id + 1)));
+    std::uniform_real_distribution<double> unit(-1, 1);
+    for (size_t k = 0; k < values.size(); ++k) {
+      const double v = static_cast<double>(values[k]);
+      if (!std::isfinite(v)) continue;
+      const double scale = sum ? static_cast<double>(magnitudes[k]) : std::abs(v);
+      values[k] = static_cast<T>(v + relative * unit(rng) * scale);
+    }
   }
 
   Arg<T> arg(const Node& node, size_t k) const {

@@ -6,6 +6,7 @@
 // are matched to the output by axis name, never by position.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <set>
 #include <string>
@@ -34,6 +35,14 @@ struct InterpreterOptions {
   // returned by interpretNodes (a GPU run's intermediate buffers checked
   // one by one).
   std::set<NodeId> keep = {};
+  // Each float value (inputs included) moved after it is computed by a random
+  // relative amount up to `perturb` (up to bf16's 2^-8 where it is bf16 or
+  // stored as bf16), a sum's or contraction's relative to its terms'
+  // magnitudes, whose rounding it carries: what roundings anywhere in the
+  // graph can do to the outputs (the fuzzer's measure of how ill-conditioned
+  // a diagram is). 0: none.
+  double perturb = 0;
+  uint64_t perturbSeed = 0;
 };
 
 // Runs g on the given inputs, keyed by input name, and returns its outputs in

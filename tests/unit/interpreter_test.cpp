@@ -711,3 +711,28 @@ TEST_CASE("a gather index out of range names the node's location and the value",
   CHECK_THROWS_WITH(runSingle(g, gathered, {{"w", table}, {"tokens", {indexType, {1, -1, 3}}}}),
                     Catch::Contains("model.dg:3:5") && Catch::Contains("-1"));
 }
+
+TEST_CASE("perturbation moves values by a rounding's worth, sums by their terms'", "[interpreter]") {
+  // A sum of terms that cancel: its perturbation scales with the terms'
+  // magnitudes (what its rounding does), not with the small result.
+  const Type type = f64({{"c", 4}});
+  Graph g;
+  const NodeId x = addInput(g, "x", type);
+  Node n = makeNode(Op::Reduce, f64({}), {x});
+  n.reduce = ReduceOp::Sum;
+  n.axes = {"c"};
+  const NodeId s = g.add(n);
+  const HostTensor xv{type, {1000, -1000, 1e-3, 0}};
+  InterpreterOptions options;
+  CHECK(runSingle(g, s, {{"x", xv}}, options).data[0] == Approx(1e-3).epsilon(1e-9));
+  options.perturb = 1e-6;
+  double largest = 0;
+  for (uint64_t seed = 0; seed < 8; ++seed) {
+    options.perturbSeed = seed;
+    const double moved = std::abs(runSingle(g, s, {{"x", xv}}, options).data[0] - 1e-3);
+    // The inputs move by 1e-6 of themselves (2e-3 at most together), the sum by 1e-6 of 2000.001.
+    CHECK(moved <= 1e-6 * 2000.002 + 1e-6 * 2000.002);
+    largest = std::max(largest, moved);
+  }
+  CHECK(largest > 1e-6 * 2000 / 10);  // far more than 1e-6 of the result itself
+}

@@ -10,8 +10,10 @@
 // f32), or with the diagram's own bf16 values unrounded, as registers keep
 // them (the larger of the two). A diagram
 // whose outputs bf16 rounding moves by 10% is ill-conditioned, not wrong.
-// Where an output is still off, the roundings of the inputs alone are
-// tried too (perturbInputs: an ill-conditioned diagram is not wrong).
+// Where an output is still off, it is judged again by what roundings
+// anywhere can do: every value of the interpreter's exact run moved by a
+// rounding's worth at random (InterpreterOptions::perturb; a sum by its
+// terms' magnitudes). An ill-conditioned diagram is not wrong.
 // A failure also names the first launch whose buffer is wrong, found by
 // running the module again one launch at a time.
 #include <fmt/format.h>
@@ -98,21 +100,6 @@ Judgement judge(const HostTensor& got, const HostTensor& exact, const HostTensor
   j.error = differenceNorm(got, exact);
   j.unit = scale > 0 ? scale : largestScale > 0 ? largestScale : 1;  // for messages
   return j;
-}
-
-// The float inputs moved by a rounding's worth each (relative 2^-8 where
-// bf16 is about, else 2^-22), at random: what the outputs do then measures
-// how ill-conditioned the diagram is (a layernorm of a constant row turns
-// the rounding of its mean into the output).
-std::map<std::string, HostTensor> perturbInputs(std::map<std::string, HostTensor> inputs, bool lowPrecision,
-                                                uint64_t seed) {
-  std::mt19937_64 rng(seed ^ 0x9e3779b97f4a7c15ull);
-  std::uniform_real_distribution<double> unit(-1, 1);
-  const double eps = lowPrecision ? std::ldexp(1.0, -8) : std::ldexp(1.0, -22);
-  for (auto& [name, t] : inputs)
-    if (isFloat(t.type.dtype))
-      for (double& x : t.data) x *= 1 + eps * unit(rng);
-  return inputs;
 }
 
 // The largest norm of any float value of the diagram (inputs included).
@@ -253,9 +240,15 @@ std::optional<Failure> runConfig(const DiagramSpec& spec, const DiagramFile& fil
       largestScale = std::max(largestScale, *valuesScale);
       j = judge(got, expected[i], rounded[i], unrounded[i], reference.lowPrecision, largestScale);
     }
-    if (j.wrong() && perturbed.empty()) perturbed = interpret(graph, perturbInputs(inputs, reference.lowPrecision, spec.seed),
-                                                             reference.exact);
-    if (j.wrong())  // how far roundings of the inputs alone move it (an ill-conditioned diagram)
+    if (j.wrong() && perturbed.empty()) {
+      InterpreterOptions perturbation = reference.exact;
+      perturbation.storedAsBf16 = reference.stored.storedAsBf16;
+      perturbation.roundLowPrecision = false;
+      perturbation.perturb = std::ldexp(1.0, -22);
+      perturbation.perturbSeed = spec.seed;
+      perturbed = interpret(graph, inputs, perturbation);
+    }
+    if (j.wrong())  // how far roundings anywhere move it (an ill-conditioned diagram)
       j = judge(got, expected[i], rounded[i], unrounded[i], reference.lowPrecision, largestScale,
                 differenceNorm(perturbed[i], expected[i]));
     if (!j.wrong()) continue;

@@ -156,8 +156,14 @@ Options parse(int argc, char** argv) {
 }
 
 void printSanitizerCommands(const Options& o) {
-  std::string rest;
-  for (const std::string& a : o.argv) rest += " " + a;
+  std::string rest;  // the other options given (seed and count are printed first)
+  for (size_t i = 0; i < o.argv.size(); ++i) {
+    if ((o.argv[i] == "--seed" || o.argv[i] == "--count") && i + 1 < o.argv.size()) {
+      ++i;
+      continue;
+    }
+    rest += " " + o.argv[i];
+  }
   for (const char* tool : {"memcheck", "racecheck", "initcheck"})
     fmt::print("compute-sanitizer --tool {} --error-exitcode 1 build/bin/llmc-fuzz --checks front,gpu "
                "--sanitizer-friendly --seed {} --count {}{}\n",
