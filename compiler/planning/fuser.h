@@ -69,7 +69,8 @@ class Fuser {
   // work (one thread per value, atomics; cuda_kernel_writer.h), computing its
   // values and indices from stored arrays there: none may need a reduction
   // of the same kernel (a sum its gradient's values are scaled by, another
-  // scatter-add), which that launch cannot make. Such a scatter-add is a
+  // scatter-add), which that launch cannot make, nor read a member through a
+  // view (which it loads from the member's array). Such a scatter-add is a
   // kernel of its own, its operands stored.
   void separateScatterValues(int& next);
   // A maximum's gradient mask (x == max(x), in the backward) must compare

@@ -115,19 +115,24 @@ void Fuser::separateScatterValues(int& next) {
   for (const Node& s : g_.nodes) {
     if (s.op != Op::ScatterAdd || group_[idx(s.id)] < 0) continue;
     const int gr = group_[idx(s.id)];
-    std::vector<NodeId> work(s.operands.begin(), s.operands.end());
-    std::set<NodeId> seen;
+    // (value, reached through a view outside the kernel): such a view the
+    // scatter's launch reads from memory, so the member it shows must be
+    // stored by the kernel first (seed 8969: a broadcast of a where).
+    std::vector<std::pair<NodeId, bool>> work;
+    for (NodeId o : s.operands) work.push_back({o, false});
+    std::set<std::pair<NodeId, bool>> seen;
     bool needsReduction = false;
     while (!work.empty() && !needsReduction) {
-      const NodeId id = work.back();
+      const auto [id, throughView] = work.back();
       work.pop_back();
-      if (!seen.insert(id).second) continue;
+      if (!seen.insert({id, throughView}).second) continue;
       const Node& m = g_.node(id);
       if (group_[idx(id)] == gr) {
-        if (isAnchor(m)) needsReduction = true;
-        else work.insert(work.end(), m.operands.begin(), m.operands.end());
+        if (isAnchor(m) || throughView) needsReduction = true;
+        else
+          for (NodeId o : m.operands) work.push_back({o, false});
       } else if (group_[idx(id)] < 0 && viewHere(m)) {
-        work.insert(work.end(), m.operands.begin(), m.operands.end());
+        for (NodeId o : m.operands) work.push_back({o, true});
       }
     }
     if (needsReduction && members_[gr].size() > 1) {
