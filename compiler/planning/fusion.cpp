@@ -1,5 +1,7 @@
 #include "planning/fusion.h"
 
+#include <unordered_map>
+
 #include "planning/fuser.h"
 
 namespace llmc {
@@ -308,33 +310,55 @@ std::vector<int> Fuser::runOrder(const std::map<int, Kernel>& byGroup) const {
 }
 
 std::vector<int> Fuser::placeableOrder(const std::map<int, Kernel>& byGroup) const {
-  std::vector<std::set<int>> producers(g_.nodes.size());  // the kernels a node's value comes from
+  // The kernels a node's value comes from: its own, or for a view outside
+  // every kernel its operands' (a concatenation of several kernels' values).
+  // Flat vectors: the fusion asks this after every merge of a graph of tens
+  // of thousands of nodes.
+  std::vector<std::vector<int>> viewProducers(g_.nodes.size());
+  auto producersOf = [&](NodeId id, auto&& visit) {
+    if (const int gr = group_[idx(id)]; gr >= 0) visit(gr);
+    else
+      for (int p : viewProducers[idx(id)]) visit(p);
+  };
   for (const Node& n : g_.nodes) {
-    if (group_[idx(n.id)] >= 0) producers[idx(n.id)] = {group_[idx(n.id)]};
-    else if (viewHere(n))
-      for (NodeId o : n.operands) producers[idx(n.id)].insert(producers[idx(o)].begin(), producers[idx(o)].end());
+    if (group_[idx(n.id)] >= 0 || !viewHere(n)) continue;
+    std::vector<int>& mine = viewProducers[idx(n.id)];
+    for (NodeId o : n.operands) producersOf(o, [&](int p) { mine.push_back(p); });
+    std::sort(mine.begin(), mine.end());
+    mine.erase(std::unique(mine.begin(), mine.end()), mine.end());
   }
-  std::map<int, std::set<int>> waitsFor;
-  std::map<int, std::set<int>> readers;
+  std::vector<std::pair<int, int>> edges;  // (producer, reader)
   for (const Node& n : g_.nodes) {
-    int gr = group_[idx(n.id)];
+    const int gr = group_[idx(n.id)];
     if (gr < 0) continue;
     for (NodeId o : n.operands)
-      for (int p : producers[idx(o)])
-        if (p != gr) waitsFor[gr].insert(p), readers[p].insert(gr);
+      producersOf(o, [&](int p) {
+        if (p != gr) edges.push_back({p, gr});
+      });
   }
-  std::set<std::pair<NodeId, int>> ready;  // (first node, group)
-  for (const auto& [gr, k] : byGroup)
-    if (waitsFor[gr].empty()) ready.insert({k.nodes.front(), gr});
+  std::sort(edges.begin(), edges.end());
+  edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
+  std::unordered_map<int, size_t> index;
+  std::vector<int> groups;
+  for (const auto& [gr, k] : byGroup) index.emplace(gr, groups.size()), groups.push_back(gr);
+  std::vector<int> waiting(groups.size(), 0);
+  std::vector<std::vector<size_t>> readers(groups.size());
+  for (const auto& [p, r] : edges) {
+    const auto reader = index.find(r);
+    if (reader == index.end()) continue;
+    ++waiting[reader->second];
+    if (const auto producer = index.find(p); producer != index.end()) readers[producer->second].push_back(reader->second);
+  }
+  std::set<std::pair<NodeId, size_t>> ready;  // (first node, group)
+  for (size_t k = 0; k < groups.size(); ++k)
+    if (waiting[k] == 0) ready.insert({byGroup.at(groups[k]).nodes.front(), k});
   std::vector<int> order;
   while (!ready.empty()) {
-    int gr = ready.begin()->second;
+    const size_t k = ready.begin()->second;
     ready.erase(ready.begin());
-    order.push_back(gr);
-    for (int r : readers[gr]) {
-      waitsFor[r].erase(gr);
-      if (waitsFor[r].empty()) ready.insert({byGroup.at(r).nodes.front(), r});
-    }
+    order.push_back(groups[k]);
+    for (size_t r : readers[k])
+      if (--waiting[r] == 0) ready.insert({byGroup.at(groups[r]).nodes.front(), r});
   }
   return order;
 }
