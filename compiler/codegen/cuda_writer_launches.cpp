@@ -116,12 +116,14 @@ int CudaWriter::flatPoints(const Type& t, Env& env, WrittenKernel& out, int64_t 
 // in shared memory, and one atomic add per block lands in the zeroed
 // output. A few blocks per SM keep the atomics few while every SM streams.
 void CudaWriter::gridSum(WrittenKernel& out) {
-  const Node& r = g_.node(plan_.outputs.at(0));
+  const Node& r = g_.node(wholeArraySumOf(g_, plan_.outputs, plan_.computed));
   const Node& x = g_.node(r.operands.at(0));
   emit(0, "float partial = 0.0f;");
   Env env;
   const int point = flatPoints(x.type, env, out, kWholeArraySumBlocks);
   emit(point, fmt::format("partial += {};", value(x.id, env)));
+  for (NodeId o : plan_.outputs)  // laid out as x: stored at the loop's points
+    if (o != r.id) store(point, o, env);
   close(point);
   // The block's warps joined through shared memory before the one atomic
   // add: adds to one address serialise in L2 (with one a warp, GPT-2's loss

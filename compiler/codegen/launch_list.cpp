@@ -288,8 +288,9 @@ class LaunchPlanner {
     // A sum of a whole array to a scalar adds up across the grid by atomics,
     // into an f32 array zeroed first.
     if (isGridSum(g_, tile.plan)) {
-      gridSums_.insert(tile.plan.outputs[0]);
-      clearBefore(k, tile.plan.outputs[0]);
+      const NodeId sum = wholeArraySumOf(g_, tile.plan.outputs, tile.plan.computed);
+      gridSums_.insert(sum);
+      clearBefore(k, sum);
     }
     plans_.push_back(tile);
   }

@@ -473,12 +473,15 @@ void outputTraffic(const Graph& g, const Kernel& k, const KernelShape& s, const 
       continue;
     }
     // Split blocks add their partial results: an f32 atomic per element each
-    // (a whole-array sum: one per block).
-    if (wholeArraySum) tr.moved += 2 * 4 * static_cast<double>(cost.blocks);
+    // (a whole-array sum: one per block; the elementwise outputs beside it
+    // are stored as its loop passes them).
+    const bool gridAdded = wholeArraySum && ty.axes.empty();
+    if (gridAdded) tr.moved += 2 * 4 * static_cast<double>(cost.blocks);
+    else if (wholeArraySum) tr.moved += static_cast<double>(ty.elementCount()) * elementBytes(ty, o);
     else
       tr.moved += splits > 1 ? 2 * 4 * static_cast<double>(ty.elementCount()) * static_cast<double>(splits)
                              : static_cast<double>(ty.elementCount()) * elementBytes(ty, o) * segmentsMoved(ty, s, p);
-    if (wholeArraySum || splits > 1) zeroedFirst(ty);
+    if (gridAdded || (!wholeArraySum && splits > 1)) zeroedFirst(ty);
   }
   // A scatter-add is launched apart from its kernel's other work, into an
   // array zeroed first, whether or not the kernel stores it as an output.
@@ -520,6 +523,10 @@ KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const
   inputTraffic(g, k, s, p, o, loadBytes, cost, tr);
   outputTraffic(g, k, s, p, t, o, splits, wholeArraySum, cost, tr);
   registerTiles(g, k, s, p, tr);
+  if (wholeArraySum) {  // no tiles: values straight from GMEM, the warps' 32 partials in SMEM
+    tr.smemBytes = 32 * 4;
+    tr.smemTraffic = 2 * 32 * 4 * static_cast<double>(cost.blocks);
+  }
   // The accumulator and the intermediate tiles live in registers (a matmul's
   // accumulator fragments, attention's score tile).
   const double registerBytes = tr.accumulator + tr.intermediate;

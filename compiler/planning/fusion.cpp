@@ -449,11 +449,24 @@ bool storedForMatmul(const Graph& g, NodeId id, const std::vector<NodeId>& reade
          !fusion::remadeFromShortContraction(g, id);
 }
 
+NodeId wholeArraySumOf(const Graph& g, const std::vector<NodeId>& outputs, const std::set<NodeId>& nodes) {
+  auto isSum = [&](NodeId id) {
+    const Node& r = g.node(id);
+    return r.op == Op::Reduce && r.reduce == ReduceOp::Sum && r.type.axes.empty() && isFloat(r.type.dtype);
+  };
+  const auto sum = std::find_if(outputs.begin(), outputs.end(), isSum);
+  if (sum == outputs.end()) return -1;
+  const Node& r = g.node(*sum);
+  if (std::any_of(nodes.begin(), nodes.end(), [&](NodeId id) { return id != r.id && isAnchor(g.node(id)); }))
+    return -1;
+  const std::vector<Axis>& summed = g.node(r.operands[0]).type.axes;
+  for (NodeId o : outputs)
+    if (o != r.id && g.node(o).type.axes != summed) return -1;
+  return r.id;
+}
+
 bool isWholeArraySum(const Graph& g, const std::vector<NodeId>& outputs, const std::set<NodeId>& nodes) {
-  if (outputs.size() != 1) return false;
-  const Node& r = g.node(outputs[0]);
-  if (r.op != Op::Reduce || r.reduce != ReduceOp::Sum || !r.type.axes.empty() || !isFloat(r.type.dtype)) return false;
-  return std::none_of(nodes.begin(), nodes.end(), [&](NodeId id) { return id != r.id && isAnchor(g.node(id)); });
+  return wholeArraySumOf(g, outputs, nodes) >= 0;
 }
 
 std::vector<Kernel> formKernels(const Graph& graph, const FusionOptions& options) {

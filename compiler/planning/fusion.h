@@ -68,13 +68,16 @@ bool isView(const Node& n);
 // `readers`: the nodes that read `id`.
 bool storedForMatmul(const Graph& g, NodeId id, const std::vector<NodeId>& readers);
 
-// A kernel that sums a whole array to one float (a gradient's global norm),
-// from elementwise work on stored arrays: `outputs` is that one sum and
-// `nodes` holds no other reduction. It runs over the whole grid (at most
+// A kernel that sums a whole array to one float (a gradient's global norm, a
+// loss), from elementwise work on stored arrays: one of `outputs` is that sum,
+// any others are elementwise values with the summed array's axes in its order
+// (the loss's logits, stored as the same loop passes them), and `nodes` holds
+// no other reduction. It runs over the whole grid (at most
 // kWholeArraySumBlocks blocks, each adding its warps' partial sums by atomics):
 // the emitter writes it so (cuda_kernel_writer.h, isGridSum) and the cost
-// model counts it so.
+// model counts it so. wholeArraySumOf: that sum, or -1.
 constexpr int64_t kWholeArraySumBlocks = 1024;
+NodeId wholeArraySumOf(const Graph& g, const std::vector<NodeId>& outputs, const std::set<NodeId>& nodes);
 bool isWholeArraySum(const Graph& g, const std::vector<NodeId>& outputs, const std::set<NodeId>& nodes);
 
 }  // namespace llmc

@@ -8,6 +8,7 @@
 
 #include "analysis/streamability.h"
 #include "ir/print.h"
+#include "planning/fusion.h"
 
 namespace llmc {
 
@@ -34,13 +35,17 @@ class Writer {
     line(0, "", fmt::format("SMEM {} of {} per block; HBM moves {}", kib(c.level("SMEM").memoryBytes),
                             kib(c.level("SMEM").capacityBytes), kib(c.level("GMEM").movedBytes)));
 
+    std::set<NodeId> inside(k.nodes.begin(), k.nodes.end());
+    if (const NodeId sum = wholeArraySumOf(g_, k.outputs, inside); sum >= 0) {
+      gridSum(k, sum, c);
+      return out_;
+    }
     std::string grid;
     for (const auto& a : s.groupAxes)
       grid += fmt::format("{}{} in 0..{} step {}", grid.empty() ? "" : ", ", a.name, a.size, p.groupTiles.at(a.name));
     line(0, fmt::format("parallel {} over GRID", grid.empty() ? "(one block)" : grid),
          fmt::format("{} blocks, {:.0f}% of whole waves", c.blocks, c.waveEfficiency * 100));
 
-    std::set<NodeId> inside(k.nodes.begin(), k.nodes.end());
     // Inputs without the stream axis are loaded once per block.
     for (NodeId in : k.inputs)
       if (!g_.node(in).type.has(s.streamAxis) || p.streamChunk == 0) load(1, in, s, p);
@@ -72,6 +77,26 @@ class Writer {
   }
 
  private:
+  // A whole array summed over the grid (planning/fusion.h, isWholeArraySum):
+  // as codegen/cuda_writer_launches.cpp writes it.
+  void gridSum(const Kernel& k, NodeId sum, const KernelCost& c) {
+    const Node& x = g_.node(g_.node(sum).operands[0]);
+    line(0, fmt::format("parallel p in 0..{} grid-strided over GRID", x.type.elementCount()),
+         fmt::format("{} blocks, {:.0f}% of whole waves", c.blocks, c.waveEfficiency * 100));
+    line(1, "REG  partial = 0", "per thread");
+    line(1, "for each p of the thread's share", "grid-stride loop");
+    for (NodeId in : k.inputs) line(2, fmt::format("REG  {} <- GMEM {}", names_[static_cast<size_t>(in)], names_[static_cast<size_t>(in)]), "load");
+    for (NodeId id : k.nodes) {
+      const Node& n = g_.node(id);
+      if (n.op != Op::Input && id != sum) line(2, fmt::format("REG  {} = {}", names_[static_cast<size_t>(id)], describe(n)));
+    }
+    line(2, fmt::format("REG  partial += {}", names_[static_cast<size_t>(x.id)]));
+    for (NodeId out : k.outputs)
+      if (out != sum) line(2, fmt::format("GMEM {} <- [p]", names_[static_cast<size_t>(out)]), "store");
+    line(1, "REG  partial = sum of the block's partials", "warp shuffles, shared memory");
+    line(1, fmt::format("GMEM {} += partial", names_[static_cast<size_t>(sum)]), "one atomic add per block, zeroed first");
+  }
+
   void line(int depth, const std::string& text, const std::string& note = "") {
     std::string l = std::string(2 * static_cast<size_t>(depth), ' ') + text;
     if (!note.empty()) l += std::string(l.size() < 64 ? 64 - l.size() : 1, ' ') + "# " + note;
