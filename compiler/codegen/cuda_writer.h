@@ -222,9 +222,11 @@ class CudaWriter {
   int64_t innerSize(const std::string& axis) const;
 
   // exp(m_old - m_new) of a running max, once per position of the max.
-  std::string rescalePower(const std::string& factor, int slot) const;
-  std::string pivot(const StreamFactor& f, const Env& env);
   std::string rescaleFactor(int maxSlot, const Env& env);
+  // A factor of a slot rescaled by exp(-k m) taken k times.
+  std::string rescalePower(const std::string& factor, int slot) const;
+  // A pivoted factor's pivot (analysis/streamability.h), as llmc_pivot(...).
+  std::string pivot(const StreamFactor& f, const Env& env);
 
   // A value of the stream body that reads the running max of a slot: computed
   // once per position of the stream and of the axes of `node` (-1: none) and

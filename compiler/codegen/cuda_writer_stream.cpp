@@ -380,7 +380,6 @@ int64_t CudaWriter::innerSize(const std::string& axis) const {
   throw std::logic_error("emit cuda: no size for axis " + axis);
 }
 
-// exp(m_old - m_new) of a running max, once per position of the max.
 // A slot rescaled by exp(-k m) takes the factor k times.
 std::string CudaWriter::rescalePower(const std::string& factor, int slot) const {
   const int k = stream_.slots[static_cast<size_t>(slot)].rescalePower;
@@ -389,6 +388,7 @@ std::string CudaWriter::rescalePower(const std::string& factor, int slot) const 
   return k == 1 ? factor : "(" + product + ")";
 }
 
+// exp(m_old - m_new) of a running max, once per position of the max.
 std::string CudaWriter::rescaleFactor(int maxSlot, const Env& env) {
   return streamValue(-1, maxSlot, env, "rescale",
                      fmt::format("{}({}, {})", rescale(), previousRef(maxSlot, env), slotRef(maxSlot, env)));

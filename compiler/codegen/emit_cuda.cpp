@@ -12,9 +12,9 @@
 #include "codegen/cuda_kernel_writer.h"
 #include "codegen/prelude.h"
 #include "lowering/gemm_staging.h"
-#include "planning/fusion.h"
 #include "lowering/tensor_core_gemm.h"
 #include "lowering/tensor_core_stream.h"
+#include "planning/fusion.h"
 
 namespace llmc {
 

@@ -61,10 +61,11 @@ __device__ __forceinline__ float llmc_fast_tanh(float x) {
   return y;
 }
 
-// exp(s - m) against a running max m: 0 for s = -inf, also while m is still -inf.
 // A stream's pivot (analysis/streamability.h): a non-finite one (a masked-out
 // -inf) would make every difference taken about it NaN; any finite one will do.
 __device__ __forceinline__ float llmc_pivot(float p) { return isfinite(p) ? p : 0.0f; }
+
+// exp(s - m) against a running max m: 0 for s = -inf, also while m is still -inf.
 __device__ __forceinline__ float llmc_exp_shifted(float s, float m) { return s == -LLMC_INF ? 0.0f : expf(s - m); }
 
 // exp(m_old - m_new), the online-softmax rescaling: 1 while the max has not moved.
