@@ -519,7 +519,7 @@ class Evaluator {
           v = static_cast<T>(roundToDType(static_cast<double>(v), node.type.dtype));
       if (isFloat(node.type.dtype) && options_.storedAsBf16.count(node.id))
         for (T& v : values_[i]) v = static_cast<T>(roundToDType(static_cast<double>(v), DType::BF16));
-      if (options_.perturb > 0 && isFloat(node.type.dtype)) perturb(node, values_[i]);
+      if (options_.perturb > 0 && isFloat(node.type.dtype) && !copiesOperandValues(node)) perturb(node, values_[i]);
       // Free what no later node reads, to bound memory on large graphs.
       if (lastUse[i] == kUnused) std::vector<T>().swap(values_[i]);
       for (NodeId operand : node.operands)
@@ -553,6 +553,22 @@ class Evaluator {
       last.at(static_cast<size_t>(output.node)) = graph_.nodes.size();
     for (NodeId kept : options_.keep) last.at(static_cast<size_t>(kept)) = graph_.nodes.size();
     return last;
+  }
+
+  // Whether each value of the node is exactly a value of an operand (a
+  // maximum, a view, a selection): it has no rounding of its own, and moving
+  // it apart from its source would break what compares them (a maximum's
+  // gradient routed to the elements equal to it).
+  static bool copiesOperandValues(const Node& node) {
+    switch (node.op) {
+      case Op::Unary: return node.unary == UnaryOp::Neg || node.unary == UnaryOp::Abs;
+      case Op::Binary: return node.binary == BinaryOp::Maximum || node.binary == BinaryOp::Minimum;
+      case Op::Reduce: return node.reduce == ReduceOp::Max;
+      case Op::Select: case Op::Gather: case Op::Split: case Op::Merge: case Op::Slice: case Op::Concat:
+      case Op::Rename: case Op::Index: case Op::Transpose: case Op::Broadcast: case Op::StopGradient:
+        return true;
+      default: return false;
+    }
   }
 
   // InterpreterOptions::perturb.

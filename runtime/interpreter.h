@@ -38,7 +38,8 @@ struct InterpreterOptions {
   // Each float value (inputs included) moved after it is computed by a random
   // relative amount up to `perturb` (up to bf16's 2^-8 where it is bf16 or
   // stored as bf16), a sum's or contraction's relative to its terms'
-  // magnitudes, whose rounding it carries: what roundings anywhere in the
+  // magnitudes, whose rounding it carries (a copy of an operand's values, a
+  // maximum or a view, is not moved: it rounds nothing): what roundings anywhere in the
   // graph can do to the outputs (the fuzzer's measure of how ill-conditioned
   // a diagram is). 0: none.
   double perturb = 0;

@@ -736,3 +736,26 @@ TEST_CASE("perturbation moves values by a rounding's worth, sums by their terms'
   }
   CHECK(largest > 1e-6 * 2000 / 10);  // far more than 1e-6 of the result itself
 }
+
+TEST_CASE("perturbation leaves copies of values where they are: x == max(x) still holds", "[interpreter]") {
+  // A maximum is one of its operand's values; moving it apart from that
+  // value would leave a maximum's gradient (routed to the elements equal to
+  // it) nowhere.
+  const Type type = f64({{"c", 5}});
+  Graph g;
+  const NodeId x = addInput(g, "x", type);
+  Node m = makeNode(Op::Reduce, f64({}), {x});
+  m.reduce = ReduceOp::Max;
+  m.axes = {"c"};
+  const NodeId largest = g.add(m);
+  Node eq = makeNode(Op::Compare, Type{DType::Bool, type.axes}, {x, largest});
+  eq.compare = CompareOp::Eq;
+  const NodeId isMax = g.add(eq);
+  InterpreterOptions options;
+  options.perturb = 1e-3;
+  for (uint64_t seed = 0; seed < 8; ++seed) {
+    options.perturbSeed = seed;
+    const HostTensor mask = runSingle(g, isMax, {{"x", HostTensor{type, {0.5, 2, -1, 1.5, 0}}}}, options);
+    CHECK(mask.data == std::vector<double>{0, 1, 0, 0, 0});
+  }
+}
