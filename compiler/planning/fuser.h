@@ -31,6 +31,17 @@ inline constexpr int64_t kWholeAxisLimit = 8192;
 // stream, recomputed for each of its chunks.
 inline constexpr int64_t kRedoneContractionLimit = 256;
 
+// A merge along x that holds x whole (no stream) spreads its kernel over
+// fewer blocks than the kernels it merges had over their axes other than x
+// when it holds another reduced axis whole too: acceptable while a GPU's SMs
+// still get work, not below this many blocks. Reductions over three axes
+// merged into one kernel once held all of them in a single block of one
+// warp, its work serial, thousands of times slower than apart. (The merged
+// kernel may keep the parts' grid where theirs was smaller; a stream keeps
+// the partition's split of the stream over blocks.)
+inline constexpr int64_t kFewestMergedBlocks = 32;
+inline constexpr int64_t kGridPositionsCap = int64_t{1} << 40;
+
 // The axes an anchor reduces.
 std::vector<std::string> reducedBy(const Node& n);
 
@@ -288,9 +299,16 @@ class Fuser {
   // (the residual stream chains every layer's kernels over the channels).
   void growAlong(std::set<int>& groups, std::set<NodeId>& members, const std::string& x) const;
 
+  // The positions a kernel of these members spreads over blocks: the
+  // product of its values' axes that no member reduces (each reduced axis is
+  // streamed or held whole inside a block), leaving out `streamed`.
+  // Saturates at kGridPositionsCap.
+  int64_t gridPositions(const std::set<NodeId>& members, const std::string& streamed) const;
+
   // A reduction over x merges with the kernels that make the values it
   // reduces, and with the other reductions over x of those values, when the
-  // union streams over x.
+  // union streams over x, or holds it whole and still spreads over blocks
+  // (kFewestMergedBlocks).
   void mergeStreams();
 
   // The groups in an order in which every kernel runs after those whose

@@ -300,6 +300,21 @@ void Fuser::growAlong(std::set<int>& groups, std::set<NodeId>& members, const st
   }
 }
 
+int64_t Fuser::gridPositions(const std::set<NodeId>& members, const std::string& streamed) const {
+  std::map<std::string, int64_t> axes;
+  std::set<std::string> reduced = {streamed};
+  for (NodeId m : members) {
+    const Node& n = g_.node(m);
+    for (const Axis& a : n.type.axes) axes[a.name] = a.size;
+    if (n.op != Op::Gather)  // a gather reads one row per index: as collect() does, no reduction
+      for (const std::string& a : reducedBy(n)) reduced.insert(a);
+  }
+  int64_t positions = 1;
+  for (const auto& [name, size] : axes)
+    if (!reduced.count(name)) positions = std::min(kGridPositionsCap, positions * std::min(size, kGridPositionsCap));
+  return positions;
+}
+
 // A reduction over x merges with the kernels that make the values it
 // reduces, and with the other reductions over x of those values, when the
 // union streams over x.
@@ -353,6 +368,14 @@ void Fuser::mergeStreams() {
             }))
           continue;
         bool streams = analyzeStream(g_, members, x).streamable;
+        // Nor, held whole, may it gather into one kernel, inside each block,
+        // other axes that spread the kernels it merges over many blocks. (A
+        // stream can still be split over blocks: the partition's split-K.)
+        if (!streams) {
+          int64_t largestPart = 0;
+          for (int gr : groups) largestPart = std::max(largestPart, gridPositions(membersOfGroup(gr), x));
+          if (gridPositions(members, x) < std::min(largestPart, kFewestMergedBlocks)) continue;
+        }
         // Holding x whole suits statistics over a short axis (a layernorm),
         // not kernels with contractions: those are matmuls, tiled on their own.
         bool contracts = std::any_of(members.begin(), members.end(),
