@@ -5,12 +5,18 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 
 namespace llmc::fuzz {
 
 namespace {
+
+volatile sig_atomic_t stopRequested = 0;
+
+extern "C" void requestStop(int) { stopRequested = 1; }
 
 double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -62,6 +68,8 @@ pid_t Runner::spawn(const DiagramSpec& spec, const CheckOptions& options, int* r
   const pid_t pid = ::fork();
   if (pid < 0) throw std::runtime_error("fork: " + std::string(std::strerror(errno)));
   if (pid == 0) {
+    ::signal(SIGTERM, SIG_DFL);
+    ::signal(SIGINT, SIG_DFL);
     ::close(fds[0]);
     ::alarm(static_cast<unsigned>(timeout_));  // SIGALRM ends a hang
     const auto failure = checkedInProcess(spec, options, [&](const std::string& check) { writeAll(fds[1], "check " + check + "\n"); });
@@ -136,15 +144,46 @@ std::pair<int, Outcome> Runner::wait() {
     return done;
   }
   for (;;) {
+    if (stopRequested) throw Interrupted();
     int status = 0;
     const pid_t pid = ::waitpid(-1, &status, 0);
+    if (pid < 0 && errno == EINTR) continue;
     if (pid < 0) throw std::runtime_error("waitpid: " + std::string(std::strerror(errno)));
     auto it = children_.find(pid);
     if (it == children_.end()) continue;  // not one of ours
     const Child child = it->second;
     children_.erase(it);
+    if (stopRequested) {  // a child the same signal ended (Ctrl-C reaches the whole group): unfinished
+      ::close(child.pipe);
+      finished_[child.tag] = Outcome{};
+      throw Interrupted();
+    }
     return {child.tag, collect(pid, status, child.pipe, child.started)};
   }
+}
+
+void stopOnSignals() {
+  struct sigaction action = {};
+  action.sa_handler = requestStop;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = 0;  // no SA_RESTART: waitpid returns EINTR
+  ::sigaction(SIGTERM, &action, nullptr);
+  ::sigaction(SIGINT, &action, nullptr);
+}
+
+std::vector<int> Runner::stopAll() {
+  std::vector<int> tags;
+  for (const auto& [pid, child] : children_) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+    ::close(child.pipe);
+    tags.push_back(child.tag);
+  }
+  for (const auto& [tag, outcome] : finished_) tags.push_back(tag);
+  children_.clear();
+  finished_.clear();
+  std::sort(tags.begin(), tags.end());
+  return tags;
 }
 
 Outcome Runner::run(const DiagramSpec& spec, const CheckOptions& options) {

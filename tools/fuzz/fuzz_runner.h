@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <map>
+#include <stdexcept>
 #include <optional>
 #include <string>
 
@@ -17,6 +18,17 @@ struct Outcome {
   std::optional<Failure> failure;
   double seconds = 0;
 };
+
+// Thrown by Runner::wait once SIGTERM or SIGINT has come (stopOnSignals):
+// the diagrams still running are unfinished, neither passed nor failed.
+struct Interrupted : std::runtime_error {
+  Interrupted() : std::runtime_error("interrupted") {}
+};
+
+// From now on SIGTERM and SIGINT end the wait for diagrams (Interrupted)
+// instead of the process, so that a run cut short (by `timeout`, by Ctrl-C)
+// still says what it checked and which diagrams it left unfinished.
+void stopOnSignals();
 
 class Runner {
  public:
@@ -30,6 +42,8 @@ class Runner {
   // Waits for one started diagram to finish.
   std::pair<int, Outcome> wait();
   size_t running() const { return children_.size() + finished_.size(); }
+  // Ends the diagrams still running (SIGKILL); returns their tags.
+  std::vector<int> stopAll();
   // start and wait, for one diagram (the shrinker's candidates).
   Outcome run(const DiagramSpec& spec, const CheckOptions& options);
 

@@ -54,7 +54,9 @@ saved under --out with the command that reproduces it.
   --file F.dg           check a saved diagram (its header names its inputs) instead of generating
   -h, --help            this text
 
-Ends with "N passed, M failed"; exits 1 if a failure is not known.
+Ends with "N passed, M failed"; exits 1 if a failure is not known. SIGTERM
+or SIGINT (timeout, Ctrl-C) ends a run early: it lists the diagrams still
+running as unfinished and exits 1.
 )";
 
 struct Options {
@@ -309,13 +311,22 @@ int runFuzzer(const Options& o) {
   const int64_t total = o.file.empty() ? o.count : 1;
   fmt::print("llmc-fuzz: seeds {}..{}, checks {}, {} jobs\n", o.seed, o.seed + uint64_t(total) - 1,
              fmt::join(o.checks.checks, ","), o.jobs);
+  if (o.fork) fuzz::stopOnSignals();
+  std::vector<uint64_t> unfinished;
   while (next < total || runner.running() > 0) {
     while (next < total && runner.running() < size_t(o.jobs) && (o.seconds <= 0 || elapsed() < o.seconds)) {
       specs.push_back(o.file.empty() ? fuzz::generateDiagram(o.seed + uint64_t(next), o.generator) : fuzz::readDiagram(o.file));
       runner.start(specs.back(), int(next++));
     }
     if (runner.running() == 0) break;
-    const auto [tag, outcome] = runner.wait();
+    std::pair<int, fuzz::Outcome> done;
+    try {
+      done = runner.wait();
+    } catch (const fuzz::Interrupted&) {
+      for (int tag : runner.stopAll()) unfinished.push_back(specs[size_t(tag)].seed);
+      break;
+    }
+    const auto& [tag, outcome] = done;
     const fuzz::DiagramSpec& spec = specs[size_t(tag)];
     if (!outcome.failure) {
       ++passed;
@@ -334,7 +345,10 @@ int runFuzzer(const Options& o) {
     fmt::print("  saved: {}\n", save(o, runner, spec, f, o.shrink && !isKnown));
   }
   for (const auto& [signature, n] : signatures) fmt::print("  {} x {}\n", n, signature);
-  fmt::print("{} passed, {} failed{}\n", passed, failed + knownFailures,
-             knownFailures ? fmt::format(" ({} known)", knownFailures) : "");
-  return failed ? 1 : 0;
+  if (!unfinished.empty())
+    fmt::print("interrupted: {} diagrams unfinished (seeds {})\n", unfinished.size(), fmt::join(unfinished, " "));
+  fmt::print("{} passed, {} failed{}{}\n", passed, failed + knownFailures,
+             knownFailures ? fmt::format(" ({} known)", knownFailures) : "",
+             unfinished.empty() ? "" : fmt::format(", {} unfinished", unfinished.size()));
+  return failed || !unfinished.empty() ? 1 : 0;
 }
