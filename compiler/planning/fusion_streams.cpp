@@ -368,6 +368,11 @@ void Fuser::mergeStreams() {
             }))
           continue;
         bool streams = analyzeStream(g_, members, x).streamable;
+        // Holding x whole suits statistics over a short axis (a layernorm),
+        // not kernels with contractions: those are matmuls, tiled on their own.
+        bool contracts = std::any_of(members.begin(), members.end(),
+                                     [&](NodeId m) { return g_.node(m).op == Op::Contract; });
+        if (!streams && (reducedExtent(r, x) > kWholeAxisLimit || contracts)) continue;
         // Nor, held whole, may it gather into one kernel, inside each block,
         // other axes that spread the kernels it merges over many blocks. (A
         // stream can still be split over blocks: the partition's split-K.)
@@ -376,11 +381,6 @@ void Fuser::mergeStreams() {
           for (int gr : groups) largestPart = std::max(largestPart, gridPositions(membersOfGroup(gr), x));
           if (gridPositions(members, x) < std::min(largestPart, kFewestMergedBlocks)) continue;
         }
-        // Holding x whole suits statistics over a short axis (a layernorm),
-        // not kernels with contractions: those are matmuls, tiled on their own.
-        bool contracts = std::any_of(members.begin(), members.end(),
-                                     [&](NodeId m) { return g_.node(m).op == Op::Contract; });
-        if (!streams && (reducedExtent(r, x) > kWholeAxisLimit || contracts)) continue;
         // Nothing may be redone for every tile of r's kernel (redoneInside).
         if (std::any_of(members.begin(), members.end(), [&](NodeId m) { return redoneInStream(m, r, x); }))
           continue;
