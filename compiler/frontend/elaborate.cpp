@@ -124,6 +124,14 @@ DType Elaborator::dtypeOf(const TypeSpec& spec) {
 // ---------------------------------------------------------------- axes
 std::string Elaborator::resolveAxis(const Frame& f, const std::string& name, const SourceLoc& loc) {
   auto it = f.axisNames.find(name);
+  if (it == f.axisNames.end() && f.decl)
+    for (const auto& port : f.decl->outputs)
+      for (const auto& a : port.type.axes)
+        if (a.name == name)
+          fail(loc, a.size ? fmt::format("axis '{}' of output '{}' has size {}, which is unbound here; bind its "
+                                         "names with --set NAME=N", name, port.name, sizeText(*a.size))
+                           : fmt::format("axis '{}' of output '{}' has no size to make it with here; write {}:N "
+                                         "or {}:SIZE in the output type", name, port.name, name, name));
   if (it == f.axisNames.end()) {
     std::vector<std::string> known;
     for (const auto& [written, actual] : f.axisNames) known.push_back(written);
@@ -383,9 +391,23 @@ NodeId Elaborator::checkDeclared(Frame& f, const TypeSpec& spec, NodeId value, c
   return add(std::move(n), loc);
 }
 
+// The signature's axes are known everywhere in the body: an axis that only
+// an output type names (`-> y: f32[t:T c]`, the body making t with
+// `broadcast` or `pos`) is declared with its size, where the size is known
+// by now (a number, or names bound by the inputs or --set). A bare size
+// name still unbound stays for the output to bind.
+void Elaborator::declareOutputAxes(Frame& f) {
+  for (const auto& port : f.decl->outputs)
+    for (const auto& a : port.type.axes) {
+      if (f.axisNames.count(a.name) || !a.size) continue;
+      if (const std::optional<int64_t> size = evalSize(f, *a.size)) declareNewAxis(f, a.name, *size, Type{}, a.loc);
+    }
+}
+
 std::vector<Value> Elaborator::instantiateBody(Frame& f, const std::vector<Value>& args, bool isEntry) {
   const DiagramDecl& d = *f.decl;
   for (size_t i = 0; i < d.inputs.size(); ++i) f.values[d.inputs[i].name] = args[i];
+  declareOutputAxes(f);
   runStatements(f, d.body);
   std::vector<Value> outs;
   for (const auto& port : d.outputs) {

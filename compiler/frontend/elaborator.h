@@ -140,6 +140,7 @@ class Elaborator {
   NodeId checkDeclared(Frame& f, const TypeSpec& spec, NodeId value, const std::string& what,
                        const SourceLoc& loc, bool reorder);
 
+  void declareOutputAxes(Frame& f);
   std::vector<Value> instantiateBody(Frame& f, const std::vector<Value>& args, bool isEntry);
 
   void runStatements(Frame& f, const std::vector<Statement>& body);
