@@ -139,6 +139,8 @@ std::vector<T> unary(const Node& node, const Arg<T>& x) {
       return map([](T v) { return T(1) / std::sqrt(v); });
     case UnaryOp::Abs:
       return map([](T v) { return std::abs(v); });
+    case UnaryOp::Not:
+      return map([](T v) { return T(v == T(0) ? 1 : 0); });
   }
   fail(node, "unknown unary operation");
 }
@@ -153,6 +155,10 @@ std::vector<T> binary(const Node& node, const Arg<T>& x, const Arg<T>& y) {
       return map([](T a, T b) { return a - b; });
     case BinaryOp::Mul:
       return map([](T a, T b) { return a * b; });
+    case BinaryOp::And:
+      return map([](T a, T b) { return T(a != T(0) && b != T(0) ? 1 : 0); });
+    case BinaryOp::Or:
+      return map([](T a, T b) { return T(a != T(0) || b != T(0) ? 1 : 0); });
     case BinaryOp::Div:
       if (isInteger(node.type.dtype)) {
         // Integer division truncates toward zero; done in int64 because a

@@ -297,6 +297,7 @@ std::string CudaWriter::compute(const Node& n, const Env& own, int target) {
         case UnaryOp::Sqrt: return def(fmt::format("sqrtf({})", x));
         case UnaryOp::Rsqrt: return def(reciprocalSqrt(x));
         case UnaryOp::Abs: return def(fmt::format(fmt::runtime(isF ? "fabsf({})" : "abs({})"), x));
+        case UnaryOp::Not: return def(fmt::format("!{}", x));
       }
       break;
     }
@@ -309,6 +310,8 @@ std::string CudaWriter::compute(const Node& n, const Env& own, int target) {
         case BinaryOp::Div: return def(divide(x, y));
         case BinaryOp::Maximum: return def(fmt::format(fmt::runtime(isF ? "fmaxf({}, {})" : "max({}, {})"), x, y));
         case BinaryOp::Minimum: return def(fmt::format(fmt::runtime(isF ? "fminf({}, {})" : "min({}, {})"), x, y));
+        case BinaryOp::And: return def(fmt::format("{} && {}", x, y));
+        case BinaryOp::Or: return def(fmt::format("{} || {}", x, y));
       }
       break;
     }

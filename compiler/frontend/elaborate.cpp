@@ -256,7 +256,8 @@ DType Elaborator::commonDType(const std::vector<Value>& vals, const SourceLoc& l
 Value Elaborator::elementwise(Node n, const std::vector<Value>& vals, const SourceLoc& loc, const char* opText,
                               std::optional<DType> resultDType) {
   DType common = commonDType(vals, loc, opText);
-  if (common == DType::Bool && n.op != Op::Select && n.op != Op::Compare)
+  const bool logical = (n.op == Op::Unary && isLogical(n.unary)) || (n.op == Op::Binary && isLogical(n.binary));
+  if (common == DType::Bool && n.op != Op::Select && n.op != Op::Compare && !logical)
     fail(loc, fmt::format("'{}' needs numbers, not a bool array; cast it with f32(...)", opText));
   for (const auto& v : vals) n.operands.push_back(materialize(v, common, loc));
   n.type.axes = unifyAxes(n.operands, loc);

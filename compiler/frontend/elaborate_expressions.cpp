@@ -10,6 +10,7 @@ Value Elaborator::eval(Frame& f, const Expr& e) {
     case Expr::Kind::Name: return evalName(f, e);
     case Expr::Kind::Number: return numberValue(e.number, e.isInteger);
     case Expr::Kind::Unary: {
+      if (e.op == "not") return evalLogical(f, e);
       Value x = eval(f, *e.args[0]);
       if (x.isNumber) return numberValue(-x.number, x.isInteger);
       Node n;
@@ -58,7 +59,30 @@ int64_t Elaborator::evalPosition(Frame& f, const Expr& e, const char* what) {
   return static_cast<int64_t>(v.number);
 }
 
+// `a and b`, `a or b`, `not a`: masks made of masks. Operands are bool
+// arrays (comparisons); a number has no truth value here.
+Value Elaborator::evalLogical(Frame& f, const Expr& e) {
+  std::vector<Value> operands;
+  for (const ExprPtr& a : e.args) {
+    Value v = eval(f, *a);
+    if (v.isNumber || typeOf(v.node).dtype != DType::Bool)
+      fail(a->loc, fmt::format("'{}' takes bool arrays (comparisons such as pos(t) < 4), but this is {}", e.op,
+                               v.isNumber ? "a number" : fmt::format("an array of {}", dtypeName(typeOf(v.node).dtype))));
+    operands.push_back(v);
+  }
+  Node n;
+  if (e.op == "not") {
+    n.op = Op::Unary;
+    n.unary = UnaryOp::Not;
+  } else {
+    n.op = Op::Binary;
+    n.binary = e.op == "and" ? BinaryOp::And : BinaryOp::Or;
+  }
+  return elementwise(std::move(n), operands, e.loc, e.op.c_str(), DType::Bool);
+}
+
 Value Elaborator::evalBinary(Frame& f, const Expr& e) {
+  if (e.op == "and" || e.op == "or") return evalLogical(f, e);
   Value l = eval(f, *e.args[0]);
   Value r = eval(f, *e.args[1]);
   static const std::pair<const char*, CompareOp> kCompare[] = {
@@ -231,6 +255,7 @@ double Elaborator::foldUnary(UnaryOp op, double x) {
     case UnaryOp::Sqrt: return std::sqrt(x);
     case UnaryOp::Rsqrt: return 1.0 / std::sqrt(x);
     case UnaryOp::Abs: return std::abs(x);
+    case UnaryOp::Not: return x == 0 ? 1 : 0;  // (not reached: `not` takes bool arrays only)
   }
   return x;
 }

@@ -157,6 +157,7 @@ class Elaborator {
   int64_t evalPosition(Frame& f, const Expr& e, const char* what);
 
   Value evalBinary(Frame& f, const Expr& e);
+  Value evalLogical(Frame& f, const Expr& e);
 
   Value evalIndex(Frame& f, const Expr& e);
 

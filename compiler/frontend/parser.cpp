@@ -15,7 +15,7 @@ namespace {
 
 bool isKeyword(const std::string& s) {
   return s == "diagram" || s == "end" || s == "import" || s == "param" || s == "for" ||
-         s == "in";
+         s == "in" || s == "and" || s == "or" || s == "not";
 }
 
 class Parser {
@@ -332,8 +332,48 @@ class Parser {
     return e;
   }
 
+  // Logical operators bind loosest, as in Python: `or`, then `and`, then
+  // `not`, then a comparison (`not a < b and c` is `(not (a < b)) and c`).
   ExprPtr parseExpr() {
     Nest nest(*this);
+    ExprPtr lhs = parseAnd();
+    while (atKeyword("or")) {
+      nest.deeper();
+      SourceLoc loc = next().loc;
+      auto e = makeExpr(Expr::Kind::Binary, loc);
+      e->op = "or";
+      e->args = {lhs, parseAnd()};
+      lhs = e;
+    }
+    return lhs;
+  }
+
+  ExprPtr parseAnd() {
+    Nest nest(*this, false);
+    ExprPtr lhs = parseNot();
+    while (atKeyword("and")) {
+      nest.deeper();
+      SourceLoc loc = next().loc;
+      auto e = makeExpr(Expr::Kind::Binary, loc);
+      e->op = "and";
+      e->args = {lhs, parseNot()};
+      lhs = e;
+    }
+    return lhs;
+  }
+
+  ExprPtr parseNot() {
+    Nest nest(*this, atKeyword("not"));
+    if (!atKeyword("not")) return parseComparison();
+    SourceLoc loc = next().loc;
+    auto e = makeExpr(Expr::Kind::Unary, loc);
+    e->op = "not";
+    e->args = {parseNot()};
+    return e;
+  }
+
+  ExprPtr parseComparison() {
+    Nest nest(*this, false);
     ExprPtr lhs = parseAdditive();
     static const std::pair<Tok, const char*> kCompare[] = {
         {Tok::Lt, "<"}, {Tok::Le, "<="}, {Tok::Gt, ">"},

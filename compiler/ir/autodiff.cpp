@@ -332,6 +332,8 @@ class Differentiator {
       case UnaryOp::Abs:
         local = b.select(b.compare(CompareOp::Lt, x, zero(b, x)), b.unary(UnaryOp::Neg, grad), grad);
         break;
+      case UnaryOp::Not:  // a mask: no gradient reaches or leaves it
+        return;
     }
     accumulate(b, x, local);
   }
@@ -341,6 +343,9 @@ class Differentiator {
     auto operand = [&](size_t k) { return n.operands[k]; };
     NodeId x = operand(0), z = operand(1);
     switch (n.binary) {
+      case BinaryOp::And:  // masks: no gradient reaches or leaves them
+      case BinaryOp::Or:
+        return;
       case BinaryOp::Add:
         accumulate(b, x, grad, &n.type);
         accumulate(b, z, grad, &n.type);

@@ -104,6 +104,7 @@ const char* unaryName(UnaryOp op) {
     case UnaryOp::Sqrt: return "sqrt";
     case UnaryOp::Rsqrt: return "rsqrt";
     case UnaryOp::Abs: return "abs";
+    case UnaryOp::Not: return "not";
   }
   return "?";
 }
@@ -116,6 +117,8 @@ const char* binaryName(BinaryOp op) {
     case BinaryOp::Div: return "div";
     case BinaryOp::Maximum: return "maximum";
     case BinaryOp::Minimum: return "minimum";
+    case BinaryOp::And: return "and";
+    case BinaryOp::Or: return "or";
   }
   return "?";
 }

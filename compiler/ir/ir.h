@@ -69,8 +69,12 @@ enum class Op {
   StopGradient, // the operand unchanged; autodiff passes nothing back through it
 };
 
-enum class UnaryOp { Neg, Exp, Log, Tanh, Sqrt, Rsqrt, Abs };
-enum class BinaryOp { Add, Sub, Mul, Div, Maximum, Minimum };
+// Not, And and Or take and give bool (masks made of comparisons); the rest numbers.
+enum class UnaryOp { Neg, Exp, Log, Tanh, Sqrt, Rsqrt, Abs, Not };
+enum class BinaryOp { Add, Sub, Mul, Div, Maximum, Minimum, And, Or };
+// Whether the operation is a logical one: bool operands and result.
+inline bool isLogical(UnaryOp op) { return op == UnaryOp::Not; }
+inline bool isLogical(BinaryOp op) { return op == BinaryOp::And || op == BinaryOp::Or; }
 enum class CompareOp { Lt, Le, Gt, Ge, Eq, Ne };
 enum class ReduceOp { Sum, Max };
 

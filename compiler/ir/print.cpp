@@ -76,11 +76,13 @@ class Printer {
       case Op::Pos: return fmt::format("pos({})", n.axes[0]);
       case Op::Unary:
         if (n.unary == UnaryOp::Neg) return fmt::format("-{}", operand(n, 0));
+        if (n.unary == UnaryOp::Not) return fmt::format("not {}", operand(n, 0));
         return fmt::format("{}({})", unaryName(n.unary), operand(n, 0));
       case Op::Binary: {
         static const char* kSymbol[] = {"+", "-", "*", "/"};
         auto k = static_cast<size_t>(n.binary);
         if (k < 4) return fmt::format("{} {} {}", operand(n, 0), kSymbol[k], operand(n, 1));
+        if (isLogical(n.binary)) return fmt::format("{} {} {}", operand(n, 0), binaryName(n.binary), operand(n, 1));
         return fmt::format("{}({}, {})", binaryName(n.binary), operand(n, 0), operand(n, 1));
       }
       case Op::Compare:

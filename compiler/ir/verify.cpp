@@ -107,6 +107,11 @@ class Verifier {
         expectOperands(n, n.op == Op::Binary ? 2 : 1);
         expectSameDType(n, 0);
         if (n.op != Op::Cast && n.type.dtype != in(n, 0).dtype) fail(n, "changes dtype");
+        if ((n.op == Op::Unary && isLogical(n.unary)) || (n.op == Op::Binary && isLogical(n.binary))) {
+          if (n.type.dtype != DType::Bool) fail(n, "is a logical operation on values that are not bool");
+        } else if ((n.op == Op::Unary || n.op == Op::Binary) && n.type.dtype == DType::Bool) {
+          fail(n, "is arithmetic on bool values");
+        }
         expectAxisSet(n, unionOf(n));
         return;
       case Op::Compare:

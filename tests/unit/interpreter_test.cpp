@@ -759,3 +759,23 @@ TEST_CASE("perturbation leaves copies of values where they are: x == max(x) stil
     CHECK(mask.data == std::vector<double>{0, 1, 0, 0, 0});
   }
 }
+
+TEST_CASE("and, or and not combine masks elementwise", "[interpreter]") {
+  const Type type{DType::Bool, {{"c", 4}}};
+  Graph g;
+  const NodeId a = addInput(g, "a", type), b = addInput(g, "b", type);
+  Node both = makeNode(Op::Binary, type, {a, b});
+  both.binary = BinaryOp::And;
+  const NodeId andId = g.add(both);
+  Node either = makeNode(Op::Binary, type, {a, b});
+  either.binary = BinaryOp::Or;
+  const NodeId orId = g.add(either);
+  Node negation = makeNode(Op::Unary, type, {a});
+  negation.unary = UnaryOp::Not;
+  const NodeId notId = g.add(negation);
+  const std::map<std::string, HostTensor> inputs = {{"a", HostTensor{type, {0, 0, 1, 1}}},
+                                                    {"b", HostTensor{type, {0, 1, 0, 1}}}};
+  CHECK(runSingle(g, andId, inputs).data == std::vector<double>{0, 0, 0, 1});
+  CHECK(runSingle(g, orId, inputs).data == std::vector<double>{0, 1, 1, 1});
+  CHECK(runSingle(g, notId, inputs).data == std::vector<double>{1, 1, 0, 0});
+}

@@ -18,6 +18,7 @@ const std::set<std::string> kReserved = {
     "abs", "bf16", "bool", "broadcast", "concat", "contract", "exp", "f16", "f32", "f64", "gather", "i32", "log",
     "max", "maximum", "merge", "minimum", "pos", "rename", "rsqrt", "scatter_add", "size", "slice", "split", "sqrt",
     "stop_gradient", "sum", "tanh", "u16", "where", "diagram", "end", "for", "in", "import", "param", "inf", "pi",
+    "and", "or", "not",
     "y", "wy", "loss", "fuzz"};
 
 // Values larger than this are not made: the losses stay far from overflow in
@@ -346,7 +347,7 @@ bool Generator::whereOp() {
   std::vector<int> args = {x};
   std::string cond;
   std::vector<std::string> axes = vx.axes;
-  const int64_t kind = uniform(0, 2);
+  int64_t kind = uniform(0, 2);
   if (kind == 0 && vx.axes.size() >= 2) {
     std::vector<std::string> two = vx.axes;
     std::shuffle(two.begin(), two.end(), rng_);
@@ -355,11 +356,17 @@ bool Generator::whereOp() {
     const std::string a = choose(vx.axes);
     cond = fmt::format("pos({}) < {}", a, uniform(1, size(a)));
   } else {
+    kind = 2;
     const int c = pick([&](const Value& v) { return fits(unionAxes(vx.axes, v.axes)); });
     if (c < 0) return false;
     cond = fmt::format("$1 > {}", chance(0.5) ? "0" : "0.5");
     args.push_back(c);
     axes = unionAxes(axes, value(c).axes);
+  }
+  if (kind < 2 && chance(0.3)) {  // a mask of two conditions (a window: inside one bound and another)
+    const std::string a = choose(vx.axes);
+    const std::string second = fmt::format("pos({}) >= {}", a, uniform(0, size(a) - 1));
+    cond = fmt::format("{} {} {}{}", cond, chance(0.5) ? "and" : "or", chance(0.3) ? "not " : "", second);
   }
   Value r = derived(vx);
   std::string other;
