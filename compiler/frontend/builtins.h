@@ -23,6 +23,7 @@ enum class BuiltinKind {
   Rename,    // rename(x, a -> b)
   Slice,     // slice(x, a -> b, lo, hi)
   Concat,    // concat(x, y, ..., a -> e)
+  Stack,     // stack(x, y, ..., a)
   Broadcast, // broadcast(x, a...)
   ScatterAdd,// scatter_add(values, index, a, summed...)
   StopGradient, // stop_gradient(x)

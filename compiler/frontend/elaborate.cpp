@@ -398,11 +398,17 @@ NodeId Elaborator::checkDeclared(Frame& f, const TypeSpec& spec, NodeId value, c
 // by now (a number, or names bound by the inputs or --set). A bare size
 // name still unbound stays for the output to bind.
 void Elaborator::declareOutputAxes(Frame& f) {
-  for (const auto& port : f.decl->outputs)
-    for (const auto& a : port.type.axes) {
-      if (f.axisNames.count(a.name) || !a.size) continue;
-      if (const std::optional<int64_t> size = evalSize(f, *a.size)) declareNewAxis(f, a.name, *size, Type{}, a.loc);
-    }
+  for (const auto& port : f.decl->outputs) declareTypeAxes(f, port.type);
+}
+
+// The axes of `type` not known yet, where their sizes are: an annotated
+// statement (`y: f32[t c r:1] = broadcast(x, r)`, as the IR prints) names
+// the axes its expression makes.
+void Elaborator::declareTypeAxes(Frame& f, const TypeSpec& type) {
+  for (const auto& a : type.axes) {
+    if (f.axisNames.count(a.name) || !a.size) continue;
+    if (const std::optional<int64_t> size = evalSize(f, *a.size)) declareNewAxis(f, a.name, *size, Type{}, a.loc);
+  }
 }
 
 std::vector<Value> Elaborator::instantiateBody(Frame& f, const std::vector<Value>& args, bool isEntry) {
@@ -442,6 +448,7 @@ void Elaborator::runStatements(Frame& f, const std::vector<Statement>& body) {
       for (size_t i = 0; i < outs.size(); ++i) assign(f, s.targets[i], outs[i]);
       continue;
     }
+    if (s.targets[0].annotation) declareTypeAxes(f, *s.targets[0].annotation);
     size_t before = graph_.nodes.size();
     Value v = eval(f, *s.value);
     // Nodes made by this statement and not named inside a composite take the

@@ -178,6 +178,42 @@ Value Elaborator::evalConcat(Frame& f, const Expr& e) {
   return arrayValue(add(std::move(n), e.loc));
 }
 
+// stack(x, y, ..., a): the arrays side by side along a new last axis a, one
+// position each (split's inverse: merge(stack(x, y, r), i r -> d)
+// interleaves). Each array gets a one-position axis (a broadcast) and a
+// concat joins them along it: views both, so no kernel copies anything.
+Value Elaborator::evalStack(Frame& f, const Expr& e) {
+  const Expr& axisArg = *e.args.back();
+  std::vector<NodeId> parts;
+  for (size_t i = 0; i + 1 < e.args.size(); ++i)
+    parts.push_back(requireArray(eval(f, *e.args[i]), e.args[i]->loc, "stack"));
+  const Type& first = typeOf(parts[0]);
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const Type& t = typeOf(parts[i]);
+    if (!t.sameAxisSet(first) || t.dtype != first.dtype)
+      fail(e.args[i]->loc, fmt::format("stack of arrays of different types: {} and {}", first.str(), t.str()));
+  }
+  const int64_t count = static_cast<int64_t>(parts.size());
+  const std::string name = declareNewAxis(f, axisArg.name, count, first, axisArg.loc);
+  const std::string one = declareNewAxis(f, name + "_part", 1, first, axisArg.loc);
+  Node joined;
+  joined.op = Op::Concat;
+  for (NodeId x : parts) {
+    Node n;
+    n.op = Op::Broadcast;
+    n.operands = {x};
+    n.type = typeOf(x);
+    n.newAxes = {one};
+    n.type.axes.push_back({one, 1});
+    joined.operands.push_back(add(std::move(n), e.loc));
+  }
+  joined.axes = {one};
+  joined.newAxes = {name};
+  joined.type = typeOf(joined.operands[0]);
+  joined.type.axes.back() = {name, count};
+  return arrayValue(add(std::move(joined), e.loc));
+}
+
 Value Elaborator::evalBroadcast(Frame& f, const Expr& e) {
   NodeId x = requireArray(eval(f, *e.args[0]), e.args[0]->loc, "broadcast");
   Node n;

@@ -141,6 +141,7 @@ class Elaborator {
                        const SourceLoc& loc, bool reorder);
 
   void declareOutputAxes(Frame& f);
+  void declareTypeAxes(Frame& f, const TypeSpec& type);
   std::vector<Value> instantiateBody(Frame& f, const std::vector<Value>& args, bool isEntry);
 
   void runStatements(Frame& f, const std::vector<Statement>& body);
@@ -184,6 +185,7 @@ class Elaborator {
   Value evalRenameOrSlice(Frame& f, const Expr& e, bool isSlice);
 
   Value evalConcat(Frame& f, const Expr& e);
+  Value evalStack(Frame& f, const Expr& e);
 
   Value evalBroadcast(Frame& f, const Expr& e);
 

@@ -166,7 +166,7 @@ class Resolver {
             throw CompileError(a.loc, fmt::format("expected an axis map such as 'a -> b' here: {}", b->usage));
           continue;
         }
-        if (isAxisArgument(b->kind, i)) {
+        if (isAxisArgument(b->kind, i) || (b->kind == BuiltinKind::Stack && i + 1 == call.args.size())) {
           if (a.kind != Expr::Kind::Name)
             throw CompileError(a.loc, fmt::format("expected an axis name here: {}", b->usage));
           continue;
