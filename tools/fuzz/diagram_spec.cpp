@@ -47,6 +47,7 @@ std::optional<int64_t> DiagramSpec::sizeOf(const std::string& name) const {
       return a->n * *s;
     }
     case AxisRule::Same: return sizeOf(a->of.at(0));
+    case AxisRule::Count: return a->n;
   }
   return std::nullopt;
 }

@@ -22,6 +22,7 @@ enum class AxisRule {
   Product,   // merge: the product of size(of[i])
   Multiple,  // concat of n arrays: n * size(of[0])
   Same,      // rename: size(of[0])
+  Count,     // stack of n arrays: n
 };
 
 struct AxisDef {

@@ -462,13 +462,19 @@ bool Generator::concatOp() {
     return o.axes.size() == v.axes.size() && without(o.axes, v.axes).empty();
   });
   if (other < 0) other = x;
-  const std::string e = newAxis({.rule = AxisRule::Multiple, .of = {a}, .n = parts});
+  // Joined along a, or side by side along a new axis (stack).
+  const bool stack = chance(0.3);
+  const std::string e = stack ? newAxis({.rule = AxisRule::Count, .n = parts})
+                              : newAxis({.rule = AxisRule::Multiple, .of = {a}, .n = parts});
   Value r = derived(v);
-  std::replace(r.axes.begin(), r.axes.end(), a, e);
+  if (stack) r.axes.push_back(e);
+  else std::replace(r.axes.begin(), r.axes.end(), a, e);
   r.bound = std::max(v.bound, value(other).bound);
   r.lo = v.lo >= 0 && value(other).lo >= 0 ? std::min(v.lo, value(other).lo) : -1;
   const std::string second = operand(other, v.dtype, 1);
-  emit(r, {x, other}, fmt::format("concat($0, {}{}, {} -> {})", second, parts == 3 ? ", $0" : "", a, e), "concat");
+  const std::string third = parts == 3 ? ", $0" : "";
+  if (stack) emit(r, {x, other}, fmt::format("stack($0, {}{}, {})", second, third, e), "stack");
+  else emit(r, {x, other}, fmt::format("concat($0, {}{}, {} -> {})", second, third, a, e), "concat");
   spec_.statements.back().creates = {e};
   return true;
 }
