@@ -35,6 +35,7 @@ const BuiltinInfo kBuiltins[] = {
     {"slice", K::Slice, 4, 4, "slice(x, a -> b, lo, hi)"},
     {"concat", K::Concat, 3, -1, "concat(x, y, ..., a -> e)"},
     {"stack", K::Stack, 2, -1, "stack(x, y, ..., a)"},
+    {"pad", K::Pad, 4, 5, "pad(x, a -> e, before, after[, value])"},
     {"broadcast", K::Broadcast, 2, -1, "broadcast(x, axis...)"},
     {"scatter_add", K::ScatterAdd, 3, -1, "scatter_add(values, index, axis, summed axis...)"},
     {"stop_gradient", K::StopGradient, 1, 1, "stop_gradient(x)"},

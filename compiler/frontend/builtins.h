@@ -24,6 +24,7 @@ enum class BuiltinKind {
   Slice,     // slice(x, a -> b, lo, hi)
   Concat,    // concat(x, y, ..., a -> e)
   Stack,     // stack(x, y, ..., a)
+  Pad,       // pad(x, a -> e, before, after[, value])
   Broadcast, // broadcast(x, a...)
   ScatterAdd,// scatter_add(values, index, a, summed...)
   StopGradient, // stop_gradient(x)

@@ -214,6 +214,78 @@ Value Elaborator::evalStack(Frame& f, const Expr& e) {
   return arrayValue(add(std::move(joined), e.loc));
 }
 
+// pad(x, a -> e, before, after[, value]): x along a new axis e with
+// `before` positions of value (0 unless given) ahead of a's and `after`
+// behind: a slice of a concat of x between copies of the value, all of a's
+// size (as many as the padding needs), so it is views only: a kernel reads
+// x or the value by position, and the gradient is a slice of the padded one.
+Value Elaborator::evalPad(Frame& f, const Expr& e) {
+  NodeId x = requireArray(eval(f, *e.args[0]), e.args[0]->loc, "pad");
+  const Expr& m = axisMapArgument(e, 1, 1, 1);
+  const Type t = typeOf(x);
+  const std::string axis = resolveAxis(f, m.from[0].name, m.from[0].loc);
+  if (!t.has(axis)) fail(m.from[0].loc, fmt::format("pad of axis '{}' that the array lacks (its type is {})", axis, t.str()));
+  const int64_t before = evalPosition(f, *e.args[2], "a padding"), after = evalPosition(f, *e.args[3], "a padding");
+  if (before < 0 || after < 0)
+    fail(e.args[before < 0 ? 2 : 3]->loc, fmt::format("padding {} is negative; pad takes counts of positions", before < 0 ? before : after));
+  double value = 0;
+  if (e.args.size() == 5) {
+    const Value v = eval(f, *e.args[4]);
+    if (!v.isNumber) fail(e.args[4]->loc, "pad's value is a number (the padding's every position)");
+    value = v.number;
+  }
+  const int64_t n = t.find(axis)->size;
+  // Each side's value is copies of x's size: a padding of more than 16 times
+  // the axis is refused (a concat of that many parts is no view worth having).
+  constexpr int64_t kMaxPadParts = 16;
+  if (before > kMaxPadParts * n || after > kMaxPadParts * n)
+    fail(e.args[before > kMaxPadParts * n ? 2 : 3]->loc,
+         fmt::format("padding {} around axis '{}' of size {}: at most {} times the axis' size a side",
+                     std::max(before, after), axis, n, kMaxPadParts));
+  const int64_t partsBefore = (before + n - 1) / n, partsAfter = (after + n - 1) / n;
+  const int64_t size = n + before + after;  // at most 33 * 2^40: no overflow; checked by add()
+  Type rest = t;
+  rest.axes.erase(std::find_if(rest.axes.begin(), rest.axes.end(), [&](const Axis& a) { return a.name == axis; }));
+  if (auto given = givenSize(f, m.to[0]); given && *given != size)
+    fail(m.to[0].loc, fmt::format("axis size mismatch: axis '{}' would have size {}, but it has size {}",
+                                  m.to[0].name, size, *given));
+  NodeId source = x;
+  std::string sourceAxis = axis;
+  if (partsBefore + partsAfter > 0) {
+    Node fill;
+    fill.op = Op::Broadcast;
+    fill.operands = {constant(value, t.dtype, e.loc)};
+    fill.type = t;
+    for (const Axis& a : t.axes) fill.newAxes.push_back(a.name);
+    const NodeId filler = add(std::move(fill), e.loc);
+    Node joined;
+    joined.op = Op::Concat;
+    for (int64_t k = 0; k < partsBefore; ++k) joined.operands.push_back(filler);
+    joined.operands.push_back(x);
+    for (int64_t k = 0; k < partsAfter; ++k) joined.operands.push_back(filler);
+    const int64_t whole = n * static_cast<int64_t>(joined.operands.size());
+    sourceAxis = declareNewAxis(f, m.to[0].name + "_unpadded", whole, rest, m.to[0].loc);
+    joined.axes = {axis};
+    joined.newAxes = {sourceAxis};
+    joined.type = t;
+    for (auto& a : joined.type.axes)
+      if (a.name == axis) a = {sourceAxis, whole};
+    source = add(std::move(joined), e.loc);
+  }
+  Node cut;
+  cut.op = Op::Slice;
+  cut.operands = {source};
+  cut.axes = {sourceAxis};
+  cut.lo = partsBefore * n - before;
+  cut.hi = cut.lo + size;
+  const std::string name = declareNewAxis(f, m.to[0].name, size, rest, m.to[0].loc);
+  cut.newAxes = {name};
+  cut.type = typeOf(source);
+  for (auto& a : cut.type.axes)
+    if (a.name == sourceAxis) a = {name, size};
+  return arrayValue(add(std::move(cut), e.loc));
+}
+
 Value Elaborator::evalBroadcast(Frame& f, const Expr& e) {
   NodeId x = requireArray(eval(f, *e.args[0]), e.args[0]->loc, "broadcast");
   Node n;

@@ -234,6 +234,7 @@ Value Elaborator::evalBuiltin(Frame& f, const Expr& e) {
     case BuiltinKind::Slice: return evalRenameOrSlice(f, e, b.kind == BuiltinKind::Slice);
     case BuiltinKind::Concat: return evalConcat(f, e);
     case BuiltinKind::Stack: return evalStack(f, e);
+    case BuiltinKind::Pad: return evalPad(f, e);
     case BuiltinKind::Broadcast: return evalBroadcast(f, e);
     case BuiltinKind::ScatterAdd: return evalScatterAdd(f, e);
     case BuiltinKind::StopGradient: {

@@ -186,6 +186,7 @@ class Elaborator {
 
   Value evalConcat(Frame& f, const Expr& e);
   Value evalStack(Frame& f, const Expr& e);
+  Value evalPad(Frame& f, const Expr& e);
 
   Value evalBroadcast(Frame& f, const Expr& e);
 

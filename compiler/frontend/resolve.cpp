@@ -158,7 +158,8 @@ class Resolver {
       for (size_t i = 0; i < call.args.size(); ++i) {
         const Expr& a = *call.args[i];
         bool axisMapExpected = (b->kind == BuiltinKind::Split || b->kind == BuiltinKind::Merge ||
-                                b->kind == BuiltinKind::Rename || b->kind == BuiltinKind::Slice)
+                                b->kind == BuiltinKind::Rename || b->kind == BuiltinKind::Slice ||
+                                b->kind == BuiltinKind::Pad)
                                    ? i == 1
                                    : b->kind == BuiltinKind::Concat && i + 1 == call.args.size();
         if (axisMapExpected) {

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "ir/ir.h"
+#include "test_support.h"
 #include "tensor.h"
 
 using namespace llmc;
@@ -778,4 +779,19 @@ TEST_CASE("and, or and not combine masks elementwise", "[interpreter]") {
   CHECK(runSingle(g, andId, inputs).data == std::vector<double>{0, 0, 0, 1});
   CHECK(runSingle(g, orId, inputs).data == std::vector<double>{0, 1, 1, 1});
   CHECK(runSingle(g, notId, inputs).data == std::vector<double>{1, 1, 0, 0});
+}
+
+TEST_CASE("pad puts the value around an axis", "[interpreter]") {
+  // Compiled from the language (the front end builds both from views).
+  Graph g = testing::compileFile("tests/diagrams/gradient_rules.dg", {{"N", 1}, {"M", 2}}, "padded");
+  NodeId padded = -1;
+  for (const Node& n : g.nodes)
+    if (n.op == Op::Slice && n.type.has("e")) padded = n.id;
+  REQUIRE(padded >= 0);
+  const Type xType = g.node(g.inputs[0]).type;
+  InterpreterOptions options;
+  options.keep.insert(padded);
+  const auto values = interpretNodes(g, {{"x", HostTensor{xType, {2, 3}}}, {"r", zeros(g.node(g.inputs[1]).type)}}, options);
+  // x * x = (4, 9), 3 positions of 0.5 before and 2 * M = 4 after.
+  CHECK(values.at(padded).data == std::vector<double>{0.5, 0.5, 0.5, 4, 9, 0.5, 0.5, 0.5, 0.5});
 }

@@ -17,7 +17,7 @@ namespace {
 const std::set<std::string> kReserved = {
     "abs", "bf16", "bool", "broadcast", "concat", "contract", "exp", "f16", "f32", "f64", "gather", "i32", "log",
     "max", "maximum", "merge", "minimum", "pos", "rename", "rsqrt", "scatter_add", "size", "slice", "split", "sqrt",
-    "stack", "stop_gradient", "sum", "tanh", "u16", "where", "diagram", "end", "for", "in", "import", "param", "inf", "pi",
+    "pad", "stack", "stop_gradient", "sum", "tanh", "u16", "where", "diagram", "end", "for", "in", "import", "param", "inf", "pi",
     "and", "or", "not",
     "y", "wy", "loss", "fuzz"};
 
