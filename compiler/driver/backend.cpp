@@ -59,10 +59,10 @@ std::string describeKernels(const Graph& graph, const std::vector<Kernel>& kerne
 }
 
 // After partition: each kernel's partition and predicted time.
-std::string describePartitions(const std::vector<PlannedKernel>& kernels) {
+std::string describePartitions(const Graph& graph, const std::vector<PlannedKernel>& kernels) {
   std::string out;
   for (const PlannedKernel& pk : kernels) {
-    out += fmt::format("kernel {} {}: {}", pk.kernel.id, pk.kernel.name, partitionText(pk));
+    out += fmt::format("kernel {} {}: {}", pk.kernel.id, pk.kernel.name, partitionText(graph, pk));
     for (const auto& [axis, perBlock] : pk.partition.splitTiles) out += fmt::format(" | split {}/{}", axis, perBlock);
     out += fmt::format("; {} blocks, predicted {:.2f} us, bound by {}\n", pk.cost.blocks, pk.cost.predicted * 1e6,
                        pk.cost.bottleneck);
@@ -103,7 +103,7 @@ Backend compileBackend(const Graph& graph, const Target& target, const BackendOp
   std::vector<Kernel> kernels = stages.run("fuse", [&] { return formKernels(graph); });
   after("fuse", [&] { return describeKernels(graph, kernels); });
   out.kernels = stages.run("partition", [&] { return partitionKernels(graph, std::move(kernels), target, cost); });
-  after("partition", [&] { return describePartitions(out.kernels); });
+  after("partition", [&] { return describePartitions(graph, out.kernels); });
   stages.run("lower", [&] { chooseEngines(graph, out.kernels, target, cost, emit); return 0; });
   after("lower", [&] { return describeEngines(out.kernels); });
   out.kernels = stages.run("unfuse", [&] { return unfuseOffTensorCores(graph, std::move(out.kernels), target, cost, emit); });

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <utility>
 
 namespace llmc {
@@ -60,7 +61,11 @@ std::vector<PlannedKernel> planKernels(const Graph& graph, const Target& target,
   return partitionKernels(graph, formKernels(graph, fusion), target, options);
 }
 
-std::string partitionText(const PlannedKernel& k) {
+std::string partitionText(const Graph& g, const PlannedKernel& k) {
+  // A whole array summed over the grid has no tiles and no stream: a
+  // grid-stride loop over every element (fusion.h, isWholeArraySum).
+  const std::set<NodeId> members(k.kernel.nodes.begin(), k.kernel.nodes.end());
+  if (isWholeArraySum(g, k.kernel.outputs, members)) return "grid sum";
   std::string out;
   for (const auto& a : k.shape.groupAxes)
     out += fmt::format("{}{}/{}", out.empty() ? "" : " ", a.name, k.partition.groupTiles.at(a.name));

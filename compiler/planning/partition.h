@@ -31,6 +31,6 @@ std::vector<PlannedKernel> planKernels(const Graph& graph, const Target& target,
 
 // A kernel's partition in one line, as the performance report prints it: the
 // group tiles (axis/tile), then the stream's chunk if any.
-std::string partitionText(const PlannedKernel& kernel);
+std::string partitionText(const Graph& graph, const PlannedKernel& kernel);
 
 }  // namespace llmc

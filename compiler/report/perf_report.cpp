@@ -31,7 +31,7 @@ std::string perfReportText(const Graph& graph, const std::vector<PlannedKernel>&
       }
     }
     out += fmt::format("{:<28} {:<34} {:>8.1f}KB {:>8.1f}MB {:>10.2f} {:>9} {:>10.2f}{}  {}{}\n", k.kernel.name.substr(0, 28),
-                       partitionText(k).substr(0, 34), k.cost.level("SMEM").memoryBytes / 1024,
+                       partitionText(graph, k).substr(0, 34), k.cost.level("SMEM").memoryBytes / 1024,
                        k.cost.level("L2").movedBytes / 1e6, tc / 1e9, k.cost.blocks, k.cost.predicted * 1e6,
                        measuredColumns, k.cost.bottleneck, k.cost.fits ? "" : " (does not fit)");
     total += k.cost.predicted;
