@@ -336,27 +336,22 @@ class Parser {
   // `not`, then a comparison (`not a < b and c` is `(not (a < b)) and c`).
   ExprPtr parseExpr() {
     Nest nest(*this);
-    ExprPtr lhs = parseAnd();
-    while (atKeyword("or")) {
-      nest.deeper();
-      SourceLoc loc = next().loc;
-      auto e = makeExpr(Expr::Kind::Binary, loc);
-      e->op = "or";
-      e->args = {lhs, parseAnd()};
-      lhs = e;
-    }
-    return lhs;
+    return parseLogicalChain(nest, "or", &Parser::parseAnd);
   }
 
   ExprPtr parseAnd() {
     Nest nest(*this, false);
-    ExprPtr lhs = parseNot();
-    while (atKeyword("and")) {
+    return parseLogicalChain(nest, "and", &Parser::parseNot);
+  }
+
+  // operand { word operand }, left to right; each operator one level deeper.
+  ExprPtr parseLogicalChain(Nest& nest, const char* word, ExprPtr (Parser::*operand)()) {
+    ExprPtr lhs = (this->*operand)();
+    while (atKeyword(word)) {
       nest.deeper();
-      SourceLoc loc = next().loc;
-      auto e = makeExpr(Expr::Kind::Binary, loc);
-      e->op = "and";
-      e->args = {lhs, parseNot()};
+      auto e = makeExpr(Expr::Kind::Binary, next().loc);
+      e->op = word;
+      e->args = {lhs, (this->*operand)()};
       lhs = e;
     }
     return lhs;
