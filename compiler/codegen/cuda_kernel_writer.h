@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ir/ir.h"
+#include "planning/partition.h"
 
 namespace llmc {
 
@@ -37,6 +38,9 @@ struct LaunchPlan {
   // per block. The outputs are plain sums over them: each block adds its
   // partial sums atomically into f32 arrays zeroed first.
   std::map<std::string, int64_t> splitTiles;
+  // Tile: the lowering stage's tile where the launch runs as a tensor-core
+  // GEMM (PlannedKernel::gemmTile).
+  GemmTile gemmTile;
 };
 
 struct WrittenKernel {

@@ -279,6 +279,7 @@ class LaunchPlanner {
     }
     tile.plan.streamAxis = k.streamAxis;
     tile.plan.streamChunk = pk.partition.streamChunk;
+    tile.plan.gemmTile = pk.gemmTile;
     splitK(pk, tile.plan);
     if (!tile.plan.splitTiles.empty())
       for (NodeId o : tile.plan.outputs) {

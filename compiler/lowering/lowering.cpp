@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "codegen/emit_cuda.h"
+#include "lowering/gemm_tiles.h"
 #include "lowering/unfuse.h"
 
 namespace llmc {
@@ -15,6 +16,7 @@ namespace {
 // launch runs on the tensor cores, which engine, and its helper launches.
 struct LaunchesOfKernel {
   bool tile = false, tensorCores = false;
+  const TensorCoreGemm* gemm = nullptr;  // the tile launch's GEMM, if it runs as one
   std::string engine;
   double helperSeconds = 0;
   int helpers = 0;
@@ -28,6 +30,7 @@ std::map<int, LaunchesOfKernel> launchesByKernel(const CudaModule& module) {
     if (l.role == "tile") {
       k.tile = true;
       k.tensorCores = !l.instructions.tensorCores.empty();
+      k.gemm = l.gemm ? &*l.gemm : nullptr;
       k.engine = l.gemm                           ? (l.gemm->library == TensorCoreGemm::Library::Sm90 ? "tensor-core GEMM (sm90)"
                                                                                                 : "tensor-core GEMM (sm80)")
                  : k.tensorCores                  ? "tensor-core stream"
@@ -43,7 +46,8 @@ std::map<int, LaunchesOfKernel> launchesByKernel(const CudaModule& module) {
 
 // Prices every kernel on the engine the module runs it on: a kernel planned
 // for the tensor cores whose launch stays on the CUDA cores is partitioned
-// again without them; helper launches add their time.
+// again without them, one that runs as a GEMM takes the library's cheapest
+// tile (gemm_tiles.h); helper launches add their time.
 void priceAsLowered(const Graph& graph, std::vector<PlannedKernel>& kernels, const CudaModule& module,
                     const Target& target, const CostOptions& cost) {
   const std::map<int, LaunchesOfKernel> lowered = launchesByKernel(module);
@@ -58,6 +62,7 @@ void priceAsLowered(const Graph& graph, std::vector<PlannedKernel>& kernels, con
       pk.partition = searchPartition(graph, pk.kernel, pk.shape, target, cudaCores);
       pk.cost = evaluate(graph, pk.kernel, pk.shape, pk.partition, target, cudaCores);
     }
+    if (l.gemm) chooseGemmTile(graph, pk, *l.gemm, target, cost);
     pk.cost.engine = l.engine;
     pk.cost.helperLaunches = l.helpers;
     if (l.helperSeconds > 0) {
@@ -82,7 +87,8 @@ EmitOptions emitOptionsFor(const CostOptions& cost) {
 
 void chooseEngines(const Graph& graph, std::vector<PlannedKernel>& kernels, const Target& target,
                    const CostOptions& cost, const EmitOptions& emit) {
-  priceAsLowered(graph, kernels, emitCuda(graph, kernels, target, emit), target, cost);
+  const CudaModule module = emitCuda(graph, kernels, target, emit);
+  priceAsLowered(graph, kernels, module, target, cost);
 }
 
 std::vector<PlannedKernel> lowerKernels(const Graph& graph, const Target& target, const CostOptions& cost,

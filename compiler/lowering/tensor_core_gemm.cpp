@@ -102,10 +102,6 @@ std::string epilogueObstacle(const Graph& g, const LaunchPlan& plan, NodeId cont
   return "";
 }
 
-struct TileCandidate {
-  int bm, bn;
-};
-
 // Whether the launch computes more after its contraction than views of it
 // and conversions: a bias, an activation, a derivative read from a stored
 // input; what ping-pong consumers run beside the other's mainloop.
@@ -129,7 +125,7 @@ int splitK(const LaunchPlan& plan, const TensorCoreGemm& gemm, int64_t tiles, in
   for (const auto& [axis, perBlock] : plan.splitTiles)
     for (const Axis& k : gemm.k)
       if (k.name == axis) planned *= ceilDiv(k.size, perBlock);
-  const int64_t limit = std::min<int64_t>(planned, ceilDiv(gemm.K, gemm.BK) / 8);
+  const int64_t limit = std::min<int64_t>(planned, maxSplits(gemm));
   if (limit <= 1 || smCount <= 0) return 1;
   auto time = [&](int64_t s) { return double(ceilDiv(tiles * s, smCount)) / double(s); };
   double best = time(1);
@@ -140,6 +136,30 @@ int splitK(const LaunchPlan& plan, const TensorCoreGemm& gemm, int64_t tiles, in
 }
 
 }  // namespace
+
+std::vector<GemmTile> libraryTiles(const TensorCoreGemm& gemm) {
+  std::vector<GemmTile> legal;
+  if (gemm.library == TensorCoreGemm::Library::Sm90) {
+    // Two consumer warpgroups of m64 blocks, splitting a tile's rows or (ping-pong) a whole tile
+    // each; one wgmma n of 64..256; at most 128 accumulators a thread.
+    for (int tm : {64, 128, 256})
+      for (int tn : {64, 128, 192, 256}) {
+        const int rowsPerConsumer = gemm.pingPong ? tm : tm / 2;
+        if (rowsPerConsumer >= 64 && rowsPerConsumer <= 128 && (rowsPerConsumer / 64) * tn / 2 <= 128)
+          legal.push_back({tm, tn, 1});
+      }
+  } else {
+    // 2 x BN/64 warps of (BM/2) x 64; BM = 256 would need 256 accumulators a thread.
+    for (int tm : {64, 128})
+      for (int tn : {64, 128, 256}) legal.push_back({tm, tn, 1});
+  }
+  return legal;
+}
+
+int64_t maxSplits(const TensorCoreGemm& gemm) {
+  if (gemm.library != TensorCoreGemm::Library::Sm90) return 1;
+  return std::max<int64_t>(1, ceilDiv(gemm.K, gemm.BK) / 8);
+}
 
 std::string TensorCoreGemm::configType() const {
   auto major = [](bool kMajor) { return kMajor ? "llmc::Major::K" : "llmc::Major::MN"; };
@@ -165,36 +185,29 @@ std::string TensorCoreGemm::describe() const {
 
 namespace {
 
-// The tile: the planned partition's extents along the rows and columns where
-// the library has that configuration, else the nearest one it has.
+// The tile: the lowering stage's (plan.gemmTile) where the library has it,
+// else the library's tile nearest the planned partition's extents along the
+// rows and columns.
 void chooseTile(const Graph& g, const LaunchPlan& plan, NodeId contraction, TensorCoreGemm& gemm) {
+  if (gemm.library == TensorCoreGemm::Library::Sm90) gemm.pingPong = epilogueHasWork(g, plan, contraction);
+  const std::vector<GemmTile> legal = libraryTiles(gemm);
+  for (const GemmTile& t : legal)
+    if (plan.gemmTile.chosen() && t.bm == plan.gemmTile.bm && t.bn == plan.gemmTile.bn) {
+      gemm.BM = t.bm, gemm.BN = t.bn;
+      gemm.tileChoice = fmt::format("the cheapest of the library's {} tiles as the cost model prices them", legal.size());
+      return;
+    }
   auto planned = [&](const std::vector<Axis>& axes) {
     int64_t t = 1;
     for (const Axis& a : axes) t *= plan.tiles.count(a.name) ? plan.tiles.at(a.name) : a.size;
     return t;
   };
   const int64_t bm = planned(gemm.m), bn = planned(gemm.n);
-  std::vector<TileCandidate> legal;
-  if (gemm.library == TensorCoreGemm::Library::Sm90) {
-    gemm.pingPong = epilogueHasWork(g, plan, contraction);
-    // Two consumer warpgroups of m64 blocks, splitting a tile's rows or (ping-pong) a whole tile
-    // each; one wgmma n of 64..256; at most 128 accumulators a thread.
-    for (int tm : {64, 128, 256})
-      for (int tn : {64, 128, 192, 256}) {
-        const int rowsPerConsumer = gemm.pingPong ? tm : tm / 2;
-        if (rowsPerConsumer >= 64 && rowsPerConsumer <= 128 && (rowsPerConsumer / 64) * tn / 2 <= 128)
-          legal.push_back({tm, tn});
-      }
-  } else {
-    // 2 x BN/64 warps of (BM/2) x 64; BM = 256 would need 256 accumulators a thread.
-    for (int tm : {64, 128})
-      for (int tn : {64, 128, 256}) legal.push_back({tm, tn});
-  }
-  auto distance = [&](const TileCandidate& t) {
+  auto distance = [&](const GemmTile& t) {
     return std::abs(std::log2(double(t.bm) / double(bm))) + std::abs(std::log2(double(t.bn) / double(bn)));
   };
-  TileCandidate best = legal[0];
-  for (const TileCandidate& t : legal)
+  GemmTile best = legal[0];
+  for (const GemmTile& t : legal)
     if (distance(t) < distance(best) - 1e-9 ||
         (std::abs(distance(t) - distance(best)) < 1e-9 && t.bm * t.bn > best.bm * best.bn))
       best = t;
@@ -219,7 +232,9 @@ void sizeLaunch(const LaunchPlan& plan, const Target& target, TensorCoreGemm& ge
     while (gemm.stages < 8 && smem(gemm.stages + 1) <= smemLimit) ++gemm.stages;
     gemm.smemBytes = smem(gemm.stages);
     gemm.threads = 384;
-    gemm.splits = splitK(plan, gemm, tiles * batches, target.smCount);
+    gemm.splits = plan.gemmTile.chosen() && !plan.splitTiles.empty()
+                      ? static_cast<int>(std::clamp<int64_t>(plan.gemmTile.splits, 1, maxSplits(gemm)))
+                      : splitK(plan, gemm, tiles * batches, target.smCount);
     // Persistent: one block per SM at most, walking the units (tiles x splits) of every batch.
     gemm.grid[0] = std::min<int64_t>(tiles * batches * gemm.splits, target.smCount);
   } else {

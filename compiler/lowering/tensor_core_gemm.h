@@ -4,8 +4,8 @@
 // sm_90a; gemm_sm80.cuh, cp.async + mma.sync, for sm_80), and how: which
 // stored arrays are A and B, their majorness, leading dimensions and batch
 // strides (read through the views between the arrays and the contraction),
-// the tile configuration (the planned partition's tiles where the library
-// allows them), the grid, block and shared memory. Where the library cannot
+// the tile configuration (the lowering stage's priced choice, gemm_tiles.h),
+// the grid, block and shared memory. Where the library cannot
 // express the launch the plan says why, and the launch stays on CUDA cores.
 #pragma once
 
@@ -91,6 +91,14 @@ struct TensorCorePlan {
 // Reads the operand through a staging copy (gemm_staging.h): aligned bf16
 // rows of its own, filled before the GEMM.
 void stageOperand(GemmOperandPlacement& p, const TensorCoreGemm& gemm);
+
+// The tiles the library has for `gemm` (its library, and on sm_90a whether
+// its consumers ping-pong), each with splits = 1.
+std::vector<GemmTile> libraryTiles(const TensorCoreGemm& gemm);
+
+// The most units that may share one tile's k-steps (split-K: sm_90a only, at
+// least 8 k-steps a unit).
+int64_t maxSplits(const TensorCoreGemm& gemm);
 
 TensorCorePlan planTensorCoreGemm(const Graph& graph, const LaunchPlan& plan, const InstructionChoice& choice,
                                   const std::set<NodeId>& stored, const std::vector<std::string>& names,

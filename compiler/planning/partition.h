@@ -13,11 +13,21 @@
 
 namespace llmc {
 
+// The tile a kernel lowered to a tensor-core GEMM runs with (the tile
+// library's BM x BN, and how many units share each tile's k-steps), chosen
+// and priced by the lowering stage (lowering/gemm_tiles.h); 0: not chosen,
+// the writer takes the library's tile nearest the partition's.
+struct GemmTile {
+  int bm = 0, bn = 0, splits = 0;
+  bool chosen() const { return bm > 0 && bn > 0 && splits > 0; }
+};
+
 struct PlannedKernel {
   Kernel kernel;
   KernelShape shape;
   Partition partition;
   KernelCost cost;
+  GemmTile gemmTile;
 };
 
 // Partitions and prices `kernels` (formKernels' result). Kernels that compute

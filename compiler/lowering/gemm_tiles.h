@@ -1,0 +1,32 @@
+// The tile of each kernel that runs as a tensor-core GEMM, chosen by price:
+// every tile the library has (tensor_core_gemm.h, libraryTiles), and on
+// sm_90a every split of the k-steps across units where the kernel's outputs
+// are plain sums, is priced by the cost model under the partition it makes
+// (its rows and columns cut into the tile's, the stream into k-steps); the
+// cheapest is the kernel's partition and the tile the writer writes. The
+// partition search's own tiles need not be the library's: a GEMM priced at
+// 192 rows a tile ran as 128, in a persistent grid of a different size.
+#pragma once
+
+#include "codegen/module.h"
+#include "ir/ir.h"
+#include "lowering/tensor_core_gemm.h"
+#include "planning/cost_model.h"
+#include "planning/partition.h"
+#include "planning/target.h"
+
+namespace llmc {
+
+// Sets `kernel`'s gemmTile, partition and cost to the cheapest tile for
+// `gemm`, the GEMM the writer made of its tile launch.
+void chooseGemmTile(const Graph& graph, PlannedKernel& kernel, const TensorCoreGemm& gemm, const Target& target,
+                    const CostOptions& options);
+
+// The partition a GEMM's tile makes of its kernel: the tile's rows and
+// columns over the GEMM's row and column axes, innermost first (a tile over
+// several axes takes the inner ones whole), one position of each batch axis,
+// the stream in chunks of the tile's k-step, the k axis shared by `splits`
+// units.
+Partition gemmTilePartition(const PlannedKernel& kernel, const TensorCoreGemm& gemm, const GemmTile& tile);
+
+}  // namespace llmc
