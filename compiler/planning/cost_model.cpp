@@ -1,5 +1,7 @@
 #include "planning/cost_model.h"
 
+#include "planning/recomputed_work.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -555,9 +557,13 @@ KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const
   // streams, exp as ex2.approx.ftz, d12's causal attention) that predicts the forward at 162 us a
   // layer against 165 measured, dQ 239 against 206, dK/dV 317 against 411 (all steps priced, the
   // predictions had been 298, 447 and 594). (A GEMM's one contraction is over the stream axis itself.)
+  // On the CUDA cores, values are redone where the writer's loops redo them
+  // (recomputed_work.h).
+  const std::map<NodeId, double> redone = o.tensorCores ? std::map<NodeId, double>{} : recomputationFactors(g, k);
   for (NodeId id : k.nodes) {
     NodeWork w = nodeWork(g, g.node(id), t, o);
-    if (w.operations > 0) cost.work[w.unit] += w.operations * s.stepsRun;
+    const double times = redone.count(id) ? redone.at(id) : 1.0;
+    if (w.operations > 0) cost.work[w.unit] += w.operations * times * s.stepsRun;
   }
   for (const auto& level : cost.levels)
     if (level.seconds > 0) cost.seconds[level.level] = level.seconds;

@@ -36,9 +36,11 @@ inline constexpr int64_t kRedoneContractionLimit = 256;
 // when it holds another reduced axis whole too: acceptable while a GPU's SMs
 // still get work, not below this many blocks. Reductions over three axes
 // merged into one kernel once held all of them in a single block of one
-// warp, its work serial, thousands of times slower than apart. (The merged
-// kernel may keep the parts' grid where theirs was smaller; a stream keeps
-// the partition's split of the stream over blocks.)
+// warp, its work serial, thousands of times slower than apart. A streamed
+// merge may not leave one block where its parts had more (the weight
+// gradients of a chain of four matmuls streamed over the rows with its
+// output: one block, unfinished after minutes). (The merged kernel may keep
+// the parts' grid where theirs was smaller.)
 inline constexpr int64_t kFewestMergedBlocks = 32;
 inline constexpr int64_t kGridPositionsCap = int64_t{1} << 40;
 
@@ -307,7 +309,7 @@ class Fuser {
 
   // A reduction over x merges with the kernels that make the values it
   // reduces, and with the other reductions over x of those values, when the
-  // union streams over x, or holds it whole and still spreads over blocks
+  // union streams over x or holds it whole, and still spreads over blocks
   // (kFewestMergedBlocks).
   void mergeStreams();
 

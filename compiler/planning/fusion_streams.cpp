@@ -373,13 +373,16 @@ void Fuser::mergeStreams() {
         bool contracts = std::any_of(members.begin(), members.end(),
                                      [&](NodeId m) { return g_.node(m).op == Op::Contract; });
         if (!streams && (reducedExtent(r, x) > kWholeAxisLimit || contracts)) continue;
-        // Nor, held whole, may it gather into one kernel, inside each block,
-        // other axes that spread the kernels it merges over many blocks. (A
-        // stream can still be split over blocks: the partition's split-K.)
-        if (!streams) {
+        // Nor may it gather into one kernel, inside each block, other axes
+        // that spread the kernels it merges over many blocks: held whole,
+        // below kFewestMergedBlocks; streamed, into a single block (outputs
+        // over different axes, the weight gradients of a chain of matmuls
+        // and its forward value, leave no axis common to them all).
+        {
           int64_t largestPart = 0;
           for (int gr : groups) largestPart = std::max(largestPart, gridPositions(membersOfGroup(gr), x));
-          if (gridPositions(members, x) < std::min(largestPart, kFewestMergedBlocks)) continue;
+          const int64_t fewest = streams ? 2 : kFewestMergedBlocks;
+          if (gridPositions(members, x) < std::min(largestPart, fewest)) continue;
         }
         // Nothing may be redone for every tile of r's kernel (redoneInside).
         if (std::any_of(members.begin(), members.end(), [&](NodeId m) { return redoneInStream(m, r, x); }))

@@ -10,6 +10,7 @@
 #include "analysis/streamability.h"
 #include "planning/cost_model.h"
 #include "planning/fusion.h"
+#include "planning/recomputed_work.h"
 #include "planning/target.h"
 #include "test_support.h"
 
@@ -276,4 +277,38 @@ TEST_CASE("tile candidates end for every extent", "[cost_model]") {
       CHECK(tiles.back() >= extent - multiple);
       for (int64_t t : tiles) CHECK(t % multiple == 0);
     }
+}
+
+TEST_CASE("the CUDA-core code redoes a chain's inner contractions for each point of the outer ones", "[cost]") {
+  // out = ((a b) c) d held in one kernel: (a b)[i k] is computed inside the
+  // loop over k of each point (i, l) of (a b) c, and that inside the loop
+  // over l of each point (i, m) of out. Streamed over l, the outer sum takes
+  // each position's (a b) c once.
+  const Graph g = compileFile("tests/diagrams/cost_kernels.dg", {{"I", 5}, {"J", 7}, {"K", 11}, {"L", 13}, {"M", 17}},
+                              "chain3");
+  Kernel k;
+  NodeId ab = -1, abc = -1, out = -1;
+  for (const Node& n : g.nodes) {
+    if (n.op == Op::Input) continue;
+    k.nodes.push_back(n.id);
+    if (n.op == Op::Contract) (ab < 0 ? ab : abc < 0 ? abc : out) = n.id;
+  }
+  REQUIRE(out >= 0);
+  std::map<NodeId, double> redone = recomputationFactors(g, k);
+  CHECK(redone.at(out) == 1);
+  CHECK(redone.at(abc) == 17);
+  CHECK(redone.at(ab) == 13 * 17);
+  k.streamAxis = "l";
+  redone = recomputationFactors(g, k);
+  CHECK(redone.at(abc) == 1);
+  CHECK(redone.at(ab) == 13);
+  // Priced on the CUDA cores, the kernel's products are the redone ones.
+  const Target hopper = loadTarget("sm_90a");
+  CostOptions cudaCores = kF32;
+  cudaCores.tensorCores = false;
+  k.streamAxis = "";
+  const KernelShape shape = kernelShape(g, k, hopper, cudaCores);
+  const KernelCost cost = evaluate(g, k, shape, searchPartition(g, k, shape, hopper, cudaCores), hopper, cudaCores);
+  const double products = 5.0 * 7 * 11 * (13 * 17) + 5.0 * 11 * 13 * 17 + 5.0 * 13 * 17;
+  CHECK(cost.work.at("fp32_contraction") == Approx(2 * products));
 }
