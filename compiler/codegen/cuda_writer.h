@@ -338,14 +338,9 @@ class CudaWriter {
   // axis; `valid` is set to the condition of a position inside the axis.
   int openColumns(int parent, Env& env, std::vector<int>& opened, std::string& valid);
 
-  // The comparison holds `neutralWhen` at every row and position of the
-  // step: each side ranges over the block's rows or the step's positions.
-  // `step`: the step's first position.
-  std::string skipCondition(const StreamStepSkip& skip, const std::string& step) const;
-
-  // The comparison holds the other way (not `neutralWhen`) at every row and
-  // position of the step: the step changes slots everywhere, no mask needed.
-  std::string maskFreeCondition(const StreamStepSkip& skip, const std::string& step) const;
+  // The box of a step starting at `step` (a CUDA expression) and the
+  // block's rows, for the skip's conditions (step_skip.h).
+  TextRange stepBox(const std::string& step) const;
 
   static std::string masked(const std::string& valid, const std::string& v, const char* otherwise);
 

@@ -75,35 +75,14 @@ int CudaWriter::openColumns(int parent, Env& env, std::vector<int>& opened, std:
   return s;
 }
 
-// The comparison holds `neutralWhen` at every row and position of the
-// step: each side ranges over the block's rows or the step's positions.
-// `step`: the step's first position.
-std::string CudaWriter::skipCondition(const StreamStepSkip& skip, const std::string& step) const {
-  const TensorCoreStream& t = *tcs_;
-  auto range = [&](const std::string& axis) -> std::pair<std::string, std::string> {
-    if (axis == t.rows.name)
-      return {"t_" + axis, fmt::format("min(t_{} + 63, {})", axis, t.rows.size - 1)};
-    return {step, fmt::format("min({} + 63, {})", step, t.stream.size - 1)};
+// Each side of a condition of the skip ranges over the block's rows or the
+// step's positions. `step`: the step's first position.
+TextRange CudaWriter::stepBox(const std::string& step) const {
+  const TensorCoreStream* t = &*tcs_;
+  return [t, step](const std::string& axis) -> std::pair<std::string, std::string> {
+    if (axis == t->rows.name) return {"t_" + axis, fmt::format("min(t_{} + 63, {})", axis, t->rows.size - 1)};
+    return {step, fmt::format("min({} + 63, {})", step, t->stream.size - 1)};
   };
-  const auto [lo, hi] = range(skip.left);
-  const auto [lo2, hi2] = range(skip.right);
-  std::string always, never;  // the comparison true everywhere, false everywhere
-  switch (g_.node(skip.comparison).compare) {
-    case CompareOp::Le: always = fmt::format("{} <= {}", hi, lo2); never = fmt::format("{} > {}", lo, hi2); break;
-    case CompareOp::Lt: always = fmt::format("{} < {}", hi, lo2); never = fmt::format("{} >= {}", lo, hi2); break;
-    case CompareOp::Ge: always = fmt::format("{} >= {}", lo, hi2); never = fmt::format("{} < {}", hi, lo2); break;
-    case CompareOp::Gt: always = fmt::format("{} > {}", lo, hi2); never = fmt::format("{} <= {}", hi, lo2); break;
-    default: throw std::logic_error("emit cuda: a step skip on an equality");
-  }
-  return skip.neutralWhen ? always : never;
-}
-
-// The comparison holds the other way (not `neutralWhen`) at every row and
-// position of the step: the step changes slots everywhere, no mask needed.
-std::string CudaWriter::maskFreeCondition(const StreamStepSkip& skip, const std::string& step) const {
-  StreamStepSkip other = skip;
-  other.neutralWhen = !skip.neutralWhen;
-  return skipCondition(other, step);
 }
 
 std::string CudaWriter::masked(const std::string& valid, const std::string& v, const char* otherwise) {
@@ -205,18 +184,17 @@ void CudaWriter::tcsFirstStep(TcsBody& b) {
     for (const StreamScore& sc : t.scores)
       emit(0, loadTile(sc.rows, fmt::format("{}", sc.rows.smemOffset), rowOrigin, t.rows.size));
   for (const StreamTile* tile : t.loadedTiles()) (tile->outer == t.rows.name ? b.rowBytes : b.stepBytes) += tile->stageBytes();
-  // The steps to run: all, or those a comparison of positions leaves
-  // unchanged dropped. Where the comparison is everywhere true (or false) in
-  // a step's box of rows and positions moves one way along the stream, so
-  // those steps are a prefix or a suffix of it (a causal mask's keys past
-  // the block's last query, or its queries before the block's first key).
+  // The steps to run: all, or those that conditions on positions leave
+  // unchanged dropped from both ends (a causal mask's keys past the block's
+  // last query; a window's keys before its first); any skippable step
+  // between the first and last run runs, masked (stepsRunFraction counts so).
   const int64_t lastStart = (positions - 1) / kStreamPositionsPerStep * kStreamPositionsPerStep;
   if (t.skip) {
-    emit(0, "// Steps where no slot changes (the comparison of positions leaves every core 0 or -inf) are not run.");
+    emit(0, "// Steps where no slot changes (a condition on positions leaves every core 0 or -inf) are not run.");
     emit(0, fmt::format("int c_first = 0, c_last = {};", lastStart));
-    emit(0, fmt::format("while (c_first <= c_last && ({})) c_first += {};", skipCondition(*t.skip, "c_first"),
+    emit(0, fmt::format("while (c_first <= c_last && ({})) c_first += {};", stepSkippedText(*t.skip, stepBox("c_first")),
                         kStreamPositionsPerStep));
-    emit(0, fmt::format("while (c_last >= c_first && ({})) c_last -= {};", skipCondition(*t.skip, "c_last"),
+    emit(0, fmt::format("while (c_last >= c_first && ({})) c_last -= {};", stepSkippedText(*t.skip, stepBox("c_last")),
                         kStreamPositionsPerStep));
   } else {
     emit(0, fmt::format("const int c_first = 0, c_last = {};", lastStart));
@@ -299,9 +277,9 @@ void CudaWriter::tcsSteps(const TcsBody& b) {
     // and its dQ stream 15% faster; its dK/dV stream, two products (twice
     // the step's code, copied), 5% slower: that one keeps a single copy.
     const std::string full = fresh("unmasked");
-    emit(step, fmt::format("const bool {} = {};", full, maskFreeCondition(*t.skip, "c0")));
+    emit(step, fmt::format("const bool {} = {};", full, maskFreeText(*t.skip, stepBox("c0"))));
     const int unmasked = open(step, fmt::format("if ({})", full));
-    fixed_[t.skip->comparison] = t.skip->neutralWhen ? "false" : "true";
+    for (const NeutralCondition& c : t.skip->conditions) fixed_[c.node] = c.neutralWhen ? "false" : "true";
     tcsElementwise(b, unmasked);
     fixed_.clear();
     close(unmasked);

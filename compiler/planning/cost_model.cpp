@@ -166,7 +166,7 @@ void addPerPositionContractions(KernelShape& s, const Graph& g, const Kernel& k,
     if (const std::optional<StreamStepSkip> skip =
             findStepSkip(g, analyzeStream(g, members, s.streamAxis), rowAxis, s.streamAxis)) {
       const auto row = std::find_if(s.groupAxes.begin(), s.groupAxes.end(), [&](const Axis& a) { return a.name == rowAxis; });
-      s.stepsRun = stepsRunFraction(g, *skip, rowAxis, row->size, s.streamExtent, kStreamRowsPerBlock,
+      s.stepsRun = stepsRunFraction(*skip, rowAxis, row->size, s.streamExtent, kStreamRowsPerBlock,
                                     kStreamPositionsPerStep);
     }
   }
@@ -435,6 +435,9 @@ void inputTraffic(const Graph& g, const Kernel& k, const KernelShape& s, const P
     double replication = 1;
     for (const auto& a : s.groupAxes)
       if (!ty.has(a.name) && !gathered) replication *= static_cast<double>(ceilDiv(a.size, p.groupTiles.at(a.name)));
+    // A stream's steps that a condition on positions skips load nothing
+    // (KernelShape::stepsRun): a window's keys, a causal mask's later ones.
+    if (!s.streamAxis.empty() && ty.has(s.streamAxis)) replication *= s.stepsRun;
     tr.moved += bytes * replication;
     double tile = tileElements(ty, s, p) * elementBytes(ty, o);
     for (NodeId id : k.nodes) {  // a gathered table holds only the rows of this tile
