@@ -210,6 +210,7 @@ class ModuleWriter {
       launch.block = written.block;
       launch.dynamicSmemBytes = tcStream.stream->smemBytes;
       launch.instructions.tensorCores = tcStream.stream->describe();
+      launch.stream = *tcStream.stream;
     } else if (!tcStream.reason.empty() && launch.instructions.scalarReason.empty()) {
       launch.instructions.scalarReason = tcStream.reason;
     }

@@ -17,6 +17,7 @@
 #include "ir/ir.h"
 #include "lowering/instruction_selection.h"
 #include "lowering/tensor_core_gemm.h"
+#include "lowering/tensor_core_stream.h"
 
 namespace llmc {
 
@@ -85,6 +86,7 @@ struct KernelLaunch {
   // predicted time, which the lowering stage adds to the kernel's. 0: none.
   double predictedSeconds = 0;
   std::optional<TensorCoreGemm> gemm;  // set where it runs on the tensor-core tile library
+  std::optional<TensorCoreStream> stream;  // set where it runs as a tensor-core stream
   // The launch's function alone, with the prelude and what it includes: a
   // translation unit of its own, so that a JIT compiles launches in parallel
   // and caches each one.

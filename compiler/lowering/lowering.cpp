@@ -16,7 +16,8 @@ namespace {
 // launch runs on the tensor cores, which engine, and its helper launches.
 struct LaunchesOfKernel {
   bool tile = false, tensorCores = false;
-  const TensorCoreGemm* gemm = nullptr;  // the tile launch's GEMM, if it runs as one
+  const TensorCoreGemm* gemm = nullptr;      // the tile launch's GEMM, if it runs as one
+  const TensorCoreStream* stream = nullptr;  // its tensor-core stream, if it runs as one
   std::string engine;
   double helperSeconds = 0;
   int helpers = 0;
@@ -31,6 +32,7 @@ std::map<int, LaunchesOfKernel> launchesByKernel(const CudaModule& module) {
       k.tile = true;
       k.tensorCores = !l.instructions.tensorCores.empty();
       k.gemm = l.gemm ? &*l.gemm : nullptr;
+      k.stream = l.stream ? &*l.stream : nullptr;
       k.engine = l.gemm                           ? (l.gemm->library == TensorCoreGemm::Library::Sm90 ? "tensor-core GEMM (sm90)"
                                                                                                 : "tensor-core GEMM (sm80)")
                  : k.tensorCores                  ? "tensor-core stream"
@@ -47,7 +49,8 @@ std::map<int, LaunchesOfKernel> launchesByKernel(const CudaModule& module) {
 // Prices every kernel on the engine the module runs it on: a kernel planned
 // for the tensor cores whose launch stays on the CUDA cores is partitioned
 // again without them, one that runs as a GEMM takes the library's cheapest
-// tile (gemm_tiles.h); helper launches add their time.
+// tile, one that runs as a tensor-core stream is priced with the stream's
+// tiles (gemm_tiles.h); helper launches add their time.
 void priceAsLowered(const Graph& graph, std::vector<PlannedKernel>& kernels, const CudaModule& module,
                     const Target& target, const CostOptions& cost) {
   const std::map<int, LaunchesOfKernel> lowered = launchesByKernel(module);
@@ -63,6 +66,7 @@ void priceAsLowered(const Graph& graph, std::vector<PlannedKernel>& kernels, con
       pk.cost = evaluate(graph, pk.kernel, pk.shape, pk.partition, target, cudaCores);
     }
     if (l.gemm) chooseGemmTile(graph, pk, *l.gemm, target, cost);
+    if (l.stream) priceTensorCoreStream(graph, pk, *l.stream, target, cost);
     pk.cost.engine = l.engine;
     pk.cost.helperLaunches = l.helpers;
     if (l.helperSeconds > 0) {

@@ -1,4 +1,4 @@
-// The model prices the GEMM that is written: for every kernel that runs as a
+// The model prices the GEMM that is written (and the tensor-core stream): for every kernel that runs as a
 // tile-library GEMM, the tile and split-K the writer uses are the ones the
 // lowering stage priced (gemm_tiles.h), the priced partition cuts the GEMM
 // into that many units, and no other tile or split of the library is priced
@@ -40,7 +40,7 @@ TEST_CASE("a GEMM's tile and split-K are the cheapest priced and the ones writte
       {"diagrams/gpt2/model.dg", "gpt2",
        {{"B", 8}, {"T", 1024}, {"maxT", 1024}, {"L", 1}, {"C", 768}, {"H", 12}, {"V", 50257}, {"Vp", 50304}}, true},
   };
-  int gemms = 0, split = 0;
+  int gemms = 0, split = 0, streams = 0;
   for (const char* arch : {"sm_90a", "sm_80"}) {
     const Target target = loadTarget(arch);
     for (const Case& c : cases) {
@@ -56,6 +56,12 @@ TEST_CASE("a GEMM's tile and split-K are the cheapest priced and the ones writte
       const std::vector<PlannedKernel> kernels = lowerKernels(g, target, cost, emit);
       const CudaModule module = emitCuda(g, kernels, target, emit);
       for (const KernelLaunch& l : module.launches) {
+        // A tensor-core stream is priced with its own tiles: its blocks.
+        if (l.stream && l.kernel >= 0) {
+          INFO(fmt::format("{} {} on {}: stream {}", c.path, c.entry, arch, l.name));
+          CHECK(kernels.at(static_cast<size_t>(l.kernel)).cost.blocks == l.grid[0]);
+          ++streams;
+        }
         if (!l.gemm || l.kernel < 0) continue;
         const PlannedKernel& k = kernels.at(static_cast<size_t>(l.kernel));
         const TensorCoreGemm& gemm = *l.gemm;
@@ -84,5 +90,6 @@ TEST_CASE("a GEMM's tile and split-K are the cheapest priced and the ones writte
     }
   }
   CHECK(gemms >= 40);
+  CHECK(streams >= 4);
   CHECK(split >= 1);
 }
