@@ -13,6 +13,27 @@ namespace {
 // many is no box but a sort, which the language does not have.
 constexpr int64_t kMaxTopk = 16;
 
+Node unaryNode(UnaryOp op) {
+  Node n;
+  n.op = Op::Unary;
+  n.unary = op;
+  return n;
+}
+
+Node binaryNode(BinaryOp op) {
+  Node n;
+  n.op = Op::Binary;
+  n.binary = op;
+  return n;
+}
+
+Node equalNode() {
+  Node n;
+  n.op = Op::Compare;
+  n.compare = CompareOp::Eq;
+  return n;
+}
+
 }  // namespace
 
 NodeId Elaborator::maxOver(NodeId x, const std::string& axis, const SourceLoc& loc) {
@@ -46,35 +67,20 @@ NodeId Elaborator::firstMaximum(NodeId x, const std::string& axis, NodeId taken,
     masked.type = Type{typeOf(x).dtype, unifyAxes(masked.operands, loc)};
     candidates = arrayValue(add(std::move(masked), loc));
   }
-  Node equal;
-  equal.op = Op::Compare;
-  equal.compare = CompareOp::Eq;
-  Value atMax = elementwise(std::move(equal), {candidates, arrayValue(maxOver(candidates.node, axis, loc))}, loc,
-                            "==", DType::Bool);
+  const NodeId largest = maxOver(candidates.node, axis, loc);
+  Value atMax = elementwise(equalNode(), {candidates, arrayValue(largest)}, loc, "==", DType::Bool);
   if (taken >= 0) {  // -inf == -inf: a row of -inf must not choose a taken position again
-    Node notTaken;
-    notTaken.op = Op::Unary;
-    notTaken.unary = UnaryOp::Not;
-    Node both;
-    both.op = Op::Binary;
-    both.binary = BinaryOp::And;
-    atMax = elementwise(std::move(both), {atMax, elementwise(std::move(notTaken), {arrayValue(taken)}, loc, "not", DType::Bool)},
-                        loc, "and", DType::Bool);
+    const Value untaken = elementwise(unaryNode(UnaryOp::Not), {arrayValue(taken)}, loc, "not", DType::Bool);
+    atMax = elementwise(binaryNode(BinaryOp::And), {atMax, untaken}, loc, "and", DType::Bool);
   }
-  Node fromEnd;
-  fromEnd.op = Op::Binary;
-  fromEnd.binary = BinaryOp::Sub;
-  const Value reversed =
-      elementwise(std::move(fromEnd), {numberValue(size, true), arrayValue(positions(along, loc))}, loc, "-");
+  const Value fromEnd =
+      elementwise(binaryNode(BinaryOp::Sub), {numberValue(size, true), arrayValue(positions(along, loc))}, loc, "-");
   Node score;
   score.op = Op::Select;
-  score.operands = {atMax.node, reversed.node, constant(0, DType::I32, loc)};
+  score.operands = {atMax.node, fromEnd.node, constant(0, DType::I32, loc)};
   score.type = Type{DType::I32, unifyAxes(score.operands, loc)};
   const NodeId best = maxOver(add(std::move(score), loc), axis, loc);
-  Node first;
-  first.op = Op::Binary;
-  first.binary = BinaryOp::Sub;
-  return elementwise(std::move(first), {numberValue(size, true), arrayValue(best)}, loc, "-").node;
+  return elementwise(binaryNode(BinaryOp::Sub), {numberValue(size, true), arrayValue(best)}, loc, "-").node;
 }
 
 NodeId Elaborator::positions(const Axis& axis, const SourceLoc& loc) {
@@ -104,12 +110,7 @@ NodeId Elaborator::selectionSource(Frame& f, const Expr& e, const std::string& a
 Value Elaborator::evalArgmax(Frame& f, const Expr& e) {
   std::string axis;
   NodeId x = selectionSource(f, e, e.args[1]->name, e.args[1]->loc, axis);
-  if (e.name == "argmin") {
-    Node negated;
-    negated.op = Op::Unary;
-    negated.unary = UnaryOp::Neg;
-    x = elementwise(std::move(negated), {arrayValue(x)}, e.loc, "-").node;
-  }
+  if (e.name == "argmin") x = elementwise(unaryNode(UnaryOp::Neg), {arrayValue(x)}, e.loc, "-").node;
   return arrayValue(firstMaximum(x, axis, -1, e.loc));
 }
 
@@ -121,10 +122,12 @@ Value Elaborator::evalTopk(Frame& f, const Expr& e) {
   const Expr& m = axisMapArgument(e, 1, 1, 1);
   std::string axis;
   const NodeId x = selectionSource(f, e, m.from[0].name, m.from[0].loc, axis);
-  const int64_t size = typeOf(x).find(axis)->size;
+  const Axis along = *typeOf(x).find(axis);
+  const int64_t size = along.size;
   const int64_t count = evalPosition(f, *e.args[2], "topk's count");
   if (count < 1 || count > kMaxTopk)
-    fail(e.args[2]->loc, fmt::format("topk of {} positions: it takes 1 to {} (each is a pass over the axis)", count, kMaxTopk));
+    fail(e.args[2]->loc,
+         fmt::format("topk of {} positions: it takes 1 to {} (each is a pass over the axis)", count, kMaxTopk));
   if (count > size)
     fail(e.args[2]->loc, fmt::format("topk of {} positions along axis '{}' of size {}", count, axis, size));
   Type rest = typeOf(x);
@@ -138,20 +141,11 @@ Value Elaborator::evalTopk(Frame& f, const Expr& e) {
   for (int64_t j = 0; j < count; ++j) {
     rounds.push_back(firstMaximum(x, axis, taken, e.loc));
     if (j + 1 == count) break;
-    Node equal;
-    equal.op = Op::Compare;
-    equal.compare = CompareOp::Eq;
     // (The round first: the mask's axes are x's others, then a, as x's often are.)
-    const Value chosen = elementwise(std::move(equal), {arrayValue(rounds.back()), arrayValue(positions(*typeOf(x).find(axis), e.loc))},
+    const Value chosen = elementwise(equalNode(), {arrayValue(rounds.back()), arrayValue(positions(along, e.loc))},
                                      e.loc, "==", DType::Bool);
-    if (taken < 0) {
-      taken = chosen.node;
-      continue;
-    }
-    Node either;
-    either.op = Op::Binary;
-    either.binary = BinaryOp::Or;
-    taken = elementwise(std::move(either), {arrayValue(taken), chosen}, e.loc, "or", DType::Bool).node;
+    taken = taken < 0 ? chosen.node
+                      : elementwise(binaryNode(BinaryOp::Or), {arrayValue(taken), chosen}, e.loc, "or", DType::Bool).node;
   }
   return arrayValue(stackAlong(f, rounds, k, e.loc));
 }
