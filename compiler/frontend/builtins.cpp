@@ -39,6 +39,9 @@ const BuiltinInfo kBuiltins[] = {
     {"broadcast", K::Broadcast, 2, -1, "broadcast(x, axis...)"},
     {"scatter_add", K::ScatterAdd, 3, -1, "scatter_add(values, index, axis, summed axis...)"},
     {"stop_gradient", K::StopGradient, 1, 1, "stop_gradient(x)"},
+    {"argmax", K::Argmax, 2, 2, "argmax(x, a)"},
+    {"argmin", K::Argmax, 2, 2, "argmin(x, a)"},
+    {"topk", K::Topk, 3, 3, "topk(x, a -> k, K)"},
 };
 }  // namespace
 

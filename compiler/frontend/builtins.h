@@ -28,6 +28,8 @@ enum class BuiltinKind {
   Broadcast, // broadcast(x, a...)
   ScatterAdd,// scatter_add(values, index, a, summed...)
   StopGradient, // stop_gradient(x)
+  Argmax,    // argmax(x, a), argmin(x, a)
+  Topk,      // topk(x, a -> k, K)
 };
 
 struct BuiltinInfo {

@@ -180,8 +180,7 @@ Value Elaborator::evalConcat(Frame& f, const Expr& e) {
 
 // stack(x, y, ..., a): the arrays side by side along a new last axis a, one
 // position each (split's inverse: merge(stack(x, y, r), i r -> d)
-// interleaves). Each array gets a one-position axis (a broadcast) and a
-// concat joins them along it: views both, so no kernel copies anything.
+// interleaves).
 Value Elaborator::evalStack(Frame& f, const Expr& e) {
   const Expr& axisArg = *e.args.back();
   std::vector<NodeId> parts;
@@ -193,9 +192,17 @@ Value Elaborator::evalStack(Frame& f, const Expr& e) {
     if (!t.sameAxisSet(first) || t.dtype != first.dtype)
       fail(e.args[i]->loc, fmt::format("stack of arrays of different types: {} and {}", first.str(), t.str()));
   }
-  const int64_t count = static_cast<int64_t>(parts.size());
-  const std::string name = declareNewAxis(f, axisArg.name, count, first, axisArg.loc);
-  const std::string one = declareNewAxis(f, name + "_part", 1, first, axisArg.loc);
+  const std::string name = declareNewAxis(f, axisArg.name, static_cast<int64_t>(parts.size()), first, axisArg.loc);
+  return arrayValue(stackAlong(f, parts, name, e.loc));
+}
+
+// Each array gets a one-position axis (a broadcast) and a concat joins them
+// along it: views both, so no kernel copies anything. The parts share one
+// type; `axis` is declared already, of their number's size. One part alone
+// is that broadcast (a concat joins two or more).
+NodeId Elaborator::stackAlong(Frame& f, const std::vector<NodeId>& parts, const std::string& axis, const SourceLoc& loc) {
+  const Type first = typeOf(parts[0]);
+  const std::string one = parts.size() == 1 ? axis : declareNewAxis(f, axis + "_part", 1, first, loc);
   Node joined;
   joined.op = Op::Concat;
   for (NodeId x : parts) {
@@ -205,13 +212,14 @@ Value Elaborator::evalStack(Frame& f, const Expr& e) {
     n.type = typeOf(x);
     n.newAxes = {one};
     n.type.axes.push_back({one, 1});
-    joined.operands.push_back(add(std::move(n), e.loc));
+    joined.operands.push_back(add(std::move(n), loc));
   }
+  if (parts.size() == 1) return joined.operands[0];
   joined.axes = {one};
-  joined.newAxes = {name};
+  joined.newAxes = {axis};
   joined.type = typeOf(joined.operands[0]);
-  joined.type.axes.back() = {name, count};
-  return arrayValue(add(std::move(joined), e.loc));
+  joined.type.axes.back() = {axis, static_cast<int64_t>(parts.size())};
+  return add(std::move(joined), loc);
 }
 
 // pad(x, a -> e, before, after[, value]): x along a new axis e with

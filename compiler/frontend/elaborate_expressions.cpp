@@ -237,6 +237,8 @@ Value Elaborator::evalBuiltin(Frame& f, const Expr& e) {
     case BuiltinKind::Pad: return evalPad(f, e);
     case BuiltinKind::Broadcast: return evalBroadcast(f, e);
     case BuiltinKind::ScatterAdd: return evalScatterAdd(f, e);
+    case BuiltinKind::Argmax: return evalArgmax(f, e);
+    case BuiltinKind::Topk: return evalTopk(f, e);
     case BuiltinKind::StopGradient: {
       Node n;
       n.op = Op::StopGradient;

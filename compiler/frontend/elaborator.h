@@ -6,7 +6,8 @@
 //   elaborate.cpp             the entry, errors, sizes, axes, nodes, statements, calls
 //   elaborate_expressions.cpp expressions: names, arithmetic, indexing, built-in boxes
 //   elaborate_axis_boxes.cpp  the boxes that reshape axes: split, merge, rename, slice,
-//                             concat, broadcast, scatter_add
+//                             concat, stack, pad, broadcast, scatter_add
+//   elaborate_selection.cpp   the boxes that select positions: argmax, argmin, topk
 #pragma once
 
 #include <fmt/format.h>
@@ -186,11 +187,21 @@ class Elaborator {
 
   Value evalConcat(Frame& f, const Expr& e);
   Value evalStack(Frame& f, const Expr& e);
+  NodeId stackAlong(Frame& f, const std::vector<NodeId>& parts, const std::string& axis, const SourceLoc& loc);
   Value evalPad(Frame& f, const Expr& e);
 
   Value evalBroadcast(Frame& f, const Expr& e);
 
   Value evalScatterAdd(Frame& f, const Expr& e);
+
+  // ---------------------------------------------------------------- selections (elaborate_selection.cpp)
+  NodeId maxOver(NodeId x, const std::string& axis, const SourceLoc& loc);
+  NodeId positions(const Axis& axis, const SourceLoc& loc);
+  NodeId firstMaximum(NodeId x, const std::string& axis, NodeId taken, const SourceLoc& loc);
+  NodeId selectionSource(Frame& f, const Expr& e, const std::string& axisName, const SourceLoc& axisLoc,
+                         std::string& axis);
+  Value evalArgmax(Frame& f, const Expr& e);
+  Value evalTopk(Frame& f, const Expr& e);
 
   std::vector<Value> callDiagram(Frame& caller, const Expr& call);
 

@@ -120,6 +120,7 @@ class Resolver {
       case BuiltinKind::Size: return true;
       case BuiltinKind::Broadcast: return i >= 1;
       case BuiltinKind::ScatterAdd: return i >= 2;
+      case BuiltinKind::Argmax: return i == 1;
       default: return false;
     }
   }
@@ -137,7 +138,7 @@ class Resolver {
         checkExpr(*e.args[1], scope);
         return;
       case Expr::Kind::AxisMap:
-        throw CompileError(e.loc, "an axis map 'a -> b' is only allowed as an argument of split, merge, rename, slice or concat");
+        throw CompileError(e.loc, "an axis map 'a -> b' is only allowed as an argument of split, merge, rename, slice, concat, pad or topk");
       case Expr::Kind::Binding:
         throw CompileError(e.loc, fmt::format("an axis binding '{}={}' is only allowed as an argument of a diagram call", e.name, e.to[0].name));
       case Expr::Kind::Call: checkCall(e, scope); return;
@@ -159,7 +160,7 @@ class Resolver {
         const Expr& a = *call.args[i];
         bool axisMapExpected = (b->kind == BuiltinKind::Split || b->kind == BuiltinKind::Merge ||
                                 b->kind == BuiltinKind::Rename || b->kind == BuiltinKind::Slice ||
-                                b->kind == BuiltinKind::Pad)
+                                b->kind == BuiltinKind::Pad || b->kind == BuiltinKind::Topk)
                                    ? i == 1
                                    : b->kind == BuiltinKind::Concat && i + 1 == call.args.size();
         if (axisMapExpected) {

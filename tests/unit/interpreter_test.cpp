@@ -795,3 +795,39 @@ TEST_CASE("pad puts the value around an axis", "[interpreter]") {
   // x * x = (4, 9), 3 positions of 0.5 before and 2 * M = 4 after.
   CHECK(values.at(padded).data == std::vector<double>{0.5, 0.5, 0.5, 4, 9, 0.5, 0.5, 0.5, 0.5});
 }
+
+TEST_CASE("argmax, argmin and topk choose the first of equal values and never NaN", "[interpreter]") {
+  // Compiled from the language: the front end writes them out in maxima,
+  // comparisons, positions and a stack.
+  Graph g = testing::compileFile("tests/diagrams/selections.dg", {}, "selections");
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  const HostTensor x{g.node(g.inputs[0]).type,
+                     {1, 3, 3, 2, -1,              // a tie for the largest: the first
+                      -5, -2, -7, -2, -9,          // negative values only
+                      2, 0, 2, 5, 0,               // ties for the second largest and the smallest
+                      -inf, -inf, -inf, -inf, -inf, // all equal: positions in order, none twice
+                      nan, 1, nan, 3, 2}};         // NaN never chosen
+  const auto out = interpret(g, {{"x", x}});
+  REQUIRE(out.size() == 3);
+  CHECK(out[0].data == std::vector<double>{1, 1, 3, 0, 3});
+  CHECK(out[1].data == std::vector<double>{4, 4, 1, 0, 1});
+  REQUIRE(out[2].type.axes.back().name == "k");
+  CHECK(out[2].data == std::vector<double>{1, 2, 3,  //
+                                           1, 3, 0,  //
+                                           3, 0, 2,  //
+                                           0, 1, 2,  //
+                                           3, 4, 1});
+}
+
+TEST_CASE("topk stops at size(a) where nothing is left but NaN", "[interpreter]") {
+  // Only two numbers in the row: the third round has nothing to choose and
+  // gives size(m), out of range (gather then refuses it, or reads NaN on the GPU).
+  Graph g = testing::compileFile("tests/diagrams/selections.dg", {}, "selections");
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  std::vector<double> data(25, 0.0);
+  for (int i = 0; i < 5; ++i) data[static_cast<size_t>(i)] = i == 1 ? 4 : i == 3 ? 7 : nan;
+  const auto out = interpret(g, {{"x", HostTensor{g.node(g.inputs[0]).type, data}}});
+  CHECK(std::vector<double>(out[2].data.begin(), out[2].data.begin() + 3) == std::vector<double>{3, 1, 5});
+  CHECK(out[0].data[0] == 3);
+  CHECK(out[1].data[0] == 1);
+}

@@ -18,6 +18,7 @@ const std::set<std::string> kReserved = {
     "abs", "bf16", "bool", "broadcast", "concat", "contract", "exp", "f16", "f32", "f64", "gather", "i32", "log",
     "max", "maximum", "merge", "minimum", "pos", "rename", "rsqrt", "scatter_add", "size", "slice", "split", "sqrt",
     "pad", "stack", "stop_gradient", "sum", "tanh", "u16", "where", "diagram", "end", "for", "in", "import", "param", "inf", "pi",
+    "argmax", "argmin", "topk",
     "and", "or", "not",
     "y", "wy", "loss", "fuzz"};
 
@@ -297,6 +298,7 @@ bool Generator::gatherOp() {
   if (t < 0) return false;
   const Value table = value(t);
   const std::string along = choose(table.axes);
+  if (chance(0.3) && routedGather(t, along)) return true;
   std::vector<std::string> indexAxes;  // batched over some of the table's other axes
   for (const std::string& x : table.axes)
     if (x != along && chance(0.4)) indexAxes.push_back(x);
@@ -309,6 +311,33 @@ bool Generator::gatherOp() {
   for (const std::string& x : without(table.axes, indexAxes))
     if (x != along) r.axes.push_back(x);
   emit(r, {t, index}, fmt::format("gather($0, $1, {})", along), "gather");
+  return true;
+}
+
+// gather(table, argmax(s, a), a), argmin's, or topk's of s along a new axis
+// (1 to 3 positions): the index of the largest entries of a value s with the
+// gathered axis a (the table itself at times: its maximum), as a router
+// chooses experts. The choice carries no gradient; the gather does.
+bool Generator::routedGather(int t, const std::string& along) {
+  int s = chance(0.3) ? t : pick([&](const Value& v) { return contains(v.axes, along); });
+  if (s < 0) s = t;
+  const Value table = value(t);
+  std::vector<std::string> indexAxes = without(value(s).axes, {along});
+  const int64_t count = chance(0.6) ? 0 : uniform(1, std::min<int64_t>(3, size(along)));
+  std::string index = fmt::format("{}($1, {})", chance(0.8) ? "argmax" : "argmin", along);
+  std::string k;
+  if (count > 0) {
+    k = newAxis({.rule = AxisRule::Count, .n = count});
+    indexAxes.push_back(k);
+    index = fmt::format("topk($1, {} -> {}, {})", along, k, count);
+  }
+  Value r = derived(table);
+  r.axes = indexAxes;
+  for (const std::string& x : without(table.axes, indexAxes))
+    if (x != along) r.axes.push_back(x);
+  if (!fits(r.axes)) return false;
+  emit(r, {t, s}, fmt::format("gather($0, {}, {})", index, along), count > 0 ? "topk" : "argmax");
+  if (count > 0) spec_.statements.back().creates = {k};
   return true;
 }
 

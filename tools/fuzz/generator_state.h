@@ -53,6 +53,7 @@ class Generator {
   bool reduce();
   bool contraction();
   bool gatherOp();
+  bool routedGather(int table, const std::string& along);
   bool scatterOp();
   bool whereOp();
   bool axisOp();
