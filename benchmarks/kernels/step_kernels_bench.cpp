@@ -39,6 +39,8 @@
 //                           [--json FILE]
 #include <fmt/format.h>
 
+#include <cstdio>
+
 #include <algorithm>
 #include <cstring>
 #include <fstream>
@@ -114,6 +116,14 @@ void fillInput(const llmc::BufferDesc& b, CUdeviceptr address, int64_t bound, st
   llmc::cuda::check(llmc::cuda::driver().memcpyHtoD(address, bytes.data(), bytes.size()), "cuMemcpyHtoD(input)");
 }
 
+constexpr const char* kUsage =
+    "usage: step_kernels_bench [--diagram FILE] [--entry NAME] [--set SIZES] [--forward]\n"
+    "                          [--storage bf16|f32] [--launch-by-launch] [--reps N] [--top N] [--json FILE]\n"
+    "\n"
+    "Times every launch of a compiled diagram on GPU 0 beside the cost model's prediction (default: GPT-2's\n"
+    "d12 training step, B=32, T=1024), replayed as one CUDA graph as llmc-train runs it; prints the slowest\n"
+    "--top launches, totals by kind and the launches within 2x of their prediction. Exits 77 without a GPU.\n";
+
 int run(int argc, char** argv) {
   const char* sourceDir = std::getenv("LLMC_SOURCE_DIR");
   std::string diagram = std::string(sourceDir ? sourceDir : LLMC_SOURCE_DIR) + "/diagrams/gpt2/model.dg";
@@ -126,6 +136,10 @@ int run(int argc, char** argv) {
       if (i + 1 >= argc) throw std::invalid_argument(arg + " needs a value");
       return argv[++i];
     };
+    if (arg == "--help" || arg == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
     if (arg == "--diagram") diagram = value();
     else if (arg == "--entry") entry = value();
     else if (arg == "--set") llmc::parseSizeBindings(sizes = value());  // checked here, before any GPU work
@@ -138,7 +152,7 @@ int run(int argc, char** argv) {
     else if (arg == "--reps") reps = std::max(1, std::stoi(value()));
     else if (arg == "--top") top = std::stoi(value());
     else if (arg == "--json") json = value();
-    else throw std::invalid_argument("unknown argument " + arg + " (see the comment at the top of step_kernels_bench.cpp)");
+    else throw std::invalid_argument("unknown argument " + arg + " (--help lists them)");
   }
 
   const std::optional<llmc::cuda::Context> context = llmc::cuda::contextOrSkip();
