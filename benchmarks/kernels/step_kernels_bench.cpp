@@ -39,9 +39,8 @@
 //                           [--json FILE]
 #include <fmt/format.h>
 
-#include <cstdio>
-
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <map>
