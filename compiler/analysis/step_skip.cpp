@@ -243,23 +243,24 @@ bool stepSkipped(const StreamStepSkip& skip, const std::string& rows, int64_t ro
   });
 }
 
-std::string stepSkippedText(const StreamStepSkip& skip, const TextRange& box) {
+namespace {
+
+// The conditions over the box, joined: some neutral everywhere (`skipped`:
+// or'ed), or each the other way everywhere (and'ed).
+std::string conditionsText(const StreamStepSkip& skip, const TextRange& box, bool skipped) {
   std::string out;
   for (const NeutralCondition& c : skip.conditions) {
     const Truth<std::string> t = truthText(c.condition, box);
-    out += (out.empty() ? "" : " || ") + (c.neutralWhen ? t.always : t.never);
+    out += (out.empty() ? "" : skipped ? " || " : " && ") + (c.neutralWhen == skipped ? t.always : t.never);
   }
   return out;
 }
 
-std::string maskFreeText(const StreamStepSkip& skip, const TextRange& box) {
-  std::string out;
-  for (const NeutralCondition& c : skip.conditions) {
-    const Truth<std::string> t = truthText(c.condition, box);
-    out += (out.empty() ? "" : " && ") + (c.neutralWhen ? t.never : t.always);
-  }
-  return out;
-}
+}  // namespace
+
+std::string stepSkippedText(const StreamStepSkip& skip, const TextRange& box) { return conditionsText(skip, box, true); }
+
+std::string maskFreeText(const StreamStepSkip& skip, const TextRange& box) { return conditionsText(skip, box, false); }
 
 double stepsRunFraction(const StreamStepSkip& skip, const std::string& rows, int64_t rowCount, int64_t positionCount,
                         int64_t rowsPerBlock, int64_t positionsPerStep) {
