@@ -88,6 +88,32 @@ def classifier(h, w, target):
     return F.cross_entropy((h @ w.t()).float(), target)
 
 
+
+def same_convolution(x, w):  # x [b t c], w [k c o]: a cross-correlation over t, one zero each side
+    return F.conv1d(x.transpose(1, 2), w.permute(2, 1, 0), padding=1).transpose(1, 2)
+
+
+def rotary_attention(q, k, v, cs, sn):  # q, k, v [b h t d]; cs, sn [t d] of which the first d/2 columns
+    half = q.shape[-1] // 2
+    cs, sn = cs[:, :half], sn[:, :half]
+
+    def rotate(x):  # the pairs (2i, 2i + 1) turned by their position's angle, as merge(stack(..., r), i r -> d)
+        pairs = x.unflatten(-1, (half, 2))
+        a, c = pairs[..., 0], pairs[..., 1]
+        return torch.stack((a * cs - c * sn, a * sn + c * cs), -1).flatten(-2)
+
+    return F.scaled_dot_product_attention(rotate(q), rotate(k), v, is_causal=True)
+
+
+def topk_routing(routes):
+    def route(x, wg, experts):  # x [n c], wg [e c], experts [e c o]: each token's `routes` best experts
+        scores = x @ wg.t()
+        top = scores.topk(routes, -1).indices
+        gate = scores.gather(-1, top)
+        return (torch.einsum("nc,nkco->nko", x, experts[top]) * gate[..., None]).sum(1)
+    return route
+
+
 # name, diagram, entry, sizes, grad, torch function, input shapes (by size names), integer inputs
 CASES = [
     ("gated MLP, odd", "gated_mlp.dg", "gated_mlp", dict(N=1000, C=771, F=2051), False, gated_mlp,
@@ -124,6 +150,22 @@ CASES = [
      dict(I=1000, J=96, K=1000, L=40, M=771, P=333), True, chain, ["I J", "J K", "K L", "L M", "M P"]),
     ("classifier + cross-entropy, with gradients", "classifier.dg", "classifier", dict(N=777, V=50257, C=771), True,
      classifier, ["N C", "V C"]),
+    ("window attention with and", "window_attention.dg", "window_attention", dict(B=2, H=8, T=1000, D=64, W=256),
+     False, None, ["B H T D", "B H T D", "B H T D"]),
+    ("window attention with and, backward", "window_attention.dg", "window_attention_loss",
+     dict(B=2, H=8, T=1000, D=64, W=256), True, None, ["B H T D", "B H T D", "B H T D"]),
+    ("same convolution", "same_convolution.dg", "same_convolution", dict(B=8, T=1000, C=256, O=256), False,
+     same_convolution, ["B T C", "3 C O"]),
+    ("same convolution, backward", "same_convolution.dg", "same_convolution_loss", dict(B=8, T=1000, C=256, O=256),
+     True, same_convolution, ["B T C", "3 C O"]),
+    ("rotary attention", "rotary_attention.dg", "rotary_attention", dict(B=2, H=8, T=1000, D=64), False,
+     rotary_attention, ["B H T D", "B H T D", "B H T D", "T D", "T D"]),
+    ("rotary attention, backward", "rotary_attention.dg", "rotary_attention_loss", dict(B=2, H=8, T=1000, D=64),
+     True, rotary_attention, ["B H T D", "B H T D", "B H T D", "T D", "T D"]),
+    ("top-k routing", "topk_routing.dg", "topk_routing", dict(N=2048, C=256, E=8, O=256, R=2), False,
+     topk_routing(2), ["N C", "E C", "E C O"]),
+    ("top-k routing, backward", "topk_routing.dg", "topk_routing_loss", dict(N=2048, C=256, E=8, O=256, R=2), True,
+     topk_routing(2), ["N C", "E C", "E C O"]),
 ]
 
 
@@ -148,7 +190,10 @@ def time_cuda(fn, reps, batch=10):
 
 def torch_case(name, sizes, grad, fn, shapes, reps):
     gen = torch.Generator(device="cuda").manual_seed(1)
-    inputs = [(torch.randn([sizes[s] for s in shape.split()], device="cuda", generator=gen) * 0.3)
+
+    def dims(shape):  # size names, or numbers
+        return [int(s) if s.isdigit() else sizes[s] for s in shape.split()]
+    inputs = [(torch.randn(dims(shape), device="cuda", generator=gen) * 0.3)
               .to(torch.bfloat16).requires_grad_(grad) for shape in shapes]
     extra = []
     if fn is classifier:
