@@ -3,6 +3,7 @@
 // a target, the back end's stages (driver/backend.h) follow.
 #include <pthread.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -13,6 +14,7 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "analysis/streamability.h"
@@ -93,7 +95,11 @@ options:
   -o FILE             write the output to FILE instead of standard output,
                       whole or not at all (a device such as /dev/null is
                       written into)
+  --version           print llmc-compile's version
   -h, --help          show this help
+
+An option's value may follow it (--emit perf) or be joined by '=' (--emit=perf).
+A size given with --set that no diagram reads is a command-line error.
 
 exit status: 0 on success, 1 for an error in the diagrams, 2 for a bad command line,
 3 for an internal error (a bug in llmc-compile).
@@ -147,12 +153,20 @@ std::optional<Invocation> parseCommandLine(int argc, char** argv) {
   llmc::PipelineOptions& options = in.options;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
+    // --name=value: the value joined to its option.
+    std::optional<std::string> joined;
+    if (const size_t eq = arg.find('='); arg.rfind("--", 0) == 0 && eq != std::string::npos)
+      joined = arg.substr(eq + 1), arg = arg.substr(0, eq);
     auto value = [&](const char* flag) -> std::string {
+      if (joined) return *std::exchange(joined, std::nullopt);
       if (i + 1 >= argc) usageError(fmt::format("{} needs a value", flag));
       return argv[++i];
     };
     if (arg == "-h" || arg == "--help") {
       std::fputs(kUsage, stdout);
+      return std::nullopt;
+    } else if (arg == "--version") {
+      std::printf("llmc-compile %s\n", LLMC_VERSION);
       return std::nullopt;
     } else if (arg == "--emit") {
       in.emit = value("--emit");
@@ -219,6 +233,7 @@ std::optional<Invocation> parseCommandLine(int argc, char** argv) {
     } else {
       usageError(fmt::format("more than one input file ('{}' and '{}')", options.path, arg));
     }
+    if (joined) usageError(fmt::format("{} takes no value (got '{}={}')", arg, arg, *joined));
   }
   checkInvocation(in);
   options.reporting.dump = [](const std::string& text) { std::fputs(text.c_str(), stderr); };
@@ -285,7 +300,13 @@ std::string compile(Invocation& in) {
     in.options.target = &*target;
     in.options.cost = in.cost;
   }
+  std::set<std::string> used;
+  in.options.usedSizes = &used;
   llmc::Graph graph = llmc::compileToIR(in.options);
+  for (const auto& [name, size] : in.options.sizes)
+    if (!used.count(name))
+      usageError(fmt::format("--set {}={}: no size of {} is named '{}'{}", name, size, in.options.path, name,
+                             used.empty() ? "" : fmt::format(" (it reads: {})", fmt::join(used, ", "))));
   if (in.emit == "json") return llmc::graphToJson(graph).dump(2) + "\n";
   if (target) return backendOutput(in, graph, *target);
   if (in.emit == "streams") {

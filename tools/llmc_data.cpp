@@ -14,6 +14,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "shard.h"
@@ -58,7 +59,10 @@ options:
                        are escapes (e.g. --separator '\n\n\n')
   --name PREFIX        prefix of the file names (default: the first input's
                        name without .txt)
+  --version            print llmc-data's version
   -h, --help           this text
+
+An option's value may follow it (--out DIR) or be joined by '=' (--out=DIR).
 
 example:
   llmc-data --out build/data/text ../shared/data/text
@@ -139,13 +143,21 @@ std::optional<Options> parseOptions(int argc, char** argv) {
   Options options;
   std::optional<std::string> name;
   for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
+    std::string arg = argv[i];
+    // --name=value: the value joined to its option.
+    std::optional<std::string> joined;
+    if (const size_t eq = arg.find('='); arg.starts_with("--") && eq != std::string::npos)
+      joined = arg.substr(eq + 1), arg = arg.substr(0, eq);
     const auto value = [&]() -> std::string {
+      if (joined) return *std::exchange(joined, std::nullopt);
       if (i + 1 == argc) throw UsageError(fmt::format("{} needs a value", arg));
       return argv[++i];
     };
     if (arg == "-h" || arg == "--help") {
       std::fputs(kUsage, stdout);
+      return std::nullopt;
+    } else if (arg == "--version") {
+      std::printf("llmc-data %s\n", LLMC_VERSION);
       return std::nullopt;
     } else if (arg == "--tokenizer") {
       options.tokenizerDir = value();
@@ -167,6 +179,7 @@ std::optional<Options> parseOptions(int argc, char** argv) {
     } else {
       options.inputs.push_back(arg);
     }
+    if (joined) throw UsageError(fmt::format("{} takes no value (got '{}={}')", arg, arg, *joined));
   }
   if (options.outDir.empty()) throw UsageError("--out DIR is required");
   if (options.inputs.empty()) throw UsageError("no input files or directories given");

@@ -478,6 +478,11 @@ class TrainingRun {
 }  // namespace
 
 int main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "--version") {
+      std::printf("llmc-train %s\n", LLMC_VERSION);
+      return 0;
+    }
   TrainOptions options;
   try {
     options = parseTrainOptions(argc, argv);

@@ -70,7 +70,7 @@ Graph compileToIR(const PipelineOptions& options) {
   std::string entry = options.entry.empty() ? defaultEntry(program) : options.entry;
   passes.run("resolve", [&] { resolveProgram(program, options.sizes, entry); return 0; });
 
-  Graph graph = passes.run("elaborate", [&] { return elaborate(program, entry, options.sizes); });
+  Graph graph = passes.run("elaborate", [&] { return elaborate(program, entry, options.sizes, options.usedSizes); });
   afterIR(passes, "elaborate", graph);
 
   graph = passes.run("canonicalize", [&] { return canonicalize(graph); });

@@ -2,6 +2,7 @@
 // canonical IR (see pipeline.cpp); the back end's stages follow (backend.h).
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,9 @@ struct PipelineOptions {
   CostOptions cost;
   bool recompute = true;         // with grad and a target: run the recompute pass (false: store what the backward reads)
   PassReporting reporting;       // --dump-after (the IR after a pass) and --time-passes
+  // If given: filled with the names of `sizes` the diagrams read (a size
+  // given on a command line that nothing reads is a mistake worth saying).
+  std::set<std::string>* usedSizes = nullptr;
 };
 
 // Sizes as the command lines give them, "B=4,T=64": every NAME=N with N a

@@ -53,7 +53,10 @@ Graph Elaborator::run(const std::string& entryName) {
 // ---------------------------------------------------------------- sizes
 std::optional<int64_t> Elaborator::lookupSymbol(const Frame& f, const std::string& name) const {
   if (auto it = f.symbols.find(name); it != f.symbols.end()) return it->second;
-  if (auto it = global_.find(name); it != global_.end()) return it->second;
+  if (auto it = global_.find(name); it != global_.end()) {
+    usedGlobals_.insert(name);
+    return it->second;
+  }
   return std::nullopt;
 }
 
@@ -559,8 +562,12 @@ std::string defaultEntry(const Program& program) {
   return diagrams.back().name;
 }
 
-Graph elaborate(const Program& program, const std::string& entry, const SizeBindings& sizes) {
-  return elaboration::Elaborator(program, sizes).run(entry);
+Graph elaborate(const Program& program, const std::string& entry, const SizeBindings& sizes,
+                std::set<std::string>* usedSizes) {
+  elaboration::Elaborator elaborator(program, sizes);
+  Graph graph = elaborator.run(entry);
+  if (usedSizes) usedSizes->insert(elaborator.usedSizes().begin(), elaborator.usedSizes().end());
+  return graph;
 }
 
 }  // namespace llmc

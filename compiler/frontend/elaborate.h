@@ -5,6 +5,7 @@
 // with errors pointing at the diagram text and notes giving the call chain.
 #pragma once
 
+#include <set>
 #include <string>
 
 #include "frontend/program.h"
@@ -15,6 +16,8 @@ namespace llmc {
 // The diagram elaborated when none is named: the last one in the main file.
 std::string defaultEntry(const Program& program);
 
-Graph elaborate(const Program& program, const std::string& entry, const SizeBindings& sizes);
+// `usedSizes`, if given, gets the names of `sizes` the diagrams read.
+Graph elaborate(const Program& program, const std::string& entry, const SizeBindings& sizes,
+                std::set<std::string>* usedSizes = nullptr);
 
 }  // namespace llmc

@@ -66,6 +66,8 @@ struct Frame {
 class Elaborator {
  public:
   Elaborator(const Program& program, const SizeBindings& sizes) : program_(program), global_(sizes) {}
+  // The sizes given from outside (--set) that the diagrams read.
+  const std::set<std::string>& usedSizes() const { return usedGlobals_; }
 
   Graph run(const std::string& entryName);
 
@@ -207,6 +209,7 @@ class Elaborator {
 
   const Program& program_;
   const SizeBindings& global_;
+  mutable std::set<std::string> usedGlobals_;  // the names of global_ a size read (lookupSymbol)
   Graph graph_;
   std::vector<std::string> origin_;
   std::vector<std::pair<std::string, SourceLoc>> callStack_;

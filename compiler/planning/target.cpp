@@ -545,7 +545,7 @@ Target detectTarget() {
   try {
     gpu = queryGpu(0);
   } catch (const NoGpuError& e) {
-    throw std::runtime_error(fmt::format("--arch auto: no CUDA GPU found ({}): give {}", e.what(), archOptions()));
+    throw TargetError(fmt::format("--arch auto: no CUDA GPU found ({}): give {}", e.what(), archOptions()));
   }
   // The arch is the one whose file has the GPU's compute capability.
   for (const std::string& arch : knownArchs()) {
@@ -556,7 +556,7 @@ Target detectTarget() {
     applyGpu(t, gpu, !device.empty());
     return t;
   }
-  throw std::runtime_error(fmt::format(
+  throw TargetError(fmt::format(
       "--arch auto: the GPU '{}' has compute capability {}.{}, which no target file in {} describes: give {}",
       gpu.name, gpu.computeCapabilityMajor, gpu.computeCapabilityMinor, targetsDir(), archOptions()));
 }

@@ -73,6 +73,7 @@ data-parallel (several GPUs, NCCL; every process gets B rows of each batch):
   -pi, --init-method fs|mpi  fs (default): -pn and -pr give the ranks; mpi: started by
                              mpirun, ranks from its environment (no MPI library needed)
 
+  --version                  print llmc-train's version
   -h, --help                 show this help
 )";
 }
