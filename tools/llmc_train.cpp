@@ -157,13 +157,7 @@ class TrainingRun {
           return nullptr;  // the trainer meets the same error and reports it
         }
       });
-    ModelSource model = openModel(o_);
-    const Gpt2Config c = model.config;
-    fmt::print("model: L={} C={} H={} maxT={} V={} Vp={}, {:.2f}M parameters ({})\n", c.L, c.C, c.H, c.T, c.V, c.Vp,
-               static_cast<double>(c.parameterCount()) / 1e6,
-               model.fresh ? "initialised from the seed beside the compiling"
-                           : fmt::format("read in {:.2f} s", secondsSince(start)));
-
+    // The data first: a glob that matches nothing is said before a model is made.
     train_.emplace(o_.trainData, static_cast<int>(o_.batchSize), static_cast<int>(o_.seqLen),
                    DataLoaderOptions{o_.shuffle, o_.seed, place_.rank, place_.size});
     fmt::print("train data: {} shard(s), {} batches of {}x{} per epoch\n", train_->shardPaths().size(),
@@ -173,6 +167,13 @@ class TrainingRun {
                    DataLoaderOptions{false, 0, place_.rank, place_.size});
       fmt::print("val data: {} shard(s), {} batches\n", val_->shardPaths().size(), val_->batchesPerEpoch());
     }
+    ModelSource model = openModel(o_);
+    const Gpt2Config c = model.config;
+    fmt::print("model: L={} C={} H={} maxT={} V={} Vp={}, {:.2f}M parameters ({})\n", c.L, c.C, c.H, c.T, c.V, c.Vp,
+               static_cast<double>(c.parameterCount()) / 1e6,
+               model.fresh ? "initialised from the seed beside the compiling"
+                           : fmt::format("read in {:.2f} s", secondsSince(start)));
+
     tokenizer_ = findTokenizer(o_.tokenizerDir);
 
     accumulation_ = totalBatchTokens_ / (o_.batchSize * o_.seqLen * place_.size);

@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -331,9 +332,19 @@ struct TargetFile {
     return Field(doc["devices"][name], "devices." + name, "device", path);
   }
 
-  // The device named `device`, or the file's default when it is empty.
+  // The device named `device`, or the file's default when it is empty. A
+  // name matches whatever its case, spaces, hyphens and underscores
+  // ("h100-sxm" is "H100 SXM").
   std::string deviceName(const std::string& device) const {
     std::string name = device.empty() ? root()["default_device"].string() : device;
+    auto folded = [](const std::string& s) {
+      std::string out;
+      for (unsigned char c : s)
+        if (c != ' ' && c != '-' && c != '_') out += static_cast<char>(std::tolower(c));
+      return out;
+    };
+    for (const std::string& known : devices().names())
+      if (folded(known) == folded(name)) name = known;
     if (!devices().has(name)) {
       Field where = device.empty() ? root()["default_device"] : root();
       where.fail(fmt::format("no device '{}'; the devices are: {}", name, fmt::join(devices().names(), ", ")));

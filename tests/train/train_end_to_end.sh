@@ -89,4 +89,7 @@ expect_error "no training data" "$bin/llmc-train" -e d1
 # B*T overflowed 64 bits to 0 and '-d % 0' died of SIGFPE: now refused.
 expect_error "-b 4294967296 is too large (at most 2147483647)" "$bin/llmc-train" -i x -b 4294967296 -t 4294967296
 expect_error "B*T = 65536*65536 = 4294967296 tokens per micro-batch is too many" "$bin/llmc-train" -i x -b 65536 -t 65536
+# A glob that matches nothing is said before a model is made (no "model:" line).
+expect_error 'no shard files match' "$bin/llmc-train" -e d12 -i "$work/nosuch_*.bin" --device cpu
+if grep -q '^model:' "$work/out.txt"; then fail "a model was made before the empty glob was found"; fi
 echo "all train end-to-end checks passed"
