@@ -71,18 +71,4 @@ void chooseGemmTile(const Graph& graph, PlannedKernel& kernel, const TensorCoreG
     }
 }
 
-void priceTensorCoreStream(const Graph& graph, PlannedKernel& kernel, const TensorCoreStream& stream,
-                           const Target& target, const CostOptions& options) {
-  Partition p = kernel.partition;
-  for (const Axis& a : kernel.shape.groupAxes)
-    if (a.name == stream.rows.name) p.groupTiles[a.name] = std::min<int64_t>(kStreamRowsPerBlock, a.size);
-    else if (std::any_of(stream.batch.begin(), stream.batch.end(), [&](const Axis& b) { return b.name == a.name; }))
-      p.groupTiles[a.name] = 1;
-  if (kernel.shape.streamAxis == stream.stream.name)
-    p.streamChunk = std::min<int64_t>(kStreamPositionsPerStep, kernel.shape.streamExtent);
-  p.splitTiles.clear();
-  kernel.partition = p;
-  kernel.cost = evaluate(graph, kernel.kernel, kernel.shape, p, target, options);
-}
-
 }  // namespace llmc

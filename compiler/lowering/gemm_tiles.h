@@ -1,5 +1,4 @@
-// The tile of each kernel that runs as a tensor-core GEMM, chosen by price,
-// and of each that runs as a tensor-core stream, priced as written. GEMMs:
+// The tile of each kernel that runs as a tensor-core GEMM, chosen by price:
 // every tile the library has (tensor_core_gemm.h, libraryTiles), and on
 // sm_90a every split of the k-steps across units where the kernel's outputs
 // are plain sums, is priced by the cost model under the partition it makes
@@ -12,7 +11,6 @@
 #include "codegen/module.h"
 #include "ir/ir.h"
 #include "lowering/tensor_core_gemm.h"
-#include "lowering/tensor_core_stream.h"
 #include "planning/cost_model.h"
 #include "planning/partition.h"
 #include "planning/target.h"
@@ -30,12 +28,5 @@ void chooseGemmTile(const Graph& graph, PlannedKernel& kernel, const TensorCoreG
 // the stream in chunks of the tile's k-step, the k axis shared by `splits`
 // units.
 Partition gemmTilePartition(const PlannedKernel& kernel, const TensorCoreGemm& gemm, const GemmTile& tile);
-
-// Sets `kernel`'s partition and cost to those of the tensor-core stream the
-// writer made of its tile launch: kStreamRowsPerBlock rows a block, one
-// position of each batch axis, kStreamPositionsPerStep positions a step
-// (the partition search's own tiles need not be the stream's).
-void priceTensorCoreStream(const Graph& graph, PlannedKernel& kernel, const TensorCoreStream& stream,
-                           const Target& target, const CostOptions& options);
 
 }  // namespace llmc

@@ -46,6 +46,24 @@ std::map<int, LaunchesOfKernel> launchesByKernel(const CudaModule& module) {
   return out;
 }
 
+// A kernel that runs as a tensor-core stream, priced with the stream's tiles:
+// kStreamRowsPerBlock rows a block, one position of each batch axis,
+// kStreamPositionsPerStep positions a step (the partition search's own tiles
+// need not be the stream's).
+void priceTensorCoreStream(const Graph& graph, PlannedKernel& kernel, const TensorCoreStream& stream,
+                           const Target& target, const CostOptions& options) {
+  Partition p = kernel.partition;
+  for (const Axis& a : kernel.shape.groupAxes)
+    if (a.name == stream.rows.name) p.groupTiles[a.name] = std::min<int64_t>(kStreamRowsPerBlock, a.size);
+    else if (std::any_of(stream.batch.begin(), stream.batch.end(), [&](const Axis& b) { return b.name == a.name; }))
+      p.groupTiles[a.name] = 1;
+  if (kernel.shape.streamAxis == stream.stream.name)
+    p.streamChunk = std::min<int64_t>(kStreamPositionsPerStep, kernel.shape.streamExtent);
+  p.splitTiles.clear();
+  kernel.partition = p;
+  kernel.cost = evaluate(graph, kernel.kernel, kernel.shape, p, target, options);
+}
+
 // Prices every kernel on the engine the module runs it on: a kernel planned
 // for the tensor cores whose launch stays on the CUDA cores is partitioned
 // again without them, one that runs as a GEMM takes the library's cheapest

@@ -227,6 +227,7 @@ void addTileMultiples(KernelShape& s, const Graph& g, const Kernel& k, const Tar
 KernelShape kernelShape(const Graph& g, const Kernel& k, const Target& target, const CostOptions& o) {
   KernelShape s;
   s.streamAxis = k.streamAxis;
+  if (!o.tensorCores) s.redone = recomputationFactors(g, k);
   std::set<std::string> inner(k.innerAxes.begin(), k.innerAxes.end());
   // The blocks tile the outputs; a scatter-add's blocks tile the values it
   // adds (each added once, by an atomic add where the index points).
@@ -561,11 +562,11 @@ KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const
   // layer against 165 measured, dQ 239 against 206, dK/dV 317 against 411 (all steps priced, the
   // predictions had been 298, 447 and 594). (A GEMM's one contraction is over the stream axis itself.)
   // On the CUDA cores, values are redone where the writer's loops redo them
-  // (recomputed_work.h).
-  const std::map<NodeId, double> redone = o.tensorCores ? std::map<NodeId, double>{} : recomputationFactors(g, k);
+  // (KernelShape::redone).
   for (NodeId id : k.nodes) {
     NodeWork w = nodeWork(g, g.node(id), t, o);
-    const double times = redone.count(id) ? redone.at(id) : 1.0;
+    const auto redo = s.redone.find(id);
+    const double times = o.tensorCores || redo == s.redone.end() ? 1.0 : redo->second;
     if (w.operations > 0) cost.work[w.unit] += w.operations * times * s.stepsRun;
   }
   for (const auto& level : cost.levels)

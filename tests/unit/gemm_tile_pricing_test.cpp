@@ -44,13 +44,7 @@ TEST_CASE("a GEMM's tile and split-K are the cheapest priced and the ones writte
   for (const char* arch : {"sm_90a", "sm_80"}) {
     const Target target = loadTarget(arch);
     for (const Case& c : cases) {
-      PipelineOptions p;
-      p.path = testing::repoPath(c.path);
-      p.entry = c.entry;
-      p.sizes = c.sizes;
-      p.grad = c.grad;
-      p.target = &target;
-      const Graph g = compileToIR(p);
+      const Graph g = testing::compileFor(c.path, c.entry, c.sizes, c.grad, target);
       CostOptions cost;
       EmitOptions emit;
       const std::vector<PlannedKernel> kernels = lowerKernels(g, target, cost, emit);

@@ -125,13 +125,7 @@ TEST_CASE("renaming every axis leaves the launches unchanged", "[rename]") {
   for (const char* arch : {"sm_90a", "sm_80"}) {
     const Target target = loadTarget(arch);
     for (const Diagram& d : diagrams) {
-      PipelineOptions p;
-      p.path = testing::repoPath(d.path);
-      p.entry = d.entry;
-      p.sizes = d.sizes;
-      p.grad = d.grad;
-      p.target = &target;
-      const Graph g = compileToIR(p);
+      const Graph g = testing::compileFor(d.path, d.entry, d.sizes, d.grad, target);
       // One bijection a diagram and architecture, drawn from both: over the
       // list, names land before, between and after the originals.
       const uint32_t seed = static_cast<uint32_t>(d.path.size() * 31 + d.entry.size() * 7 + (arch[3] == '9'));

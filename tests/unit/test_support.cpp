@@ -14,6 +14,17 @@ Graph compileFile(const std::string& relative, const SizeBindings& sizes, const 
   return compileToIR(options);
 }
 
+Graph compileFor(const std::string& relative, const std::string& entry, const SizeBindings& sizes, bool grad,
+                 const Target& target) {
+  PipelineOptions options;
+  options.path = repoPath(relative);
+  options.entry = entry;
+  options.sizes = sizes;
+  options.grad = grad;
+  options.target = &target;
+  return compileToIR(options);
+}
+
 std::map<std::string, HostTensor> randomInputs(const Graph& g, uint64_t seed, double intHigh) {
   std::map<std::string, HostTensor> inputs;
   for (NodeId id : g.inputs) {

@@ -11,6 +11,10 @@
 #include "ir/ir.h"
 #include "tensor.h"
 
+namespace llmc {
+struct Target;
+}
+
 namespace llmc::testing {
 
 // A path inside the repository.
@@ -18,6 +22,11 @@ std::string repoPath(const std::string& relative);
 
 // Compiles `relative` (a repository path) with the given sizes.
 Graph compileFile(const std::string& relative, const SizeBindings& sizes, const std::string& entry = "");
+
+// Compiles the diagram `entry` of `relative` for `target` (the recompute
+// pass included, as llmc-compile runs it), with its backward where `grad`.
+Graph compileFor(const std::string& relative, const std::string& entry, const SizeBindings& sizes, bool grad,
+                 const Target& target);
 
 // Random inputs for every input of g: normal floats, integers uniform in
 // [0, intHigh). Each input gets its own seed derived from `seed`.
