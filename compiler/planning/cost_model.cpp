@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <numeric>
 #include <set>
@@ -173,14 +174,22 @@ void addPerPositionContractions(KernelShape& s, const Graph& g, const Kernel& k,
 }
 
 void addTileMultiples(KernelShape& s, const Graph& g, const Kernel& k, const Target& target, const CostOptions& o) {
-  // Coalescing: the innermost axis of every array in GMEM moves in whole
-  // segments (128 bytes: 64 bf16 values) where it is tiled.
+  // Coalescing: every array in GMEM moves in whole segments (128 bytes: 64
+  // bf16 values) of its innermost axes where they are tiled. An innermost
+  // axis shorter than a segment (a pair's two halves, a window's 3 taps) is
+  // tiled whole, and the segment continues on the axis outside it.
+  s.coalescingBytes = target.coalescingBytes;
   auto coalesce = [&](const Type& t) {
-    if (t.axes.empty()) return;
-    const Axis& last = t.axes.back();
-    if (!hasGroupAxis(s, last.name) && last.name != s.streamAxis) return;
     int64_t segment = target.coalescingBytes / elementBytes(t, o);
-    if (last.size >= segment) requireMultiple(s.tileMultiple, last.name, segment);
+    for (auto a = t.axes.rbegin(); a != t.axes.rend() && segment > 1; ++a) {
+      if (!hasGroupAxis(s, a->name) && a->name != s.streamAxis) return;
+      if (a->size >= segment) {
+        requireMultiple(s.tileMultiple, a->name, segment);
+        return;
+      }
+      requireMultiple(s.tileMultiple, a->name, a->size);
+      segment = std::bit_ceil(static_cast<uint64_t>(ceilDiv(segment, a->size)));
+    }
   };
   for (NodeId in : k.inputs) coalesce(g.node(in).type);
   for (NodeId out : k.outputs) coalesce(g.node(out).type);
@@ -402,16 +411,22 @@ int64_t streamShare(const KernelShape& s, const Partition& p) {
   return split == p.splitTiles.end() ? s.streamExtent : std::min(s.streamExtent, split->second);
 }
 
-// An array whose innermost axis is tiled under its coalescing segment moves
-// whole segments: its bytes times the segment over the tile's share of it.
-double segmentsMoved(const Type& ty, const KernelShape& s, const Partition& p) {
-  if (ty.axes.empty()) return 1.0;
-  const Axis& last = ty.axes.back();
-  auto seg = s.segment.find(last.name);
-  auto tile = p.groupTiles.find(last.name);
-  if (seg == s.segment.end() || tile == p.groupTiles.end() || tile->second >= seg->second || last.size <= tile->second)
-    return 1.0;
-  return static_cast<double>(std::min(seg->second, last.size)) / static_cast<double>(tile->second);
+// An array whose innermost axes are tiled under its coalescing segment moves
+// whole segments: its bytes times the segment over the tiles' share of it,
+// axis by axis from the innermost (addTileMultiples: a short axis takes its
+// part of the segment whole, the next the rest).
+double segmentsMoved(const Type& ty, const KernelShape& s, const Partition& p, const CostOptions& o) {
+  if (s.coalescingBytes == 0) return 1.0;
+  int64_t segment = s.coalescingBytes / elementBytes(ty, o);
+  double factor = 1.0;
+  for (auto a = ty.axes.rbegin(); a != ty.axes.rend() && segment > 1; ++a) {
+    auto tile = p.groupTiles.find(a->name);
+    if (!s.segment.count(a->name) || tile == p.groupTiles.end()) break;
+    const int64_t run = std::min(segment, a->size);
+    if (tile->second < run) factor *= static_cast<double>(run) / static_cast<double>(tile->second);
+    segment = static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(ceilDiv(segment, a->size))));
+  }
+  return factor;
 }
 
 // The kernel's inputs: their bytes through GMEM and L2, their tiles in SMEM.
@@ -430,7 +445,7 @@ void inputTraffic(const Graph& g, const Kernel& k, const KernelShape& s, const P
         gathered = true;
       }
     }
-    bytes *= segmentsMoved(ty, s, p);
+    bytes *= segmentsMoved(ty, s, p, o);
     tr.unique += bytes;
     tr.loaded += bytes;
     double replication = 1;
@@ -472,7 +487,7 @@ void outputTraffic(const Graph& g, const Kernel& k, const KernelShape& s, const 
   for (NodeId out : k.outputs) {
     const Node& n = g.node(out);
     const Type& ty = n.type;
-    tr.unique += static_cast<double>(ty.elementCount()) * elementBytes(ty, o) * segmentsMoved(ty, s, p);
+    tr.unique += static_cast<double>(ty.elementCount()) * elementBytes(ty, o) * segmentsMoved(ty, s, p, o);
     if (n.op == Op::ScatterAdd) {
       // An f32 atomic read-modify-write in L2 per value added; nothing held.
       tr.moved += 2 * 4 * static_cast<double>(g.node(n.operands[0]).type.elementCount());
@@ -486,7 +501,7 @@ void outputTraffic(const Graph& g, const Kernel& k, const KernelShape& s, const 
     else if (wholeArraySum) tr.moved += static_cast<double>(ty.elementCount()) * elementBytes(ty, o);
     else
       tr.moved += splits > 1 ? 2 * 4 * static_cast<double>(ty.elementCount()) * static_cast<double>(splits)
-                             : static_cast<double>(ty.elementCount()) * elementBytes(ty, o) * segmentsMoved(ty, s, p);
+                             : static_cast<double>(ty.elementCount()) * elementBytes(ty, o) * segmentsMoved(ty, s, p, o);
     if (gridAdded || (!wholeArraySum && splits > 1)) zeroedFirst(ty);
   }
   // A scatter-add is launched apart from its kernel's other work, into an

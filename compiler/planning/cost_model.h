@@ -84,6 +84,7 @@ struct KernelShape {
   // as moving whole segments (a row reduction's output, one value a row:
   // rows of a long axis spread over as many blocks as there are rows).
   std::map<std::string, int64_t> segment;      // axis -> the coalescing segment in elements (below it: priced)
+  int64_t coalescingBytes = 0;                 // the target's segment in bytes; 0 before addTileMultiples
   std::vector<std::string> loopAxes;           // other reduced axes looped over around the stream, one position at a time
   std::map<std::string, int64_t> loopExtent;   // loop axis -> its extent
   std::vector<std::string> splitAxes;          // loop axes blocks may share (split-K): the outputs are sums over them

@@ -113,11 +113,15 @@ class Fuser {
   bool light(const Node& n) const { return n.op != Op::Input && !freeNode(n.id) && !viewHere(n) && !isAnchor(n); }
 
   // A view, read through by the kernels that use it; except a concat that a
-  // long contraction reads (the qkv projection's gradients, dq, dk and dv in
-  // three layouts): the tensor cores take one strided array, so the concat is
-  // computed, its parts copied into one stored array.
+  // contraction reads (the qkv projection's gradients, dq, dk and dv in three
+  // layouts; a stack of shifted windows; rotated pairs of channels): the
+  // tensor cores take one strided array, so the concat is computed, its
+  // parts copied into one stored array.
   bool viewHere(const Node& n) const { return viewHere_[idx(n.id)] != 0; }
   bool computeViewHere(const Node& n) const;
+  // The nodes that read id's value, through the views computed where they
+  // are read (a stack's part is read by the concat behind its broadcast).
+  std::vector<NodeId> readersThroughViews(NodeId id) const;
 
   // A light node whose consumers all sit in one kernel is computed there,
   // unless it is an operand of a contraction: tensor cores are fed stored

@@ -213,10 +213,23 @@ bool Fuser::computeViewHere(const Node& n) const {
     const Node& c = g_.node(work.back());
     work.pop_back();
     if (!seen.insert(c.id).second) continue;
-    if (isLongContraction(g_, c)) return false;
+    if (c.op == Op::Contract && isFloat(c.type.dtype)) return false;
     if (isView(c)) work.insert(work.end(), consumers_[idx(c.id)].begin(), consumers_[idx(c.id)].end());
   }
   return true;
+}
+
+std::vector<NodeId> Fuser::readersThroughViews(NodeId id) const {
+  std::vector<NodeId> readers, work = consumers_[idx(id)];
+  std::set<NodeId> seen;
+  while (!work.empty()) {
+    const NodeId c = work.back();
+    work.pop_back();
+    if (!seen.insert(c).second) continue;
+    if (viewHere(g_.node(c))) work.insert(work.end(), consumers_[idx(c)].begin(), consumers_[idx(c)].end());
+    else readers.push_back(c);
+  }
+  return readers;
 }
 
 // A light node whose consumers all sit in one kernel is computed there,
@@ -237,8 +250,9 @@ void Fuser::attachPrologues() {
 // In the backward pass, only what storedForMatmul says; the operand chains
 // the recompute pass built stay prologues.
 bool Fuser::feedsContraction(NodeId id) const {
-  if (g_.node(id).adjoint) return storedForMatmul(g_, id, consumers_[idx(id)]);
-  return std::any_of(consumers_[idx(id)].begin(), consumers_[idx(id)].end(), [&](NodeId c) {
+  const std::vector<NodeId> readers = readersThroughViews(id);
+  if (g_.node(id).adjoint) return storedForMatmul(g_, id, readers);
+  return std::any_of(readers.begin(), readers.end(), [&](NodeId c) {
     return g_.node(c).op == Op::Contract && isFloat(g_.node(c).type.dtype);
   });
 }
@@ -289,7 +303,7 @@ void Fuser::attachEpilogues(int& next) {
     else orphans.push_back(n.id);
   }
   for (auto it = orphans.rbegin(); it != orphans.rend(); ++it) {
-    for (NodeId c : consumers_[idx(*it)])
+    for (NodeId c : readersThroughViews(*it))
       if (int gc = group_[idx(c)]; gc >= 0 && !readsScatterIn(*it, gc) && !feedsContraction(*it) &&
                                    !narrowerThanMatmulIn(*it, gc) && !readsKernelValueMoved(g_.node(*it), gc) &&
                                    staysAcyclicWith(*it, gc)) {
