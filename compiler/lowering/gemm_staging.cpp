@@ -6,6 +6,34 @@
 
 namespace llmc {
 
+namespace {
+
+// The offset in the stored array of staged index `index` (a C++ expression)
+// along `axes`: each axis' position, index / (the extents inside it) % its
+// extent, times its stride.
+std::string offsetOf(const std::string& index, const std::vector<StridedExtent>& axes) {
+  std::string sum;
+  int64_t inner = 1;
+  for (size_t i = axes.size(); i-- > 0;) {
+    const StridedExtent& a = axes[i];
+    if (a.stride != 0 && a.extent > 1) {
+      std::string position = inner == 1 ? index : fmt::format("{} / {}LL", index, inner);
+      if (i > 0) position = fmt::format("({}) % {}LL", position, a.extent);
+      sum += fmt::format("{}({}) * {}LL", sum.empty() ? "" : " + ", position, a.stride);
+    }
+    inner *= a.extent;
+  }
+  return sum.empty() ? "0LL" : sum;
+}
+
+std::string axesComment(const std::vector<StridedExtent>& axes) {
+  std::string s;
+  for (const StridedExtent& a : axes) s += fmt::format("{}{} (stride {})", s.empty() ? "" : " x ", a.extent, a.stride);
+  return s;
+}
+
+}  // namespace
+
 StagingCopy writeStagingCopy(const std::string& name, const GemmOperandPlacement& p, int batchOuter, int batchInner,
                              const Target& target, bool sourceF32) {
   const GemmStagedSource& from = *p.staged;
@@ -13,32 +41,34 @@ StagingCopy writeStagingCopy(const std::string& name, const GemmOperandPlacement
   copy.name = name;
   copy.elements = p.stagedElements(int64_t{batchOuter} * batchInner);
   // A thread writes 8 padded elements, one 16-byte store, reading them one by
-  // one (the source's rows are not 16-byte aligned): consecutive threads read
-  // consecutive elements, so a warp's reads still coalesce. The grid strides
-  // over the chunks with a few blocks an SM in flight.
+  // one (the source's rows need not be 16-byte aligned, nor its elements
+  // adjacent): consecutive threads read consecutive elements where the source
+  // has them so, and a warp's reads coalesce. The grid strides over the
+  // chunks with a few blocks an SM in flight.
   const int64_t chunks = copy.elements / 8;
   copy.grid = std::clamp<int64_t>((chunks + copy.block - 1) / copy.block, 1, int64_t{target.smCount} * 8);
   copy.function = fmt::format(
-      "\n// {0}: {1} blocks x {2} threads. Stages a GEMM operand: rows of {3} elements, {4} apart in the stored array,\n"
-      "// into rows padded with zeros to {5} (16-byte aligned), {6} rows x {7} x {8} batches{14}.\n"
-      "extern \"C\" __global__ void __launch_bounds__({2}) {0}(llmc_bf16* __restrict__ dst, const {15}* __restrict__ src) {{\n"
+      "\n// {0}: {1} blocks x {2} threads. Stages a GEMM operand: {6} rows of {3} elements (rows: {16}; elements: {17}\n"
+      "// in the stored array), into rows padded with zeros to {5} (16-byte aligned), x {7} x {8} batches{13}.\n"
+      "extern \"C\" __global__ void __launch_bounds__({2}) {0}(llmc_bf16* __restrict__ dst, const {14}* __restrict__ src) {{\n"
       "  const long long chunks = {9}LL, per_row = {10}LL, rows = {6}LL;\n"
       "  for (long long i = (long long)blockIdx.x * {2} + threadIdx.x; i < chunks; i += (long long)gridDim.x * {2}) {{\n"
       "    const long long c = (i % per_row) * 8, r = (i / per_row) % rows, z = i / (per_row * rows);\n"
-      "    const {15}* s = src + {11}LL + (z / {8}) * {12}LL + (z % {8}) * {13}LL + r * {4}LL + c;\n"
+      "    const {14}* s = src + {11}LL + (z / {8}) * {12}LL + (z % {8}) * {4}LL + {18};\n"
       "    unsigned w[4];\n"
       "#pragma unroll\n"
       "    for (int e = 0; e < 8; e += 2) {{\n"
-      "      const unsigned lo = c + e < {3} ? {16}(s[e]) : 0u, hi = c + e + 1 < {3} ? {16}(s[e + 1]) : 0u;\n"
+      "      const long long e0 = c + e, e1 = c + e + 1;\n"
+      "      const unsigned lo = e0 < {3} ? {15}(s[{19}]) : 0u, hi = e1 < {3} ? {15}(s[{20}]) : 0u;\n"
       "      w[e / 2] = lo | (hi << 16);\n"
       "    }}\n"
       "    *reinterpret_cast<uint4*>(dst + i * 8) = make_uint4(w[0], w[1], w[2], w[3]);\n"
       "  }}\n"
       "}}\n",
-      name, copy.grid, copy.block, p.contiguous, from.ld, p.ld, p.rows, batchOuter, batchInner, chunks, p.ld / 8,
-      from.offset, from.batchOuterStride, from.batchInnerStride,
-      sourceF32 ? ", rounded from the f32 it is stored in" : "", sourceF32 ? "float" : "llmc_bf16",
-      sourceF32 ? "(unsigned)llmc_f32_to_bf16" : "");
+      name, copy.grid, copy.block, p.contiguous, from.batchInnerStride, p.ld, p.rows, batchOuter, batchInner, chunks,
+      p.ld / 8, from.offset, from.batchOuterStride, sourceF32 ? ", rounded from the f32 it is stored in" : "",
+      sourceF32 ? "float" : "llmc_bf16", sourceF32 ? "(unsigned)llmc_f32_to_bf16" : "", axesComment(from.rows),
+      axesComment(from.columns), offsetOf("r", from.rows), offsetOf("e0", from.columns), offsetOf("e1", from.columns));
   return copy;
 }
 
@@ -52,8 +82,8 @@ int StagingCopies::stage(CudaModule& module, std::string& source, const KernelLa
                          const GemmOperandPlacement& operand, int sourceBuffer, const char* role,
                          const TensorCoreGemm& gemm, const Target& target, const std::string& prelude) {
   const GemmStagedSource& from = *operand.staged;
-  const Key key{operand.array, from.offset,  from.ld, from.batchOuterStride, from.batchInnerStride,
-                operand.contiguous, operand.rows, int64_t{gemm.batchOuter}, int64_t{gemm.batchInner}};
+  const Key key{operand.array, from.offset, from.rows, from.columns, from.batchOuterStride, from.batchInnerStride,
+                int64_t{gemm.batchOuter}, int64_t{gemm.batchInner}};
   if (auto known = buffers_.find(key); known != buffers_.end()) return known->second;
   const StagingCopy copy = writeStagingCopy(fmt::format("{}_stage_{}", gemmLaunch.name, role), operand, gemm.batchOuter,
                                             gemm.batchInner, target, module.buffers[static_cast<size_t>(sourceBuffer)].dtype == "f32");

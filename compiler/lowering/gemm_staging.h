@@ -1,15 +1,17 @@
 // Staging copies for tensor-core GEMM operands the tile library cannot read
 // where they lie (tensor_core_gemm.h, GemmStagedSource): a launch of its own,
-// before the GEMM, copies the operand's rows into a scratch buffer whose rows
-// are padded with zeros to a multiple of 8 elements (16 bytes), so that the
-// TMA and cp.async read aligned rows. An odd size (C = 771) then costs one
-// pass over the operand instead of the whole GEMM on the CUDA cores.
+// before the GEMM, gathers the operand's rows into a scratch buffer whose
+// rows are padded with zeros to a multiple of 8 elements (16 bytes), so that
+// the TMA and cp.async read aligned rows. An odd size (C = 771), or contracted
+// axes in another order than the other operand's (a stack of windows), then
+// costs one pass over the operand instead of the whole GEMM on the CUDA cores.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "codegen/module.h"
 #include "lowering/tensor_core_gemm.h"
@@ -50,7 +52,8 @@ class StagingCopies {
             const std::string& prelude);
 
  private:
-  using Key = std::tuple<NodeId, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>;
+  using Key = std::tuple<NodeId, int64_t, std::vector<StridedExtent>, std::vector<StridedExtent>, int64_t, int64_t,
+                         int64_t, int64_t>;
   std::map<Key, int> buffers_;
 };
 

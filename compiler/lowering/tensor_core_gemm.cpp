@@ -17,22 +17,14 @@ namespace {
 
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// A group of GEMM axes as one strided dimension: the axes ordered outermost
-// first by their strides in `layout`, each one's stride the next one's times
-// its size. Size-1 axes are left out (always position 0).
+// A group of GEMM axes as one strided dimension: the axes in their order
+// (outermost first), each one's stride the next one's times its size.
 struct Collapsed {
-  std::vector<Axis> axes;
   int64_t extent = 1, stride = 0;
 };
 
-std::optional<Collapsed> collapse(std::vector<Axis> axes, const AffineLayout& layout, bool keepOrder) {
-  axes.erase(std::remove_if(axes.begin(), axes.end(), [](const Axis& a) { return a.size == 1; }), axes.end());
-  if (!keepOrder)
-    std::stable_sort(axes.begin(), axes.end(), [&](const Axis& x, const Axis& y) {
-      return layout.strides.at(x.name) > layout.strides.at(y.name);
-    });
+std::optional<Collapsed> collapse(const std::vector<Axis>& axes, const AffineLayout& layout) {
   Collapsed c;
-  c.axes = axes;
   if (axes.empty()) return c;
   c.stride = layout.strides.at(axes.back().name);
   int64_t inner = 1;
@@ -42,12 +34,6 @@ std::optional<Collapsed> collapse(std::vector<Axis> axes, const AffineLayout& la
   }
   c.extent = inner;
   return c;
-}
-
-std::string axesText(const std::vector<Axis>& axes) {
-  std::string s;
-  for (const Axis& a : axes) s += (s.empty() ? "" : " ") + a.name;
-  return s.empty() ? "-" : s;
 }
 
 // Ops an epilogue functor can compute at one point of the contraction's result.
@@ -250,15 +236,92 @@ void sizeLaunch(const LaunchPlan& plan, const Target& target, TensorCoreGemm& ge
   }
 }
 
+// Axes of extent 1 left out (always position 0), the rest outermost first
+// by their strides in `layout`.
+std::vector<Axis> byStride(std::vector<Axis> axes, const AffineLayout& layout) {
+  axes.erase(std::remove_if(axes.begin(), axes.end(), [](const Axis& a) { return a.size == 1; }), axes.end());
+  std::stable_sort(axes.begin(), axes.end(), [&](const Axis& x, const Axis& y) {
+    return layout.strides.at(x.name) > layout.strides.at(y.name);
+  });
+  return axes;
+}
+
+int64_t extentOf(const std::vector<Axis>& axes) {
+  int64_t e = 1;
+  for (const Axis& a : axes) e *= a.size;
+  return e;
+}
+
+// Whether an operand's rows and columns (`mn`, `k`, each in its order) are
+// each one strided dimension, one of them contiguous: what the library reads
+// in place (alignment aside).
+bool readsInPlace(const std::vector<Axis>& mn, const std::vector<Axis>& k, const AffineLayout& l) {
+  const std::optional<Collapsed> a = collapse(mn, l), b = collapse(k, l);
+  return a && b && (a->stride == 1 || b->stride == 1);
+}
+
+// The elements the staging copies gather with the k axes in `k`'s order.
+int64_t stagedElements(const std::vector<Axis>& m, const std::vector<Axis>& n, const std::vector<Axis>& k,
+                       const AffineLayout& la, const AffineLayout& lb) {
+  return (readsInPlace(m, k, la) ? 0 : extentOf(m) * extentOf(k)) + (readsInPlace(n, k, lb) ? 0 : extentOf(n) * extentOf(k));
+}
+
+std::vector<StridedExtent> stridesOf(const std::vector<Axis>& axes, const AffineLayout& l) {
+  std::vector<StridedExtent> out;
+  for (const Axis& a : axes) out.push_back({a.size, l.strides.at(a.name)});
+  return out;
+}
+
+// Where the library reads an operand: in place, as rows of one strided
+// dimension contiguous along the other; staged where those rows or batches
+// are not 16-byte aligned (or, for the TMA, a batch is broadcast); gathered
+// by a staging copy where the axes are no such rows (contiguous then along
+// whichever holds the array's innermost axis, so that the copy's reads
+// coalesce).
+void placeOperand(const AffineLayout& l, const std::vector<Axis>& mn, const std::vector<Axis>& k, const TensorCoreGemm& gemm,
+                  GemmOperandPlacement& p) {
+  p.array = l.array;
+  p.offset = l.offset;
+  if (gemm.batch.size() == 2) p.batchOuterStride = l.strides.at(gemm.batch[0].name);
+  if (!gemm.batch.empty()) p.batchInnerStride = l.strides.at(gemm.batch.back().name);
+  if (!readsInPlace(mn, k, l)) {
+    auto innermost = [&](const std::vector<Axis>& axes) {
+      int64_t least = INT64_MAX;
+      for (const Axis& a : axes) least = std::min(least, l.strides.at(a.name));
+      return least;
+    };
+    p.kMajor = innermost(k) <= innermost(mn);
+    gatherOperand(p, gemm, stridesOf(p.kMajor ? mn : k, l), stridesOf(p.kMajor ? k : mn, l));
+    return;
+  }
+  const Collapsed rows = *collapse(mn, l), ks = *collapse(k, l);
+  if (ks.stride == 1) p.kMajor = true, p.contiguous = ks.extent, p.rows = rows.extent, p.ld = rows.stride;
+  else p.kMajor = false, p.contiguous = rows.extent, p.rows = ks.extent, p.ld = ks.stride;
+  // The library reads 16-byte aligned rows and batches (gemm_common.cuh),
+  // the TMA no batch stride of 0: elsewhere the operand is staged.
+  const bool broadcastForTma = gemm.library == TensorCoreGemm::Library::Sm90 && !gemm.batch.empty() &&
+                               (p.batchInnerStride == 0 || (gemm.batch.size() == 2 && p.batchOuterStride == 0));
+  if (p.ld % 8 != 0 || p.offset % 8 != 0 || p.batchOuterStride % 8 != 0 || p.batchInnerStride % 8 != 0 || broadcastForTma)
+    stageOperand(p, gemm);
+}
+
 }  // namespace
 
-void stageOperand(GemmOperandPlacement& p, const TensorCoreGemm& gemm) {
+void gatherOperand(GemmOperandPlacement& p, const TensorCoreGemm& gemm, std::vector<StridedExtent> rows,
+                   std::vector<StridedExtent> columns) {
   if (p.staged) return;
-  p.staged = GemmStagedSource{p.offset, p.ld, p.batchOuterStride, p.batchInnerStride};
+  p.rows = p.contiguous = 1;
+  for (const StridedExtent& r : rows) p.rows *= r.extent;
+  for (const StridedExtent& c : columns) p.contiguous *= c.extent;
+  p.staged = GemmStagedSource{p.offset, std::move(rows), std::move(columns), p.batchOuterStride, p.batchInnerStride};
   p.offset = 0;
   p.ld = ceilDiv(p.contiguous, 8) * 8;
   p.batchInnerStride = gemm.batch.empty() ? 0 : p.rows * p.ld;
   p.batchOuterStride = gemm.batch.size() == 2 ? p.rows * p.ld * gemm.batchInner : 0;
+}
+
+void stageOperand(GemmOperandPlacement& p, const TensorCoreGemm& gemm) {
+  gatherOperand(p, gemm, {{p.rows, p.ld}}, {{p.contiguous, 1}});
 }
 
 TensorCorePlan planTensorCoreGemm(const Graph& g, const LaunchPlan& plan, const InstructionChoice& choice,
@@ -275,8 +338,6 @@ TensorCorePlan planTensorCoreGemm(const Graph& g, const LaunchPlan& plan, const 
   if (target.arch == "sm_90a") gemm.library = TensorCoreGemm::Library::Sm90;
   else if (target.arch == "sm_80") gemm.library = TensorCoreGemm::Library::Sm80;
   else return no(fmt::format("no tile library for {}", target.arch));
-  auto name = [&](NodeId id) { return names[static_cast<size_t>(id)]; };
-
   const Node& c = g.node(choice.contraction);
   gemm.contraction = c.id;
   if (std::string why = epilogueObstacle(g, plan, c.id, stored, names); !why.empty()) return no(why);
@@ -302,18 +363,18 @@ TensorCorePlan planTensorCoreGemm(const Graph& g, const LaunchPlan& plan, const 
   for (const std::string& s : c.axes) kAxes.push_back(*g.node(c.operands[0]).type.find(s));
   auto mAxes = axesOf(gemm.swapped ? choice.n : choice.m), nAxes = axesOf(gemm.swapped ? choice.m : choice.n);
 
-  std::optional<Collapsed> m = collapse(mAxes, *la, false), n = collapse(nAxes, *lb, false);
-  if (!m) return no(fmt::format("the row axes ({}) of {} are not one strided dimension", axesText(mAxes), name(la->array)));
-  if (!n) return no(fmt::format("the column axes ({}) of {} are not one strided dimension", axesText(nAxes), name(lb->array)));
-  std::optional<Collapsed> ka = collapse(kAxes, *la, false);
-  if (!ka) return no(fmt::format("the contracted axes ({}) of {} are not one strided dimension", axesText(kAxes), name(la->array)));
-  std::optional<Collapsed> kb = collapse(ka->axes, *lb, true);  // the same k order in both
-  if (!kb) return no(fmt::format("the contracted axes ({}) of {} are not one strided dimension in {}'s order",
-                                 axesText(kAxes), name(lb->array), name(la->array)));
-  if (m->axes.empty() || n->axes.empty() || ka->axes.empty())
+  // Each operand's GEMM axes, outermost first by their strides there; the k
+  // axes in one order for both: A's, unless B's own leaves fewer elements to
+  // stage. What no single stride describes is gathered by a staging copy.
+  const std::vector<Axis> mOrder = byStride(mAxes, *la), nOrder = byStride(nAxes, *lb);
+  std::vector<Axis> kOrder = byStride(kAxes, *la);
+  if (const std::vector<Axis> kOrderB = byStride(kAxes, *lb);
+      stagedElements(mOrder, nOrder, kOrderB, *la, *lb) < stagedElements(mOrder, nOrder, kOrder, *la, *lb))
+    kOrder = kOrderB;
+  if (mOrder.empty() || nOrder.empty() || kOrder.empty())
     return no("a GEMM dimension of extent 1 (a matrix-vector product): not worth a tensor-core tile");
-  gemm.m = m->axes, gemm.n = n->axes, gemm.k = ka->axes;
-  gemm.M = m->extent, gemm.N = n->extent, gemm.K = ka->extent;
+  gemm.m = mOrder, gemm.n = nOrder, gemm.k = kOrder;
+  gemm.M = extentOf(mOrder), gemm.N = extentOf(nOrder), gemm.K = extentOf(kOrder);
   if (gemm.M > INT_MAX || gemm.N > INT_MAX || gemm.K > INT_MAX) return no("a GEMM dimension past 2^31");
 
   for (const std::string& s : choice.batch)
@@ -322,26 +383,8 @@ TensorCorePlan planTensorCoreGemm(const Graph& g, const LaunchPlan& plan, const 
   if (gemm.batch.size() == 2) gemm.batchOuter = static_cast<int>(gemm.batch[0].size);
   if (!gemm.batch.empty()) gemm.batchInner = static_cast<int>(gemm.batch.back().size);
 
-  auto place = [&](const AffineLayout& l, const Collapsed& mn, const Collapsed& k, GemmOperandPlacement& p,
-                   const char* rowsName) -> std::string {
-    p.array = l.array;
-    p.offset = l.offset;
-    if (k.stride == 1) p.kMajor = true, p.contiguous = k.extent, p.rows = mn.extent, p.ld = mn.stride;
-    else if (mn.stride == 1) p.kMajor = false, p.contiguous = mn.extent, p.rows = k.extent, p.ld = k.stride;
-    else return fmt::format("{} is contiguous along neither k nor {}", name(l.array), rowsName);
-    if (gemm.batch.size() == 2) p.batchOuterStride = l.strides.at(gemm.batch[0].name);
-    if (!gemm.batch.empty()) p.batchInnerStride = l.strides.at(gemm.batch.back().name);
-    // The library reads 16-byte aligned rows and batches (gemm_common.cuh),
-    // the TMA no batch stride of 0: elsewhere the operand is staged.
-    const bool broadcastForTma = gemm.library == TensorCoreGemm::Library::Sm90 && !gemm.batch.empty() &&
-                                 (p.batchInnerStride == 0 || (gemm.batch.size() == 2 && p.batchOuterStride == 0));
-    if (p.ld % 8 != 0 || p.offset % 8 != 0 || p.batchOuterStride % 8 != 0 || p.batchInnerStride % 8 != 0 ||
-        broadcastForTma)
-      stageOperand(p, gemm);
-    return "";
-  };
-  if (std::string w = place(*la, *m, *ka, gemm.a, "m"); !w.empty()) return no(w);
-  if (std::string w = place(*lb, *n, *kb, gemm.b, "n"); !w.empty()) return no(w);
+  placeOperand(*la, mOrder, kOrder, gemm, gemm.a);
+  placeOperand(*lb, nOrder, kOrder, gemm, gemm.b);
 
   chooseTile(g, plan, c.id, gemm);
   sizeLaunch(plan, target, gemm);

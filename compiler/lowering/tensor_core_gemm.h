@@ -22,13 +22,24 @@
 
 namespace llmc {
 
+// One axis of a staged operand in the stored array: its extent and stride.
+struct StridedExtent {
+  int64_t extent = 1, stride = 0;
+  auto operator<=>(const StridedExtent&) const = default;
+};
+
 // Where an operand lies when the library cannot read it there: rows or
 // batches not 16-byte aligned (an odd leading dimension, a view from an odd
-// element), or, for the TMA, a batch stride of 0 (a broadcast). A staging
-// launch (gemm_staging.h) first copies it, row by row, into a scratch buffer
-// whose rows are padded to 8 elements with zeros; the GEMM reads that.
+// element); for the TMA, a batch stride of 0 (a broadcast); or GEMM axes
+// that no single stride describes (contracted axes in another order than the
+// other operand's, as a stack of windows puts them; row axes that do not
+// flatten). A staging launch (gemm_staging.h) first gathers it into a
+// scratch buffer of rows padded to 8 elements with zeros; the GEMM reads that.
 struct GemmStagedSource {
-  int64_t offset = 0, ld = 0;
+  int64_t offset = 0;
+  // The staged rows and the elements along each, in the stored array: each
+  // a list of axes outermost first, a staged index decomposing over them.
+  std::vector<StridedExtent> rows, columns;
   int64_t batchOuterStride = 0, batchInnerStride = 0;
 };
 
@@ -91,6 +102,10 @@ struct TensorCorePlan {
 // Reads the operand through a staging copy (gemm_staging.h): aligned bf16
 // rows of its own, filled before the GEMM.
 void stageOperand(GemmOperandPlacement& p, const TensorCoreGemm& gemm);
+// The same for an operand whose rows (`rows`) and row elements (`columns`)
+// are each several axes of the stored array, with their strides there.
+void gatherOperand(GemmOperandPlacement& p, const TensorCoreGemm& gemm, std::vector<StridedExtent> rows,
+                   std::vector<StridedExtent> columns);
 
 // The tiles the library has for `gemm` (its library, and on sm_90a whether
 // its consumers ping-pong), each with splits = 1.

@@ -78,6 +78,10 @@ NodeWork nodeWork(const Graph& g, const Node& n, const Target& t, const CostOpti
       if (std::none_of(space.begin(), space.end(), [&](const Axis& b) { return b.name == a.name; })) space.push_back(a);
   double elements = 1;
   for (const auto& a : space) elements *= static_cast<double>(a.size);
+  // A reduction visits its operands' points; anything else one per point
+  // of its result (a slice, a pad or a concat names its axes anew: their
+  // operands' axes are not a space it loops over).
+  if (n.op != Op::Contract && n.op != Op::Reduce) elements = static_cast<double>(n.type.elementCount());
   // A gather touches one row per index; a scatter-add one per value.
   if (n.op == Op::Gather) elements = static_cast<double>(n.type.elementCount());
   if (n.op == Op::ScatterAdd) elements = static_cast<double>(g.node(n.operands[0]).type.elementCount());
