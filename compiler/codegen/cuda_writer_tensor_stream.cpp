@@ -30,7 +30,11 @@ std::string CudaWriter::tileOrigin(const StreamTile& tile, const std::string& ou
 std::string CudaWriter::tmaTile(const StreamTile& tile, const std::string& smemAt, const std::string& outerPosition,
                                 const std::string& barrier) const {
   std::string batch[2] = {"0", "0"};
-  for (size_t k = 0; k < tile.batchAxes.size(); ++k) batch[k] = "i_" + tile.batchAxes[k].name;
+  for (size_t k = 0; k < tile.batchDims.size(); ++k) {
+    const std::vector<Axis>& axes = tile.batchDims[k].axes;
+    batch[k] = "i_" + axes[0].name;
+    for (size_t j = 1; j < axes.size(); ++j) batch[k] = fmt::format("({}) * {} + i_{}", batch[k], axes[j].size, axes[j].name);
+  }
   return fmt::format("llmc::stream::tma_tile<{}>(llmc::smem_addr(smem + {}), {}, {}, {}, {}, {});", tile.paddedChannels,
                      smemAt, tile.tensorMap, outerPosition, batch[0], batch[1], barrier);
 }

@@ -113,9 +113,9 @@ TensorMapParam streamTensorMap(const StreamTile& tile, const TensorCoreStream& s
   const uint64_t rowBytes = static_cast<uint64_t>(tile.layout.strides.at(tile.outer)) * 2;
   map.dims = {static_cast<uint64_t>(tile.channel.size), static_cast<uint64_t>(outer), 1, 1};
   map.stridesBytes = {rowBytes, rowBytes, rowBytes};  // a batch dimension of extent 1: never used, but valid
-  for (size_t k = 0; k < tile.batchAxes.size(); ++k) {
-    map.dims[k + 2] = static_cast<uint64_t>(tile.batchAxes[k].size);
-    map.stridesBytes[k + 1] = static_cast<uint64_t>(tile.layout.strides.at(tile.batchAxes[k].name)) * 2;
+  for (size_t k = 0; k < tile.batchDims.size(); ++k) {
+    map.dims[k + 2] = static_cast<uint64_t>(tile.batchDims[k].extent);
+    map.stridesBytes[k + 1] = static_cast<uint64_t>(tile.batchDims[k].stride) * 2;
   }
   map.box = {64, static_cast<uint32_t>(kStreamPositionsPerStep), 1, 1};
   return map;
@@ -176,6 +176,12 @@ class ModuleWriter {
     launch.grid = {pw.grid, 1, 1};
     launch.block = pw.block;
     launch.instructions = selectInstructions(graph, p.plan.computed, stored, bf16);
+    // An output's copy (launch_list.cpp) reads and writes each element once:
+    // priced at the GMEM's bandwidth, a helper of the kernel it copies from.
+    if (p.role == "copy") {
+      const double bytes = 2.0 * static_cast<double>(graph.node(p.plan.outputs.at(0)).type.elementCount()) * (bf16 ? 2 : 4);
+      launch.predictedSeconds = bytes / target.level("GMEM").attainableBandwidth + target.graphLaunchOverhead;
+    }
     if (p.plan.kind == LaunchPlan::Kind::Tile) {
       TensorCorePlan tc = planTensorCoreGemm(graph, p.plan, launch.instructions, stored, names, target);
       if (tc.gemm) {

@@ -11,6 +11,10 @@
 namespace llmc {
 
 namespace {
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+}  // namespace
+
+namespace {
 
 struct Storage {
   std::string dtype, ctype;
@@ -314,7 +318,12 @@ class LaunchPlanner {
     }
   }
 
-  // Graph outputs that are views or constants: copied into an array of their own.
+  // Graph outputs that are views or constants: copied into an array of their
+  // own, by a launch counted with the kernel that writes what it reads (its
+  // time a helper's, emit_cuda.cpp). A block copies at least
+  // kCopyElementsPerBlock elements, whole innermost axes first, so that its
+  // accesses coalesce and a small head dimension is no grid of tiny blocks.
+  static constexpr int64_t kCopyElementsPerBlock = 4096;
   void outputCopies() {
     for (const GraphOutput& o : g_.outputs) {
       if (list_.stored.count(o.node)) continue;
@@ -324,12 +333,37 @@ class LaunchPlanner {
       copy.plan.outputs = {o.node};
       copy.plan.computed = {o.node};
       copy.role = "copy";
+      copy.kernel = writerOf(o.node);
       const Type& t = g_.node(o.node).type;
       copy.plan.groupAxes = t.axes;
-      for (size_t i = 0; i < t.axes.size(); ++i)
-        copy.plan.tiles[t.axes[i].name] = i + 1 == t.axes.size() ? std::min<int64_t>(t.axes[i].size, 256) : 1;
+      int64_t elements = 1;
+      for (size_t i = t.axes.size(); i-- > 0;) {
+        const int64_t tile = std::clamp<int64_t>(ceilDiv(kCopyElementsPerBlock, elements), 1, t.axes[i].size);
+        copy.plan.tiles[t.axes[i].name] = tile;
+        elements *= tile;
+      }
       plans_.push_back(copy);
     }
+  }
+
+  // The planned kernel that writes the last of the stored arrays `id` is
+  // read from (through views); -1 where it reads none (a constant).
+  int writerOf(NodeId id) const {
+    int writer = -1;
+    std::vector<NodeId> work = {id};
+    std::set<NodeId> seen;
+    while (!work.empty()) {
+      const NodeId v = work.back();
+      work.pop_back();
+      if (!seen.insert(v).second) continue;
+      if (v != id && list_.stored.count(v)) {
+        for (const ScheduledLaunch& l : plans_)
+          if (l.role == "tile" && std::count(l.plan.outputs.begin(), l.plan.outputs.end(), v)) writer = std::max(writer, l.kernel);
+        continue;
+      }
+      for (NodeId o : g_.node(v).operands) work.push_back(o);
+    }
+    return writer;
   }
 
   // How each stored value is held (arrays, buffers): statistics, scalars and

@@ -196,20 +196,37 @@ class Planner {
 
   std::string name(NodeId id) const { return names_[static_cast<size_t>(id)]; }
 
-  // Names each loaded tile's tensor map and finds its batch axes; false
-  // where a tile's array has more than two strided group axes.
+  // Names each loaded tile's tensor map and finds its batch dimensions;
+  // false where a tile's array has more than two strided group axes that
+  // do not nest into two.
   bool tensorMaps(TensorCoreStream& s) const {
     std::set<std::string> taken;
     auto map = [&](StreamTile& tile) {
       if (tile.sharesEarlierTile) return true;
-      tile.batchAxes.clear();
+      std::vector<Axis> strided;
       for (const Axis& a : s.batch)
-        if (tile.layout.strides.count(a.name) && tile.layout.strides.at(a.name) != 0) tile.batchAxes.push_back(a);
+        if (tile.layout.strides.count(a.name) && tile.layout.strides.at(a.name) != 0) strided.push_back(a);
+      std::stable_sort(strided.begin(), strided.end(), [&](const Axis& x, const Axis& y) {
+        return tile.layout.strides.at(x.name) > tile.layout.strides.at(y.name);
+      });
+      tile.batchDims.clear();
+      // Nested axes share a dimension only where the map has too few (it
+      // keeps two): GPT-2's b and h stay two.
+      const bool nest = strided.size() > 2;
+      for (const Axis& a : strided) {
+        const int64_t stride = tile.layout.strides.at(a.name);
+        if (nest && !tile.batchDims.empty() && tile.batchDims.back().stride == stride * a.size) {
+          TmaBatchDim& d = tile.batchDims.back();
+          d.axes.push_back(a), d.extent *= a.size, d.stride = stride;
+        } else {
+          tile.batchDims.push_back({{a}, a.size, stride});
+        }
+      }
       const std::string& value = names_[static_cast<size_t>(tile.value)];
       tile.tensorMap = "tm_" + value;
       for (int k = 2; taken.count(tile.tensorMap); ++k) tile.tensorMap = fmt::format("tm_{}_{}", value, k);
       taken.insert(tile.tensorMap);
-      return tile.batchAxes.size() <= 2;
+      return tile.batchDims.size() <= 2;
     };
     bool all = true;
     for (StreamScore& sc : s.scores) all = map(sc.rows) && map(sc.columns) && all;

@@ -40,6 +40,14 @@ constexpr int kStreamThreads = 128;
 // boundary, which the kernel finds in its shared memory (given this much more).
 constexpr int64_t kSwizzleAlignment = 1024;
 
+// Batch axes of a tile as one dimension of its tensor map: axes outermost
+// first whose strides nest (each the next one's times its size), as the
+// heads of grouped-query attention's queries split into groups and members.
+struct TmaBatchDim {
+  std::vector<Axis> axes;
+  int64_t extent = 1, stride = 0;  // elements
+};
+
 // One stored operand read as [64 outer positions][channels] tiles in shared memory.
 struct StreamTile {
   NodeId value = -1;     // the value the launch reads (a view of `layout.array`)
@@ -50,10 +58,10 @@ struct StreamTile {
   int64_t smemOffset = 0;  // bytes; a column tile has two stages, `stageBytes` apart
   bool sharesEarlierTile = false;  // the same elements as an earlier tile of the step: its stages, loaded once
   // Loaded by the TMA (a warpgroup's stream): the kernel's tensor-map
-  // parameter, whose dims are (channels, outer, batchAxes...): the group axes
-  // along which the array has a stride, at most two.
+  // parameter, whose dims are (channels, outer, batchDims...): the group axes
+  // along which the array has a stride, nested ones as one, at most two.
   std::string tensorMap;
-  std::vector<Axis> batchAxes;
+  std::vector<TmaBatchDim> batchDims;
   int64_t stageBytes() const { return int64_t{kStreamPositionsPerStep} * paddedChannels * 2; }
 };
 
