@@ -86,11 +86,12 @@ class Fuser {
   // view (which it loads from the member's array). Such a scatter-add is a
   // kernel of its own, its operands stored.
   void separateScatterValues(int& next);
-  // A maximum's gradient mask (x == max(x), in the backward) must compare
-  // the very bits the maximum was taken over. A kernel that computes x makes
-  // it again wherever it is read (another loop, another order of summation),
-  // and a copy can miss the maximum by a rounding: the mask then holds no
-  // position and the gradient divides by zero. So the maximum and the mask
+  // A maximum's mask (x == max(x): a maximum's gradient in the backward, an
+  // argmax in the forward) must compare the very bits the maximum was taken
+  // over. A kernel that computes x makes it again wherever it is read
+  // (another loop, another order of summation), and a copy can miss the
+  // maximum by a rounding: the mask then holds no position (a gradient
+  // divides by zero, an argmax has no answer). So the maximum and the mask
   // read x as stored: what in x's kernel depends on either moves to a
   // kernel of its own that runs after it (a maximum taken over stored values
   // is the same however it is taken).

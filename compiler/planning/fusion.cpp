@@ -146,7 +146,7 @@ void Fuser::separateScatterValues(int& next) {
 
 void Fuser::separateMaximumMasks(int& next) {
   for (const Node& c : g_.nodes) {
-    if (c.op != Op::Compare || !c.adjoint || c.operands.size() != 2) continue;
+    if (c.op != Op::Compare || c.operands.size() != 2) continue;
     for (size_t side = 0; side < 2; ++side) {
       const Node& m = g_.node(throughViews(c.operands[side]));
       if (m.op != Op::Reduce || m.reduce != ReduceOp::Max || m.operands.size() != 1) continue;

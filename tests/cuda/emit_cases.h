@@ -78,8 +78,10 @@ inline std::vector<EmitCase> otherCases() {
        false, {}, 1, 1},
       // Three batch axes: more than a TMA tensor map holds, so mma.sync on
       // cp.async tiles on sm_90a too.
-      {"causal attention over three batch axes", "tests/lit/cuda/attention_three_batch_axes.dg", "",
+      {"causal attention over three batch axes", "tests/lit/cuda/attention_three_batch_axes.dg", "attend_groups",
        {{"B", 2}, {"G", 2}, {"H", 3}, {"T", 200}, {"D", 64}}, false, {}, 1, 1},
+      {"causal attention over three batch axes that do not nest", "tests/lit/cuda/attention_three_batch_axes.dg",
+       "attend_sliced", {{"B", 2}, {"G", 2}, {"H", 3}, {"HP", 4}, {"T", 200}, {"D", 64}}, false, {}, 1, 1},
       // Attention's backward streams under a loss over every axis (the loss
       // a grid-wide sum of its own), at sizes no tile divides.
       {"causal attention training step T=200 d=80", "tests/lit/pseudocode/attention_loss.dg", "",
