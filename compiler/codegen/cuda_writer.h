@@ -313,6 +313,19 @@ class CudaWriter {
   void storeOutputs(int point, const Env& env) { storeOutputs(point, env, plan_.outputs); }
   void storeOutputs(int point, const Env& env, const std::vector<NodeId>& outputs);
 
+  // A warp per point whose reduction over the lanes keeps fewer group axes
+  // than the tail has (a row statistic broadcast over other axes: attention's
+  // rowsum(dO * O) per (h, t) beside dS per (h, t, x)): a point is a position
+  // of the axes the reduction keeps (its row), the reduction is made once
+  // per row, and the row's lanes then stride over the tile's positions of
+  // the other group axes (these, the spread axes) for the tail. Empty where
+  // the tile has one position of them (a point is then a row already).
+  std::vector<Axis> spreadAxes() const;
+  // The outputs of a row: those without a spread axis stored once by the
+  // row (lane 0), the others by its lanes over the spread positions, adjacent
+  // lanes adjacent along the last spread axis (the outputs' innermost).
+  void storeSpread(int point, const Env& env);
+
   // ---- a stream on the tensor cores (tensor_core_stream.h): one block per 64
   // rows and batch position, 16 rows per warp; per step of 64 positions, the
   // scores by mma.sync, the running maxima, then the sums and the products'
@@ -454,6 +467,7 @@ class CudaWriter {
   } fragment_;
   bool inTail_ = false;                        // past the stream: slots read from shared memory
   std::string laneAxis_;                       // set: a warp per point, its lanes along this axis
+  std::vector<Axis> spread_;                   // with laneAxis_: group axes the lanes spread over after the reduction (spreadAxes)
   int lanes_ = 32;                             // with laneAxis_: the lanes a point takes (lanesPerPoint)
   Env contractionAt_;  // the epilogue's position of the contraction, v[e]
   Env firstColumn_;    // the same at column col (e = 0)

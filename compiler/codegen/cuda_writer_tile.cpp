@@ -14,9 +14,13 @@ void CudaWriter::tile(WrittenKernel& out) {
   }
   if (points > INT_MAX) throw std::logic_error("emit cuda: a tile of more than 2^31 points");
   laneAxis_ = laneAxis();
-  lanes_ = lanesPerPoint(points);
+  spread_ = spreadAxes();
+  // With spread axes the warps walk rows: the tile's positions of the other group axes.
+  int64_t rows = points;
+  for (const Axis& a : spread_) rows /= plan_.tiles.at(a.name);
+  lanes_ = lanesPerPoint(rows);
   const bool streamed = setUpStream();
-  if (streamed) lanes_ = streamLanes(out.grid, points);
+  if (streamed) lanes_ = streamLanes(out.grid, rows);
   const bool eight = pointsTake8(streamed);
   const int64_t threadPoints = eight ? points / 8 : points;  // what the block's threads walk
   std::vector<std::pair<std::string, int64_t>> splits;  // axis, blocks sharing it
@@ -26,7 +30,7 @@ void CudaWriter::tile(WrittenKernel& out) {
   }
   slices_ = streamed ? streamSlices(out.grid, threadPoints) : 1;
   out.block = static_cast<int>(std::min<int64_t>(
-      256, !laneAxis_.empty() ? points * lanes_ : slices_ > 1 ? threadPoints * slices_ : ceilDiv(threadPoints, 32) * 32));
+      256, !laneAxis_.empty() ? rows * lanes_ : slices_ > 1 ? threadPoints * slices_ : ceilDiv(threadPoints, 32) * 32));
   blockThreads_ = out.block;
   // Tile origin from the block index, last group axis fastest; the shares
   // of split axes fastest of all.
@@ -50,7 +54,7 @@ void CudaWriter::tile(WrittenKernel& out) {
   if (!laneAxis_.empty()) emit(0, fmt::format("const int lane = threadIdx.x % {};{}", lanes_,
                                               lanes_ < 32 ? "  // within the point's lanes" : ""));
   if (slices_ > 1) emit(0, fmt::format("const int slice = threadIdx.x / {};  // the block's threads: {} slices of the stream's positions", threadPoints, slices_));
-  const int point = open(0, !laneAxis_.empty() ? fmt::format("for (int p = threadIdx.x / {1}; p < {0}; p += blockDim.x / {1})", points, lanes_)
+  const int point = open(0, !laneAxis_.empty() ? fmt::format("for (int p = threadIdx.x / {1}; p < {0}; p += blockDim.x / {1})", rows, lanes_)
                             : slices_ > 1      ? fmt::format("for (int p = threadIdx.x % {}; p < {}; p += blockDim.x)", threadPoints, threadPoints)
                                                : fmt::format("for (int p = threadIdx.x; p < {}; p += blockDim.x)", threadPoints));
   floor_ = point;
@@ -62,6 +66,8 @@ void CudaWriter::tile(WrittenKernel& out) {
   std::string eightBase;  // with 8 points a thread: the first of its 8 along the last group axis
   for (size_t i = plan_.groupAxes.size(); i-- > 0;) {
     const Axis& a = plan_.groupAxes[i];
+    if (std::any_of(spread_.begin(), spread_.end(), [&](const Axis& x) { return x.name == a.name; }))
+      continue;  // bound by the row's lanes after the reduction (storeSpread)
     const bool last = i + 1 == plan_.groupAxes.size();
     const int64_t t = eight && last ? plan_.tiles.at(a.name) / 8 : plan_.tiles.at(a.name);
     std::string pos = inner == 1 ? "p" : fmt::format("p / {}", inner);
@@ -85,7 +91,15 @@ void CudaWriter::tile(WrittenKernel& out) {
   }
   int tail = slices_ > 1 ? open(point, "if (slice == 0)") : point;
   const int at = eight ? openEightPoints(tail, tail, env) : tail;
-  storeOutputs(at, env);
+  if (spread_.empty()) {
+    storeOutputs(at, env);
+  } else {
+    storeSpread(at, env);
+    std::vector<std::string> names;
+    for (const Axis& a : spread_) names.push_back(a.name);
+    out.streamNote += fmt::format("{}the reduction over {} once per row, the row's lanes then over the tile's [{}]",
+                                  out.streamNote.empty() ? "" : "; ", laneAxis_, joinAxes(names));
+  }
   if (at != tail) close(at);
   if (tail != point) close(tail);
   close(point);
@@ -206,9 +220,15 @@ void CudaWriter::storeOutputs(int point, const Env& env, const std::vector<NodeI
     std::vector<int> opened;
     int s = point;
     std::string once;
+    // A spread axis is not bound at a row's point: an output without it is
+    // the row's, stored by the row in the axis's first tile (every tile along
+    // it makes the same row).
     for (const Axis& a : plan_.groupAxes)
-      if (!g_.node(o).type.has(a.name)) once += fmt::format("{}{} == 0", once.empty() ? "" : " && ", env.at(a.name).expr);
-    if (!laneAxis_.empty() && !g_.node(o).type.has(laneAxis_)) once += fmt::format("{}lane == 0", once.empty() ? "" : " && ");
+      if (!g_.node(o).type.has(a.name))
+        once += fmt::format("{}{} == 0", once.empty() ? "" : " && ", env.count(a.name) ? env.at(a.name).expr : "t_" + a.name);
+    // Where the lanes run in step they all hold the value; in the lanes' loop over the spread positions each its own.
+    if (!laneAxis_.empty() && !g_.node(o).type.has(laneAxis_) && !underLanes(point))
+      once += fmt::format("{}lane == 0", once.empty() ? "" : " && ");
     if (!once.empty())  // stored by one point only (and one of its lanes: the others skip ahead)
       opened.push_back(s = once.find("lane == 0") != std::string::npos ? openLanes(s, fmt::format("if ({})", once))
                                                                         : open(s, fmt::format("if ({})", once)));
@@ -217,6 +237,74 @@ void CudaWriter::storeOutputs(int point, const Env& env, const std::vector<NodeI
     store(s, o, e);
     closeAll(opened);
   }
+}
+
+// The group axes the reduction over the lanes keeps are those of what it
+// reduces: a stream's slots' factors (their aggregates may hold more, from
+// the scale factors read after the stream), else the results of the
+// reductions over the lane axis. The others are spread.
+std::vector<Axis> CudaWriter::spreadAxes() const {
+  if (laneAxis_.empty()) return {};
+  std::set<std::string> kept;
+  auto keep = [&](const Type& t) {
+    for (const Axis& a : t.axes) kept.insert(a.name);
+  };
+  if (laneAxis_ == plan_.streamAxis) {
+    const StreamAnalysis a = analyzeStream(g_, plan_.computed, plan_.streamAxis);
+    for (const AccumulatorSlot& slot : a.slots)
+      for (const StreamFactor& f : slot.core) {
+        keep(g_.node(f.node).type);
+        if (f.pivoted())  // the pivot: pivotOf at the axes pivotKeeps has, 0 along the others
+          for (const Axis& x : g_.node(f.pivotOf).type.axes)
+            if (g_.node(f.pivotKeeps).type.has(x.name)) kept.insert(x.name);
+      }
+  } else {
+    for (NodeId id : plan_.computed) {
+      const Node& n = g_.node(id);
+      if ((n.op == Op::Reduce || n.op == Op::Contract) && std::find(n.axes.begin(), n.axes.end(), laneAxis_) != n.axes.end())
+        keep(n.type);
+    }
+  }
+  std::vector<Axis> spread;
+  int64_t positions = 1;
+  for (const Axis& a : plan_.groupAxes)
+    if (!kept.count(a.name)) {
+      spread.push_back(a);
+      positions *= plan_.tiles.at(a.name);
+    }
+  return positions > 1 ? spread : std::vector<Axis>{};
+}
+
+void CudaWriter::storeSpread(int point, const Env& env) {
+  std::vector<NodeId> perRow, perPosition;
+  for (NodeId o : plan_.outputs) {
+    const bool spread = std::any_of(spread_.begin(), spread_.end(), [&](const Axis& a) { return g_.node(o).type.has(a.name); });
+    (spread ? perPosition : perRow).push_back(o);
+  }
+  storeOutputs(point, env, perRow);
+  if (perPosition.empty()) return;
+  int64_t positions = 1;
+  for (const Axis& a : spread_) positions *= plan_.tiles.at(a.name);
+  const std::string q = fresh("q");
+  const int s = openLanes(point, fmt::format("for (int {0} = lane; {0} < {1}; {0} += {2})", q, positions, lanes_));
+  Env e = env;
+  std::string outside;
+  int64_t inner = 1;
+  for (size_t i = spread_.size(); i-- > 0;) {  // the last spread axis fastest: adjacent lanes, adjacent elements
+    const Axis& a = spread_[i];
+    const int64_t t = plan_.tiles.at(a.name);
+    std::string pos = inner == 1 ? q : fmt::format("{} / {}", q, inner);
+    if (i > 0) pos = fmt::format("({}) % {}", pos, t);
+    if (t == 1) pos = std::string("0");
+    const std::string var = "i_" + a.name;
+    emit(s, fmt::format("const int {} = t_{} + {};", var, a.name, pos));
+    e[a.name] = {var, s};
+    if (a.size % t != 0) outside += fmt::format("{}{} >= {}", outside.empty() ? "" : " || ", var, a.size);
+    inner *= t;
+  }
+  if (!outside.empty()) emit(s, fmt::format("if ({}) continue;  // past the end of a remainder tile", outside));
+  storeOutputs(s, e, perPosition);
+  close(s);
 }
 
 }  // namespace llmc::cuda_writer

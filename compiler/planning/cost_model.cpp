@@ -336,16 +336,26 @@ LaneStream laneStream(const Graph& g, const Kernel& k, const KernelShape& s, con
   const std::set<NodeId> members(k.nodes.begin(), k.nodes.end());
   const StreamAnalysis a = analyzeStream(g, members, s.streamAxis);
   if (!a.streamable || a.slots.empty()) return out;
+  std::set<std::string> kept;  // the group axes the slots keep: their factors' (and pivots')
   for (const AccumulatorSlot& slot : a.slots) {
     if (slot.axes.size() != 1) return out;
-    for (const StreamFactor& f : slot.core)
-      for (const Axis& x : g.node(f.node).type.axes)
+    for (const StreamFactor& f : slot.core) {
+      for (const Axis& x : g.node(f.node).type.axes) {
         if (!group.count(x.name) && x.name != s.streamAxis) return out;
+        kept.insert(x.name);
+      }
+      if (f.pivoted())
+        for (const Axis& x : g.node(f.pivotOf).type.axes)
+          if (g.node(f.pivotKeeps).type.has(x.name)) kept.insert(x.name);
+    }
   }
+  // The warps walk rows, the positions of the kept axes: the slots are made
+  // once a row, the row's lanes then spread over the tile's other group axes
+  // (CudaWriter::spreadAxes).
   int64_t points = 1;
   bool remainder = false;
   for (const Axis& x : s.groupAxes) {
-    points *= p.groupTiles.at(x.name);
+    if (kept.count(x.name)) points *= p.groupTiles.at(x.name);
     remainder = remainder || x.size % p.groupTiles.at(x.name) != 0;
   }
   out.lanes = 32;

@@ -98,6 +98,13 @@ inline std::vector<EmitCase> otherCases() {
       {"row dot products D=64", "tests/lit/cuda/row_dot.dg", "", {{"N", 1024}, {"D", 64}}},
       {"row dot products D=40", "tests/lit/cuda/row_dot.dg", "", {{"N", 1024}, {"D", 40}}},
       {"row dot products N=1000", "tests/lit/cuda/row_dot.dg", "", {{"N", 1000}, {"D", 64}}},
+      // A row statistic broadcast over an axis it lacks: a warp a row makes
+      // it once, then the row's lanes stride over the tile's x positions
+      // (odd sizes: rows and x positions past the end skipped).
+      {"row statistic broadcast over x", "tests/lit/cuda/row_statistic_broadcast.dg", "",
+       {{"H", 3}, {"T", 37}, {"X", 130}, {"D", 40}}},
+      {"row statistic broadcast over x, long rows", "tests/lit/cuda/row_statistic_broadcast.dg", "",
+       {{"H", 8}, {"T", 300}, {"X", 1000}, {"D", 64}}},
       // Column sums and maxima whose rows the block's threads take in slices,
       // joined through shared memory: the rows not a multiple of the slices.
       {"column sums and maxima", "tests/lit/cuda/column_sums.dg", "", {{"B", 5}, {"T", 301}, {"C", 768}}},
