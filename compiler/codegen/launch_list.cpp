@@ -6,6 +6,8 @@
 #include <stdexcept>
 
 #include "analysis/streamability.h"
+#include "codegen/cuda_kernel_writer.h"
+#include "planning/fusion.h"
 #include "ir/print.h"
 
 namespace llmc {
@@ -152,8 +154,22 @@ bool splitLaunchOnItself(const Graph& g, std::vector<ScheduledLaunch>& plans, co
           group.push_back(a);
       part->plan.groupAxes = group;
     }
+    // A late part that sums a whole array to a scalar adds it up across the
+    // grid by atomics (isGridSum) where the launch as a whole did not: the
+    // sum is zeroed first, as kernelLaunches zeroes a whole launch's.
+    const bool newGridSum = isGridSum(g, rest.plan) && !isGridSum(g, plans[i].plan);
     plans[i] = early;
     plans.insert(plans.begin() + static_cast<std::ptrdiff_t>(i) + 1, rest);
+    if (newGridSum) {
+      const NodeId sum = wholeArraySumOf(g, rest.plan.outputs, rest.plan.computed);
+      ScheduledLaunch clear;
+      clear.plan.kind = LaunchPlan::Kind::Clear;
+      clear.plan.name = fmt::format("{}_clear_{}", rest.plan.name, printedNames(g)[static_cast<size_t>(sum)]);
+      clear.plan.outputs = {sum};
+      clear.kernel = rest.kernel;
+      clear.role = "clear";
+      plans.insert(plans.begin() + static_cast<std::ptrdiff_t>(i), clear);
+    }
     return true;
   }
   return false;

@@ -592,10 +592,27 @@ KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const
   // predictions had been 298, 447 and 594). (A GEMM's one contraction is over the stream axis itself.)
   // On the CUDA cores, values are redone where the writer's loops redo them
   // (KernelShape::redone).
+  // A lane stream (laneStream) issues 8 positions a lane whether its row
+  // fills them or not (a 64-long row over 32 lanes issues 256), and sums a
+  // row's lanes by log2(lanes) shuffles: the streamed work grows with the
+  // first, the row by the second. A position issued past the row's end
+  // costs its guard, not its load and product: a third of one, as fitted to
+  // GPT-2's d_p (64 channels a head: 32 lanes a row ran 62 us where 8 lanes
+  // ran 30, on the H200, 2026-12-02; issued 4x, 2.1x the time).
+  const LaneStream lanes = laneStream(g, k, s, p, t, o, cost.blocks);
+  double issued = 1;
+  if (lanes.lanes > 0) {
+    const int64_t extent = streamShare(s, p), perPass = int64_t{lanes.lanes} * 8;
+    issued = 1 + (static_cast<double>(ceilDiv(extent, perPass) * perPass) / static_cast<double>(extent) - 1) / 3;
+    const double rows = static_cast<double>(cost.blocks) * static_cast<double>(lanes.threads / lanes.lanes);
+    cost.work["fp32"] += 2 * rows * lanes.lanes * std::log2(static_cast<double>(lanes.lanes));
+  }
   for (NodeId id : k.nodes) {
     NodeWork w = nodeWork(g, g.node(id), t, o);
     const auto redo = s.redone.find(id);
-    const double times = o.tensorCores || redo == s.redone.end() ? 1.0 : redo->second;
+    double times = o.tensorCores || redo == s.redone.end() ? 1.0 : redo->second;
+    if (lanes.lanes > 0 && (g.node(id).type.has(s.streamAxis) || (g.node(id).op == Op::Contract || g.node(id).op == Op::Reduce)))
+      times *= issued;
     if (w.operations > 0) cost.work[w.unit] += w.operations * times * s.stepsRun;
   }
   for (const auto& level : cost.levels)
@@ -653,7 +670,7 @@ KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const
                                     static_cast<double>(threads));
     double inFlight = loadBytes;  // a thread's bytes in flight
     // A lane stream's threads: its points' lanes, 8 positions a lane in flight.
-    if (const LaneStream lanes = laneStream(g, k, s, p, t, o, cost.blocks); lanes.lanes > 0) {
+    if (lanes.lanes > 0) {
       threadsUsed = static_cast<double>(lanes.threads);
       inFlight = lanes.bytesInFlight;
     }
