@@ -123,6 +123,13 @@ class Fuser {
   // The nodes that read id's value, through the views computed where they
   // are read (a stack's part is read by the concat behind its broadcast).
   std::vector<NodeId> readersThroughViews(NodeId id) const;
+  // Whether v, read through views computed where they are read, comes from
+  // the kernel's own values (`inside`) and free ones alone: the kernel makes
+  // it (a stack's parts behind their broadcasts), it is no input.
+  bool madeFrom(NodeId v, const std::set<NodeId>& inside) const;
+  // Whether id's value is read outside the kernel: by a node of another, a
+  // graph output, or either through views computed where they are read.
+  bool readOutside(NodeId id, const std::set<NodeId>& inside) const;
 
   // A light node whose consumers all sit in one kernel is computed there,
   // unless it is an operand of a contraction: tensor cores are fed stored

@@ -396,6 +396,32 @@ int64_t Fuser::reducedExtent(const Node& r, const std::string& x) const {
   return 0;
 }
 
+bool Fuser::madeFrom(NodeId v, const std::set<NodeId>& inside) const {
+  std::vector<NodeId> work = {v};
+  std::set<NodeId> seen;
+  while (!work.empty()) {
+    const NodeId n = work.back();
+    work.pop_back();
+    if (!seen.insert(n).second || inside.count(n) || freeNode(n)) continue;
+    if (!viewHere(g_.node(n))) return false;
+    work.insert(work.end(), g_.node(n).operands.begin(), g_.node(n).operands.end());
+  }
+  return true;
+}
+
+bool Fuser::readOutside(NodeId id, const std::set<NodeId>& inside) const {
+  std::vector<NodeId> work = consumers_[idx(id)];
+  std::set<NodeId> seen;
+  while (!work.empty()) {
+    const NodeId c = work.back();
+    work.pop_back();
+    if (!seen.insert(c).second || inside.count(c) || freeNode(c)) continue;
+    if (!viewHere(g_.node(c)) || isOutput_.count(c)) return true;
+    work.insert(work.end(), consumers_[idx(c)].begin(), consumers_[idx(c)].end());
+  }
+  return false;
+}
+
 std::vector<Kernel> Fuser::collect() const {
   std::map<int, Kernel> byGroup;
   for (const Node& n : g_.nodes) {
@@ -413,9 +439,8 @@ std::vector<Kernel> Fuser::collect() const {
     for (auto it = inside.rbegin(); it != inside.rend(); ++it) {
       const NodeId id = *it;
       for (NodeId o : g_.node(id).operands)
-        if (!inside.count(o) && !freeNode(o)) inputs.insert(o);
-      bool leaves = isOutput_.count(id) > 0 || leaving.count(id) > 0;
-      for (NodeId c : consumers_[idx(id)]) leaves |= !inside.count(c) && !freeNode(c);
+        if (!inside.count(o) && !freeNode(o) && !madeFrom(o, inside)) inputs.insert(o);
+      const bool leaves = isOutput_.count(id) > 0 || leaving.count(id) > 0 || readOutside(id, inside);
       if (!leaves) continue;
       if (g_.node(id).op == Op::StopGradient) leaving.insert(g_.node(id).operands[0]);
       else leaving.insert(id);
