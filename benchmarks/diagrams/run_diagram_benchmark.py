@@ -114,6 +114,14 @@ def topk_routing(routes):
     return route
 
 
+def linear_attention(q, k, v):  # q, k [b h t d], v [b h t e]: causal, elu + 1 features, running sums by cumsum
+    fq, fk = F.elu(q.float()) + 1, F.elu(k.float()) + 1
+    state = torch.cumsum(fk[..., :, None] * v.float()[..., None, :], 2)  # [b h t d e]
+    norm = torch.cumsum(fk, 2)
+    o = torch.einsum("bhtd,bhtde->bhte", fq, state) / torch.einsum("bhtd,bhtd->bht", fq, norm)[..., None]
+    return o.to(q.dtype)
+
+
 # name, diagram, entry, sizes, grad, torch function, input shapes (by size names), integer inputs
 CASES = [
     ("gated MLP, odd", "gated_mlp.dg", "gated_mlp", dict(N=1000, C=771, F=2051), False, gated_mlp,
@@ -162,6 +170,10 @@ CASES = [
      rotary_attention, ["B H T D", "B H T D", "B H T D", "T D", "T D"]),
     ("rotary attention, backward", "rotary_attention.dg", "rotary_attention_loss", dict(B=2, H=8, T=1000, D=64),
      True, rotary_attention, ["B H T D", "B H T D", "B H T D", "T D", "T D"]),
+    ("causal linear attention by scan", "linear_attention.dg", "linear_attention", dict(B=2, H=4, T=256, D=32, E=32),
+     False, linear_attention, ["B H T D", "B H T D", "B H T E"]),
+    ("causal linear attention by scan, backward", "linear_attention.dg", "linear_attention_loss",
+     dict(B=2, H=4, T=256, D=32, E=32), True, linear_attention, ["B H T D", "B H T D", "B H T E"]),
     ("top-k routing", "topk_routing.dg", "topk_routing", dict(N=2048, C=256, E=8, O=256, R=2), False,
      topk_routing(2), ["N C", "E C", "E C O"]),
     ("top-k routing, backward", "topk_routing.dg", "topk_routing_loss", dict(N=2048, C=256, E=8, O=256, R=2), True,

@@ -42,6 +42,7 @@ const BuiltinInfo kBuiltins[] = {
     {"argmax", K::Argmax, 2, 2, "argmax(x, a)"},
     {"argmin", K::Argmax, 2, 2, "argmin(x, a)"},
     {"topk", K::Topk, 3, 3, "topk(x, a -> k, K)"},
+    {"scan", K::Scan, 3, 4, "scan(sum|max, x, a[, exclusive])"},
 };
 }  // namespace
 

@@ -30,6 +30,7 @@ enum class BuiltinKind {
   StopGradient, // stop_gradient(x)
   Argmax,    // argmax(x, a), argmin(x, a)
   Topk,      // topk(x, a -> k, K)
+  Scan,      // scan(op, x, a[, exclusive])
 };
 
 struct BuiltinInfo {

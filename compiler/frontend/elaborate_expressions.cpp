@@ -239,6 +239,7 @@ Value Elaborator::evalBuiltin(Frame& f, const Expr& e) {
     case BuiltinKind::ScatterAdd: return evalScatterAdd(f, e);
     case BuiltinKind::Argmax: return evalArgmax(f, e);
     case BuiltinKind::Topk: return evalTopk(f, e);
+    case BuiltinKind::Scan: return evalScan(f, e);
     case BuiltinKind::StopGradient: {
       Node n;
       n.op = Op::StopGradient;

@@ -205,6 +205,9 @@ class Elaborator {
   Value evalArgmax(Frame& f, const Expr& e);
   Value evalTopk(Frame& f, const Expr& e);
 
+  // ---------------------------------------------------------------- scans (elaborate_scan.cpp)
+  Value evalScan(Frame& f, const Expr& e);
+
   std::vector<Value> callDiagram(Frame& caller, const Expr& call);
 
   const Program& program_;

@@ -110,7 +110,8 @@ class Resolver {
                           CompileError(e.loc, fmt::format("unknown name '{}'{}", e.name, didYouMean(e.name, known))));
   }
 
-  // Which arguments of a built-in are axes (not checked as values here).
+  // Which arguments of a built-in are axes or other names that are no
+  // values (not checked as values here).
   static bool isAxisArgument(BuiltinKind kind, size_t i) {
     switch (kind) {
       case BuiltinKind::Reduce: return i >= 1;
@@ -121,6 +122,7 @@ class Resolver {
       case BuiltinKind::Broadcast: return i >= 1;
       case BuiltinKind::ScatterAdd: return i >= 2;
       case BuiltinKind::Argmax: return i == 1;
+      case BuiltinKind::Scan: return i != 1;  // scan(op, x, a[, exclusive]): op and the form are names too
       default: return false;
     }
   }

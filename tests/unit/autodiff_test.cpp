@@ -38,7 +38,7 @@ std::vector<std::string> floatInputs(const Graph& g) {
 TEST_CASE("every primitive's adjoint rule matches finite differences", "[autodiff]") {
   const SizeBindings sizes = {{"N", 3}, {"M", 6}, {"K", 4}};
   for (const char* entry : {"neg", "exp_", "log_", "tanh_", "sqrt_", "rsqrt_", "abs_", "arithmetic",
-                            "maximum_minimum", "where_", "masks", "stacked", "padded", "routed", "casts", "reductions", "contraction",
+                            "maximum_minimum", "where_", "masks", "stacked", "padded", "routed", "scanned", "casts", "reductions", "contraction",
                             "contraction_batched", "gathers", "axis_boxes", "slices", "broadcast_scatter"}) {
     SECTION(entry) {
       Graph g = compileFile("tests/diagrams/gradient_rules.dg", sizes, entry);

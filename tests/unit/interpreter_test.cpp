@@ -3,6 +3,7 @@
 // independently by indexing every array by hand.
 #include "interpreter.h"
 
+#include <algorithm>
 #include <bit>
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -830,4 +831,26 @@ TEST_CASE("topk stops at size(a) where nothing is left but NaN", "[interpreter]"
   CHECK(std::vector<double>(out[2].data.begin(), out[2].data.begin() + 3) == std::vector<double>{3, 1, 5});
   CHECK(out[0].data[0] == 3);
   CHECK(out[1].data[0] == 1);
+}
+
+TEST_CASE("scan runs a sum or a maximum along an axis, inclusive or exclusive", "[interpreter]") {
+  // x [b:2 t:5 c:3] of fresh random values; the scans against running sums
+  // and maxima written out here, at every position.
+  Graph g = testing::compileFile("tests/diagrams/scans.dg", {{"B", 2}, {"T", 5}, {"C", 3}}, "scans");
+  const auto inputs = testing::randomInputs(g, 31);
+  const std::vector<double>& x = inputs.at("x").data;
+  const auto out = interpret(g, inputs);
+  for (int b = 0; b < 2; ++b)
+    for (int c = 0; c < 3; ++c) {
+      double sum = 0, most = -std::numeric_limits<double>::infinity();
+      for (int t = 0; t < 5; ++t) {
+        const size_t at = static_cast<size_t>((b * 5 + t) * 3 + c);
+        INFO("b=" << b << " t=" << t << " c=" << c);
+        CHECK(out[2].data[at] == Approx(sum).margin(1e-12));  // exclusive: before t
+        sum += x[at];
+        most = std::max(most, x[at]);
+        CHECK(out[0].data[at] == Approx(sum).margin(1e-12));
+        CHECK(out[1].data[at] == most);
+      }
+    }
 }

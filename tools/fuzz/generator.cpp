@@ -18,7 +18,7 @@ const std::set<std::string> kReserved = {
     "abs", "bf16", "bool", "broadcast", "concat", "contract", "exp", "f16", "f32", "f64", "gather", "i32", "log",
     "max", "maximum", "merge", "minimum", "pos", "rename", "rsqrt", "scatter_add", "size", "slice", "split", "sqrt",
     "pad", "stack", "stop_gradient", "sum", "tanh", "u16", "where", "diagram", "end", "for", "in", "import", "param", "inf", "pi",
-    "argmax", "argmin", "topk",
+    "argmax", "argmin", "topk", "scan", "inclusive", "exclusive",
     "and", "or", "not",
     "y", "wy", "loss", "fuzz"};
 
@@ -243,6 +243,18 @@ bool Generator::reduce() {
   if (v.axes.size() > 1 && chance(0.3)) {
     const std::string other = choose(v.axes);
     if (other != axes[0]) axes.push_back(other);
+  }
+  if (chance(0.15) && v.dtype != "i32" && !v.masked) {  // a running sum or maximum along the axis
+    const bool isSum = chance(0.6), exclusive = isSum && chance(0.4);  // (an exclusive maximum starts at -inf)
+    Value r = derived(v);
+    if (isSum) {
+      r.bound = v.bound * double(elements({axes[0]}));
+      r.lo = v.lo >= 0 ? (exclusive ? 0 : v.lo) : -1;
+      if (r.bound > kMaxBound) return false;
+    }
+    emit(r, {x}, fmt::format("scan({}, $0, {}{})", isSum ? "sum" : "max", axes[0], exclusive ? ", exclusive" : ""),
+         "scan");
+    return true;
   }
   const bool isSum = chance(0.6);
   Value r = derived(v);
