@@ -283,15 +283,22 @@ int run(int argc, char** argv) {
     if (l.instructions.describe().find("elementwise") != std::string::npos) return "elementwise";
     return "CUDA-core reduction";
   };
+  // A kernel's prediction includes its helper launches' (staging copies,
+  // output copies): each helper's row shows its own, the tile's the rest.
+  std::map<int, double> helperUs;
+  for (const llmc::KernelLaunch& l : module.launches)
+    if (l.kernel >= 0 && l.role != "tile" && l.predictedSeconds > 0) helperUs[l.kernel] += l.predictedSeconds * 1e6;
   std::vector<Row> rows;
   std::map<int, double> measuredByKernel;
   double totalMeasured = 0;
   for (size_t i = 0; i < n; ++i) {
     const double measured = median(samples[i]);
     const llmc::KernelLaunch& l = module.launches[i];
+    double predicted = -1;
+    if (l.role == "tile" && predictedUs.count(l.kernel)) predicted = predictedUs[l.kernel] - helperUs[l.kernel];
+    else if (l.predictedSeconds > 0) predicted = l.predictedSeconds * 1e6;
     rows.push_back({l.name, l.role, bound.count(l.kernel) ? bound[l.kernel] : "", kindOf(l), l.kernel, measured,
-                    predictedUs.count(l.kernel) && l.role == "tile" ? predictedUs[l.kernel] : -1,
-                    !l.instructions.tensorCores.empty(), repeated[i]});
+                    predicted, !l.instructions.tensorCores.empty(), repeated[i]});
     totalMeasured += measured;
     if (l.kernel >= 0) measuredByKernel[l.kernel] += measured;
   }
