@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "analysis/streamability.h"
+#include "analysis/strided_view.h"
 #include "codegen/cuda_kernel_writer.h"
 #include "planning/fusion.h"
 #include "ir/print.h"
@@ -343,6 +344,10 @@ class LaunchPlanner {
   void outputCopies() {
     for (const GraphOutput& o : g_.outputs) {
       if (list_.stored.count(o.node)) continue;
+      if (const NodeId source = sameBytes(o.node); source >= 0) {
+        aliasOf_[o.node] = source;  // the output is its source's buffer (storage(), graphOutputs)
+        continue;
+      }
       list_.stored.insert(o.node);
       ScheduledLaunch copy;
       copy.plan.name = fmt::format("copy_{}", name(o.node));
@@ -360,6 +365,49 @@ class LaunchPlanner {
       }
       plans_.push_back(copy);
     }
+  }
+
+  // The stored array whose bytes an output that is a view holds as they lie
+  // (renames, splits, merges and transposes that keep every element where it
+  // is: grouped-query attention's heads merged back from groups and
+  // members), which then holds the output too, with no copy; -1 where the
+  // view moves, converts or repeats elements, where something else reads
+  // the array, or where it is an input, another output, summed by atomics or
+  // kept in f32 as a statistic (the output would be stored otherwise).
+  NodeId sameBytes(NodeId output) const {
+    // Nothing else reads the array or the views on the way (a gradient all-
+    // reduced in place while another launch reads it would race): each has
+    // one reader, the next view, and the output none.
+    std::vector<int> readers(g_.nodes.size(), 0);
+    for (const Node& n : g_.nodes)
+      for (NodeId o : n.operands) ++readers[static_cast<size_t>(o)];
+    if (readers[static_cast<size_t>(output)] != 0) return -1;
+    NodeId at = output;
+    while (!list_.stored.count(at)) {
+      const Node& n = g_.node(at);
+      const bool keeps = n.op == Op::Rename || n.op == Op::Merge || n.op == Op::Split || n.op == Op::Transpose ||
+                         n.op == Op::StopGradient;
+      if (!keeps || n.operands.size() != 1 || readers[static_cast<size_t>(n.operands[0])] != 1) return -1;
+      at = n.operands[0];
+    }
+    const Node& source = g_.node(at);
+    if (source.op == Op::Input || source.type.dtype != g_.node(output).type.dtype || !isFloat(source.type.dtype) ||
+        source.type.axes.empty() || atomics_.count(at) || gridSums_.count(at) || splitSums_.count(at) ||
+        isStatistic(g_, at) || isStatistic(g_, output) || options_.f32Values.count(g_.node(output).name))
+      return -1;
+    for (const GraphOutput& o : g_.outputs)
+      if (o.node == at || (aliasOf_.count(o.node) && aliasOf_.at(o.node) == at)) return -1;
+    std::string why;
+    const std::optional<AffineLayout> layout = layoutThroughViews(g_, output, {}, list_.stored, list_.names, why);
+    if (!layout || layout->array != at || layout->offset != 0 ||
+        g_.node(output).type.elementCount() != source.type.elementCount())
+      return -1;
+    int64_t dense = 1;  // row-major over the output's axes: each element where the array has it
+    for (auto a = g_.node(output).type.axes.rbegin(); a != g_.node(output).type.axes.rend(); ++a) {
+      if (a->size > 1 && layout->strides.at(a->name) != dense) return -1;
+      dense *= a->size;
+    }
+    return at;
   }
 
   // The planned kernel that writes the last of the stored arrays `id` is
@@ -420,7 +468,7 @@ class LaunchPlanner {
       b.bytes = b.elements * s.bytes;
       b.graphInput = n.op == Op::Input;
       for (const GraphOutput& o : g_.outputs)
-        if (o.node == id) b.graphOutputs.push_back(o.name);
+        if (o.node == id || (aliasOf_.count(o.node) && aliasOf_.at(o.node) == id)) b.graphOutputs.push_back(o.name);
       list_.bufferOf[id] = static_cast<int>(list_.buffers.size());
       list_.buffers.push_back(b);
     };
@@ -437,6 +485,7 @@ class LaunchPlanner {
   std::set<NodeId> atomics_;    // scatter-adds: accumulated by atomics
   std::set<NodeId> cleared_;    // arrays a clear launch zeroes (one each)
   std::set<NodeId> gridSums_;   // isGridSum's outputs: accumulated by atomics too
+  std::map<NodeId, NodeId> aliasOf_;  // outputs held by their source's buffer (sameBytes)
   std::set<NodeId> splitSums_;  // outputs of split-K launches: likewise
 };
 
