@@ -119,6 +119,18 @@ std::set<NodeId> reachedThroughOthers(const Graph& g, const LaunchPlan& p, const
   return late;
 }
 
+// The launch zeroing `id` (named `idName`) before launch `launchName` of
+// kernel `kernel` adds into it atomically.
+ScheduledLaunch clearLaunch(const std::string& launchName, int kernel, NodeId id, const std::string& idName) {
+  ScheduledLaunch clear;
+  clear.plan.kind = LaunchPlan::Kind::Clear;
+  clear.plan.name = fmt::format("{}_clear_{}", launchName, idName);
+  clear.plan.outputs = {id};
+  clear.kernel = kernel;
+  clear.role = "clear";
+  return clear;
+}
+
 // Splits the first tile launch not yet ordered (`done`) that has a part
 // depending on itself through other launches: that part becomes a launch of
 // its own, right after it, and what it reads of the rest is stored. False
@@ -163,13 +175,8 @@ bool splitLaunchOnItself(const Graph& g, std::vector<ScheduledLaunch>& plans, co
     plans.insert(plans.begin() + static_cast<std::ptrdiff_t>(i) + 1, rest);
     if (newGridSum) {
       const NodeId sum = wholeArraySumOf(g, rest.plan.outputs, rest.plan.computed);
-      ScheduledLaunch clear;
-      clear.plan.kind = LaunchPlan::Kind::Clear;
-      clear.plan.name = fmt::format("{}_clear_{}", rest.plan.name, printedNames(g)[static_cast<size_t>(sum)]);
-      clear.plan.outputs = {sum};
-      clear.kernel = rest.kernel;
-      clear.role = "clear";
-      plans.insert(plans.begin() + static_cast<std::ptrdiff_t>(i), clear);
+      plans.insert(plans.begin() + static_cast<std::ptrdiff_t>(i),
+                   clearLaunch(rest.plan.name, rest.kernel, sum, printedNames(g)[static_cast<size_t>(sum)]));
     }
     return true;
   }
@@ -253,13 +260,7 @@ class LaunchPlanner {
   // Zeroes the f32 array that kernel k's atomic adds accumulate into.
   void clearBefore(const Kernel& k, NodeId id) {
     if (!cleared_.insert(id).second) return;  // split-K and a grid sum both add atomically into it
-    ScheduledLaunch clear;
-    clear.plan.kind = LaunchPlan::Kind::Clear;
-    clear.plan.name = fmt::format("{}_clear_{}", k.name, name(id));
-    clear.plan.outputs = {id};
-    clear.kernel = k.id;
-    clear.role = "clear";
-    plans_.push_back(clear);
+    plans_.push_back(clearLaunch(k.name, k.id, id, name(id)));
   }
 
   // A planned kernel's launches: its scatter-adds, then its tile launch with
