@@ -81,8 +81,10 @@ options:
   --wrt A,B,...       with --grad: differentiate against these inputs instead
                       of the params
   --dump-after PASS   also print what PASS made to stderr: the IR after a pass
-                      of the front end (elaborate, canonicalize, autodiff,
-                      reassociate, recompute), or, with a target (pseudocode,
+                      of the front end (elaborate, canonicalize, and with a
+                      target one-hot-gathers; with --grad autodiff,
+                      reassociate, and with a target recompute), or, with a
+                      target (pseudocode,
                       perf, cuda, launches, ptx, memory), what a stage of the
                       back end made: fuse (the kernels and their nodes),
                       partition (each kernel's partition), lower and unfuse
@@ -131,7 +133,10 @@ bool isOneOf(const std::string& name, const std::vector<std::string>& names) {
 }
 
 // The passes of the front end that make IR, which --dump-after prints.
-const std::vector<std::string> kPassesWithIR = {"elaborate", "canonicalize", "autodiff", "reassociate", "recompute"};
+const std::vector<std::string> kPassesWithIR = {"elaborate",  "canonicalize", "one-hot-gathers",
+                                                 "autodiff",   "reassociate",  "recompute"};
+// The passes whose rewrites are priced on a target: they run only with one.
+const std::vector<std::string> kPassesForATarget = {"one-hot-gathers", "recompute"};
 
 // Checks what the options say together. Exits with status 2 for a bad combination.
 void checkInvocation(const Invocation& in) {
@@ -145,6 +150,9 @@ void checkInvocation(const Invocation& in) {
   if (isOneOf(dumpAfter, llmc::backendStageNames()) && !in.needsTarget())
     usageError(fmt::format("--dump-after {}: the back end's stages run for a target (--emit pseudocode, perf, cuda, "
                            "launches, ptx or memory)", dumpAfter));
+  if (isOneOf(dumpAfter, kPassesForATarget) && !in.needsTarget())
+    usageError(fmt::format("--dump-after {}: the pass is priced on a target and runs only with one (--emit "
+                           "pseudocode, perf, cuda, launches, ptx or memory)", dumpAfter));
 }
 
 // Parses the command line; nullopt where it asked for --help (printed).
@@ -218,7 +226,8 @@ std::optional<Invocation> parseCommandLine(int argc, char** argv) {
       if (!isOneOf(options.reporting.dumpAfter, kPassesWithIR) &&
           !isOneOf(options.reporting.dumpAfter, llmc::backendStageNames()))
         usageError(fmt::format("--dump-after: no pass or stage '{}' to dump after (passes with IR: elaborate, "
-                               "canonicalize, autodiff, reassociate, recompute; stages: fuse, partition, lower, "
+                               "canonicalize, one-hot-gathers, autodiff, reassociate, recompute; stages: fuse, "
+                               "partition, lower, "
                                "unfuse, order, write, memory)", options.reporting.dumpAfter));
     } else if (arg == "--time-passes") {
       options.reporting.timePasses = true;

@@ -12,6 +12,7 @@
 #include "frontend/resource_limits.h"
 #include "ir/autodiff.h"
 #include "ir/canonicalize.h"
+#include "ir/one_hot_gathers.h"
 #include "ir/print.h"
 #include "ir/reassociate.h"
 #include "ir/recompute.h"
@@ -49,8 +50,8 @@ SizeBindings parseSizeBindings(const std::string& text) {
 }
 
 const std::vector<std::string>& passNames() {
-  static const std::vector<std::string> names = {"parse",    "resolve",     "elaborate", "canonicalize",
-                                                 "autodiff", "reassociate", "recompute"};
+  static const std::vector<std::string> names = {"parse",           "resolve",  "elaborate",   "canonicalize",
+                                                 "one-hot-gathers", "autodiff", "reassociate", "recompute"};
   return names;
 }
 
@@ -75,6 +76,12 @@ Graph compileToIR(const PipelineOptions& options) {
 
   graph = passes.run("canonicalize", [&] { return canonicalize(graph); });
   afterIR(passes, "canonicalize", graph);
+
+  // Priced on the target: without one the gathers stay as written.
+  if (options.target) {
+    graph = passes.run("one-hot-gathers", [&] { return canonicalize(oneHotGathers(graph, *options.target, options.cost)); });
+    afterIR(passes, "one-hot-gathers", graph);
+  }
 
   if (options.grad) {
     graph = passes.run("autodiff", [&] { return differentiate(graph, {options.loss, options.wrt}); });

@@ -211,6 +211,41 @@ std::optional<Failure> checkGradients(const DiagramSpec& spec, const DiagramFile
   return std::nullopt;
 }
 
+// The passes that rewrite the IR for a target (one-hot gathers, recompute)
+// change how values are computed, never what: the graphs planned for each
+// architecture, forward and training step, give the target-free graph's
+// outputs in the interpreter, in f64, up to the rounding of summing in
+// another order (1e-9 of the output's largest magnitude, and of 1).
+std::optional<Failure> checkPasses(const DiagramSpec& spec, const DiagramFile& file, const CheckOptions& options) {
+  InterpreterOptions exact;
+  exact.roundLowPrecision = false;
+  for (bool grad : {false, true}) {
+    const Graph plain = compileGraph(file, spec, grad, nullptr, 4);
+    const std::map<std::string, HostTensor> inputs = randomInputs(plain, spec, spec.seed + 104729, false);
+    const std::vector<HostTensor> expected = interpret(plain, inputs, exact);
+    for (const std::string& arch : options.archs) {
+      const Target target = loadTarget(arch);
+      const Graph planned = compileGraph(file, spec, grad, &target, 2);
+      const std::vector<HostTensor> got = interpret(planned, inputs, exact);
+      const std::string where = fmt::format("{} {}", arch, grad ? "backward" : "forward");
+      for (size_t i = 0; i < plain.outputs.size(); ++i) {
+        const std::string& name = plain.outputs[i].name;
+        const HostTensor value = permuteTo(got.at(outputIndex(planned, name)), expected[i].type);
+        double scale = 1;
+        for (double x : expected[i].data)
+          if (std::isfinite(x)) scale = std::max(scale, std::abs(x));
+        for (size_t e = 0; e < value.data.size(); ++e)
+          if (!std::isfinite(expected[i].data[e]) && !std::isfinite(value.data[e])) continue;
+          else if (!(std::abs(value.data[e] - expected[i].data[e]) <= 1e-9 * scale))
+            return Failure{"passes", fmt::format("passes {}: a target's passes change an output", where),
+                           fmt::format("passes {}: output {}[{}] is {:.12g} planned for the target, {:.12g} without one",
+                                       where, name, e, value.data[e], expected[i].data[e])};
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 // Plans every configuration and compiles every launch with NVRTC.
 std::optional<Failure> checkNvrtc(const DiagramSpec& spec, const DiagramFile& file, const CheckOptions& options) {
   for (const Config& c : configsFor(spec, options)) {
@@ -258,6 +293,14 @@ std::optional<Failure> runChecks(const DiagramSpec& spec, const CheckOptions& op
       if (auto f = checkGradients(spec, file, options)) return f;
     } catch (const std::exception& e) {
       return failureFrom("grad", "", e);
+    }
+  }
+  if (wants(options, "passes")) {
+    step("passes");
+    try {
+      if (auto f = checkPasses(spec, file, options)) return f;
+    } catch (const std::exception& e) {
+      return failureFrom("passes", "", e);
     }
   }
   if (wants(options, "nvrtc")) {

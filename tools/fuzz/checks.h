@@ -1,5 +1,6 @@
 // The checks of one random diagram: the front end accepts it; the
-// interpreter's gradients match finite differences; every kernel planned for
+// interpreter's gradients match finite differences; the IR planned for a
+// target computes what the target-free IR does; every kernel planned for
 // each architecture and storage compiles with NVRTC; on a GPU, the module
 // matches the f64 interpreter forward and backward.
 #pragma once
@@ -29,7 +30,7 @@ struct Config {
 };
 
 struct CheckOptions {
-  std::vector<std::string> checks = {"front", "grad", "nvrtc"};
+  std::vector<std::string> checks = {"front", "grad", "passes", "nvrtc"};
   std::vector<std::string> archs = {"sm_90a", "sm_80"};
   std::vector<std::string> storages = {"f32", "bf16"};
   bool forward = true, backward = true;  // which graphs nvrtc and gpu plan
@@ -49,7 +50,7 @@ std::vector<Config> configsFor(const DiagramSpec& spec, const CheckOptions& opti
 // the diagram's names and numbers: the shrinker keeps a smaller diagram only
 // while it fails with the same signature.
 struct Failure {
-  std::string check;      // front, grad, nvrtc, gpu
+  std::string check;      // front, grad, passes, nvrtc, gpu
   std::string signature;  // "nvrtc sm_80 bf16 backward: NVRTC refused"
   std::string detail;     // the full message
 };

@@ -31,7 +31,7 @@ saved under --out with the command that reproduces it.
   --seed S              the first seed (default 1); diagram i has seed S+i
   --count N             how many diagrams (default 100)
   --seconds T           start no diagram after T seconds
-  --checks LIST         of front,grad,nvrtc,gpu (default front,grad,nvrtc)
+  --checks LIST         of front,grad,passes,nvrtc,gpu (default front,grad,passes,nvrtc)
   --arch LIST           of sm_90a,sm_80 (default both)
   --storage LIST        of f32,bf16 (default both)
   --graphs LIST         of forward,backward (default both)
@@ -142,7 +142,7 @@ Options parse(int argc, char** argv) {
     else usageError(fmt::format("unknown option '{}'", arg));
   }
   for (const std::string& c : o.checks.checks)
-    if (c != "front" && c != "grad" && c != "nvrtc" && c != "gpu") usageError("--checks: unknown check '" + c + "'");
+    if (c != "front" && c != "grad" && c != "passes" && c != "nvrtc" && c != "gpu") usageError("--checks: unknown check '" + c + "'");
   for (const std::string& a : o.checks.archs)
     if (a != "sm_90a" && a != "sm_80") usageError("--arch: unknown arch '" + a + "'");
   for (const std::string& s : o.checks.storages)
