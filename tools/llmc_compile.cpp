@@ -82,7 +82,7 @@ options:
                       of the params
   --dump-after PASS   also print what PASS made to stderr: the IR after a pass
                       of the front end (elaborate, canonicalize, and with a
-                      target one-hot-gathers; with --grad autodiff,
+                      target one-hot-gathers and masked-sums; with --grad autodiff,
                       reassociate, and with a target recompute), or, with a
                       target (pseudocode,
                       perf, cuda, launches, ptx, memory), what a stage of the
@@ -133,10 +133,10 @@ bool isOneOf(const std::string& name, const std::vector<std::string>& names) {
 }
 
 // The passes of the front end that make IR, which --dump-after prints.
-const std::vector<std::string> kPassesWithIR = {"elaborate",  "canonicalize", "one-hot-gathers",
-                                                 "autodiff",   "reassociate",  "recompute"};
+const std::vector<std::string> kPassesWithIR = {"elaborate", "canonicalize", "one-hot-gathers", "masked-sums",
+                                                 "autodiff",  "reassociate",  "recompute"};
 // The passes whose rewrites are priced on a target: they run only with one.
-const std::vector<std::string> kPassesForATarget = {"one-hot-gathers", "recompute"};
+const std::vector<std::string> kPassesForATarget = {"one-hot-gathers", "masked-sums", "recompute"};
 
 // Checks what the options say together. Exits with status 2 for a bad combination.
 void checkInvocation(const Invocation& in) {
@@ -226,9 +226,8 @@ std::optional<Invocation> parseCommandLine(int argc, char** argv) {
       if (!isOneOf(options.reporting.dumpAfter, kPassesWithIR) &&
           !isOneOf(options.reporting.dumpAfter, llmc::backendStageNames()))
         usageError(fmt::format("--dump-after: no pass or stage '{}' to dump after (passes with IR: elaborate, "
-                               "canonicalize, one-hot-gathers, autodiff, reassociate, recompute; stages: fuse, "
-                               "partition, lower, "
-                               "unfuse, order, write, memory)", options.reporting.dumpAfter));
+                               "canonicalize, one-hot-gathers, masked-sums, autodiff, reassociate, recompute; "
+                               "stages: fuse, partition, lower, unfuse, order, write, memory)", options.reporting.dumpAfter));
     } else if (arg == "--time-passes") {
       options.reporting.timePasses = true;
     } else if (arg == "--no-comments") {

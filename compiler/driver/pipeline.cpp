@@ -12,6 +12,7 @@
 #include "frontend/resource_limits.h"
 #include "ir/autodiff.h"
 #include "ir/canonicalize.h"
+#include "ir/masked_sums.h"
 #include "ir/one_hot_gathers.h"
 #include "ir/print.h"
 #include "ir/reassociate.h"
@@ -51,7 +52,7 @@ SizeBindings parseSizeBindings(const std::string& text) {
 
 const std::vector<std::string>& passNames() {
   static const std::vector<std::string> names = {"parse",           "resolve",  "elaborate",   "canonicalize",
-                                                 "one-hot-gathers", "autodiff", "reassociate", "recompute"};
+                                                 "one-hot-gathers", "masked-sums", "autodiff", "reassociate", "recompute"};
   return names;
 }
 
@@ -81,6 +82,8 @@ Graph compileToIR(const PipelineOptions& options) {
   if (options.target) {
     graph = passes.run("one-hot-gathers", [&] { return canonicalize(oneHotGathers(graph, *options.target, options.cost)); });
     afterIR(passes, "one-hot-gathers", graph);
+    graph = passes.run("masked-sums", [&] { return canonicalize(maskedSums(graph, *options.target, options.cost)); });
+    afterIR(passes, "masked-sums", graph);
   }
 
   if (options.grad) {

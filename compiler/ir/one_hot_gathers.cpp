@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "ir/graph_builder.h"
+#include "ir/rewrite.h"
 
 namespace llmc {
 
@@ -23,32 +23,11 @@ class OneHotGathers {
   OneHotGathers(const Graph& g, const Target& t, const CostOptions& o) : g_(g), target_(t), options_(o) {}
 
   Graph run() {
-    Graph out;
-    out.name = g_.name;
-    std::vector<NodeId> remap(g_.nodes.size(), -1);
-    auto mapped = [&](NodeId id) { return remap[static_cast<size_t>(id)]; };
-    for (const Node& n : g_.nodes) {
+    return rewriteNodes(g_, [&](const Node& n, GraphBuilder& b, const CopiedNode& copied) -> std::optional<NodeId> {
       const std::optional<Rewrite> r = match(n);
-      if (!r) {
-        Node copy = n;
-        for (NodeId& o : copy.operands) o = mapped(o);
-        remap[static_cast<size_t>(n.id)] = out.add(std::move(copy));
-        continue;
-      }
-      const size_t firstNew = out.nodes.size();
-      GraphBuilder b(out, n.origin);
-      NodeId made = rewrite(b, n, *r, mapped);
-      // The new nodes stand for the contraction: its pass, location and name.
-      for (size_t i = firstNew; i < out.nodes.size(); ++i) {
-        out.nodes[i].adjoint = n.adjoint;
-        out.nodes[i].loc = n.loc;
-        out.nodes[i].name = n.name;
-      }
-      remap[static_cast<size_t>(n.id)] = made;
-    }
-    for (NodeId input : g_.inputs) out.inputs.push_back(mapped(input));
-    for (const GraphOutput& o : g_.outputs) out.outputs.push_back({o.name, mapped(o.node)});
-    return out;
+      if (!r) return std::nullopt;
+      return rewrite(b, n, *r, copied);
+    });
   }
 
  private:
@@ -117,8 +96,7 @@ class OneHotGathers {
     return name;
   }
 
-  template <class Mapped>
-  NodeId rewrite(GraphBuilder& b, const Node& n, const Rewrite& r, Mapped mapped) const {
+  NodeId rewrite(GraphBuilder& b, const Node& n, const Rewrite& r, const CopiedNode& mapped) const {
     const std::string name = oneHotAxis(r);
     NodeId table = name == r.axis ? mapped(r.table) : b.rename(mapped(r.table), r.axis, name);
     Axis axis = *type(r.table).find(r.axis);

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "ir/graph_builder.h"
+#include "ir/rewrite.h"
 
 namespace llmc {
 
@@ -38,41 +38,18 @@ class Reassociator {
   }
 
   Graph run() {
-    Graph out;
-    out.name = g_.name;
-    std::vector<NodeId> remap(g_.nodes.size(), -1);
-    for (const Node& n : g_.nodes) {
+    return rewriteNodes(g_, [&](const Node& n, GraphBuilder& b, const CopiedNode& copied) -> std::optional<NodeId> {
       const std::optional<Match> m = match(n);
-      if (!m) {
-        Node copy = n;
-        for (NodeId& o : copy.operands) o = remap[idx(o)];
-        remap[idx(n.id)] = out.add(std::move(copy));
-        continue;
-      }
-      const size_t firstNew = out.nodes.size();
-      GraphBuilder b(out, n.origin);
-      NodeId made = b.contract(remap[idx(m->a)], remap[idx(m->inner)], m->contracted);
+      if (!m) return std::nullopt;
+      NodeId made = b.contract(copied(m->a), copied(m->inner), m->contracted);
       for (const Factor& f : m->outside)
-        made = b.binary(f.power > 0 ? BinaryOp::Mul : BinaryOp::Div, made, remap[idx(f.node)]);
+        made = b.binary(f.power > 0 ? BinaryOp::Mul : BinaryOp::Div, made, copied(f.node));
       if (m->negated) made = b.unary(UnaryOp::Neg, made);
-      made = b.transposeTo(made, n.type);
-      // The new nodes stand for the sum: its pass (forward or backward), its
-      // source location, its name.
-      for (size_t i = firstNew; i < out.nodes.size(); ++i) {
-        out.nodes[i].adjoint = n.adjoint;
-        out.nodes[i].loc = n.loc;
-        out.nodes[i].name = n.name;
-      }
-      remap[idx(n.id)] = made;
-    }
-    for (NodeId input : g_.inputs) out.inputs.push_back(remap[idx(input)]);
-    for (const GraphOutput& o : g_.outputs) out.outputs.push_back({o.name, remap[idx(o.node)]});
-    return out;
+      return b.transposeTo(made, n.type);
+    });
   }
 
  private:
-  static size_t idx(NodeId id) { return static_cast<size_t>(id); }
-
   // Contractions are commutative: the key orders the operands.
   static std::string contractionKey(NodeId x, NodeId y, std::vector<std::string> axes) {
     std::sort(axes.begin(), axes.end());

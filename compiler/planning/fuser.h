@@ -58,7 +58,7 @@ bool remadeFromShortContraction(const Graph& g, NodeId id);
 class Fuser {
  public:
   Fuser(const Graph& g, const FusionOptions& options)
-      : g_(g), options_(options), free_(freeNodes(g)), group_(g.nodes.size(), -1), consumers_(g.nodes.size()) {
+      : g_(g), options_(options), free_(freeNodesUnlessMatrixOperands(g)), group_(g.nodes.size(), -1), consumers_(g.nodes.size()) {
     for (const Node& n : g.nodes)
       for (NodeId o : n.operands) consumers_[static_cast<size_t>(o)].push_back(n.id);
     for (const auto& o : g.outputs) isOutput_.insert(o.node);
@@ -341,7 +341,7 @@ class Fuser {
 
   const Graph& g_;
   const FusionOptions& options_;
-  std::vector<char> free_;                  // per node: isFree
+  std::vector<char> free_;                  // per node: freeNodesUnlessMatrixOperands
   std::vector<char> viewHere_;              // per node: viewHere
   std::vector<int> group_;                  // per node: its kernel's group, -1 for none (yet)
   std::map<int, std::set<NodeId>> members_;  // per group: its nodes (join, moveMembers)

@@ -43,6 +43,18 @@ std::vector<char> freeNodes(const Graph& g) {
   return free;
 }
 
+std::vector<char> freeNodesUnlessMatrixOperands(const Graph& g) {
+  std::vector<char> free = freeNodes(g);
+  for (const Node& n : g.nodes)
+    if (n.op == Op::Contract && isFloat(n.type.dtype))
+      for (NodeId o : n.operands) {
+        const Node& operand = g.node(o);
+        if (operand.type.axes.size() >= 2 && operand.op != Op::Pos && operand.op != Op::Constant)
+          free[static_cast<size_t>(o)] = 0;
+      }
+  return free;
+}
+
 bool isView(const Node& n) {
   switch (n.op) {
     case Op::Split:

@@ -52,6 +52,11 @@ bool isAnchor(const Node& n);
 bool isFree(const Graph& g, const Node& n);
 // isFree of every node of g, by id, in one pass.
 std::vector<char> freeNodes(const Graph& g);
+// freeNodes, less the matrices made of positions and constants alone that a
+// contraction reads (a causal mask summed against values, ir/masked_sums.h):
+// stored once, such a matrix is a tensor-core operand, where made in every
+// kernel that reads it, it would keep its contraction on the CUDA cores.
+std::vector<char> freeNodesUnlessMatrixOperands(const Graph& g);
 // Axis boxes that only relabel, reorder or select (split, merge, rename,
 // transpose, index, broadcast) are views: a kernel reads its input through
 // them, strided, instead of a kernel copying the data. A concat is a view too:

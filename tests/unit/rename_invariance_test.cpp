@@ -186,7 +186,7 @@ TEST_CASE("renaming every axis of every diagram of the repository leaves the lau
   const SizeBindings sizes = {{"B", 3},  {"T", 37}, {"maxT", 40}, {"L", 2},  {"C", 44}, {"H", 4},  {"V", 101},
                               {"Vp", 120}, {"N", 33}, {"M", 30},   {"K", 23}, {"D", 24}, {"F", 52}, {"I", 30},
                               {"J", 17}, {"X", 41}, {"G", 2},    {"Tq", 19}, {"Tk", 43}, {"P", 13}, {"Lr", 9},
-                              {"E", 20}, {"O", 11}, {"W", 7},  {"R", 3}, {"HP", 5}};
+                              {"E", 20}, {"O", 11}, {"W", 7},  {"R", 3}, {"HP", 5}, {"S", 5}};
   const std::vector<std::string> files = repositoryDiagramFiles();
   REQUIRE(files.size() >= 50);
   int entries = 0, backward = 0;

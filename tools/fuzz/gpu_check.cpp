@@ -230,7 +230,10 @@ std::optional<Failure> runConfig(const DiagramSpec& spec, const DiagramFile& fil
         if (o == name) buffer = b;
     if (!buffer)
       return Failure{"gpu", fmt::format("gpu {}: an output has no buffer", c.str()), fmt::format("output {}", name)};
-    const HostTensor got = readBuffer(executor, graph, module, *buffer);
+    // The buffer may be the array the output is a view of (the same bytes,
+    // in the output's row-major order): read as the output.
+    HostTensor got = readBuffer(executor, graph, module, *buffer);
+    got.type = graph.node(graph.outputs[i].node).type;
     Judgement j = judge(got, expected[i], rounded[i], unrounded[i], reference.lowPrecision, largestScale);
     if (j.wrong() && !valuesScale) {
       // An output far smaller than the values it was made from (terms that
