@@ -52,7 +52,8 @@ int64_t operandExtent(const Graph& g, const Node& r, const std::string& x);
 bool isLongContraction(const Graph& g, const Node& n);
 
 // Whether id's chain of elementwise nodes and views reaches a short
-// contraction: a value the recompute pass remakes inside a stream.
+// contraction with all of id's axes: a value the recompute pass remakes
+// inside a stream.
 bool remadeFromShortContraction(const Graph& g, NodeId id);
 
 class Fuser {

@@ -94,7 +94,8 @@ bool isLongContraction(const Graph& g, const Node& n) {
 }
 
 // Whether id's chain of elementwise nodes and views reaches a short
-// contraction: a value the recompute pass remakes inside a stream.
+// contraction with all of id's axes: a value the recompute pass remakes
+// inside a stream.
 bool remadeFromShortContraction(const Graph& g, NodeId id) {
   std::vector<NodeId> work = {id};
   std::set<NodeId> seen;
@@ -103,7 +104,12 @@ bool remadeFromShortContraction(const Graph& g, NodeId id) {
     work.pop_back();
     if (!seen.insert(n.id).second) continue;
     if (n.op == Op::Contract) {
-      if (!isLongContraction(g, n)) return true;
+      // A short one with every axis of the value (attention's scores, made
+      // again in the stream that reads them, rather than their function
+      // stored); one with fewer (a row statistic) is read like any array.
+      const Type& value = g.node(id).type;
+      const bool spans = std::all_of(value.axes.begin(), value.axes.end(), [&](const Axis& a) { return n.type.has(a.name); });
+      if (!isLongContraction(g, n) && spans) return true;
       continue;
     }
     if (n.id != id && (n.op == Op::Input || isAnchor(n))) continue;
@@ -496,7 +502,8 @@ std::vector<Kernel> Fuser::collect() const {
 bool storedForMatmul(const Graph& g, NodeId id, const std::vector<NodeId>& readers) {
   const Node& n = g.node(id);
   if (!n.adjoint || !isFloat(n.type.dtype) || n.op == Op::Input || isFree(g, n)) return false;
-  return std::any_of(readers.begin(), readers.end(), [&](NodeId r) { return fusion::isLongContraction(g, g.node(r)); }) &&
+  return std::any_of(readers.begin(), readers.end(),
+                     [&](NodeId r) { return g.node(r).op == Op::Contract && isFloat(g.node(r).type.dtype); }) &&
          !fusion::remadeFromShortContraction(g, id);
 }
 
