@@ -31,7 +31,8 @@ class MaskedSums {
       if (m->negated) mask = b.unary(UnaryOp::Not, mask);
       mask = b.cast(mask, type(m->value).dtype);
       const NodeId value = b.sum(copied(m->value), m->summedFirst);
-      return b.transposeTo(b.contract(mask, value, m->contracted), n.type);
+      // A contraction sums in f32 (GraphBuilder): back to the sum's dtype (a bf16 diagram's).
+      return b.transposeTo(b.cast(b.contract(mask, value, m->contracted), n.type.dtype), n.type);
     });
   }
 

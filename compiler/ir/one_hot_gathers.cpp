@@ -107,7 +107,7 @@ class OneHotGathers {
     for (const std::string& a : n.axes) (type(r.table).has(a) ? contracted : summedFirst).push_back(a);
     NodeId operand = b.sum(b.binary(BinaryOp::Mul, mapped(r.other), oneHot), summedFirst);
     NodeId made = r.side == 0 ? b.contract(table, operand, contracted) : b.contract(operand, table, contracted);
-    return b.transposeTo(made, n.type);
+    return b.transposeTo(b.cast(made, n.type.dtype), n.type);
   }
 
   static bool contains(const std::vector<std::string>& v, const std::string& s) {
