@@ -1,5 +1,8 @@
 #include "test_support.h"
 
+#include <cmath>
+#include <stdexcept>
+
 #include "driver/pipeline.h"
 
 namespace llmc::testing {
@@ -33,6 +36,22 @@ std::map<std::string, HostTensor> randomInputs(const Graph& g, uint64_t seed, do
     inputs[n.name] = isFloat(n.type.dtype) ? randomNormal(n.type, seed) : randomUniform(n.type, seed, 0, intHigh);
   }
   return inputs;
+}
+
+double largestRelativeDifference(const Graph& plain, const Graph& rewritten, uint64_t seed, double intHigh) {
+  const auto inputs = randomInputs(plain, seed, intHigh);
+  const std::vector<HostTensor> expected = interpret(plain, inputs), got = interpret(rewritten, inputs);
+  if (got.size() != expected.size()) throw std::runtime_error("the graphs have different outputs");
+  double largest = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const HostTensor value = permuteTo(got[i], expected[i].type);
+    for (size_t e = 0; e < value.data.size(); ++e) {
+      const double d = std::abs(value.data[e] - expected[i].data[e]) / (1 + std::abs(expected[i].data[e]));
+      if (std::isnan(d)) return d;  // a NaN on either side: no comparison may pass
+      largest = std::max(largest, d);
+    }
+  }
+  return largest;
 }
 
 }  // namespace llmc::testing

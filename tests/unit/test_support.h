@@ -32,4 +32,10 @@ Graph compileFor(const std::string& relative, const std::string& entry, const Si
 // [0, intHigh). Each input gets its own seed derived from `seed`.
 std::map<std::string, HostTensor> randomInputs(const Graph& g, uint64_t seed, double intHigh = 2);
 
+// The largest difference between the outputs of two graphs of the same
+// outputs (a pass's input and its result) on randomInputs(plain, seed,
+// intHigh), each relative to 1 + |plain's value|, outputs matched in order
+// and laid out as plain's.
+double largestRelativeDifference(const Graph& plain, const Graph& rewritten, uint64_t seed, double intHigh = 2);
+
 }  // namespace llmc::testing
