@@ -130,6 +130,39 @@ bool Generator::rmsnorm() {
   return true;
 }
 
+// A mixture of experts: y = contract(x, gather(experts, route, e), c), each
+// row's expert (or its top few, along a new axis) chosen by a router's
+// scores x·w over c: the contraction the one-hot-gathers pass may make one
+// GEMM over all the experts.
+bool Generator::mixtureOfExperts() {
+  const int x = pick([&](const Value& v) { return !v.axes.empty() && v.bound <= 1e3; });
+  if (x < 0) return false;
+  const Value v = value(x);
+  const std::string c = choose(v.axes);
+  const std::string e = newAxis({.rule = AxisRule::Root, .size = uniform(2, 6)});
+  const std::string o = newRootAxis(std::max<int64_t>(1, options_.maxElements / std::max<int64_t>(1, elements(v.axes))));
+  const int64_t count = chance(0.5) ? 0 : uniform(1, std::min<int64_t>(2, size(e)));
+  std::vector<std::string> rows = without(v.axes, {c});
+  std::string route = fmt::format("argmax(contract($0, $1, {}), {})", c, e);
+  std::string k;
+  if (count > 0) {
+    k = newAxis({.rule = AxisRule::Count, .n = count});
+    rows.push_back(k);
+    route = fmt::format("topk(contract($0, $1, {}), {} -> {}, {})", c, e, k, count);
+  }
+  Value y = v;
+  y.dtype = "f32";  // a contraction sums in f32
+  y.axes = unionAxes(rows, {o});
+  y.bound = v.bound * 4 * double(elements({c}));
+  y.lo = -1;
+  if (!fits(y.axes) || !fits(unionAxes(v.axes, {e})) || y.bound > 1e6) return false;
+  const int router = addInput(v.dtype, {e, c});
+  const int experts = addInput(v.dtype, {e, c, o});
+  emit(y, {x, router, experts}, fmt::format("contract($0, gather($2, {}, {}), {})", route, e, c), "experts");
+  if (count > 0) spec_.statements.back().creates = {k};
+  return true;
+}
+
 // o[h t d] = softmax_kv(q·k / sqrt(d) (+ bias) (causal)) · v, with its own
 // inputs; multi-query: k and v lack h.
 bool Generator::attention() {

@@ -586,6 +586,7 @@ DiagramSpec Generator::run() {
       {&Generator::axisOp, 6},      {&Generator::broadcastOp, 3}, {&Generator::concatOp, 2},
       {&Generator::castOp, 2},      {&Generator::stopGradient, 2}, {&Generator::softmax, 4},
       {&Generator::layernorm, 2},   {&Generator::rmsnorm, 2},     {&Generator::attention, 3},
+      {&Generator::mixtureOfExperts, 2},
   };
   int total = 0;
   for (const auto& [op, w] : ops) total += w;

@@ -67,6 +67,7 @@ class Generator {
   bool layernorm();
   bool rmsnorm();
   bool attention();
+  bool mixtureOfExperts();
 
   // Folds every value nothing reads into the output, so that the whole
   // diagram is live.
