@@ -81,11 +81,11 @@ options:
   --wrt A,B,...       with --grad: differentiate against these inputs instead
                       of the params
   --dump-after PASS   also print what PASS made to stderr: the IR after a pass
-                      of the front end (elaborate, canonicalize, and with a
-                      target one-hot-gathers and masked-sums; with --grad autodiff,
-                      reassociate, and with a target recompute), or, with a
-                      target (pseudocode,
-                      perf, cuda, launches, ptx, memory), what a stage of the
+                      of the front end (elaborate, canonicalize; with a
+                      target one-hot-gathers and masked-sums; with --grad
+                      autodiff, reassociate, and with a target recompute),
+                      or, with a target (pseudocode, perf, cuda, launches,
+                      ptx, memory), what a stage of the
                       back end made: fuse (the kernels and their nodes),
                       partition (each kernel's partition), lower and unfuse
                       (each kernel's engine), order (the launches in order),
