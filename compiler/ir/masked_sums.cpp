@@ -72,14 +72,10 @@ class MaskedSums {
   // the contraction does a multiply-add at each on the tensor cores, and
   // its value operand is written and read once more.
   bool contractionIsCheaper(const Node& sum, const Node& select, const MaskedSum& m) const {
-    if (!options_.tensorCores || !target_.hasShapesFor(options_.storageBytes == 2 ? "bf16" : "tf32")) return false;
     const NodeWork reduced = nodeWork(g_, sum, target_, options_);
-    const std::string tensor = options_.storageBytes == 2 ? "tensor_bf16" : "tensor_tf32";
-    const double points = static_cast<double>(select.type.elementCount());
     const double asIs = reduced.operations / target_.unit(reduced.unit).attainable;
-    const double contracted = 2 * points / target_.unit(tensor).attainable +
-                              2 * storedBytes(type(m.value), options_) / target_.level("GMEM").attainableBandwidth;
-    return contracted < asIs;
+    const double points = static_cast<double>(select.type.elementCount());
+    return stagedTensorContractionSeconds(2 * points, storedBytes(type(m.value), options_), target_, options_) < asIs;
   }
 
   const Graph& g_;

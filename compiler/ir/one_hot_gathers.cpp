@@ -49,20 +49,13 @@ class OneHotGathers {
   // block of the table) against the dense form: |axis| times the products on
   // the tensor cores, plus writing and reading the one-hot operand.
   bool denseIsCheaper(const Node& n, const Rewrite& r) const {
-    if (!options_.tensorCores) return false;
     CostOptions cudaCores = options_;
     cudaCores.tensorCores = false;
     const NodeWork gathered = nodeWork(g_, n, target_, cudaCores);
-    const NodeWork dense = nodeWork(g_, n, target_, options_);
-    if (dense.unit == gathered.unit) return false;  // no tensor cores for this precision on the target
-    const double rows = static_cast<double>(type(r.table).find(r.axis)->size);
     const double asIs = gathered.operations / target_.unit(gathered.unit).attainable;
-    double operandElements = 1;
-    for (const Axis& a : oneHotOperandAxes(n, r)) operandElements *= static_cast<double>(a.size);
-    const double denseSeconds = rows * dense.operations / target_.unit(dense.unit).attainable +
-                                2 * operandElements * storedBytes(Type{DType::F32, {}}, options_) /
-                                    target_.level("GMEM").attainableBandwidth;
-    return denseSeconds < asIs;
+    const double rows = static_cast<double>(type(r.table).find(r.axis)->size);
+    const double operandBytes = storedBytes(Type{DType::F32, oneHotOperandAxes(n, r)}, options_);
+    return stagedTensorContractionSeconds(rows * gathered.operations, operandBytes, target_, options_) < asIs;
   }
 
   // The axes of sum over D∖T of (other · onehot): the other operand's and the

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <bit>
 #include <cmath>
 #include <numeric>
@@ -95,6 +96,12 @@ NodeWork nodeWork(const Graph& g, const Node& n, const Target& t, const CostOpti
             2 * elements};
   if (isSpecialFunction(n)) return {"sfu", elements};
   return {"fp32", elements};
+}
+
+double stagedTensorContractionSeconds(double operations, double stagedBytes, const Target& t, const CostOptions& o) {
+  const std::string input = o.storageBytes == 2 ? "bf16" : "tf32";
+  if (!o.tensorCores || !t.hasShapesFor(input)) return std::numeric_limits<double>::infinity();
+  return operations / t.unit("tensor_" + input).attainable + 2 * stagedBytes / t.level("GMEM").attainableBandwidth;
 }
 
 double storedBytes(const Type& type, const CostOptions& o) {

@@ -103,6 +103,14 @@ struct NodeWork {
 };
 NodeWork nodeWork(const Graph& graph, const Node& node, const Target& target, const CostOptions& options);
 
+// Seconds a contraction of `operations` (2 a multiply-add) takes on the
+// tensor cores when one of its operands, of `stagedBytes`, is written and read
+// once more to feed them: what an IR pass's rewrite into a contraction costs
+// (ir/one_hot_gathers.h, ir/masked_sums.h), priced before fusion. Infinite
+// where the target has no tensor cores for the storage or they are off.
+double stagedTensorContractionSeconds(double operations, double stagedBytes, const Target& target,
+                                      const CostOptions& options);
+
 // The bytes an array takes in GMEM.
 double storedBytes(const Type& type, const CostOptions& options);
 
