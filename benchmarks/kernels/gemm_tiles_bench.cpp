@@ -7,10 +7,14 @@
 //          attention-like strides and a fused bias+residual epilogue; fresh random inputs,
 //          poisoned outputs, relative Frobenius error <= 1e-2 against a CPU fp32 reference
 //          (sampled rows for the large shapes, plus the whole output against cuBLAS).
-//   perf:  GPT-2 training GEMMs at 32768 rows, each layout, median of 20 event-timed runs with
-//          inputs rotating over buffers larger than L2, beside cublasGemmEx.
+//   perf:  GPT-2 training GEMMs at 32768 rows, each layout (or the --shape's given), median of 20
+//          event-timed runs of 10 back-to-back launches with inputs rotating over buffers larger
+//          than L2, beside cublasGemmEx.
 //
 // usage: gemm_tiles_bench --include DIR [--check] [--perf] [--compile-only] [--path sm80|sm90]
+//                         [--shape M,N,K[,AkBk|AkBn|AmBn|AmBk]]... [--config sm90:BM,BN,STAGES[,PINGPONG]]...
+//   --shape times those shapes instead of GPT-2's; --config those tile configurations instead of
+//   the defaults (sm80 ones as sm80:BM,BN,BK,STAGES,WARPS_M,WARPS_N).
 //   DIR holds llmc/*.cuh (runtime/cuda/device in the source tree). --compile-only needs no GPU:
 //   it compiles every kernel with NVRTC and checks their PTX for the tensor-core instructions.
 #include <cublas_v2.h>
@@ -139,8 +143,11 @@ struct EpilogueBiasResidual {
 std::string kernel_source(const TileConfig& cfg, Major a, Major b, Epi epi) {
   auto major = [](Major m) { return m == Major::K ? "llmc::Major::K" : "llmc::Major::MN"; };
   std::string args;
-  for (int p : cfg.params) args += std::to_string(p) + ", ";
+  // sm90: BM, BN, stages[, 1 = ping-pong consumers], the last after the majors.
+  const size_t leading = cfg.path == Path::sm90 ? std::min<size_t>(cfg.params.size(), 3) : cfg.params.size();
+  for (size_t i = 0; i < leading; ++i) args += std::to_string(cfg.params[i]) + ", ";
   args += std::string(major(a)) + ", " + major(b);
+  if (cfg.path == Path::sm90 && cfg.params.size() > 3 && cfg.params[3]) args += ", true";
   const std::string epilogue = epi == Epi::store ? "llmc::EpilogueStoreBf16" : "EpilogueBiasResidual";
   std::string s;
   if (cfg.path == Path::sm80) {
@@ -596,15 +603,17 @@ struct Bench {
     for (auto& t : pool) t.join();
   }
 
+  // Median over 20 runs of kBackToBack launches between two events (each on the next rotation
+  // set), per launch: the launch gaps amortised as in a CUDA graph, the inputs cold in L2.
   double time_ms(const std::function<void(size_t)>& run, size_t sets) {
-    constexpr int kWarmup = 3, kRuns = 20;
+    constexpr int kWarmup = 3, kRuns = 20, kBackToBack = 10;
     for (int i = 0; i < kWarmup; ++i) run(i % sets);
     CU(cuCtxSynchronize());
     std::vector<CUevent> ev(2 * kRuns);
     for (auto& e : ev) CU(cuEventCreate(&e, CU_EVENT_DEFAULT));
     for (int i = 0; i < kRuns; ++i) {
       CU(cuEventRecord(ev[2 * i], nullptr));
-      run((kWarmup + i) % sets);
+      for (int j = 0; j < kBackToBack; ++j) run((kWarmup + i * kBackToBack + j) % sets);
       CU(cuEventRecord(ev[2 * i + 1], nullptr));
     }
     CU(cuCtxSynchronize());
@@ -612,7 +621,7 @@ struct Bench {
     for (int i = 0; i < kRuns; ++i) CU(cuEventElapsedTime(&ms[i], ev[2 * i], ev[2 * i + 1]));
     for (auto& e : ev) cuEventDestroy(e);
     std::sort(ms.begin(), ms.end());
-    return ms[kRuns / 2];
+    return ms[kRuns / 2] / kBackToBack;
   }
 
   void run_case(const Case& cs, const std::vector<TileConfig>& configs) {
@@ -679,10 +688,49 @@ struct Bench {
 
 }  // namespace
 
+static const char* kUsage =
+    "usage: gemm_tiles_bench --include DIR [--check] [--perf] [--compile-only] [--path sm80|sm90]\n"
+    "                        [--shape M,N,K[,AkBk|AkBn|AmBn|AmBk]]... [--config sm90:BM,BN,STAGES[,PINGPONG]]...";
+
+// "M,N,K[,LAYOUT]" -> a perf case (layout AkBk unless given).
+static Case parse_shape(const std::string& text) {
+  Case c{"perf", "shape", Major::K, Major::K, 0, 0, 0};
+  char layout[8] = "AkBk";
+  if (std::sscanf(text.c_str(), "%d,%d,%d,%4s", &c.M, &c.N, &c.K, layout) < 3 || c.M < 1 || c.N < 1 || c.K < 1)
+    fail("--shape wants M,N,K[,LAYOUT] with positive sizes, got '" + text + "'");
+  const std::string l = layout;
+  if (l.size() != 4 || l[0] != 'A' || l[2] != 'B' || (l[1] != 'k' && l[1] != 'm') || (l[3] != 'k' && l[3] != 'n'))
+    fail("--shape layout is one of AkBk, AkBn, AmBn, AmBk; got '" + l + "'");
+  c.a = l[1] == 'k' ? Major::K : Major::MN;
+  c.b = l[3] == 'k' ? Major::K : Major::MN;
+  c.what = text;
+  return c;
+}
+
+// "sm90:BM,BN,STAGES[,PINGPONG]" or "sm80:BM,BN,BK,STAGES,WARPS_M,WARPS_N".
+static TileConfig parse_config(const std::string& text) {
+  const size_t colon = text.find(':');
+  const std::string path = text.substr(0, colon);
+  if (colon == std::string::npos || (path != "sm90" && path != "sm80")) fail("--config starts with sm90: or sm80:, got '" + text + "'");
+  TileConfig cfg{path == "sm90" ? Path::sm90 : Path::sm80, {}};
+  std::string rest = text.substr(colon + 1);
+  for (size_t at = 0; at <= rest.size();) {
+    const size_t comma = std::min(rest.find(',', at), rest.size());
+    cfg.params.push_back(std::atoi(rest.substr(at, comma - at).c_str()));
+    at = comma + 1;
+  }
+  const size_t want = cfg.path == Path::sm90 ? 3 : 6;
+  if (cfg.params.size() != want && !(cfg.path == Path::sm90 && cfg.params.size() == 4))
+    fail("--config " + text + ": sm90 takes BM,BN,STAGES[,PINGPONG], sm80 BM,BN,BK,STAGES,WARPS_M,WARPS_N");
+  return cfg;
+}
+
 int main(int argc, char** argv) {
   Bench bench;
   bool check = false, perf = false, compile_only = false;
   std::string only_path;
+  std::vector<Case> shapes;
+  std::vector<TileConfig> given_configs;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--include" && i + 1 < argc)
@@ -695,21 +743,25 @@ int main(int argc, char** argv) {
       compile_only = check = true;
     else if (a == "--path" && i + 1 < argc)
       only_path = argv[++i];
+    else if (a == "--shape" && i + 1 < argc)
+      shapes.push_back(parse_shape(argv[++i])), perf = true;
+    else if (a == "--config" && i + 1 < argc)
+      given_configs.push_back(parse_config(argv[++i]));
     else
-      fail("usage: gemm_tiles_bench --include DIR [--check] [--perf] [--compile-only] [--path sm80|sm90]");
+      fail(kUsage);
   }
   if (bench.include_dir.empty() || (!check && !perf))
-    fail("usage: gemm_tiles_bench --include DIR [--check] [--perf] [--compile-only] [--path sm80|sm90]");
+    fail(kUsage);
   if (!compile_only) bench.init();
 
   // Tile configurations under test. sm80: BM, BN, BK, stages, warps_m, warps_n; sm90: BM, BN, stages.
-  std::vector<TileConfig> configs;
-  if (only_path != "sm90") {
+  std::vector<TileConfig> configs = given_configs;
+  if (configs.empty() && only_path != "sm90") {
     // 4 warps of 64x64 each: the slower sm80 shape (0.2-0.37x cuBLAS in results/), checked only.
     if (check) configs.push_back({Path::sm80, {128, 128, 64, 4, 2, 2}});
     configs.push_back({Path::sm80, {128, 256, 64, 3, 2, 4}});
   }
-  if (only_path != "sm80") {
+  if (given_configs.empty() && only_path != "sm80") {
     configs.push_back({Path::sm90, {128, 256, 4}});
     configs.push_back({Path::sm90, {128, 128, 6}});
   }
@@ -728,7 +780,9 @@ int main(int argc, char** argv) {
     cases.push_back(
         {"check", "bias+residual", Major::K, Major::K, 1000, 80, 771, 8, 1, 1, Epi::bias_residual});
   }
-  if (perf) {
+  if (!shapes.empty()) {
+    cases.insert(cases.end(), shapes.begin(), shapes.end());
+  } else if (perf) {
     struct Gpt2 {
       const char* name;
       int n, k;  // forward out features, in features

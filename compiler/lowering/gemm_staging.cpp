@@ -49,7 +49,7 @@ StagingCopy writeStagingCopy(const std::string& name, const GemmOperandPlacement
   copy.grid = std::clamp<int64_t>((chunks + copy.block - 1) / copy.block, 1, int64_t{target.smCount} * 8);
   copy.function = fmt::format(
       "\n// {0}: {1} blocks x {2} threads. Stages a GEMM operand: {6} rows of {3} elements (rows: {16}; elements: {17}\n"
-      "// in the stored array), into rows padded with zeros to {5} (16-byte aligned), x {7} x {8} batches{13}.\n"
+      "// in the stored array), into rows padded with zeros to {5}, x {7} x {8} batches{13}.\n"
       "extern \"C\" __global__ void __launch_bounds__({2}) {0}(llmc_bf16* __restrict__ dst, const {14}* __restrict__ src) {{\n"
       "  const long long chunks = {9}LL, per_row = {10}LL, rows = {6}LL;\n"
       "  for (long long i = (long long)blockIdx.x * {2} + threadIdx.x; i < chunks; i += (long long)gridDim.x * {2}) {{\n"

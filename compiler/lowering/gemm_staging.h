@@ -1,8 +1,9 @@
 // Staging copies for tensor-core GEMM operands the tile library cannot read
 // where they lie (tensor_core_gemm.h, GemmStagedSource): a launch of its own,
 // before the GEMM, gathers the operand's rows into a scratch buffer whose
-// rows are padded with zeros to a multiple of 8 elements (16 bytes), so that
-// the TMA and cp.async read aligned rows. An odd size (C = 771), or contracted
+// rows are padded with zeros to a multiple of 64 elements on sm_90a (the
+// TMA's 128-byte lines) or 8 on sm_80 (cp.async's 16 bytes), so that the
+// GEMM reads aligned rows. An odd size (C = 771), or contracted
 // axes in another order than the other operand's (a stack of windows), then
 // costs one pass over the operand instead of the whole GEMM on the CUDA cores.
 #pragma once

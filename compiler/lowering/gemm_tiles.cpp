@@ -1,12 +1,68 @@
 #include "lowering/gemm_tiles.h"
 
 #include <algorithm>
+#include <numeric>
 
 namespace llmc {
 
 namespace {
 
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// The bytes every row of `p` starts aligned to in GMEM, up to 128: what its
+// leading dimension, offset and batch strides (bf16 elements) share.
+int rowAlignmentBytes(const GemmOperandPlacement& p) {
+  int64_t common = 64;  // 128 bytes
+  for (int64_t e : {p.ld, p.offset, p.batchOuterStride, p.batchInnerStride}) common = std::gcd(common, e);
+  return static_cast<int>(2 * common);
+}
+
+// The tile library's GEMM as its blocks run it, beside what evaluate() prices
+// (the traffic through each level over the whole device): a block walks its
+// units (tiles, or a tile's slice of the k-steps) one after another, each
+// k-step as long as its wgmmas or filling its stage from L2 take on one SM,
+// each unit's accumulators then drained by the epilogue (beside the other
+// consumer's k-steps where they ping-pong); the first stage's load and the
+// last epilogue are not hidden behind anything. The TMA reads rows whose
+// starts are not 128-byte aligned at a device-wide rate of their own
+// (target.unalignedRowBandwidth). Without that, 1000x2056x776 GEMMs were
+// predicted at 11 us and ran 20 (H200, 2026-12-02).
+void addTilePipeline(KernelCost& cost, const TensorCoreGemm& gemm, const GemmTile& tile, const Target& t) {
+  if (t.tileLoadBytesPerSecondPerSM <= 0 || t.tileEpilogueBytesPerSecondPerSM <= 0 || !t.hasUnit("tensor_bf16")) return;
+  const int64_t tilesM = ceilDiv(gemm.M, tile.bm), tilesN = ceilDiv(gemm.N, tile.bn);
+  const int64_t units = tilesM * tilesN * gemm.batches() * tile.splits;
+  // sm_90a's grid is persistent (a block an SM walks the units); sm_80's has
+  // a block a tile, one resident an SM at these tiles' shared memory.
+  const int64_t unitsPerSM = ceilDiv(units, std::min<int64_t>(units, t.smCount));
+  const int64_t kSteps = ceilDiv(ceilDiv(gemm.K, gemm.BK), tile.splits);
+  const double bm = tile.bm, bn = tile.bn, bk = gemm.BK;
+  const double tensorPerSM = t.unit("tensor_bf16").attainable / t.smCount;
+  const double step = std::max(2 * bm * bn * bk / tensorPerSM, 2 * (bm + bn) * bk / t.tileLoadBytesPerSecondPerSM);
+  const double kStepSeconds = static_cast<double>(unitsPerSM * kSteps) * step;
+  const double epilogue = 4 * bm * bn / t.tileEpilogueBytesPerSecondPerSM;
+  const double epilogueSeconds = static_cast<double>(gemm.pingPong ? 1 : unitsPerSM) * epilogue;
+  double unaligned = 0;
+  auto reads = [&](const GemmOperandPlacement& p, double bytes) {
+    const int align = rowAlignmentBytes(p);
+    const int level = align >= 64 ? 2 : align >= 32 ? 1 : 0;
+    if (align < 128 && t.unalignedRowBandwidth[level] > 0) unaligned += bytes / t.unalignedRowBandwidth[level];
+  };
+  const double batches = static_cast<double>(gemm.batches());
+  reads(gemm.a, batches * static_cast<double>(tilesN) * 2.0 * static_cast<double>(gemm.M * gemm.K));
+  reads(gemm.b, batches * static_cast<double>(tilesM) * 2.0 * static_cast<double>(gemm.N * gemm.K));
+
+  const double fixed = cost.seconds["sync"] + cost.seconds["launch"];
+  const double busiest = cost.predicted - fixed;
+  cost.seconds["k-steps"] = kStepSeconds;
+  cost.seconds["epilogue"] = epilogueSeconds;
+  cost.seconds["fill"] = t.tileFillSeconds;
+  if (unaligned > 0) cost.seconds["unaligned rows"] = unaligned;
+  const double streamed = std::max({busiest, kStepSeconds, unaligned});
+  if (streamed == kStepSeconds && kStepSeconds > busiest) cost.bottleneck = "k-steps";
+  if (streamed == unaligned && unaligned > busiest) cost.bottleneck = "unaligned rows";
+  if (epilogueSeconds + t.tileFillSeconds > streamed) cost.bottleneck = "fill/epilogue";
+  cost.predicted = streamed + epilogueSeconds + t.tileFillSeconds + fixed;
+}
 
 // Cuts `tile` positions of a GEMM dimension over its axes (outermost first),
 // innermost first: an axis shorter than what is left is taken whole.
@@ -50,6 +106,13 @@ Partition gemmTilePartition(const PlannedKernel& kernel, const TensorCoreGemm& g
   return p;
 }
 
+KernelCost priceGemmTile(const Graph& graph, const PlannedKernel& kernel, const TensorCoreGemm& gemm,
+                         const GemmTile& tile, const Target& target, const CostOptions& options) {
+  KernelCost cost = evaluate(graph, kernel.kernel, kernel.shape, gemmTilePartition(kernel, gemm, tile), target, options);
+  addTilePipeline(cost, gemm, tile, target);
+  return cost;
+}
+
 void chooseGemmTile(const Graph& graph, PlannedKernel& kernel, const TensorCoreGemm& gemm, const Target& target,
                     const CostOptions& options) {
   const int64_t kSteps = ceilDiv(gemm.K, gemm.BK);
@@ -61,12 +124,11 @@ void chooseGemmTile(const Graph& graph, PlannedKernel& kernel, const TensorCoreG
       if (tile.splits > 1 && (ceilDiv(kSteps, tile.splits) * (tile.splits - 1) >= kSteps ||
                               splitTilesOf(kernel, gemm, tile.splits).empty()))
         continue;
-      const Partition p = gemmTilePartition(kernel, gemm, tile);
-      KernelCost cost = evaluate(graph, kernel.kernel, kernel.shape, p, target, options);
+      KernelCost cost = priceGemmTile(graph, kernel, gemm, tile, target, options);
       if (found && cost.predicted >= kernel.cost.predicted * (1 - 1e-9)) continue;
       found = true;
       kernel.gemmTile = tile;
-      kernel.partition = p;
+      kernel.partition = gemmTilePartition(kernel, gemm, tile);
       kernel.cost = std::move(cost);
     }
 }

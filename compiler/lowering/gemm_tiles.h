@@ -3,7 +3,10 @@
 // sm_90a every split of the k-steps across units where the kernel's outputs
 // are plain sums, is priced by the cost model under the partition it makes
 // (its rows and columns cut into the tile's, the stream into k-steps); the
-// cheapest is the kernel's partition and the tile the writer writes. The
+// cheapest is the kernel's partition and the tile the writer writes. Beside
+// the traffic evaluate() prices, a tile's price has the library's blocks as
+// they run (priceGemmTile): their k-steps one SM after another, the epilogue
+// of each tile, the first load, rows the TMA reads unaligned. The
 // partition search's own tiles need not be the library's: a GEMM priced at
 // 192 rows a tile ran as 128, in a persistent grid of a different size.
 #pragma once
@@ -21,6 +24,11 @@ namespace llmc {
 // `gemm`, the GEMM the writer made of its tile launch.
 void chooseGemmTile(const Graph& graph, PlannedKernel& kernel, const TensorCoreGemm& gemm, const Target& target,
                     const CostOptions& options);
+
+// The price of `gemm` run with `tile`: the partition it makes (below) as
+// evaluate() prices it, and the library's blocks as they run it.
+KernelCost priceGemmTile(const Graph& graph, const PlannedKernel& kernel, const TensorCoreGemm& gemm,
+                         const GemmTile& tile, const Target& target, const CostOptions& options);
 
 // The partition a GEMM's tile makes of its kernel: the tile's rows and
 // columns over the GEMM's row and column axes, innermost first (a tile over

@@ -315,10 +315,12 @@ void gatherOperand(GemmOperandPlacement& p, const TensorCoreGemm& gemm, std::vec
   for (const StridedExtent& c : columns) p.contiguous *= c.extent;
   p.staged = GemmStagedSource{p.offset, std::move(rows), std::move(columns), p.batchOuterStride, p.batchInnerStride};
   p.offset = 0;
-  p.ld = ceilDiv(p.contiguous, 8) * 8;
+  p.ld = ceilDiv(p.contiguous, stagedRowMultiple(gemm)) * stagedRowMultiple(gemm);
   p.batchInnerStride = gemm.batch.empty() ? 0 : p.rows * p.ld;
   p.batchOuterStride = gemm.batch.size() == 2 ? p.rows * p.ld * gemm.batchInner : 0;
 }
+
+int64_t stagedRowMultiple(const TensorCoreGemm& gemm) { return gemm.library == TensorCoreGemm::Library::Sm90 ? 64 : 8; }
 
 void stageOperand(GemmOperandPlacement& p, const TensorCoreGemm& gemm) {
   gatherOperand(p, gemm, {{p.rows, p.ld}}, {{p.contiguous, 1}});

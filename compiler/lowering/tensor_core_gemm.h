@@ -34,7 +34,8 @@ struct StridedExtent {
 // that no single stride describes (contracted axes in another order than the
 // other operand's, as a stack of windows puts them; row axes that do not
 // flatten). A staging launch (gemm_staging.h) first gathers it into a
-// scratch buffer of rows padded to 8 elements with zeros; the GEMM reads that.
+// scratch buffer of rows padded with zeros (stagedRowMultiple); the GEMM
+// reads that.
 struct GemmStagedSource {
   int64_t offset = 0;
   // The staged rows and the elements along each, in the stored array: each
@@ -97,6 +98,12 @@ struct TensorCorePlan {
   std::optional<TensorCoreGemm> gemm;
   std::string scalarReason;  // why not, where the launch is matmul-like
 };
+
+// The elements a staged row is padded to a multiple of: on sm_90a 64 (128
+// bytes: the TMA reads rows that start on a 128-byte line at full rate, rows
+// 16 bytes aligned at half, target.unalignedRowBandwidth), on sm_80 8 (the
+// 16 bytes cp.async needs).
+int64_t stagedRowMultiple(const TensorCoreGemm& gemm);
 
 // `stored`: values read from GMEM; `names`: printedNames(graph); `target`: sm_90a or sm_80.
 // Reads the operand through a staging copy (gemm_staging.h): aligned bf16

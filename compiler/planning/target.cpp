@@ -370,7 +370,7 @@ struct TargetFile {
   Target read(const std::string& device) const {
     Field root = this->root();
     root.allowOnly({"arch", "description", "compute_capability", "default_device", "sm", "memory_access",
-                    "features", "overheads", "tensor_core_shapes", "devices"});
+                    "features", "overheads", "tile_library", "tensor_core_shapes", "devices"});
     Target t;
     FigureReader figures(t);
     t.file = path;
@@ -405,6 +405,20 @@ struct TargetFile {
       t.atomicAddsPerSecond = figures.positive(overheads["global_f32_atomic_adds_per_s"]);
     if (overheads.has("same_address_f32_atomic_add_s"))
       t.sameAddressAtomicSeconds = figures.positive(overheads["same_address_f32_atomic_add_s"]);
+
+    if (root.has("tile_library")) {
+      Field tiles = root["tile_library"];
+      tiles.allowOnly({"fill_s", "load_bytes_per_s_per_sm", "epilogue_bytes_per_s_per_sm",
+                       "unaligned_row_bytes_per_s_16", "unaligned_row_bytes_per_s_32",
+                       "unaligned_row_bytes_per_s_64"});
+      t.tileFillSeconds = figures.positive(tiles["fill_s"]);
+      t.tileLoadBytesPerSecondPerSM = figures.positive(tiles["load_bytes_per_s_per_sm"]);
+      t.tileEpilogueBytesPerSecondPerSM = figures.positive(tiles["epilogue_bytes_per_s_per_sm"]);
+      const char* unaligned[] = {"unaligned_row_bytes_per_s_16", "unaligned_row_bytes_per_s_32",
+                                 "unaligned_row_bytes_per_s_64"};
+      for (int i = 0; i < 3; ++i)
+        if (tiles.has(unaligned[i])) t.unalignedRowBandwidth[i] = figures.positive(tiles[unaligned[i]]);
+    }
 
     for (const Field& shape : root["tensor_core_shapes"].elements())
       t.tensorCoreShapes.push_back(readShape(shape, figures));

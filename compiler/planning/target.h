@@ -115,6 +115,19 @@ struct Target {
   // Seconds an f32 atomic add to an address waits for the one before it
   // there: adds to one address (blocks sharing out a sum) serialise in L2.
   double sameAddressAtomicSeconds = 0;
+  // The tensor-core tile library's GEMM on one SM (gemm_sm90.cuh, gemm_sm80.cuh;
+  // lowering/gemm_tiles.h prices it): the first stage's load and the last
+  // tile's epilogue around a block's work, beyond the launch; the bytes a
+  // second one SM's stages are filled with from L2, and its epilogue drains
+  // (fp32 accumulators staged, outputs stored); 0 where the file gives none.
+  double tileFillSeconds = 0;
+  double tileLoadBytesPerSecondPerSM = 0;
+  double tileEpilogueBytesPerSecondPerSM = 0;
+  // The bytes a second the whole device's TMA reads of rows whose starts are
+  // only 16, 32 or 64 bytes aligned (index: log2(alignment / 16)): a row
+  // then straddles two 128-byte lines; 0 (no limit beyond L2's) where the
+  // file gives none.
+  double unalignedRowBandwidth[3] = {0, 0, 0};
   // One __syncthreads costs blockSyncBaseCycles + blockSyncCyclesPerWarp x the block's warps.
   double blockSyncBaseCycles = 0;
   double blockSyncCyclesPerWarp = 0;
