@@ -678,29 +678,7 @@ KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const
     const double loadsPerThread = !remainder && positions >= 16 ? 8 : positions;
     double threadsUsed = std::clamp(std::ceil(tr.loads / loadsPerThread), static_cast<double>(t.warpSize),
                                     static_cast<double>(threads));
-    // A thread's bytes in flight: 16 where emit_cuda loads 8 adjacent
-    // elements at once (8 points a thread along a last group axis whose size
-    // and tile are multiples of 8, the innermost axis of an array the kernel
-    // reads or writes; or 8 positions of a reduced axis an input has
-    // innermost, a multiple of 8 long),
-    // else one element (a stack of 3 windows built with 2-byte loads ran
-    // 67 us where 16-byte ones were priced at 15, on the H200, 2026-12-02).
-    auto innermostIn = [&](const std::string& axis) {
-      auto innermost = [&](NodeId id) {
-        const Type& ty = g.node(id).type;
-        return !ty.axes.empty() && ty.axes.back().name == axis;
-      };
-      return std::any_of(k.inputs.begin(), k.inputs.end(), innermost) ||
-             std::any_of(k.outputs.begin(), k.outputs.end(), innermost);
-    };
-    const Axis* last = s.groupAxes.empty() ? nullptr : &s.groupAxes.back();
-    bool eightAdjacent = last && last->size % 8 == 0 && p.groupTiles.at(last->name) % 8 == 0 && innermostIn(last->name);
-    for (NodeId in : k.inputs)  // or 8 positions of an axis it reduces
-      for (const Axis& a : g.node(in).type.axes)
-        if (&a == &g.node(in).type.axes.back() && a.size % 8 == 0 &&
-            std::none_of(s.groupAxes.begin(), s.groupAxes.end(), [&](const Axis& x) { return x.name == a.name; }))
-          eightAdjacent = true;
-    double inFlight = eightAdjacent ? loadBytes : static_cast<double>(o.storageBytes);
+    double inFlight = loadBytes;  // a thread's bytes in flight
     // A lane stream's threads: its points' lanes, 8 positions a lane in flight.
     if (lanes.lanes > 0) {
       threadsUsed = static_cast<double>(lanes.threads);
