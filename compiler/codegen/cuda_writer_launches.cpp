@@ -66,21 +66,25 @@ void CudaWriter::gemmEpilogue() {
     const StoredArray& arr = stored_.at(o);
     const std::vector<Axis>& axes = g_.node(o).type.axes;
     // Rows of a multiple of 8 columns: all 8 at once (aligned: col % 8 == 0), one 16-byte store of
-    // bf16, or two 16-byte atomic adds of f32 split sums.
-    bool vector = (atomic ? arr.ctype == "float" : arr.ctype == "llmc_bf16") && columnsVectorised_ &&
-                  axes.size() >= ax.columns.size();
-    for (size_t i = 0; vector && i < ax.columns.size(); ++i)
-      vector = axes[axes.size() - ax.columns.size() + i].name == ax.columns[i].name;
-    if (!vector) {
+    // bf16, or two 16-byte atomic adds of f32 split sums. Rows of bf16 of another length: the 8
+    // in the widest stores their address allows (4-byte pairs), not one by one.
+    bool along = axes.size() >= ax.columns.size();
+    for (size_t i = 0; along && i < ax.columns.size(); ++i)
+      along = axes[axes.size() - ax.columns.size() + i].name == ax.columns[i].name;
+    const bool vector = along && (atomic ? arr.ctype == "float" : arr.ctype == "llmc_bf16") && columnsVectorised_;
+    const bool pairs = along && !atomic && arr.ctype == "llmc_bf16" && !columnsVectorised_;
+    if (!vector && !pairs) {
       store(column, o, env);
       continue;
     }
     std::string staged = fresh("out_" + names_[static_cast<size_t>(o)]);
     emit(0, fmt::format("float {}[8];", staged));
     emit(column, fmt::format("{}[e] = {};", staged, value(o, env)));
-    after.push_back(atomic ? fmt::format("llmc_add_f32x8({} + {}, {});", arr.param, offset(o, firstColumn), staged)
-                           : fmt::format("llmc::store_bf16x8(reinterpret_cast<llmc::bf16*>({}) + {}, {}, count);",
-                                         arr.param, offset(o, firstColumn), staged));
+    after.push_back(atomic  ? fmt::format("llmc_add_f32x8({} + {}, {});", arr.param, offset(o, firstColumn), staged)
+                    : pairs ? fmt::format("llmc::store_bf16x8_unaligned(reinterpret_cast<llmc::bf16*>({}) + {}, {}, count);",
+                                          arr.param, offset(o, firstColumn), staged)
+                            : fmt::format("llmc::store_bf16x8(reinterpret_cast<llmc::bf16*>({}) + {}, {}, count);",
+                                          arr.param, offset(o, firstColumn), staged));
   }
   emit(0, "#pragma unroll");
   close(column);

@@ -128,6 +128,28 @@ __device__ inline void store_bf16x8(bf16* p, const float (&v)[8], int count) {
   }
 }
 
+// Stores v[0..count) to p as bf16 where p need only be 2-byte aligned (rows of an odd number of
+// columns): the 8 values in the widest stores the address allows, 16 bytes, 4-byte pairs, or a
+// single value, a pair of pairs... rather than 8 single ones.
+__device__ inline void store_bf16x8_unaligned(bf16* p, const float (&v)[8], int count) {
+  const unsigned long long at = reinterpret_cast<unsigned long long>(p);
+  if (count == 8 && (at & 15) == 0) {
+    store_bf16x8(p, v, 8);
+  } else if (count == 8) {
+    const int first = (at & 3) == 0 ? 0 : 1;  // p + first is 4-byte aligned
+    if (first) p[0] = __float2bfloat16_rn(v[0]);
+#pragma unroll
+    for (int i = 0; i < 3; ++i)
+      *reinterpret_cast<__nv_bfloat162*>(p + first + 2 * i) = __floats2bfloat162_rn(v[first + 2 * i], v[first + 2 * i + 1]);
+    if (first) p[7] = __float2bfloat16_rn(v[7]);
+    else *reinterpret_cast<__nv_bfloat162*>(p + 6) = __floats2bfloat162_rn(v[6], v[7]);
+  } else {
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+      if (i < count) p[i] = __float2bfloat16_rn(v[i]);
+  }
+}
+
 // The plain epilogue: C rounded to bf16 into out[batch offset + row * ld + col].
 struct EpilogueStoreBf16 {
   bf16* out;
