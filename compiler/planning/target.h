@@ -123,6 +123,10 @@ struct Target {
   double tileFillSeconds = 0;
   double tileLoadBytesPerSecondPerSM = 0;
   double tileEpilogueBytesPerSecondPerSM = 0;
+  // A tensor-core stream's step (tensor_core_stream.h) beyond its products:
+  // the wait for them, the elementwise work between, the next stage; 0
+  // where the file gives none.
+  double tensorStreamStepSeconds = 0;
   // The bytes a second the whole device's TMA reads of rows whose starts are
   // only 16, 32 or 64 bytes aligned (index: log2(alignment / 16)): a row
   // then straddles two 128-byte lines; 0 (no limit beyond L2's) where the
