@@ -1,6 +1,7 @@
 #include "lowering/unfuse.h"
 
 #include <algorithm>
+#include <functional>
 #include <set>
 #include <utility>
 
@@ -20,11 +21,12 @@ double totalSeconds(const std::vector<PlannedKernel>& kernels) {
 // CUDA cores (a chain of contractions; a normalisation's statistics streamed
 // with the matmul it feeds): fusion's candidates to leave unstreamed, their
 // contractions then tensor-core GEMMs of their own.
-std::set<NodeId> streamsOffTensorCores(const Graph& graph, const std::vector<PlannedKernel>& kernels) {
+std::set<NodeId> streamAnchors(const Graph& graph, const std::vector<PlannedKernel>& kernels,
+                                const std::function<bool(const PlannedKernel&)>& candidate) {
   std::set<NodeId> anchors;
   for (const PlannedKernel& pk : kernels) {
     const Kernel& k = pk.kernel;
-    if (k.streamAxis.empty() || pricedOnTensorCores(pk.cost)) continue;
+    if (k.streamAxis.empty() || !candidate(pk)) continue;
     int contractions = 0;
     for (NodeId id : k.nodes) contractions += graph.node(id).op == Op::Contract;
     if (contractions == 0) continue;
@@ -36,6 +38,20 @@ std::set<NodeId> streamsOffTensorCores(const Graph& graph, const std::vector<Pla
     }
   }
   return anchors;
+}
+
+std::set<NodeId> streamsOffTensorCores(const Graph& graph, const std::vector<PlannedKernel>& kernels) {
+  return streamAnchors(graph, kernels, [](const PlannedKernel& pk) { return !pricedOnTensorCores(pk.cost); });
+}
+
+// The reductions anchoring tensor-core streams bound by their blocks' steps
+// (a small grid stepping one step at a time: multi-query attention's 40
+// blocks over 1000 keys): where the scores are few, their GEMMs and a
+// softmax of their own may take less.
+std::set<NodeId> streamsBoundBySteps(const Graph& graph, const std::vector<PlannedKernel>& kernels) {
+  return streamAnchors(graph, kernels, [](const PlannedKernel& pk) {
+    return pricedOnTensorCores(pk.cost) && pk.cost.bottleneck == "steps";
+  });
 }
 
 // The operands of contractions in kernels on the CUDA cores that the kernel
@@ -78,6 +94,16 @@ std::vector<PlannedKernel> unfuseOffTensorCores(const Graph& graph, std::vector<
     if (totalSeconds(separate) >= totalSeconds(kernels)) break;
     fusion = std::move(trial);
     kernels = std::move(separate);
+  }
+  // Then the step-bound tensor-core streams, all at once (one more trial,
+  // made only where there are such streams).
+  const std::set<NodeId> stepped = streamsBoundBySteps(graph, kernels);
+  if (!stepped.empty()) {
+    FusionOptions trial = fusion;
+    trial.unstreamed.insert(stepped.begin(), stepped.end());
+    std::vector<PlannedKernel> separate = planKernels(graph, target, cost, trial);
+    chooseEngines(graph, separate, target, cost, emit);
+    if (totalSeconds(separate) < totalSeconds(kernels)) kernels = std::move(separate);
   }
   return kernels;
 }
