@@ -300,6 +300,9 @@ KernelShape kernelShape(const Graph& g, const Kernel& k, const Target& target, c
   addStreamSplit(s, g, k, members, outputAxes);
   addPerPositionContractions(s, g, k, members);
   addTileMultiples(s, g, k, target, o);
+  for (NodeId in : k.inputs)
+    if (auto shifted = shiftedGroupAxes(g, k, in, s.groupAxes); !shifted.empty())
+      s.shiftedInputs[in] = renamedAxes(g.node(in).type, shifted);
   return s;
 }
 
@@ -457,7 +460,8 @@ void inputTraffic(const Graph& g, const Kernel& k, const KernelShape& s, const P
   for (NodeId in : k.inputs) {
     // An input read through shifting views (a padded sequence's windows)
     // is tiled along the group axes its axes become.
-    const Type ty = renamedAxes(g.node(in).type, shiftedGroupAxes(g, k, in, s.groupAxes));
+    const auto shifted = s.shiftedInputs.find(in);
+    const Type& ty = shifted == s.shiftedInputs.end() ? g.node(in).type : shifted->second;
     double bytes = static_cast<double>(ty.elementCount()) * elementBytes(ty, o);
     // A table read through a gather moves only the rows gathered, each by
     // the block whose positions index it.

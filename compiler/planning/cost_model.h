@@ -93,6 +93,9 @@ struct KernelShape {
   // On the CUDA cores (CostOptions::tensorCores false): how often the code
   // redoes each node's points (planning/recomputed_work.h); else empty.
   std::map<NodeId, double> redone;
+  // Each input read through shifting views as the renamed type it is tiled
+  // as (planning/shifted_axes.h); inputs read under their own names are absent.
+  std::map<NodeId, Type> shiftedInputs;
 };
 
 // The operations a node performs and the unit that performs them

@@ -7,6 +7,14 @@ namespace llmc {
 
 std::map<std::string, std::string> shiftedGroupAxes(const Graph& g, const Kernel& k, NodeId input,
                                                     const std::vector<Axis>& groupAxes) {
+  // Only a rename, slice or concatenation onto a group axis can shift one:
+  // kernels without one (most) are answered without the walk.
+  const bool shifts = std::any_of(k.nodes.begin(), k.nodes.end(), [&](NodeId id) {
+    const Node& n = g.node(id);
+    return (n.op == Op::Rename || n.op == Op::Slice || n.op == Op::Concat) && !n.newAxes.empty() &&
+           std::any_of(groupAxes.begin(), groupAxes.end(), [&](const Axis& a) { return a.name == n.newAxes[0]; });
+  });
+  if (!shifts) return {};
   // names[v][a]: the name axis a of the input goes by in value v.
   std::map<NodeId, std::map<std::string, std::string>> names;
   for (const Axis& a : g.node(input).type.axes) names[input][a.name] = a.name;
