@@ -62,9 +62,6 @@ void requireMultiple(std::map<std::string, int64_t>& m, const std::string& axis,
   current = current == 0 ? multiple : std::lcm(current, multiple);
 }
 
-// A reduced axis longer than this is not held whole inside a chunk: the block
-// loops over it (a weight gradient's batch and positions).
-constexpr int64_t kInnerLimit = 256;
 
 bool isSpecialFunction(const Node& n) {
   return n.op == Op::Unary && n.unary != UnaryOp::Neg && n.unary != UnaryOp::Abs;
@@ -703,104 +700,6 @@ KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const
   cost.predicted = busiest + sync + t.graphLaunchOverhead + tr.clearSeconds;
   if (cost.predicted - busiest > busiest) cost.bottleneck = "launch/sync";
   return cost;
-}
-
-// (Written so that nothing overflows for any extent: past 2^62 a doubling
-// wrapped, and the loop never ended.)
-std::vector<int64_t> tileCandidates(int64_t extent, int64_t multiple, int64_t growthDivisor) {
-  const int64_t step = std::max<int64_t>(1, multiple);
-  const int64_t tiles = extent / step + (extent % step != 0);
-  const int64_t whole = checkedMul(tiles, step).value_or(extent / step * step);
-  std::vector<int64_t> out;
-  for (int64_t t = step; t < whole;) {
-    out.push_back(t);
-    // t is a multiple of step: the next candidate grows by 1/growthDivisor,
-    // rounded down to a multiple of step, and by at least one step.
-    const int64_t growth = step == 1 ? t : std::max(step, t / growthDivisor / step * step);
-    if (growth >= whole - t) break;
-    t += growth;
-  }
-  out.push_back(whole);
-  return out;
-}
-
-Partition searchPartition(const Graph& g, const Kernel& k, const KernelShape& s, const Target& t, const CostOptions& o,
-                          Objective objective) {
-  // Minimising transfers alone is cheap to evaluate and wants a fine grid (the
-  // closed forms); the time search walks a coarser one over more axes.
-  const int64_t growth = objective == Objective::Transfers ? 16 : 4;
-  std::vector<std::vector<int64_t>> options;
-  for (const auto& a : s.groupAxes) {
-    auto m = s.tileMultiple.find(a.name);
-    std::vector<int64_t> tiles = tileCandidates(a.size, m == s.tileMultiple.end() ? 1 : m->second, growth);
-    if (auto seg = s.segment.find(a.name); seg != s.segment.end() && objective == Objective::Time) {
-      std::vector<int64_t> below;
-      for (int64_t t = 1; t < seg->second && t < a.size; t *= 2) below.push_back(t);
-      tiles.insert(tiles.begin(), below.begin(), below.end());
-    }
-    options.push_back(tiles);
-  }
-  // Split-K candidates: positions per block, halving from the whole axis.
-  for (const auto& axis : s.loopAxes) {
-    std::vector<int64_t> perBlock;
-    const bool splits = std::find(s.splitAxes.begin(), s.splitAxes.end(), axis) != s.splitAxes.end();
-    for (int64_t n = s.loopExtent.at(axis); n >= 1 && (splits || perBlock.empty()); n /= 2) perBlock.push_back(n);
-    options.push_back(perBlock);
-  }
-  // The stream's share a block takes, halving from the whole stream; only
-  // where no partition without it gives every SM a block (few rows): a grid
-  // that can fill the device keeps its stream whole (GPT-2's bias gradients,
-  // 768 blocks of column sums, ran 52 us whole and 75 with the stream split
-  // 8 ways on the H200, 2026-12-01, at the same predicted time).
-  bool streamSplits = std::find(s.splitAxes.begin(), s.splitAxes.end(), s.streamAxis) != s.splitAxes.end();
-  if (streamSplits) {
-    double most = 1;  // blocks, at the finest tiles and splits
-    for (size_t i = 0; i < options.size(); ++i)
-      most *= static_cast<double>(i < s.groupAxes.size() ? ceilDiv(s.groupAxes[i].size, options[i].front())
-                                                         : ceilDiv(s.loopExtent.at(s.loopAxes[i - s.groupAxes.size()]),
-                                                                   options[i].back()));
-    streamSplits = most < t.smCount;
-  }
-  if (streamSplits) {
-    std::vector<int64_t> perBlock;
-    for (int64_t n = s.streamExtent; n >= kInnerLimit; n /= 2) perBlock.push_back(n);
-    options.push_back(perBlock);
-  }
-  std::vector<int64_t> chunks = {0};
-  if (!s.streamAxis.empty() && s.streamExtent > 0) {
-    auto m = s.tileMultiple.find(s.streamAxis);
-    chunks = tileCandidates(s.streamExtent, m == s.tileMultiple.end() ? 1 : m->second, growth);
-  }
-  Partition best, smallest;
-  double bestTime = INFINITY, smallestMemory = INFINITY;
-  std::vector<size_t> pick(options.size(), 0);
-  while (true) {
-    for (int64_t chunk : chunks) {
-      Partition p;
-      for (size_t i = 0; i < options.size(); ++i) {
-        if (i < s.groupAxes.size()) p.groupTiles[s.groupAxes[i].name] = options[i][pick[i]];
-        else if (i < s.groupAxes.size() + s.loopAxes.size()) p.splitTiles[s.loopAxes[i - s.groupAxes.size()]] = options[i][pick[i]];
-        else p.splitTiles[s.streamAxis] = options[i][pick[i]];
-      }
-      p.streamChunk = chunk;
-      KernelCost c = evaluate(g, k, s, p, t, o);
-      double memory = c.level("SMEM").memoryBytes;
-      double score = objective == Objective::Time ? c.predicted : c.level("L2").movedBytes;
-      // A tile under its axis' segment is taken only where it gains more than
-      // 1%: what it adds (partial segments) the model prices only in part.
-      for (const auto& [axis, segment] : s.segment)
-        if (p.groupTiles.at(axis) < segment) {
-          score *= 1.01;
-          break;
-        }
-      if (c.fits && score < bestTime) bestTime = score, best = p;
-      if (memory < smallestMemory) smallestMemory = memory, smallest = p;
-    }
-    size_t i = 0;
-    while (i < pick.size() && ++pick[i] == options[i].size()) pick[i++] = 0;
-    if (i == pick.size()) break;
-  }
-  return std::isinf(bestTime) ? smallest : best;
 }
 
 }  // namespace llmc

@@ -122,7 +122,11 @@ KernelShape kernelShape(const Graph& graph, const Kernel& kernel, const Target& 
 KernelCost evaluate(const Graph& graph, const Kernel& kernel, const KernelShape& shape, const Partition& partition,
                     const Target& target, const CostOptions& options);
 
-// What the partition search minimises.
+// A reduced axis longer than this is not held whole inside a chunk: the block
+// loops over it (a weight gradient's batch and positions).
+constexpr int64_t kInnerLimit = 256;
+
+// What the partition search minimises (partition_search.cpp).
 enum class Objective {
   Time,       // the predicted time (the default: what llmc-compile uses)
   Transfers,  // the bytes moved into SMEM (the closed forms of DESIGN.md §2)
