@@ -52,11 +52,13 @@ std::map<int, LaunchesOfKernel> launchesByKernel(const CudaModule& module) {
 // (the running max, exp, the rescale) and for the next stage: a step takes
 // the target's tensorStreamStepSeconds beside its share of the tensor work
 // on one SM. A block that runs every step of the stream (a causal mask's
-// last rows) is the shortest the launch can take; the device's resident
-// blocks, stepping side by side, bound it from the other end. Without it,
+// last rows) is the shortest the launch can take; the blocks resident on
+// the SMs (the stream's residentBlocks), stepping side by side, bound it
+// from the other end. Without it,
 // 16 heads of 1000 causal positions were predicted at 7.6 us and ran 21
 // (H200, 2026-12-02); GPT-2's full grids are bound by their work as before.
-void addStreamStepLatency(KernelCost& cost, const KernelShape& shape, const Partition& p, const Target& t) {
+void addStreamStepLatency(KernelCost& cost, const KernelShape& shape, const Partition& p, const TensorCoreStream& stream,
+                          const Target& t) {
   const auto work = cost.work.find("tensor_bf16");
   if (t.tensorStreamStepSeconds <= 0 || work == cost.work.end() || p.streamChunk <= 0 || cost.blocks <= 0) return;
   const double steps = std::ceil(static_cast<double>(shape.streamExtent) / static_cast<double>(p.streamChunk));
@@ -64,10 +66,7 @@ void addStreamStepLatency(KernelCost& cost, const KernelShape& shape, const Part
   if (blockSteps <= 0) return;
   const double perSM = t.unit("tensor_bf16").warpMmaAttainable / t.smCount;
   const double step = t.tensorStreamStepSeconds + work->second / blockSteps / perSM;
-  const double smemBytes = std::max(1.0, cost.level("SMEM").memoryBytes);
-  const double resident = std::max(1.0, std::min({static_cast<double>(t.maxBlocksPerSM),
-                                                  std::floor(static_cast<double>(t.level("SMEM").capacity) / smemBytes),
-                                                  static_cast<double>(t.maxWarpsPerSM * t.warpSize / kStreamThreads)}));
+  const double resident = std::max(1, stream.residentBlocks);  // as the writer launches it
   const double stepped = std::max(steps * step, blockSteps * step / (t.smCount * resident));
   cost.seconds["steps"] = stepped;
   const double fixed = cost.seconds["sync"] + cost.seconds["launch"];
@@ -93,7 +92,7 @@ void priceTensorCoreStream(const Graph& graph, PlannedKernel& kernel, const Tens
   p.splitTiles.clear();
   kernel.partition = p;
   kernel.cost = evaluate(graph, kernel.kernel, kernel.shape, p, target, options);
-  addStreamStepLatency(kernel.cost, kernel.shape, p, target);
+  addStreamStepLatency(kernel.cost, kernel.shape, p, stream, target);
 }
 
 // Prices every kernel on the engine the module runs it on: a kernel planned
