@@ -17,10 +17,8 @@ double totalSeconds(const std::vector<PlannedKernel>& kernels) {
   return total;
 }
 
-// The reductions anchoring streams that hold a contraction but run on the
-// CUDA cores (a chain of contractions; a normalisation's statistics streamed
-// with the matmul it feeds): fusion's candidates to leave unstreamed, their
-// contractions then tensor-core GEMMs of their own.
+// The reductions over its stream axis of each kernel that `candidate` takes
+// and that streams a contraction: what FusionOptions::unstreamed names.
 std::set<NodeId> streamAnchors(const Graph& graph, const std::vector<PlannedKernel>& kernels,
                                 const std::function<bool(const PlannedKernel&)>& candidate) {
   std::set<NodeId> anchors;
@@ -40,6 +38,10 @@ std::set<NodeId> streamAnchors(const Graph& graph, const std::vector<PlannedKern
   return anchors;
 }
 
+// The reductions anchoring streams that hold a contraction but run on the
+// CUDA cores (a chain of contractions; a normalisation's statistics streamed
+// with the matmul it feeds): fusion's candidates to leave unstreamed, their
+// contractions then tensor-core GEMMs of their own.
 std::set<NodeId> streamsOffTensorCores(const Graph& graph, const std::vector<PlannedKernel>& kernels) {
   return streamAnchors(graph, kernels, [](const PlannedKernel& pk) { return !pricedOnTensorCores(pk.cost); });
 }
