@@ -719,6 +719,9 @@ static TileConfig parse_config(const std::string& text) {
     cfg.params.push_back(std::atoi(rest.substr(at, comma - at).c_str()));
     at = comma + 1;
   }
+  for (size_t i = 0; i < cfg.params.size(); ++i)
+    if (cfg.params[i] <= 0 && !(cfg.path == Path::sm90 && i == 3))
+      fail("--config " + text + ": every size is a positive integer");
   const size_t want = cfg.path == Path::sm90 ? 3 : 6;
   if (cfg.params.size() != want && !(cfg.path == Path::sm90 && cfg.params.size() == 4))
     fail("--config " + text + ": sm90 takes BM,BN,STAGES[,PINGPONG], sm80 BM,BN,BK,STAGES,WARPS_M,WARPS_N");
