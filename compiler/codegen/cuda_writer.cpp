@@ -191,8 +191,7 @@ std::string CudaWriter::load(const Node& n, const Env& own, int target) {
   reads_.insert(n.id);
   if (const VectorSpan* span = vectorSpanOf(n, own); span && arr.ctype == "llmc_bf16") {
     // A lane's 8 positions of a bf16 array along its innermost axis: one 16-byte load per span, before them.
-    Env at = own;
-    at[n.type.axes.back().name] = {span->base, span->scope};
+    const Env at = spanStart(n, *span, own);
     // Keyed by the span's scope too: a stream's tail opens a span of its own over the same positions, where
     // the body's array is out of scope.
     const std::string key = fmt::format("{}@{}@{}", n.id, offset(n.id, at), span->scope);
@@ -484,9 +483,28 @@ const CudaWriter::VectorSpan* CudaWriter::vectorSpanOf(const Node& n, const Env&
   auto element = vectorElements_.find(env.at(n.type.axes.back().name).expr);
   // Not from inside a branch among the 8 (a concatenation's part): its loads stay in the branch.
   if (element == vectorElements_.end() || depth(floor_) > depth(element->second.elements)) return nullptr;
-  for (auto a = n.type.axes.begin(); a + 1 != n.type.axes.end(); ++a)
+  const std::vector<std::string>& spanned = element->second.axes;
+  const size_t inner = std::max<size_t>(1, spanned.size());
+  if (n.type.axes.size() < inner) return nullptr;
+  const auto outer = n.type.axes.end() - static_cast<std::ptrdiff_t>(inner);
+  if (!spanned.empty() && !std::equal(spanned.begin(), spanned.end(), outer,
+                                      [](const std::string& name, const Axis& a) { return name == a.name; }))
+    return nullptr;
+  for (auto a = n.type.axes.begin(); a != outer; ++a)
     if (depth(env.at(a->name).scope) > depth(element->second.scope)) return nullptr;
   return &element->second;
+}
+
+// The position of the span's first element: `env` with the spanned axes at
+// their first positions.
+Env CudaWriter::spanStart(const Node& n, const VectorSpan& span, const Env& env) const {
+  Env at = env;
+  if (span.axes.empty()) {
+    at[n.type.axes.back().name] = {span.base, span.scope};
+    return at;
+  }
+  for (size_t k = 0; k < span.axes.size(); ++k) at[span.axes[k]] = {k == 0 ? span.base : std::string("0"), span.scope};
+  return at;
 }
 
 std::string CudaWriter::exp(const std::string& x) const {

@@ -15,6 +15,7 @@
 #include <climits>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -263,6 +264,15 @@ class CudaWriter {
   // lane keeps its own slots, merged after the stream (online-softmax style).
   std::string laneAxis() const;
 
+  // How a thread's 8 adjacent points lie: `step` positions of `axis` (from
+  // the thread's first, a multiple of step) times every position of the
+  // group axes inside it, `inner` (whole in the tile, 8 / step positions in
+  // all, outermost first; empty where step is 8).
+  struct EightPoints {
+    std::string axis;
+    int64_t step = 8;
+    std::vector<Axis> inner;
+  };
   void tile(WrittenKernel& out);
 
   // The thread's 8 adjacent points along an axis (the last group axis, from
@@ -270,6 +280,7 @@ class CudaWriter {
   // axis load and store 16 bytes at once, at `span` (load, store).
   int openEightPoints(int parent, int span, Env& env);
   int openEightPoints(int parent, int span, const std::string& axis, const std::string& base, Env& env);
+  int openEightPoints(int parent, int span, const EightPoints& eight, const std::string& base, Env& env);
 
   // Slots every thread can keep as scalars per point and combine with
   // another thread's by one + or max: no per-point axes, no sum rescaled by a
@@ -293,19 +304,25 @@ class CudaWriter {
   // each round the upper half of the slices handing theirs to the lower.
   void mergeSlices(int point, int64_t threadPoints);
 
-  // A launch without lanes whose threads can take 8 adjacent points each
-  // along the last group axis (its tile and size multiples of 8): under bf16
-  // storage, where a bf16 array it reads or writes has that axis innermost
-  // (a gradient of the logits, the concatenation of dq, dk, dv, a bias's
-  // gradient summed over the rows).
+  // A launch without lanes whose threads can take 8 adjacent points each,
+  // under bf16 storage: along the last group axis (its tile and size
+  // multiples of 8) where a bf16 array it reads or writes has that axis
+  // innermost (a gradient of the logits, the concatenation of dq, dk, dv, a
+  // bias's gradient summed over the rows); else, without a stream, over the
+  // tile's innermost whole axes and the one outside them (8 / step positions
+  // whole, a multiple of step of the next) where a bf16 output ends in those
+  // axes: RoPE's channel pairs, [.. i r:2], 4 pairs a thread, whose parts
+  // the unrolled points pick at compile time instead of diverging.
   // A stream's slots must then be plain (one per point, joined by + or max):
   // each becomes 8 registers, the points' loop inside the stream's positions.
-  bool pointsTake8(bool streamed) const;
+  std::optional<EightPoints> pointsTake8(bool streamed) const;
 
   // Whether the launch reads or writes a bf16 array whose innermost axis is
   // `axis` (read through views: a renamed axis is the array's own): what
   // taking 8 adjacent positions at once turns into 16-byte accesses.
   bool bf16ArrayAlong(const std::string& axis) const;
+  // Whether a bf16 output's innermost axes are `axes`, in order.
+  bool bf16OutputEndsWith(const std::vector<std::string>& axes) const;
 
   // The launch's outputs at a point of the tile: each one's axes outside the
   // group looped whole; an output without some group axis stored by the
@@ -423,6 +440,7 @@ class CudaWriter {
   int slices_ = 1;     // the block's threads share a point's stream in this many slices (streamSlices)
   int blockThreads_ = 256;  // the launch's block
   std::string eightBase_;  // set: each thread takes 8 adjacent points, from this one (pointsTake8)
+  EightPoints eight_;      // how they lie, where eightBase_ is set
   // Lanes taking 8 adjacent positions (vectorLanes, loop): each element's
   // position variable -> the span loop around it and the span's first
   // position; the 8 values of an array loaded at a span (by array and offset).
@@ -430,6 +448,12 @@ class CudaWriter {
     std::string base;  // the span's first position
     int scope = 0;     // the span loop
     int elements = 0;  // the loop over its 8 positions
+    // Where the 8 positions run over several axes (a thread's 8 points over
+    // the tile's whole innermost axes, EightPoints): those axes, outermost
+    // first, the first from `base`, the others from 0; an array's innermost
+    // axes must be these to be read or written 16 bytes at once. Empty: the
+    // innermost axis alone.
+    std::vector<std::string> axes = {};
   };
   std::map<std::string, VectorSpan> vectorElements_;
   std::map<int, std::vector<std::string>> afterClose_;  // lines a scope's parent gets after the scope (a span's stores)
@@ -439,6 +463,7 @@ class CudaWriter {
   // its other indices are known at the span (bound in it or outside), outside
   // any branch taken per element; else null.
   const VectorSpan* vectorSpanOf(const Node& n, const Env& env) const;
+  Env spanStart(const Node& n, const VectorSpan& span, const Env& env) const;
   std::map<std::string, std::string> vectorLoads_;
   std::map<int, int> spanOf_;  // a lane loop's scope of 8 positions -> its span's scope
   int counter_ = 0;

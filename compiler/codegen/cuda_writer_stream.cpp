@@ -472,8 +472,7 @@ void CudaWriter::store(int scope, NodeId id, const Env& env) {
   if (const VectorSpan* span = vectorSpanOf(g_.node(id), env); span && arr.ctype == "llmc_bf16" && scope == span->elements) {
     // A lane's 8 positions of a bf16 array along its innermost axis: gathered, then one 16-byte store after them.
     const std::string buffer = fresh(names_[static_cast<size_t>(id)] + "_8");
-    Env at = env;
-    at[g_.node(id).type.axes.back().name] = {span->base, span->scope};
+    const Env at = spanStart(g_.node(id), *span, env);
     emit(span->scope, fmt::format("float {}[8];", buffer));
     emit(scope, fmt::format("{}[e] = {};", buffer, v));
     afterClose_[span->elements].push_back(fmt::format("llmc_store_bf16x8({} + {}, {});", arr.param, offset(id, at), buffer));

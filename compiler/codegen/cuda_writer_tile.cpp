@@ -21,7 +21,9 @@ void CudaWriter::tile(WrittenKernel& out) {
   lanes_ = lanesPerPoint(rows);
   const bool streamed = setUpStream();
   if (streamed) lanes_ = streamLanes(out.grid, rows);
-  const bool eight = pointsTake8(streamed);
+  const std::optional<EightPoints> eightPoints = pointsTake8(streamed);
+  const bool eight = eightPoints.has_value();
+  if (eight) eight_ = *eightPoints;
   const int64_t threadPoints = eight ? points / 8 : points;  // what the block's threads walk
   std::vector<std::pair<std::string, int64_t>> splits;  // axis, blocks sharing it
   for (const auto& [axis, perBlock] : plan_.splitTiles) {
@@ -63,22 +65,26 @@ void CudaWriter::tile(WrittenKernel& out) {
   std::string outside;
   // Threads next to each other take points next to each other along the
   // last group axis: the innermost axis of the outputs, for coalescing.
-  std::string eightBase;  // with 8 points a thread: the first of its 8 along the last group axis
+  std::string eightBase;  // with 8 points a thread: the first of its 8 along eight_.axis
+  auto insideEight = [&](const Axis& a) {
+    return eight && std::any_of(eight_.inner.begin(), eight_.inner.end(), [&](const Axis& x) { return x.name == a.name; });
+  };
   for (size_t i = plan_.groupAxes.size(); i-- > 0;) {
     const Axis& a = plan_.groupAxes[i];
     if (std::any_of(spread_.begin(), spread_.end(), [&](const Axis& x) { return x.name == a.name; }))
       continue;  // bound by the row's lanes after the reduction (storeSpread)
-    const bool last = i + 1 == plan_.groupAxes.size();
-    const int64_t t = eight && last ? plan_.tiles.at(a.name) / 8 : plan_.tiles.at(a.name);
+    if (insideEight(a)) continue;  // bound by the thread's 8 points (openEightPoints)
+    const bool stepped = eight && a.name == eight_.axis;
+    const int64_t t = stepped ? plan_.tiles.at(a.name) / eight_.step : plan_.tiles.at(a.name);
     std::string pos = inner == 1 ? "p" : fmt::format("p / {}", inner);
     if (i > 0 && t > 1) pos = fmt::format("({}) % {}", pos, t);
     if (t == 1) pos = std::string("0");  // not `= "0"`: GCC 12 warns of overlap there (-Wrestrict), wrongly
-    if (eight && last) pos = fmt::format("({}) * 8", pos);
-    std::string var = (eight && last ? "i8_" : "i_") + a.name;
+    if (stepped) pos = fmt::format("({}) * {}", pos, eight_.step);
+    std::string var = (stepped ? "i8_" : "i_") + a.name;
     emit(point, fmt::format("const int {} = {} + {};", var, origins[i], pos));
     if (a.size % plan_.tiles.at(a.name) != 0)
       outside += fmt::format("{}{} >= {}", outside.empty() ? "" : " || ", var, a.size);
-    if (eight && last) eightBase = var;
+    if (stepped) eightBase = var;
     else env[a.name] = {var, point};
     inner *= t;
   }
@@ -109,7 +115,27 @@ void CudaWriter::tile(WrittenKernel& out) {
 // eightBase_, unless named), a loop inside `parent`: bf16 arrays along the
 // axis load and store 16 bytes at once, at `span` (load, store).
 int CudaWriter::openEightPoints(int parent, int span, Env& env) {
-  return openEightPoints(parent, span, plan_.groupAxes.back().name, eightBase_, env);
+  return openEightPoints(parent, span, eight_, eightBase_, env);
+}
+
+// Over several axes: e's low digits are the inner axes' positions, constants
+// once the loop is unrolled (a stack's part chosen at compile time).
+int CudaWriter::openEightPoints(int parent, int span, const EightPoints& eight, const std::string& base, Env& env) {
+  if (eight.inner.empty()) return openEightPoints(parent, span, eight.axis, base, env);
+  const int at = open(parent, "_Pragma(\"unroll\") for (int e = 0; e < 8; ++e)");
+  VectorSpan vector{base, span, at, {eight.axis}};
+  env[eight.axis] = {define(at, "int", "i_" + eight.axis, fmt::format("{} + e / {}", base, 8 / eight.step)), at};
+  int64_t below = 8 / eight.step;  // positions of the inner axes inside the current one
+  std::string innermost;
+  for (const Axis& a : eight.inner) {
+    below /= a.size;
+    const std::string digit = below == 1 ? "e" : fmt::format("e / {}", below);
+    innermost = define(at, "int", "i_" + a.name, fmt::format("({}) % {}", digit, a.size));
+    env[a.name] = {innermost, at};
+    vector.axes.push_back(a.name);
+  }
+  vectorElements_[innermost] = vector;
+  return at;
 }
 
 int CudaWriter::openEightPoints(int parent, int span, const std::string& axis, const std::string& base, Env& env) {
@@ -190,11 +216,43 @@ void CudaWriter::mergeSlices(int point, int64_t threadPoints) {
 // gradient summed over the rows).
 // A stream's slots must then be plain (one per point, joined by + or max):
 // each becomes 8 registers, the points' loop inside the stream's positions.
-bool CudaWriter::pointsTake8(bool streamed) const {
-  if (!approximate_ || !laneAxis_.empty() || plan_.groupAxes.empty()) return false;
-  if (streamed ? !plainSlots() : !plan_.streamAxis.empty() || !plan_.splitTiles.empty()) return false;
+std::optional<CudaWriter::EightPoints> CudaWriter::pointsTake8(bool streamed) const {
+  if (!approximate_ || !laneAxis_.empty() || plan_.groupAxes.empty()) return std::nullopt;
+  if (streamed ? !plainSlots() : !plan_.streamAxis.empty() || !plan_.splitTiles.empty()) return std::nullopt;
   const Axis& x = plan_.groupAxes.back();
-  return plan_.tiles.at(x.name) % 8 == 0 && x.size % 8 == 0 && bf16ArrayAlong(x.name);
+  if (plan_.tiles.at(x.name) % 8 == 0 && x.size % 8 == 0 && bf16ArrayAlong(x.name)) return EightPoints{x.name, 8, {}};
+  if (streamed) return std::nullopt;
+  EightPoints eight;
+  int64_t whole = 1;  // positions of the inner axes
+  for (size_t i = plan_.groupAxes.size(); i-- > 0;) {
+    const Axis& a = plan_.groupAxes[i];
+    const int64_t tile = plan_.tiles.at(a.name), step = 8 / whole;
+    if (whole > 1 && tile % step == 0 && a.size % step == 0) {
+      eight.axis = a.name;
+      eight.step = step;
+      std::reverse(eight.inner.begin(), eight.inner.end());
+      std::vector<std::string> ending = {a.name};
+      for (const Axis& in : eight.inner) ending.push_back(in.name);
+      if (!bf16OutputEndsWith(ending)) return std::nullopt;
+      return eight;
+    }
+    if (tile != a.size || step % a.size != 0) return std::nullopt;
+    whole *= a.size;
+    eight.inner.push_back(a);
+  }
+  return std::nullopt;
+}
+
+bool CudaWriter::bf16OutputEndsWith(const std::vector<std::string>& axes) const {
+  for (NodeId o : plan_.outputs) {
+    auto it = stored_.find(o);
+    const std::vector<Axis>& own = g_.node(o).type.axes;
+    if (it == stored_.end() || it->second.ctype != "llmc_bf16" || own.size() < axes.size()) continue;
+    if (std::equal(axes.begin(), axes.end(), own.end() - static_cast<std::ptrdiff_t>(axes.size()),
+                   [](const std::string& name, const Axis& a) { return name == a.name; }))
+      return true;
+  }
+  return false;
 }
 
 // Whether the launch reads or writes a bf16 array whose innermost axis is

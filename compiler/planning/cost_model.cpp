@@ -187,16 +187,24 @@ void addTileMultiples(KernelShape& s, const Graph& g, const Kernel& k, const Tar
   // bf16 values) of its innermost axes where they are tiled. An innermost
   // axis shorter than a segment (a pair's two halves, a window's 3 taps) is
   // tiled whole, and the segment continues on the axis outside it.
+  // Arrays asking an axis for different multiples (a segment of 32 from
+  // one, the whole of a 36-long axis from another) ask at most for the
+  // whole axis: one tile, not a tile of their common multiple (288) whose
+  // points past the axis' end do nothing.
   s.coalescingBytes = target.coalescingBytes;
+  auto require = [&](const Axis& a, int64_t multiple) {
+    requireMultiple(s.tileMultiple, a.name, multiple);
+    if (auto m = s.tileMultiple.find(a.name); m != s.tileMultiple.end() && m->second > a.size) m->second = a.size;
+  };
   auto coalesce = [&](const Type& t) {
     int64_t segment = target.coalescingBytes / elementBytes(t, o);
     for (auto a = t.axes.rbegin(); a != t.axes.rend() && segment > 1; ++a) {
       if (!hasGroupAxis(s, a->name) && a->name != s.streamAxis) return;
       if (a->size >= segment) {
-        requireMultiple(s.tileMultiple, a->name, segment);
+        require(*a, segment);
         return;
       }
-      requireMultiple(s.tileMultiple, a->name, a->size);
+      require(*a, a->size);
       segment = std::bit_ceil(static_cast<uint64_t>(ceilDiv(segment, a->size)));
     }
   };

@@ -118,7 +118,12 @@ class Fuser {
   // contraction reads (the qkv projection's gradients, dq, dk and dv in three
   // layouts; a stack of shifted windows; rotated pairs of channels): the
   // tensor cores take one strided array, so the concat is computed, its
-  // parts copied into one stored array.
+  // parts copied into one stored array. So is a concat that is an output
+  // (or whose view is) where its parts interleave: made by one kernel, not
+  // each part by its own and then copied together (complex numbers as
+  // pairs, [.. i r:2]). Parts that lie whole one after another (per-layer
+  // gradients stacked over the layers) keep their copy, which the
+  // data-parallel reduction overlaps.
   bool viewHere(const Node& n) const { return viewHere_[idx(n.id)] != 0; }
   bool computeViewHere(const Node& n) const;
   // The nodes that read id's value, through the views computed where they

@@ -224,6 +224,13 @@ std::set<int> Fuser::groupsLeftWaiting() const {
 bool Fuser::computeViewHere(const Node& n) const {
   if (!isView(n)) return false;
   if (n.op != Op::Concat || !isFloat(n.type.dtype)) return true;
+  // A concat whose parts interleave in it (an axis outside the joined one:
+  // pairs stacked innermost, [.. i r:2]) and that is an output, itself or
+  // through views.
+  const auto joined = std::find_if(n.type.axes.begin(), n.type.axes.end(),
+                                   [&](const Axis& a) { return !n.newAxes.empty() && a.name == n.newAxes[0]; });
+  const bool interleaved = std::any_of(n.type.axes.begin(), joined, [](const Axis& a) { return a.size > 1; });
+  if (interleaved && isOutput_.count(n.id)) return false;
   // Its readers, through other views.
   std::vector<NodeId> work = consumers_[idx(n.id)];
   std::set<NodeId> seen;
@@ -232,6 +239,7 @@ bool Fuser::computeViewHere(const Node& n) const {
     work.pop_back();
     if (!seen.insert(c.id).second) continue;
     if (c.op == Op::Contract && isFloat(c.type.dtype)) return false;
+    if (interleaved && isOutput_.count(c.id) && isView(c)) return false;
     if (isView(c)) work.insert(work.end(), consumers_[idx(c.id)].begin(), consumers_[idx(c.id)].end());
   }
   return true;

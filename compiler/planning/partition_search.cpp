@@ -81,7 +81,18 @@ Partition searchPartition(const Graph& g, const Kernel& k, const KernelShape& s,
     auto m = s.tileMultiple.find(s.streamAxis);
     chunks = tileCandidates(s.streamExtent, m == s.tileMultiple.end() ? 1 : m->second, growth);
   }
-  Partition best, smallest;
+  // Partitions priced within 1% of the fastest are taken as equal, and the
+  // one of fewest blocks among them kept: what the model leaves out — a
+  // block's launch and its index arithmetic, redone by every block — favours
+  // it (RoPE's rotation, [b h t i r:2], in blocks of 128 points: 8000 blocks
+  // issuing 91 instructions a point, 5.7 us on the H200 against 2 predicted).
+  struct Priced {
+    Partition partition;
+    double score;
+    int64_t blocks;
+  };
+  std::vector<Priced> legal;
+  Partition smallest;
   double bestTime = INFINITY, smallestMemory = INFINITY;
   std::vector<size_t> pick(options.size(), 0);
   while (true) {
@@ -103,14 +114,22 @@ Partition searchPartition(const Graph& g, const Kernel& k, const KernelShape& s,
           score *= 1.01;
           break;
         }
-      if (c.fits && score < bestTime) bestTime = score, best = p;
+      if (c.fits) {
+        bestTime = std::min(bestTime, score);
+        if (score <= bestTime * 1.01) legal.push_back({p, score, c.blocks});
+      }
       if (memory < smallestMemory) smallestMemory = memory, smallest = p;
     }
     size_t i = 0;
     while (i < pick.size() && ++pick[i] == options[i].size()) pick[i++] = 0;
     if (i == pick.size()) break;
   }
-  return std::isinf(bestTime) ? smallest : best;
+  if (std::isinf(bestTime)) return smallest;
+  const Priced* best = nullptr;
+  for (const Priced& c : legal)
+    if (c.score <= bestTime * 1.01 && (!best || c.blocks < best->blocks || (c.blocks == best->blocks && c.score < best->score)))
+      best = &c;
+  return best->partition;
 }
 
 }  // namespace llmc

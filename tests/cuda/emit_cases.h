@@ -177,6 +177,11 @@ inline std::vector<EmitCase> otherCases() {
        {{"B", 1}, {"H", 2}, {"T", 100}, {"D", 64}}, false, {}, 1, 1},
       {"rotary attention, training step", "benchmarks/diagrams/rotary_attention.dg", "rotary_attention_loss",
        {{"B", 1}, {"H", 2}, {"T", 100}, {"D", 64}}, true, {}},
+      // Channel pairs rotated and stacked, the stack the output: one kernel
+      // (no copy of its parts), a thread's 8 points over 4 pairs (I=36: not 8
+      // pairs a thread), or, at N=777, pairs split across blocks.
+      {"pairs rotated, 8 points over two axes", "tests/lit/cuda/elementwise_eight_pairs.dg", "", {{"N", 7777}, {"I", 36}}},
+      {"pairs rotated, few rows", "tests/lit/cuda/elementwise_eight_pairs.dg", "", {{"N", 777}, {"I", 36}}},
       {"scans along an axis", "tests/diagrams/scans.dg", "scans", {{"B", 3}, {"T", 77}, {"C", 5}}, false, {}},
       {"causal linear attention by scan", "benchmarks/diagrams/linear_attention.dg", "linear_attention",
        {{"B", 1}, {"H", 2}, {"T", 77}, {"D", 24}, {"E", 40}}, false, {}},
