@@ -81,15 +81,21 @@ Partition searchPartition(const Graph& g, const Kernel& k, const KernelShape& s,
     auto m = s.tileMultiple.find(s.streamAxis);
     chunks = tileCandidates(s.streamExtent, m == s.tileMultiple.end() ? 1 : m->second, growth);
   }
-  // Partitions priced within 1% of the fastest are taken as equal, and the
-  // one of fewest blocks among them kept: what the model leaves out — a
-  // block's launch and its index arithmetic, redone by every block — favours
-  // it (RoPE's rotation, [b h t i r:2], in blocks of 128 points: 8000 blocks
-  // issuing 91 instructions a point, 5.7 us on the H200 against 2 predicted).
+  // Partitions priced within 1% of the fastest are taken as equal, and among
+  // them the fastest whose blocks hold at least kFullBlockPoints points is
+  // kept where one does: what the model leaves out — a block's launch and
+  // its index arithmetic, redone by every block — is small against a block
+  // whose 256 threads take 8 points each, not against tiny ones (RoPE's
+  // rotation, [b h t i r:2], in blocks of 128 points: 8000 blocks issuing 91
+  // instructions a point, 5.7 us on the H200 against 2 predicted). Not the
+  // fewest blocks: of two partitions priced alike, transposing a
+  // classifier's logits, 777 rows a block ran 4x slower than 128 (L1 no
+  // longer held the sectors the threads come back to).
+  constexpr int64_t kFullBlockPoints = 2048;
   struct Priced {
     Partition partition;
     double score;
-    int64_t blocks;
+    bool full;
   };
   std::vector<Priced> legal;
   Partition smallest;
@@ -116,7 +122,9 @@ Partition searchPartition(const Graph& g, const Kernel& k, const KernelShape& s,
         }
       if (c.fits) {
         bestTime = std::min(bestTime, score);
-        if (score <= bestTime * 1.01) legal.push_back({p, score, c.blocks});
+        int64_t points = 1;
+        for (const auto& [axis, tile] : p.groupTiles) points = checkedMul(points, tile).value_or(kFullBlockPoints);
+        if (score <= bestTime * 1.01) legal.push_back({p, score, points >= kFullBlockPoints});
       }
       if (memory < smallestMemory) smallestMemory = memory, smallest = p;
     }
@@ -127,7 +135,7 @@ Partition searchPartition(const Graph& g, const Kernel& k, const KernelShape& s,
   if (std::isinf(bestTime)) return smallest;
   const Priced* best = nullptr;
   for (const Priced& c : legal)
-    if (c.score <= bestTime * 1.01 && (!best || c.blocks < best->blocks || (c.blocks == best->blocks && c.score < best->score)))
+    if (c.score <= bestTime * 1.01 && (!best || (c.full && !best->full) || (c.full == best->full && c.score < best->score)))
       best = &c;
   return best->partition;
 }
