@@ -128,6 +128,11 @@ CudaWriter::TcsBody CudaWriter::tcsBlockOrigin(WrittenKernel& out) {
   b.issuer = warpgroup ? "warpgroup" : "warp";
   emit(0, "const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;");
   if (t.grid > 1) emit(0, "long long block = blockIdx.x;");
+  if (t.share > 0) {  // the block's share of the stream: the shares of one tile of rows side by side
+    const int64_t shares = ceilDiv(t.stream.size, t.share);
+    emit(0, fmt::format("const int split_{} = (int)(block % {}) * {};", t.stream.name, shares, t.share));
+    emit(0, fmt::format("block /= {};", shares));
+  }
   Env& env = b.env;
   for (size_t i = plan_.groupAxes.size(); i-- > 0;) {
     const Axis& a = plan_.groupAxes[i];
@@ -201,7 +206,13 @@ void CudaWriter::tcsFirstStep(TcsBody& b) {
     emit(0, fmt::format("while (c_last >= c_first && ({})) c_last -= {};", stepSkippedText(*t.skip, stepBox("c_last")),
                         kStreamPositionsPerStep));
   } else {
-    emit(0, fmt::format("const int c_first = 0, c_last = {};", lastStart));
+    emit(0, fmt::format("{}int c_first = 0, c_last = {};", t.share > 0 ? "" : "const ", lastStart));
+  }
+  if (t.share > 0) {
+    emit(0, fmt::format("// The block's share of the stream: the {1} positions from {0}.", "split_" + t.stream.name, t.share));
+    emit(0, fmt::format("c_first = max(c_first, split_{});", t.stream.name));
+    emit(0, fmt::format("c_last = min(c_last, split_{} + {});", t.stream.name, t.share - kStreamPositionsPerStep));
+    emit(0, "if (c_first > c_last) return;  // no step of the share runs: nothing to add");
   }
   if (warpgroup) {
     tcsTmaStep(b, 0, "0", "c_first", true);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <utility>
 
 #include "codegen/emit_cuda.h"
@@ -61,7 +62,9 @@ void addStreamStepLatency(KernelCost& cost, const KernelShape& shape, const Part
                           const Target& t) {
   const auto work = cost.work.find("tensor_bf16");
   if (t.tensorStreamStepSeconds <= 0 || work == cost.work.end() || p.streamChunk <= 0 || cost.blocks <= 0) return;
-  const double steps = std::ceil(static_cast<double>(shape.streamExtent) / static_cast<double>(p.streamChunk));
+  const auto split = p.splitTiles.find(shape.streamAxis);
+  const int64_t share = split == p.splitTiles.end() ? shape.streamExtent : std::min(split->second, shape.streamExtent);
+  const double steps = std::ceil(static_cast<double>(share) / static_cast<double>(p.streamChunk));
   const double blockSteps = static_cast<double>(cost.blocks) * steps * shape.stepsRun;
   if (blockSteps <= 0) return;
   const double perSM = t.unit("tensor_bf16").warpMmaAttainable / t.smCount;
@@ -76,10 +79,30 @@ void addStreamStepLatency(KernelCost& cost, const KernelShape& shape, const Part
   }
 }
 
+// Whether every output of the kernel is a plain sum over the stream axis:
+// what blocks sharing the stream out can add atomically (as launch_list.cpp's
+// split-K asks).
+bool outputsSumOverStream(const Graph& graph, const PlannedKernel& kernel) {
+  const std::string& axis = kernel.shape.streamAxis;
+  if (axis.empty()) return false;
+  const std::set<NodeId> members(kernel.kernel.nodes.begin(), kernel.kernel.nodes.end());
+  const StreamAnalysis sums = analyzeStream(graph, members, axis);
+  if (!sums.streamable || !sums.tail.empty()) return false;
+  for (const AccumulatorSlot& slot : sums.slots)
+    if (slot.kind != AccumulatorSlot::Kind::Sum || slot.rescaledBy >= 0) return false;
+  return std::all_of(kernel.kernel.outputs.begin(), kernel.kernel.outputs.end(), [&](NodeId o) {
+    return std::count(sums.aggregates.begin(), sums.aggregates.end(), o) > 0;
+  });
+}
+
 // A kernel that runs as a tensor-core stream, priced with the stream's tiles:
 // kStreamRowsPerBlock rows a block, one position of each batch axis,
 // kStreamPositionsPerStep positions a step (the partition search's own tiles
-// need not be the stream's).
+// need not be the stream's). Where its outputs are plain sums over the
+// stream (attention's dq, dk and dv), the stream may be shared out across
+// blocks in whole steps, halving from the whole: the cheapest share is
+// kept (more blocks for few rows, the causal mask's longest rows cut
+// short, against the atomics and the zeroing launch).
 void priceTensorCoreStream(const Graph& graph, PlannedKernel& kernel, const TensorCoreStream& stream,
                            const Target& target, const CostOptions& options) {
   Partition p = kernel.partition;
@@ -87,12 +110,24 @@ void priceTensorCoreStream(const Graph& graph, PlannedKernel& kernel, const Tens
     if (a.name == stream.rows.name) p.groupTiles[a.name] = std::min<int64_t>(kStreamRowsPerBlock, a.size);
     else if (std::any_of(stream.batch.begin(), stream.batch.end(), [&](const Axis& b) { return b.name == a.name; }))
       p.groupTiles[a.name] = 1;
-  if (kernel.shape.streamAxis == stream.stream.name)
-    p.streamChunk = std::min<int64_t>(kStreamPositionsPerStep, kernel.shape.streamExtent);
+  const bool streamed = kernel.shape.streamAxis == stream.stream.name;
+  if (streamed) p.streamChunk = std::min<int64_t>(kStreamPositionsPerStep, kernel.shape.streamExtent);
   p.splitTiles.clear();
-  kernel.partition = p;
-  kernel.cost = evaluate(graph, kernel.kernel, kernel.shape, p, target, options);
-  addStreamStepLatency(kernel.cost, kernel.shape, p, stream, target);
+  std::vector<int64_t> shares = {0};
+  if (streamed && outputsSumOverStream(graph, kernel))
+    for (int64_t steps = (kernel.shape.streamExtent + kStreamPositionsPerStep - 1) / kStreamPositionsPerStep / 2; steps >= 1;
+         steps /= 2)
+      shares.push_back(steps * kStreamPositionsPerStep);
+  for (int64_t share : shares) {
+    Partition trial = p;
+    if (share > 0) trial.splitTiles[stream.stream.name] = share;
+    KernelCost cost = evaluate(graph, kernel.kernel, kernel.shape, trial, target, options);
+    addStreamStepLatency(cost, kernel.shape, trial, stream, target);
+    if (share == 0 || cost.predicted < kernel.cost.predicted) {
+      kernel.partition = trial;
+      kernel.cost = cost;
+    }
+  }
 }
 
 // Prices every kernel on the engine the module runs it on: a kernel planned

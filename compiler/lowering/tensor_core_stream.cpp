@@ -183,6 +183,13 @@ class Planner {
     s.residentBlocks = residentBlocks(s, target);
     s.grid = ceilDiv(s.rows.size, kStreamRowsPerBlock);
     for (const Axis& a : s.batch) s.grid *= a.size;
+    if (auto split = plan_.splitTiles.find(s.stream.name); split != plan_.splitTiles.end() && split->second < s.stream.size) {
+      if (split->second % kStreamPositionsPerStep != 0)
+        return fail(out, fmt::format("its stream is shared out {} positions a block, not whole steps of {}", split->second,
+                                     kStreamPositionsPerStep));
+      s.share = split->second;
+      s.grid *= ceilDiv(s.stream.size, s.share);
+    }
     out.stream = s;
     return out;
   }
@@ -323,10 +330,12 @@ std::string TensorCoreStream::describe() const {
   for (const StreamScore& s : scores) channels += fmt::format("{}{}", channels.empty() ? "" : ", ", s.rows.channel.size);
   return fmt::format(
       "tensor cores: llmc::stream ({} + {}), {} rows of {} per block, {} positions of {} per step; "
-      "{} score contraction(s) over {} channels, {} product(s) along the stream{}; {} block(s) an SM",
+      "{} score contraction(s) over {} channels, {} product(s) along the stream{}{}; {} block(s) an SM",
       issuer == MmaIssuer::Warpgroup ? "TMA" : "cp.async", issuer == MmaIssuer::Warpgroup ? "wgmma" : "mma.sync", kStreamRowsPerBlock, rows.name, kStreamPositionsPerStep,
       stream.name, scores.size(), channels, products.size(),
-      skip ? "; steps a comparison of positions leaves unchanged are skipped" : "", residentBlocks);
+      skip ? "; steps a comparison of positions leaves unchanged are skipped" : "",
+      share > 0 ? fmt::format("; the stream shared out, {} positions a block, the blocks' sums added atomically", share) : "",
+      residentBlocks);
 }
 
 TensorCoreStreamPlan planTensorCoreStream(const Graph& graph, const LaunchPlan& plan, const std::set<NodeId>& stored,

@@ -99,6 +99,11 @@ struct TensorCoreStream {
   std::vector<StreamScore> scores;
   std::vector<StreamProduct> products;
   std::optional<StreamStepSkip> skip;
+  // Positions of the stream a block takes (whole steps), where its outputs
+  // are plain sums over it, shared out across blocks that add their sums into
+  // zeroed f32 outputs (LaunchPlan::splitTiles): few rows or a causal mask's
+  // longest rows, spread over more blocks. 0: the whole stream.
+  int64_t share = 0;
   int64_t grid = 1;
   int64_t smemBytes = 0;      // the larger of the tiles' and the accumulators' staging at the end,
                               // + with wgmma the mbarriers and kSwizzleAlignment (the kernel

@@ -182,6 +182,10 @@ inline std::vector<EmitCase> otherCases() {
       // pairs a thread), or, at N=777, pairs split across blocks.
       {"pairs rotated, 8 points over two axes", "tests/lit/cuda/elementwise_eight_pairs.dg", "", {{"N", 7777}, {"I", 36}}},
       {"pairs rotated, few rows", "tests/lit/cuda/elementwise_eight_pairs.dg", "", {{"N", 777}, {"I", 36}}},
+      // Causal streams shared out across blocks (the keys' steps past a
+      // block's queries skipped inside each share), their sums added atomically.
+      {"rotary attention, training step T=1000", "benchmarks/diagrams/rotary_attention.dg", "rotary_attention_loss",
+       {{"B", 1}, {"H", 2}, {"T", 1000}, {"D", 64}}, true, {}},
       {"scans along an axis", "tests/diagrams/scans.dg", "scans", {{"B", 3}, {"T", 77}, {"C", 5}}, false, {}},
       {"causal linear attention by scan", "benchmarks/diagrams/linear_attention.dg", "linear_attention",
        {{"B", 1}, {"H", 2}, {"T", 77}, {"D", 24}, {"E", 40}}, false, {}},
