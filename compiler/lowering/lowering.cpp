@@ -99,10 +99,14 @@ bool outputsSumOverStream(const Graph& graph, const PlannedKernel& kernel) {
 // kStreamRowsPerBlock rows a block, one position of each batch axis,
 // kStreamPositionsPerStep positions a step (the partition search's own tiles
 // need not be the stream's). Where its outputs are plain sums over the
-// stream (attention's dq, dk and dv), the stream may be shared out across
-// blocks in whole steps, halving from the whole: the cheapest share is
-// kept (more blocks for few rows, the causal mask's longest rows cut
-// short, against the atomics and the zeroing launch).
+// stream (attention's dq, dk and dv) and its blocks leave SMs idle (few
+// rows: multi-query attention's 40 blocks of queries), the stream may be
+// shared out across blocks in whole steps, halving from the whole while the
+// blocks fit the SMs at once: the cheapest share is kept. Not on a grid that
+// fills the SMs: there the steps priced for the longest block (all of them)
+// are not what a causal or windowed block runs, and sharing them out ran
+// slower on the H200 (2026-12-02: a window's dk 18 -> 31 us, RoPE's
+// causal dk 30 -> 27 but dq 22 -> 24).
 void priceTensorCoreStream(const Graph& graph, PlannedKernel& kernel, const TensorCoreStream& stream,
                            const Target& target, const CostOptions& options) {
   Partition p = kernel.partition;
@@ -114,10 +118,12 @@ void priceTensorCoreStream(const Graph& graph, PlannedKernel& kernel, const Tens
   if (streamed) p.streamChunk = std::min<int64_t>(kStreamPositionsPerStep, kernel.shape.streamExtent);
   p.splitTiles.clear();
   std::vector<int64_t> shares = {0};
-  if (streamed && outputsSumOverStream(graph, kernel))
-    for (int64_t steps = (kernel.shape.streamExtent + kStreamPositionsPerStep - 1) / kStreamPositionsPerStep / 2; steps >= 1;
-         steps /= 2)
-      shares.push_back(steps * kStreamPositionsPerStep);
+  const int64_t slots = static_cast<int64_t>(target.smCount) * std::max(1, stream.residentBlocks);
+  if (streamed && stream.share == 0 && stream.grid < target.smCount && outputsSumOverStream(graph, kernel)) {
+    const int64_t steps = (kernel.shape.streamExtent + kStreamPositionsPerStep - 1) / kStreamPositionsPerStep;
+    for (int64_t splits = 2; splits <= steps && stream.grid * splits <= slots; splits *= 2)
+      shares.push_back((steps + splits - 1) / splits * kStreamPositionsPerStep);
+  }
   for (int64_t share : shares) {
     Partition trial = p;
     if (share > 0) trial.splitTiles[stream.stream.name] = share;
