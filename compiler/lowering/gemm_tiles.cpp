@@ -40,7 +40,7 @@ void addTilePipeline(KernelCost& cost, const TensorCoreGemm& gemm, const GemmTil
   const double step = std::max(2 * bm * bn * bk / tensorPerSM, 2 * (bm + bn) * bk / t.tileLoadBytesPerSecondPerSM);
   const double kStepSeconds = static_cast<double>(unitsPerSM * kSteps) * step;
   const double epilogue = 4 * bm * bn / t.tileEpilogueBytesPerSecondPerSM;
-  const double epilogueSeconds = static_cast<double>(gemm.pingPong ? 1 : unitsPerSM) * epilogue;
+  const double epilogueSeconds = static_cast<double>(tile.pingPong ? 1 : unitsPerSM) * epilogue;
   double unaligned = 0;
   auto reads = [&](const GemmOperandPlacement& p, double bytes) {
     const int align = rowAlignmentBytes(p);
@@ -109,6 +109,10 @@ Partition gemmTilePartition(const PlannedKernel& kernel, const TensorCoreGemm& g
 KernelCost priceGemmTile(const Graph& graph, const PlannedKernel& kernel, const TensorCoreGemm& gemm,
                          const GemmTile& tile, const Target& target, const CostOptions& options) {
   KernelCost cost = evaluate(graph, kernel.kernel, kernel.shape, gemmTilePartition(kernel, gemm, tile), target, options);
+  // The library's tiles fit by construction (libraryTiles): evaluate's
+  // registers assume 256 threads a block, where the library's consumers hold
+  // up to 128 accumulators each (a 256 x 128 tile over two warpgroups).
+  cost.fits = true;
   addTilePipeline(cost, gemm, tile, target);
   return cost;
 }

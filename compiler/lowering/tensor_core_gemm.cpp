@@ -128,12 +128,13 @@ std::vector<GemmTile> libraryTiles(const TensorCoreGemm& gemm) {
   if (gemm.library == TensorCoreGemm::Library::Sm90) {
     // Two consumer warpgroups of m64 blocks, splitting a tile's rows or (ping-pong) a whole tile
     // each; one wgmma n of 64..256; at most 128 accumulators a thread.
-    for (int tm : {64, 128, 256})
-      for (int tn : {64, 128, 192, 256}) {
-        const int rowsPerConsumer = gemm.pingPong ? tm : tm / 2;
-        if (rowsPerConsumer >= 64 && rowsPerConsumer <= 128 && (rowsPerConsumer / 64) * tn / 2 <= 128)
-          legal.push_back({tm, tn, 1});
-      }
+    for (bool pingPong : {false, true})
+      for (int tm : {64, 128, 256})
+        for (int tn : {64, 128, 192, 256}) {
+          const int rowsPerConsumer = pingPong ? tm : tm / 2;
+          if (rowsPerConsumer >= 64 && rowsPerConsumer <= 128 && (rowsPerConsumer / 64) * tn / 2 <= 128)
+            legal.push_back({tm, tn, 1, pingPong});
+        }
   } else {
     // 2 x BN/64 warps of (BM/2) x 64; BM = 256 would need 256 accumulators a thread.
     for (int tm : {64, 128})
@@ -175,14 +176,18 @@ namespace {
 // else the library's tile nearest the planned partition's extents along the
 // rows and columns.
 void chooseTile(const Graph& g, const LaunchPlan& plan, NodeId contraction, TensorCoreGemm& gemm) {
-  if (gemm.library == TensorCoreGemm::Library::Sm90) gemm.pingPong = epilogueHasWork(g, plan, contraction);
-  const std::vector<GemmTile> legal = libraryTiles(gemm);
+  std::vector<GemmTile> legal = libraryTiles(gemm);
   for (const GemmTile& t : legal)
-    if (plan.gemmTile.chosen() && t.bm == plan.gemmTile.bm && t.bn == plan.gemmTile.bn) {
+    if (plan.gemmTile.chosen() && t.bm == plan.gemmTile.bm && t.bn == plan.gemmTile.bn && t.pingPong == plan.gemmTile.pingPong) {
       gemm.BM = t.bm, gemm.BN = t.bn;
+      gemm.pingPong = gemm.library == TensorCoreGemm::Library::Sm90 && t.pingPong;
       gemm.tileChoice = fmt::format("the cheapest of the library's {} tiles as the cost model prices them", legal.size());
       return;
     }
+  // Before the lowering stage has priced them: consumers that ping-pong
+  // where the epilogue has work of its own, the tile nearest the partition.
+  gemm.pingPong = gemm.library == TensorCoreGemm::Library::Sm90 && epilogueHasWork(g, plan, contraction);
+  std::erase_if(legal, [&](const GemmTile& t) { return t.pingPong != gemm.pingPong; });
   auto planned = [&](const std::vector<Axis>& axes) {
     int64_t t = 1;
     for (const Axis& a : axes) t *= plan.tiles.count(a.name) ? plan.tiles.at(a.name) : a.size;

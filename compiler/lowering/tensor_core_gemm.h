@@ -85,8 +85,9 @@ struct TensorCoreGemm {
   // unit's epilogue adds its partial tile.
   int splits = 1;
   // sm90: the consumer warpgroups take whole tiles in turn (ping-pong), one's
-  // epilogue beside the other's wgmmas, where the epilogue has work of its
-  // own (a bias, an activation); else they split each tile's rows.
+  // epilogue beside the other's wgmmas; else they split each tile's rows. The
+  // lowering stage's choice (GemmTile), priced with the tile; before it, where
+  // the epilogue has work of its own (a bias, an activation).
   bool pingPong = false;
 
   std::string configType() const;  // "llmc::sm90::GemmConfig<128, 256, 4, llmc::Major::K, llmc::Major::K>"
@@ -114,8 +115,8 @@ void stageOperand(GemmOperandPlacement& p, const TensorCoreGemm& gemm);
 void gatherOperand(GemmOperandPlacement& p, const TensorCoreGemm& gemm, std::vector<StridedExtent> rows,
                    std::vector<StridedExtent> columns);
 
-// The tiles the library has for `gemm` (its library, and on sm_90a whether
-// its consumers ping-pong), each with splits = 1.
+// The tiles the library has for `gemm`'s library, each with splits = 1: on
+// sm_90a with consumers that split a tile's rows and with ping-pong ones.
 std::vector<GemmTile> libraryTiles(const TensorCoreGemm& gemm);
 
 // The most units that may share one tile's k-steps (split-K: sm_90a only, at

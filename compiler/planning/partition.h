@@ -19,6 +19,9 @@ namespace llmc {
 // the writer takes the library's tile nearest the partition's.
 struct GemmTile {
   int bm = 0, bn = 0, splits = 0;
+  // sm_90a: the consumer warpgroups take whole tiles in turn, one's epilogue
+  // beside the other's k-steps (ping-pong), rather than splitting each tile's rows.
+  bool pingPong = false;
   bool chosen() const { return bm > 0 && bn > 0 && splits > 0; }
 };
 
