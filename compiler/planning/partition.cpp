@@ -70,6 +70,8 @@ std::string partitionText(const Graph& g, const PlannedKernel& k) {
   for (const auto& a : k.shape.groupAxes)
     out += fmt::format("{}{}/{}", out.empty() ? "" : " ", a.name, k.partition.groupTiles.at(a.name));
   if (k.partition.streamChunk > 0) out += fmt::format(" | stream {}/{}", k.shape.streamAxis, k.partition.streamChunk);
+  // Axes shared out across blocks (split-K, a stream's shares): positions a block.
+  for (const auto& [axis, perBlock] : k.partition.splitTiles) out += fmt::format(" | split {}/{}", axis, perBlock);
   return out;
 }
 

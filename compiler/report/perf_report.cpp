@@ -8,7 +8,8 @@ std::string perfReportText(const Graph& graph, const std::vector<PlannedKernel>&
                            const std::map<int, double>* measured) {
   std::string out = fmt::format("performance model: {} on {} ({} SMs, GMEM {:.2f} TB/s attainable)\n", graph.name,
                                 target.device, target.smCount, target.level("GMEM").attainableBandwidth / 1e12);
-  out += fmt::format("{:<28} {:<34} {:>10} {:>10} {:>10} {:>9} {:>10}{}  {}\n", "kernel", "partition (grid | stream)",
+  // The partition is never cut short (a stream's share or a split is its end): a longer one shifts its row.
+  out += fmt::format("{:<28} {:<44} {:>10} {:>10} {:>10} {:>9} {:>10}{}  {}\n", "kernel", "partition (grid | stream | split)",
                      "SMEM/blk", "L2->SMEM", "TC GFLOP", "blocks", "time us",
                      measured ? fmt::format(" {:>11} {:>9}", "measured us", "meas/pred") : "", "bound by");
   double total = 0, totalBytes = 0, totalFlops = 0, totalMeasured = 0;
@@ -30,8 +31,8 @@ std::string perfReportText(const Graph& graph, const std::vector<PlannedKernel>&
         ratio > 2 ? ++slower : ratio < 0.5 ? ++faster : ++within;
       }
     }
-    out += fmt::format("{:<28} {:<34} {:>8.1f}KB {:>8.1f}MB {:>10.2f} {:>9} {:>10.2f}{}  {}{}\n", k.kernel.name.substr(0, 28),
-                       partitionText(graph, k).substr(0, 34), k.cost.level("SMEM").memoryBytes / 1024,
+    out += fmt::format("{:<28} {:<44} {:>8.1f}KB {:>8.1f}MB {:>10.2f} {:>9} {:>10.2f}{}  {}{}\n", k.kernel.name.substr(0, 28),
+                       partitionText(graph, k), k.cost.level("SMEM").memoryBytes / 1024,
                        k.cost.level("L2").movedBytes / 1e6, tc / 1e9, k.cost.blocks, k.cost.predicted * 1e6,
                        measuredColumns, k.cost.bottleneck, k.cost.fits ? "" : " (does not fit)");
     total += k.cost.predicted;
