@@ -10,7 +10,7 @@ trap 'echo "setup.sh: FAILED (exit $?) at line $LINENO: $BASH_COMMAND" >&2' ERR
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 build_dir="${LLMC_BUILD_DIR:-build}"
 
-packages=(cmake ninja-build ccache g++ libfmt-dev nlohmann-json3-dev catch2 llvm-14-tools python3)
+packages=(cmake ninja-build ccache g++ libfmt-dev nlohmann-json3-dev catch2 llvm-14-tools python3 graphviz)
 
 missing=()
 for pkg in "${packages[@]}"; do

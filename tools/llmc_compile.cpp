@@ -2,11 +2,14 @@
 // front end's passes (driver/pipeline.h) make the IR; where the output needs
 // a target, the back end's stages (driver/backend.h) follow.
 #include <pthread.h>
+#include <unistd.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <iterator>
 #include <map>
 #include <fstream>
 #include <iostream>
@@ -27,6 +30,7 @@
 #include "planning/data_parallel_cost.h"
 #include "planning/memory_plan.h"
 #include "planning/target.h"
+#include "report/graph_drawing.h"
 #include "report/measured_times.h"
 #include "report/perf_report.h"
 #include "report/pseudocode.h"
@@ -54,8 +58,15 @@ options:
                       or ptx (that source compiled with NVRTC for --arch; no
                       GPU needed), or memory (the device memory plan of that
                       source: arena, peak, outputs written in place over
-                      their inputs, the largest arrays at the peak)
-  --arch ARCH         the target for pseudocode, perf, cuda, launches and ptx: sm_80, sm_90a, a
+                      their inputs, the largest arrays at the peak), or dot
+                      (the diagram as a Graphviz graph: a box a primitive,
+                      wires labelled with their axes, a frame a composite's
+                      call; `dot -Tsvg` draws it), or dot-plan (the same with
+                      the kernels planned for --arch as coloured frames: each
+                      one's partition, predicted time and bound), or svg and
+                      svg-plan (those laid out by Graphviz's dot, which must
+                      be on PATH)
+  --arch ARCH         the target for pseudocode, perf, cuda, launches, ptx, memory and dot-plan: sm_80, sm_90a, a
                       target .json file, or auto (the GPU present); default sm_90a
   --device NAME       a device of the arch's file (H100-SXM, H200, ...)
   --storage f32|bf16  how floats are stored in memory, for the model and the
@@ -124,7 +135,7 @@ struct Invocation {
   // The outputs made from kernels, which are planned for a target.
   bool needsTarget() const {
     return emit == "pseudocode" || emit == "perf" || emit == "cuda" || emit == "launches" || emit == "ptx" ||
-           emit == "memory";
+           emit == "memory" || emit == "dot-plan" || emit == "svg-plan";
   }
 };
 
@@ -178,8 +189,11 @@ std::optional<Invocation> parseCommandLine(int argc, char** argv) {
       return std::nullopt;
     } else if (arg == "--emit") {
       in.emit = value("--emit");
-      if (!isOneOf(in.emit, {"ir", "json", "streams", "pseudocode", "perf", "cuda", "launches", "ptx", "memory"}))
-        usageError(fmt::format("unknown --emit '{}' (known: ir, json, streams, pseudocode, perf, cuda, launches, ptx, memory)", in.emit));
+      if (!isOneOf(in.emit, {"ir", "json", "streams", "pseudocode", "perf", "cuda", "launches", "ptx", "memory", "dot",
+                             "dot-plan", "svg", "svg-plan"}))
+        usageError(fmt::format("unknown --emit '{}' (known: ir, json, streams, pseudocode, perf, cuda, launches, ptx, "
+                               "memory, dot, dot-plan, svg, svg-plan)",
+                               in.emit));
     } else if (arg == "--arch") {
       in.arch = value("--arch");
     } else if (arg == "--device") {
@@ -281,7 +295,9 @@ std::string backendOutput(const Invocation& in, const llmc::Graph& graph, const 
   llmc::BackendOptions backend;
   backend.cost = in.cost;
   backend.emit = llmc::emitOptionsFor(in.cost);
-  backend.until = in.emit == "pseudocode" || in.emit == "perf" ? "unfuse" : in.emit == "memory" ? "memory" : "write";
+  backend.until = in.emit == "pseudocode" || in.emit == "perf" || in.emit == "dot-plan" || in.emit == "svg-plan" ? "unfuse"
+                  : in.emit == "memory"                                                 ? "memory"
+                                                                                        : "write";
   backend.reporting = in.options.reporting;
   const llmc::Backend made = llmc::compileBackend(graph, target, backend);
   if (in.emit == "cuda") return made.module->source;
@@ -295,6 +311,7 @@ std::string backendOutput(const Invocation& in, const llmc::Graph& graph, const 
   if (in.emit == "memory") return llmc::describeMemoryPlan(*made.module, *made.memory);
   if (in.emit == "launches") return llmc::launchesToJson(*made.module).dump(2) + "\n";
   if (in.emit == "pseudocode") return llmc::printPseudocode(graph, made.kernels, target);
+  if (in.emit == "dot-plan" || in.emit == "svg-plan") return llmc::drawPlanDot(graph, made.kernels);
   return perfReport(in, graph, made.kernels, target);
 }
 
@@ -316,6 +333,7 @@ std::string compile(Invocation& in) {
       usageError(fmt::format("--set {}={}: no size of {} is named '{}'{}", name, size, in.options.path, name,
                              used.empty() ? "" : fmt::format(" (it reads: {})", fmt::join(used, ", "))));
   if (in.emit == "json") return llmc::graphToJson(graph).dump(2) + "\n";
+  if (in.emit == "dot" || in.emit == "svg") return llmc::drawDiagramDot(graph);
   if (target) return backendOutput(in, graph, *target);
   if (in.emit == "streams") {
     std::string output;
@@ -326,6 +344,39 @@ std::string compile(Invocation& in) {
     return output;
   }
   return llmc::printGraph(graph, llmc::PrintOptions{in.comments});
+}
+
+// The drawing laid out by Graphviz's dot (--emit svg, svg-plan): the DOT text
+// through a temporary file, the SVG read back. Empty, with `why`, where dot
+// is missing or fails.
+std::string layOutSvg(const std::string& dotText, std::string& why) {
+  if (std::system("command -v dot > /dev/null 2>&1") != 0) {
+    why = "Graphviz's dot is not on PATH (Debian: apt-get install graphviz); --emit dot prints the graph it would lay out";
+    return "";
+  }
+  const char* tmp = std::getenv("TMPDIR");
+  std::string input = fmt::format("{}/llmc-drawing-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  const int fd = mkstemp(input.data());
+  if (fd < 0) {
+    why = fmt::format("cannot make a temporary file in {}", input.substr(0, input.rfind('/')));
+    return "";
+  }
+  const bool written = ::write(fd, dotText.data(), dotText.size()) == static_cast<ssize_t>(dotText.size());
+  ::close(fd);
+  const std::string svg = input + ".svg";
+  std::string output;
+  if (!written) {
+    why = "cannot write the drawing to " + input;
+  } else if (std::system(fmt::format("dot -Tsvg '{}' -o '{}'", input, svg).c_str()) != 0) {
+    why = "Graphviz's dot failed on the drawing";
+  } else {
+    std::ifstream in(svg, std::ios::binary);
+    output.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    if (output.empty()) why = "Graphviz's dot wrote nothing";
+  }
+  std::remove(input.c_str());
+  std::remove(svg.c_str());
+  return output;
 }
 
 int compileMain(int argc, char** argv) {
@@ -355,6 +406,14 @@ int compileMain(int argc, char** argv) {
   } catch (const std::exception& e) {  // a bug in llmc, not in the diagrams: report it, don't abort
     std::fprintf(stderr, "llmc-compile: internal error: %s\n", e.what());
     return 3;
+  }
+  if (in->emit == "svg" || in->emit == "svg-plan") {
+    std::string why;
+    output = layOutSvg(output, why);
+    if (!why.empty()) {
+      std::fprintf(stderr, "llmc-compile: --emit %s: %s\n", in->emit.c_str(), why.c_str());
+      return 2;
+    }
   }
   if (in->outPath.empty()) {
     std::fputs(output.c_str(), stdout);

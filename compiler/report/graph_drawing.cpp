@@ -1,0 +1,215 @@
+#include "report/graph_drawing.h"
+
+#include <fmt/format.h>
+
+#include <map>
+
+#include "ir/print.h"
+
+namespace llmc {
+
+namespace {
+
+// A DOT string literal.
+std::string quoted(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string joined(const std::vector<std::string>& names, const char* separator = " ") {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : separator) + n;
+  return out;
+}
+
+// The axes a wire carries: the value's, by name, in its order.
+std::string wireAxes(const Type& type) {
+  std::vector<std::string> names;
+  for (const Axis& a : type.axes) names.push_back(a.name);
+  return names.empty() ? std::string("scalar") : joined(names);
+}
+
+const char* binarySymbol(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::Add: return "+";
+    case BinaryOp::Sub: return "-";
+    case BinaryOp::Mul: return "*";
+    case BinaryOp::Div: return "/";
+    default: return binaryName(op);
+  }
+}
+
+// What a box does, in the language's words.
+std::string operation(const Node& n) {
+  const std::string axes = joined(n.axes), created = joined(n.newAxes);
+  switch (n.op) {
+    case Op::Input: return n.isParam ? "param" : "input";
+    case Op::Constant: return fmt::format("{:g}", n.value);
+    case Op::Pos: return fmt::format("pos({})", axes);
+    case Op::Unary: return unaryName(n.unary);
+    case Op::Binary: return binarySymbol(n.binary);
+    case Op::Compare: return compareSymbol(n.compare);
+    case Op::Select: return "where";
+    case Op::Cast: return fmt::format("cast to {}", dtypeName(n.type.dtype));
+    case Op::Reduce: return fmt::format("{} over {}", reduceName(n.reduce), axes);
+    case Op::Contract: return fmt::format("contract over {}", axes);
+    case Op::Gather: return fmt::format("gather along {}", axes);
+    case Op::Split: return fmt::format("split {} -> {}", axes, created);
+    case Op::Merge: return fmt::format("merge {} -> {}", axes, created);
+    case Op::Slice: return fmt::format("slice {}[{}:{}] -> {}", axes, n.lo, n.hi, created);
+    case Op::Concat: return fmt::format("concat {} -> {}", axes, created);
+    case Op::Rename: return fmt::format("rename {} -> {}", axes, created);
+    case Op::Index: return fmt::format("[{}={}]", axes, n.lo);
+    case Op::Transpose: return "transpose";
+    case Op::Broadcast: return fmt::format("broadcast {}", created);
+    case Op::ScatterAdd: return fmt::format("scatter_add into {}", created);
+    case Op::StopGradient: return "stop_gradient";
+  }
+  return opName(n.op);
+}
+
+bool isView(Op op) {
+  return op == Op::Split || op == Op::Merge || op == Op::Slice || op == Op::Concat || op == Op::Rename ||
+         op == Op::Index || op == Op::Transpose || op == Op::Broadcast || op == Op::StopGradient;
+}
+
+// A box's statement: its shape and label, its tooltip (the value's name,
+// type, source location and composite path); `fill` the box's colour (else
+// white, or grey for the backward pass's boxes).
+std::string box(const Node& n, const std::string& name, const char* fill = nullptr) {
+  std::string tooltip = fmt::format("{}: {}", name, n.type.str());
+  if (n.loc.valid()) tooltip += " at " + n.loc.str();
+  if (!n.origin.empty()) tooltip += " in " + joined(n.origin, "/");
+  if (n.adjoint) tooltip += " (backward)";
+  std::string attributes;
+  if (n.op == Op::Input) {
+    attributes = fmt::format("shape=ellipse, label={}", quoted(fmt::format("{} {}\n{}", operation(n), name, n.type.str())));
+  } else if (n.op == Op::Constant || n.op == Op::Pos) {
+    attributes = fmt::format("shape=plaintext, label={}", quoted(operation(n)));
+  } else {
+    attributes = fmt::format("shape=box, label={}", quoted(fmt::format("{}\n{}", operation(n), name)));
+    if (!fill && n.adjoint) fill = "#eeeeee";
+    // A view's box is dashed: no element moves.
+    const std::string style = fmt::format("{}{}", fill ? "filled" : "", isView(n.op) ? (fill ? ",dashed" : "dashed") : "");
+    if (!style.empty()) attributes += fmt::format(", style={}", quoted(style));
+    if (fill) attributes += fmt::format(", fillcolor={}", quoted(fill));
+  }
+  return fmt::format("n{} [{}, tooltip={}];", n.id, attributes, quoted(tooltip));
+}
+
+// The wires: each operand to its user, labelled with the operand's axes; the
+// outputs as ovals of their own.
+std::string wires(const Graph& g) {
+  std::string out;
+  for (const Node& n : g.nodes)
+    for (NodeId o : n.operands) {
+      const Node& from = g.node(o);
+      const bool literal = from.op == Op::Constant;
+      out += fmt::format("  n{} -> n{}{};\n", o, n.id, literal ? "" : fmt::format(" [label={}]", quoted(wireAxes(from.type))));
+    }
+  for (size_t k = 0; k < g.outputs.size(); ++k) {
+    const GraphOutput& o = g.outputs[k];
+    out += fmt::format("  out{} [shape=ellipse, peripheries=2, label={}];\n", k,
+                       quoted(fmt::format("output {}\n{}", o.name, g.node(o.node).type.str())));
+    out += fmt::format("  n{} -> out{} [label={}];\n", o.node, k, quoted(wireAxes(g.node(o.node).type)));
+  }
+  return out;
+}
+
+std::string header(const Graph& g) {
+  return fmt::format("digraph {} {{\n  rankdir=TB;\n  graph [fontname=\"Helvetica\", fontsize=11];\n  node [fontname=\"Helvetica\", fontsize=10];\n"
+                     "  edge [fontname=\"Helvetica\", fontsize=8];\n",
+                     quoted(g.name));
+}
+
+// A call of a composite: its boxes and the calls it makes, in order.
+struct Frame {
+  std::string label;
+  std::vector<NodeId> nodes;
+  std::vector<size_t> children;
+};
+
+// The frames of the composites' calls: consecutive nodes under one call path
+// are one call, nested as the path is. A path names the composites, not the
+// calls: of two calls in a row (RoPE's rotation of q, then of k) the second
+// starts where the forward pass's boxes go back to an earlier line of the
+// callee's body (the backward pass's run in reverse, and are not cut so).
+std::vector<Frame> callFrames(const Graph& g) {
+  std::vector<Frame> frames(1);  // the diagram itself
+  std::vector<size_t> open = {0};
+  std::vector<std::string> path;
+  const SourceLoc* last = nullptr;  // the innermost open call's latest box
+  for (const Node& n : g.nodes) {
+    size_t common = 0;
+    while (common < path.size() && common < n.origin.size() && path[common] == n.origin[common]) ++common;
+    const bool again = common == path.size() && common == n.origin.size() && common > 0 && !n.adjoint && last &&
+                       n.loc.valid() && last->file == n.loc.file && n.loc.line < last->line;
+    if (again) --common;
+    path.resize(common);
+    open.resize(common + 1);
+    for (size_t k = common; k < n.origin.size(); ++k) {
+      frames.push_back({n.origin[k], {}, {}});
+      frames[open.back()].children.push_back(frames.size() - 1);
+      open.push_back(frames.size() - 1);
+      path.push_back(n.origin[k]);
+    }
+    frames[open.back()].nodes.push_back(n.id);
+    if (n.loc.valid() && !n.adjoint) last = &n.loc;
+  }
+  return frames;
+}
+
+void printFrame(const Graph& g, const std::vector<Frame>& frames, size_t f, const std::vector<std::string>& names,
+                int depth, std::string& out) {
+  const std::string indent(static_cast<size_t>(2 * depth), ' ');
+  const Frame& frame = frames[f];
+  if (f > 0) out += fmt::format("{}subgraph cluster_call{} {{\n{}  label={};\n", indent, f, indent, quoted(frame.label));
+  // Boxes and calls interleave in the graph's order; DOT keeps them apart.
+  for (NodeId id : frame.nodes) out += fmt::format("{}  {}\n", indent, box(g.node(id), names[static_cast<size_t>(id)]));
+  for (size_t child : frame.children) printFrame(g, frames, child, names, depth + 1, out);
+  if (f > 0) out += indent + "}\n";
+}
+
+}  // namespace
+
+std::string drawDiagramDot(const Graph& graph) {
+  const std::vector<std::string> names = printedNames(graph);
+  std::string out = header(graph);
+  printFrame(graph, callFrames(graph), 0, names, 0, out);
+  return out + wires(graph) + "}\n";
+}
+
+std::string drawPlanDot(const Graph& graph, const std::vector<PlannedKernel>& kernels) {
+  static const char* const kColours[] = {"#fde0dd", "#e0ecf4", "#e5f5e0", "#fff7bc", "#efedf5",
+                                         "#fee6ce", "#deebf7", "#f7fcb9", "#e7e1ef", "#d9f0d3"};
+  const std::vector<std::string> names = printedNames(graph);
+  std::map<NodeId, size_t> owner;  // the first kernel that computes a box
+  for (size_t k = 0; k < kernels.size(); ++k)
+    for (NodeId id : kernels[k].kernel.nodes) owner.emplace(id, k);
+  std::string out = header(graph);
+  for (const Node& n : graph.nodes)
+    if (!owner.count(n.id)) out += "  " + box(n, names[static_cast<size_t>(n.id)]) + "\n";
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    const PlannedKernel& pk = kernels[k];
+    const std::string label = fmt::format("{}\n{}\n{:.2f} us, bound by {}{}", pk.kernel.name, partitionText(graph, pk),
+                                          pk.cost.predicted * 1e6, pk.cost.bottleneck,
+                                          pk.cost.engine.empty() ? "" : "\n" + pk.cost.engine);
+    out += fmt::format("  subgraph cluster_kernel{} {{\n    label={};\n    style=\"filled\";\n    fillcolor=\"{}\";\n", k,
+                       quoted(label), kColours[k % std::size(kColours)]);
+    for (NodeId id : pk.kernel.nodes)
+      if (owner.at(id) == k)
+        out += "    " + box(graph.node(id), names[static_cast<size_t>(id)], "white") + "\n";
+    out += "  }\n";
+  }
+  return out + wires(graph) + "}\n";
+}
+
+}  // namespace llmc

@@ -1,0 +1,31 @@
+// Diagrams drawn as Graphviz graphs (`--emit dot`, `--emit dot-plan`): a box
+// for every primitive of the inlined graph, a wire from each operand labelled
+// with the axes it carries, the inputs and outputs as ovals.
+//
+// The diagram: each call of a composite is a frame around its boxes, nested
+// as the calls are (the graph's nodes keep their call path, Node::origin; a
+// call's boxes are the consecutive nodes under one path, so two calls of the
+// same composite are two frames).
+//
+// The plan: each kernel of a target's plan is a frame of its own colour around
+// the boxes it computes, labelled with its name, its partition (the tiles
+// across the grid, the streamed axis and its chunk, an axis shared out across
+// blocks), its predicted time and what bounds it, as `--emit perf` prints
+// them; a box that several kernels remake (a mask, a view) is drawn in the
+// first, the composite path in every box's tooltip. Graphviz's `dot` lays
+// either out (`dot -Tsvg`).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ir/ir.h"
+#include "planning/partition.h"
+
+namespace llmc {
+
+std::string drawDiagramDot(const Graph& graph);
+
+std::string drawPlanDot(const Graph& graph, const std::vector<PlannedKernel>& kernels);
+
+}  // namespace llmc
