@@ -75,6 +75,9 @@ options:
   --measured FILE     with --emit perf: set each kernel's measured time (a
                       step_kernels_bench --json file of the same plan) and its
                       ratio to the prediction beside the model
+  --depth N           with --emit dot or svg: composite calls nested deeper than N
+                      frames drawn as one box each (0: every call of the
+                      diagram one box; default: all open)
   --gpus N            with --grad --emit perf: data-parallel training over N GPUs of
                       one node; adds the gradients' communication over the
                       interconnect and how much of it the backward hides
@@ -129,6 +132,7 @@ struct Invocation {
   std::string emit = "ir", outPath, arch = "sm_90a", device, measuredPath;
   bool json = false;
   int gpus = 1, zero = 0;  // data parallel (--emit perf)
+  int drawDepth = -1;      // --emit dot, svg: calls deeper than this drawn as one box (-1: none)
   llmc::CostOptions cost;
   bool comments = true;
 
@@ -157,6 +161,7 @@ void checkInvocation(const Invocation& in) {
     usageError("--gpus and --zero model data-parallel training: they go with --grad --emit perf");
   if (!options.grad && (!options.loss.empty() || !options.wrt.empty())) usageError("--loss and --wrt need --grad");
   if (!in.measuredPath.empty() && in.emit != "perf") usageError("--measured goes with --emit perf");
+  if (in.drawDepth >= 0 && in.emit != "dot" && in.emit != "svg") usageError("--depth goes with --emit dot or svg");
   const std::string& dumpAfter = options.reporting.dumpAfter;
   if (isOneOf(dumpAfter, llmc::backendStageNames()) && !in.needsTarget())
     usageError(fmt::format("--dump-after {}: the back end's stages run for a target (--emit pseudocode, perf, cuda, "
@@ -206,6 +211,11 @@ std::optional<Invocation> parseCommandLine(int argc, char** argv) {
       in.json = true;
     } else if (arg == "--measured") {
       in.measuredPath = value("--measured");
+    } else if (arg == "--depth") {
+      const std::string n = value("--depth");
+      if (n.empty() || n.size() > 4 || n.find_first_not_of("0123456789") != std::string::npos)
+        usageError(fmt::format("--depth expects a number of frames (0 or more), got '{}'", n));
+      in.drawDepth = std::stoi(n);
     } else if (arg == "--gpus") {
       const std::string n = value("--gpus");
       if (n.empty() || n.size() > 4 || n.find_first_not_of("0123456789") != std::string::npos || std::stoi(n) < 1)
@@ -333,7 +343,7 @@ std::string compile(Invocation& in) {
       usageError(fmt::format("--set {}={}: no size of {} is named '{}'{}", name, size, in.options.path, name,
                              used.empty() ? "" : fmt::format(" (it reads: {})", fmt::join(used, ", "))));
   if (in.emit == "json") return llmc::graphToJson(graph).dump(2) + "\n";
-  if (in.emit == "dot" || in.emit == "svg") return llmc::drawDiagramDot(graph);
+  if (in.emit == "dot" || in.emit == "svg") return llmc::drawDiagramDot(graph, in.drawDepth);
   if (target) return backendOutput(in, graph, *target);
   if (in.emit == "streams") {
     std::string output;

@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <functional>
 #include <map>
+#include <set>
 
 #include "ir/print.h"
 
@@ -106,23 +108,31 @@ std::string box(const Node& n, const std::string& name, const char* fill = nullp
 }
 
 // The wires: each operand to its user, labelled with the operand's axes; the
-// outputs as ovals of their own.
-std::string wires(const Graph& g) {
+// outputs as ovals of their own. `endOf` names the drawn box a node is (its
+// own, or a collapsed call's); wires inside one box are left out, and the same
+// wire between two boxes drawn once.
+std::string wires(const Graph& g, const std::function<std::string(NodeId)>& endOf) {
   std::string out;
+  std::set<std::string> drawn;
+  auto wire = [&](const std::string& from, const std::string& to, const std::string& attributes) {
+    const std::string line = fmt::format("  {} -> {}{};\n", from, to, attributes);
+    if (from != to && drawn.insert(line).second) out += line;
+  };
   for (const Node& n : g.nodes)
     for (NodeId o : n.operands) {
       const Node& from = g.node(o);
-      const bool literal = from.op == Op::Constant;
-      out += fmt::format("  n{} -> n{}{};\n", o, n.id, literal ? "" : fmt::format(" [label={}]", quoted(wireAxes(from.type))));
+      wire(endOf(o), endOf(n.id), from.op == Op::Constant ? "" : fmt::format(" [label={}]", quoted(wireAxes(from.type))));
     }
   for (size_t k = 0; k < g.outputs.size(); ++k) {
     const GraphOutput& o = g.outputs[k];
     out += fmt::format("  out{} [shape=ellipse, peripheries=2, label={}];\n", k,
                        quoted(fmt::format("output {}\n{}", o.name, g.node(o.node).type.str())));
-    out += fmt::format("  n{} -> out{} [label={}];\n", o.node, k, quoted(wireAxes(g.node(o.node).type)));
+    wire(endOf(o.node), fmt::format("out{}", k), fmt::format(" [label={}]", quoted(wireAxes(g.node(o.node).type))));
   }
   return out;
 }
+
+std::string ownBox(NodeId id) { return fmt::format("n{}", id); }
 
 std::string header(const Graph& g) {
   return fmt::format("digraph {} {{\n  rankdir=TB;\n  graph [fontname=\"Helvetica\", fontsize=11];\n  node [fontname=\"Helvetica\", fontsize=10];\n"
@@ -167,24 +177,42 @@ std::vector<Frame> callFrames(const Graph& g) {
   return frames;
 }
 
+// A frame and those inside it; below `collapseBelow` frames deep a call is
+// one box (box3d, labelled with the composite), its nodes recorded in `endOf`.
 void printFrame(const Graph& g, const std::vector<Frame>& frames, size_t f, const std::vector<std::string>& names,
-                int depth, std::string& out) {
+                int depth, int collapseBelow, std::map<NodeId, std::string>& collapsed, std::string& out) {
   const std::string indent(static_cast<size_t>(2 * depth), ' ');
   const Frame& frame = frames[f];
+  if (f > 0 && collapseBelow >= 0 && depth > collapseBelow) {
+    const std::string box = fmt::format("call{}", f);
+    out += fmt::format("{}{} [shape=box3d, label={}];\n", indent, box, quoted(frame.label));
+    std::vector<size_t> inside = {f};
+    while (!inside.empty()) {
+      const Frame& in = frames[inside.back()];
+      inside.pop_back();
+      for (NodeId id : in.nodes) collapsed[id] = box;
+      inside.insert(inside.end(), in.children.begin(), in.children.end());
+    }
+    return;
+  }
   if (f > 0) out += fmt::format("{}subgraph cluster_call{} {{\n{}  label={};\n", indent, f, indent, quoted(frame.label));
   // Boxes and calls interleave in the graph's order; DOT keeps them apart.
   for (NodeId id : frame.nodes) out += fmt::format("{}  {}\n", indent, box(g.node(id), names[static_cast<size_t>(id)]));
-  for (size_t child : frame.children) printFrame(g, frames, child, names, depth + 1, out);
+  for (size_t child : frame.children) printFrame(g, frames, child, names, depth + 1, collapseBelow, collapsed, out);
   if (f > 0) out += indent + "}\n";
 }
 
 }  // namespace
 
-std::string drawDiagramDot(const Graph& graph) {
+std::string drawDiagramDot(const Graph& graph, int depth) {
   const std::vector<std::string> names = printedNames(graph);
   std::string out = header(graph);
-  printFrame(graph, callFrames(graph), 0, names, 0, out);
-  return out + wires(graph) + "}\n";
+  std::map<NodeId, std::string> collapsed;
+  printFrame(graph, callFrames(graph), 0, names, 0, depth, collapsed, out);
+  return out + wires(graph, [&](NodeId id) {
+           auto c = collapsed.find(id);
+           return c == collapsed.end() ? ownBox(id) : c->second;
+         }) + "}\n";
 }
 
 std::string drawPlanDot(const Graph& graph, const std::vector<PlannedKernel>& kernels) {
@@ -209,7 +237,7 @@ std::string drawPlanDot(const Graph& graph, const std::vector<PlannedKernel>& ke
         out += "    " + box(graph.node(id), names[static_cast<size_t>(id)], "white") + "\n";
     out += "  }\n";
   }
-  return out + wires(graph) + "}\n";
+  return out + wires(graph, ownBox) + "}\n";
 }
 
 }  // namespace llmc

@@ -24,7 +24,10 @@
 
 namespace llmc {
 
-std::string drawDiagramDot(const Graph& graph);
+// `depth`: composite calls nested deeper than this many frames are drawn as one
+// box each, the wires into and out of them kept (GPT-2's whole step at depth 1:
+// a box a block); -1 draws every call open.
+std::string drawDiagramDot(const Graph& graph, int depth = -1);
 
 std::string drawPlanDot(const Graph& graph, const std::vector<PlannedKernel>& kernels);
 
