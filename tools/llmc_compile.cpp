@@ -66,8 +66,9 @@ options:
                       one's partition, predicted time and bound), or svg and
                       svg-plan (those laid out by Graphviz's dot, which must
                       be on PATH)
-  --arch ARCH         the target for pseudocode, perf, cuda, launches, ptx, memory and dot-plan: sm_80, sm_90a, a
-                      target .json file, or auto (the GPU present); default sm_90a
+  --arch ARCH         the target for pseudocode, perf, cuda, launches, ptx,
+                      memory, dot-plan and svg-plan: sm_80, sm_90a, a target
+                      .json file, or auto (the GPU present); default sm_90a
   --device NAME       a device of the arch's file (H100-SXM, H200, ...)
   --storage f32|bf16  how floats are stored in memory, for the model and the
                       CUDA (default bf16)
