@@ -75,4 +75,22 @@ std::string partitionText(const Graph& g, const PlannedKernel& k) {
   return out;
 }
 
+KernelSource kernelSource(const Graph& g, const PlannedKernel& k) {
+  NodeId anchor = k.kernel.outputs.empty() ? (k.kernel.nodes.empty() ? -1 : k.kernel.nodes.front()) : k.kernel.outputs.front();
+  for (NodeId id : k.kernel.nodes)
+    if (isAnchor(g.node(id))) {
+      anchor = id;
+      break;
+    }
+  KernelSource out;
+  if (anchor < 0) return out;
+  const Node& n = g.node(anchor);
+  // Autodiff files the backward's boxes under a "backward" call of their own.
+  const size_t first = n.adjoint && !n.origin.empty() && n.origin.front() == "backward" ? 1 : 0;
+  for (size_t i = first; i < n.origin.size(); ++i) out.path += (out.path.empty() ? "" : "/") + n.origin[i];
+  out.pass = n.adjoint ? "backward" : "forward";
+  if (n.loc.valid()) out.location = n.loc.str();
+  return out;
+}
+
 }  // namespace llmc

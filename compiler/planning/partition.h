@@ -43,7 +43,18 @@ std::vector<PlannedKernel> planKernels(const Graph& graph, const Target& target,
                                        const FusionOptions& fusion = {});
 
 // A kernel's partition in one line, as the performance report prints it: the
-// group tiles (axis/tile), then the stream's chunk if any.
+// group tiles (axis/tile), then the stream's chunk if any, then the axes
+// shared out across blocks (split/positions a block).
 std::string partitionText(const Graph& graph, const PlannedKernel& kernel);
+
+// Where a kernel comes from: the box it is anchored on (its first
+// contraction, reduction, gather or scatter-add, else its first output), that
+// box's composite call path ("block/attention/softmax", loop iterations as
+// "i=3"; empty at the diagram's top), its pass (forward, or backward where
+// autodiff made it) and its file:line:col.
+struct KernelSource {
+  std::string path, pass, location;
+};
+KernelSource kernelSource(const Graph& graph, const PlannedKernel& kernel);
 
 }  // namespace llmc

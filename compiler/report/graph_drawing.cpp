@@ -227,9 +227,11 @@ std::string drawPlanDot(const Graph& graph, const std::vector<PlannedKernel>& ke
     if (!owner.count(n.id)) out += "  " + box(n, names[static_cast<size_t>(n.id)]) + "\n";
   for (size_t k = 0; k < kernels.size(); ++k) {
     const PlannedKernel& pk = kernels[k];
-    const std::string label = fmt::format("{}\n{}\n{:.2f} us, bound by {}{}", pk.kernel.name, partitionText(graph, pk),
+    const KernelSource source = kernelSource(graph, pk);
+    const std::string label = fmt::format("{}\n{}\n{:.2f} us, bound by {}{}\n{}{}", pk.kernel.name, partitionText(graph, pk),
                                           pk.cost.predicted * 1e6, pk.cost.bottleneck,
-                                          pk.cost.engine.empty() ? "" : "\n" + pk.cost.engine);
+                                          pk.cost.engine.empty() ? "" : "\n" + pk.cost.engine, source.pass,
+                                          source.path.empty() ? "" : " in " + source.path);
     out += fmt::format("  subgraph cluster_kernel{} {{\n    label={};\n    style=\"filled\";\n    fillcolor=\"{}\";\n", k,
                        quoted(label), kColours[k % std::size(kColours)]);
     for (NodeId id : pk.kernel.nodes)

@@ -53,15 +53,20 @@ nlohmann::json perfReportJson(const Graph& graph, const std::vector<PlannedKerne
   nlohmann::json list = nlohmann::json::array();
   double total = 0;
   for (const auto& k : kernels) {
+    const KernelSource source = kernelSource(graph, k);
     nlohmann::json levels = nlohmann::json::array();
     for (const auto& l : k.cost.levels)
       levels.push_back({{"level", l.level}, {"memory_bytes", l.memoryBytes}, {"capacity_bytes", l.capacityBytes},
                         {"moved_bytes", l.movedBytes}, {"seconds", l.seconds}});
     list.push_back({{"name", k.kernel.name},
+                    {"path", source.path},
+                    {"pass", source.pass},
+                    {"location", source.location},
                     {"nodes", k.kernel.nodes.size()},
                     {"group_tiles", k.partition.groupTiles},
                     {"stream_axis", k.shape.streamAxis},
                     {"stream_chunk", k.partition.streamChunk},
+                    {"split_tiles", k.partition.splitTiles},
                     {"blocks", k.cost.blocks},
                     {"levels", levels},
                     {"work", k.cost.work},
