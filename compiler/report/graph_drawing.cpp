@@ -7,6 +7,7 @@
 #include <set>
 
 #include "ir/print.h"
+#include "planning/fusion.h"
 
 namespace llmc {
 
@@ -78,11 +79,6 @@ std::string operation(const Node& n) {
   return opName(n.op);
 }
 
-bool isView(Op op) {
-  return op == Op::Split || op == Op::Merge || op == Op::Slice || op == Op::Concat || op == Op::Rename ||
-         op == Op::Index || op == Op::Transpose || op == Op::Broadcast || op == Op::StopGradient;
-}
-
 // A box's statement: its shape and label, its tooltip (the value's name,
 // type, source location and composite path); `fill` the box's colour (else
 // white, or grey for the backward pass's boxes).
@@ -99,8 +95,8 @@ std::string box(const Node& n, const std::string& name, const char* fill = nullp
   } else {
     attributes = fmt::format("shape=box, label={}", quoted(fmt::format("{}\n{}", operation(n), name)));
     if (!fill && n.adjoint) fill = "#eeeeee";
-    // A view's box is dashed: no element moves.
-    const std::string style = fmt::format("{}{}", fill ? "filled" : "", isView(n.op) ? (fill ? ",dashed" : "dashed") : "");
+    // A view's box is dashed: no kernel computes it (planning/fusion.h).
+    const std::string style = fmt::format("{}{}", fill ? "filled" : "", isView(n) ? (fill ? ",dashed" : "dashed") : "");
     if (!style.empty()) attributes += fmt::format(", style={}", quoted(style));
     if (fill) attributes += fmt::format(", fillcolor={}", quoted(fill));
   }
