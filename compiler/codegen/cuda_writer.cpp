@@ -512,11 +512,11 @@ std::string CudaWriter::exp(const std::string& x) const {
 }
 
 std::string CudaWriter::divide(const std::string& x, const std::string& y) const {
-  return approximate_ ? fmt::format("__fdividef({}, {})", x, y) : fmt::format("{} / {}", x, y);
+  return approximate_ ? fmt::format("llmc_fast_divide({}, {})", x, y) : fmt::format("{} / {}", x, y);
 }
 
 std::string CudaWriter::reciprocalSqrt(const std::string& x) const {
-  return approximate_ ? fmt::format("rsqrtf({})", x) : fmt::format("1.0f / sqrtf({})", x);
+  return approximate_ ? fmt::format("llmc_fast_rsqrt({})", x) : fmt::format("1.0f / sqrtf({})", x);
 }
 
 }  // namespace llmc::cuda_writer

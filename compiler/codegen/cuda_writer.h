@@ -476,7 +476,7 @@ class CudaWriter {
   // exp, division and 1/sqrt in the launch's float arithmetic. Under bf16
   // storage (any array of the module stored bf16) they are the hardware's
   // approximations: llmc_fast_exp (ex2.approx.ftz after x log2(e): 2 ulp, plus 2 per unit of |x|),
-  // __fdividef and rsqrtf (2 ulp), far inside bf16's 2^-8, as FlashAttention
+  // llmc_fast_divide and llmc_fast_rsqrt (div and rsqrt .approx.ftz: 2 ulp), far inside bf16's 2^-8, as FlashAttention
   // and llm.c's kernels use them. The accurate forms cost tens of instructions
   // each: per score element of attention, per element of a layernorm's
   // backward recomputing 1/sqrt(variance). With f32 storage the kernels keep
@@ -498,6 +498,7 @@ class CudaWriter {
   Env firstColumn_;    // the same at column col (e = 0)
   bool columnsVectorised_ = false;  // the epilogue's rows hold a multiple of 8 columns
   std::map<NodeId, std::string> fixed_;  // values known where the code is written (a step's unmasked comparison)
+  bool wholeStep_ = false;  // writing a step whose positions all lie inside the stream axis: no clamps, no masks
   std::vector<std::string> epilogueInputs_;  // WrittenKernel::epilogueInputs
   std::string epilogueLoads_;                // WrittenKernel::epilogueLoads
 };

@@ -80,6 +80,19 @@ __device__ __forceinline__ float llmc_ex2(float x) {
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
   return y;
 }
+// a / b and 1 / sqrt(x) by the hardware's approximations with subnormal inputs and results flushed to zero
+// (2 ulp for |b| in [2^-126, 2^126]): __fdividef's and rsqrtf's forms keep subnormals, for a compare and two
+// multiplies more each (ptxas, sm_90a): per score element of attention's backward streams.
+__device__ __forceinline__ float llmc_fast_divide(float a, float b) {
+  float y;
+  asm("div.approx.ftz.f32 %0, %1, %2;" : "=f"(y) : "f"(a), "f"(b));
+  return y;
+}
+__device__ __forceinline__ float llmc_fast_rsqrt(float x) {
+  float y;
+  asm("rsqrt.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
 #define LLMC_LOG2E 1.4426950408889634f
 __device__ __forceinline__ float llmc_fast_exp(float x) { return llmc_ex2(x * LLMC_LOG2E); }
 
