@@ -189,6 +189,7 @@ std::string CudaWriter::offset(NodeId id, const Env& env) const {
 std::string CudaWriter::load(const Node& n, const Env& own, int target) {
   const StoredArray& arr = stored_.at(n.id);
   reads_.insert(n.id);
+  if (std::optional<std::string> ahead = prefetchedValue(n, own)) return *ahead;
   if (const VectorSpan* span = vectorSpanOf(n, own); span && arr.ctype == "llmc_bf16") {
     // A lane's 8 positions of a bf16 array along its innermost axis: one 16-byte load per span, before them.
     const Env at = spanStart(n, *span, own);

@@ -392,6 +392,23 @@ class CudaWriter {
   void tcsFirstStep(TcsBody& b);
   void tcsSteps(const TcsBody& b);
   void tcsElementwise(const TcsBody& b, int parent);
+  // Stored values the step reads along only the rows or only the stream (a
+  // softmax's statistics), loaded into registers ahead of the products that
+  // they would otherwise wait behind: per row once before the loop, per
+  // position at the top of each step (tcsPrefetchRows, tcsPrefetchColumns).
+  struct Prefetched {
+    std::string name;  // the registers: [2] a lane's rows, [8][2] its positions of the step
+    bool alongStream = false;
+    std::map<std::string, std::string> axes;  // the stored array's axes -> the launch's (through renames)
+  };
+  std::map<NodeId, Prefetched> prefetched_;
+  std::string rowBinding_, columnBinding_;  // the rows' and positions' indices where the step reads them
+  bool prefetching_ = false;
+  void tcsFindPrefetched(const TcsBody& b);
+  void tcsPrefetchRows(const TcsBody& b);
+  void tcsPrefetchColumns(const TcsBody& b, int step);
+  static Env storedAt(const Prefetched& ahead, const Env& launch);
+  std::optional<std::string> prefetchedValue(const Node& n, const Env& own) const;
   void tcsStageSlots(const TcsBody& b);
   void tcsTail(TcsBody& b, WrittenKernel& out);
 

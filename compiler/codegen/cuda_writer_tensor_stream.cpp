@@ -57,6 +57,7 @@ int CudaWriter::openRows(int parent, Env& env) {
   std::string row = fmt::format("t_{} + warp * 16 + (lane >> 2) + 8 * {}", r.name, fragment_.half);
   if (r.size % kStreamRowsPerBlock != 0) row = fmt::format("min({}, {})", row, r.size - 1);
   env[r.name] = {define(s, "int", "i_" + r.name, row), s};
+  rowBinding_ = env[r.name].expr;
   return s;
 }
 
@@ -74,6 +75,7 @@ int CudaWriter::openColumns(int parent, Env& env, std::vector<int>& opened, std:
   const bool clamped = c.size % kStreamPositionsPerStep != 0 && !wholeStep_;
   valid = clamped ? fmt::format("{} < {}", position, c.size) : "";
   env[c.name] = {clamped ? define(s, "int", "i_" + c.name, fmt::format("min({}, {})", position, c.size - 1)) : position, s};
+  columnBinding_ = env[c.name].expr;
   positions_ = s;
   return s;
 }
@@ -228,6 +230,8 @@ void CudaWriter::tcsFirstStep(TcsBody& b) {
     emit(0, fmt::format("llmc::stream::load_row_fragments<{}>(fa{}, llmc::smem_addr(smem + {}), warp * 16);",
                         rows.paddedChannels, k, rows.smemOffset));
   }
+  tcsFindPrefetched(b);
+  tcsPrefetchRows(b);
   // Accumulators: two rows per lane, or a product's [channels / 8][4] fragment.
   for (size_t k = 0; k < slots_.size(); ++k) {
     const bool isMax = stream_.slots[k].kind == AccumulatorSlot::Kind::Max;
@@ -256,6 +260,7 @@ void CudaWriter::tcsSteps(const TcsBody& b) {
   // 134 at 3 and 4): a step waits on its instructions, not on its tiles.
   const int step = open(0, fmt::format("for (int c0 = c_first, stage = 0{}; c0 <= c_last; c0 += {}, stage ^= 1{})",
                                        warpgroup ? ", n = 0" : "", kStreamPositionsPerStep, warpgroup ? ", ++n" : ""));
+  tcsPrefetchColumns(b, step);
   // The next step's tiles load while this one computes; the barrier at the
   // end of a step frees the stage they overwrite.
   const std::string nextStep = fmt::format("c0 + {}", kStreamPositionsPerStep);
@@ -381,6 +386,98 @@ void CudaWriter::tcsElementwise(const TcsBody& b, int parent) {
     closeAll(opened);
     close(rows);
   }
+}
+
+// Names the registers of the values the plan loads ahead.
+void CudaWriter::tcsFindPrefetched(const TcsBody& b) {
+  prefetched_.clear();
+  for (const StreamPrefetch& p : b.t.prefetched)
+    prefetched_[p.value] = {fresh(names_[static_cast<size_t>(p.value)] + "_ahead"), p.alongStream, p.axes};
+}
+
+// A lane's two rows of each value read per row, before the loop.
+void CudaWriter::tcsPrefetchRows(const TcsBody& b) {
+  std::vector<NodeId> perRow;
+  for (const auto& [id, ahead] : prefetched_)
+    if (!ahead.alongStream) {
+      perRow.push_back(id);
+      emit(0, fmt::format("float {}[2];  // {} at the lane's rows", ahead.name, names_[static_cast<size_t>(id)]));
+    }
+  if (perRow.empty()) return;
+  Env e = b.env;
+  const int rows = openRows(0, e);
+  prefetching_ = true;
+  for (NodeId id : perRow)
+    emit(rows, fmt::format("{}[{}] = {};", prefetched_.at(id).name, fragment_.half,
+                           load(g_.node(id), storedAt(prefetched_.at(id), e), rows)));
+  prefetching_ = false;
+  close(rows);
+}
+
+// A lane's 16 positions of the step of each value read along the stream, at
+// the top of the step: in flight while the tiles land and the scores run.
+// Where the last step is ragged, one copy for whole steps (no clamps: the
+// addresses are one register and constant offsets) and one for the last.
+void CudaWriter::tcsPrefetchColumns(const TcsBody& b, int step) {
+  const TensorCoreStream& t = b.t;
+  std::vector<NodeId> along;
+  for (const auto& [id, ahead] : prefetched_)
+    if (ahead.alongStream) {
+      along.push_back(id);
+      emit(step, fmt::format("float {}[8][2];  // {} at the lane's positions of the step", ahead.name,
+                             names_[static_cast<size_t>(id)]));
+    }
+  if (along.empty()) return;
+  const bool ragged = t.stream.size % kStreamPositionsPerStep != 0;
+  auto loads = [&](int parent) {
+    Env e = b.env;
+    std::vector<int> opened;
+    std::string valid;
+    const int at = openColumns(parent, e, opened, valid);
+    prefetching_ = true;
+    for (NodeId id : along)
+      emit(at, fmt::format("{}[{}][{}] = {};", prefetched_.at(id).name, fragment_.column, fragment_.element,
+                           load(g_.node(id), storedAt(prefetched_.at(id), e), at)));
+    prefetching_ = false;
+    closeAll(opened);
+  };
+  if (!ragged) {
+    loads(step);
+    return;
+  }
+  const int whole = open(step, fmt::format("if (c0 + {} <= {})", kStreamPositionsPerStep, t.stream.size));
+  wholeStep_ = true;
+  loads(whole);
+  wholeStep_ = false;
+  close(whole);
+  const int last = open(step, "else");
+  loads(last);
+  close(last);
+}
+
+// The stored array's indices where the launch's axes are bound as in `launch`.
+Env CudaWriter::storedAt(const Prefetched& ahead, const Env& launch) {
+  Env own;
+  for (const auto& [axis, launchAxis] : ahead.axes) own[axis] = launch.at(launchAxis);
+  return own;
+}
+
+// The registers holding a prefetched value, where it is read at the step's
+// own rows or positions and the block's batch positions.
+std::optional<std::string> CudaWriter::prefetchedValue(const Node& n, const Env& own) const {
+  if (!tcs_ || inTail_ || prefetching_) return std::nullopt;
+  const auto it = prefetched_.find(n.id);
+  if (it == prefetched_.end()) return std::nullopt;
+  const Prefetched& ahead = it->second;
+  for (const auto& [axis, launchAxis] : ahead.axes) {
+    const std::string& at = own.at(axis).expr;
+    const bool same = launchAxis == tcs_->rows.name     ? at == rowBinding_
+                      : launchAxis == tcs_->stream.name ? at == columnBinding_
+                                                        : at == "i_" + launchAxis;
+    if (!same) return std::nullopt;
+  }
+  if (ahead.alongStream) return fmt::format("{}[{}][{}]", ahead.name, fragment_.column, fragment_.element);
+  return fmt::format("{}[{}]", ahead.name, fragment_.half);
 }
 
 // The slots, whole across the four lanes of a row, staged for the tail.

@@ -31,11 +31,20 @@ namespace {
 // 2026-11-30): attention's dK/dV stream (224 registers of fragments) at 3
 // blocks 25% slower than at 2, its dQ stream (160) at 3 8% faster than at 2,
 // the forward (112) at 4 4% faster than at its 3.
+int64_t fragmentRegisters(const TensorCoreStream& s) {
+  int64_t registers = 0;
+  for (size_t p = 0; p < s.products.size(); ++p) registers += 2 * 32;
+  for (const StreamScore& sc : s.scores) registers += 32 + sc.rows.paddedChannels / 16 * 4;
+  for (const StreamPrefetch& p : s.prefetched) registers += p.registers();
+  return registers;
+}
+
+// The most fragment registers a thread was measured to run without spilling:
+// attention's dK/dV stream at 2 blocks an SM (above).
+constexpr int64_t kMaxFragmentRegisters = 224;
+
 int residentBlocks(const TensorCoreStream& s, const Target& target) {
-  int64_t fragmentRegisters = 0;
-  for (size_t p = 0; p < s.products.size(); ++p) fragmentRegisters += 2 * 32;
-  for (const StreamScore& sc : s.scores) fragmentRegisters += 32 + sc.rows.paddedChannels / 16 * 4;
-  const int64_t byRegisters = target.registersPerSM / (int64_t{kStreamThreads} * std::max<int64_t>(fragmentRegisters, 128));
+  const int64_t byRegisters = target.registersPerSM / (int64_t{kStreamThreads} * std::max<int64_t>(fragmentRegisters(s), 128));
   const int64_t bySmem = target.level("SMEM").capacity / std::max<int64_t>(s.smemBytes, 1);
   return static_cast<int>(std::clamp<int64_t>(std::min({byRegisters, bySmem, int64_t{target.maxBlocksPerSM}}), 1,
                                               target.maxWarpsPerSM * target.warpSize / kStreamThreads));
@@ -180,9 +189,21 @@ class Planner {
     const int64_t limit = target.level("SMEM").maxPerBlock;
     if (s.smemBytes > limit)
       return fail(out, fmt::format("its tiles need {} bytes of shared memory, more than a block's {}", s.smemBytes, limit));
-    s.residentBlocks = residentBlocks(s, target);
     s.grid = ceilDiv(s.rows.size, kStreamRowsPerBlock);
     for (const Axis& a : s.batch) s.grid *= a.size;
+    s.prefetched = prefetchable(s);
+    s.residentBlocks = residentBlocks(s, target);
+    std::vector<StreamPrefetch> byRows;
+    for (const StreamPrefetch& p : s.prefetched)
+      if (!p.alongStream) byRows.push_back(p);
+    if (byRows.size() < s.prefetched.size()) {
+      TensorCoreStream fewer = s;
+      fewer.prefetched = byRows;
+      const int more = residentBlocks(fewer, target);
+      if (fragmentRegisters(s) > kMaxFragmentRegisters ||
+          (more > s.residentBlocks && s.grid > int64_t{target.smCount} * s.residentBlocks))
+        s = fewer, s.residentBlocks = more;
+    }
     if (auto split = plan_.splitTiles.find(s.stream.name); split != plan_.splitTiles.end() && split->second < s.stream.size) {
       if (split->second % kStreamPositionsPerStep != 0)
         return fail(out, fmt::format("its stream is shared out {} positions a block, not whole steps of {}", split->second,
@@ -202,6 +223,52 @@ class Planner {
   }
 
   std::string name(NodeId id) const { return names_[static_cast<size_t>(id)]; }
+
+  // The stored float values the step's work reads (through broadcasts,
+  // transposes and renames) by the rows alone or by the stream alone, and
+  // otherwise only by the block's batch positions; each read one way.
+  std::vector<StreamPrefetch> prefetchable(const TensorCoreStream& s) const {
+    std::map<NodeId, StreamPrefetch> found;
+    std::set<NodeId> refused;
+    auto launchAxis = [&](const std::string& a) {
+      return a == s.rows.name || a == s.stream.name ||
+             std::any_of(s.batch.begin(), s.batch.end(), [&](const Axis& b) { return b.name == a; });
+    };
+    for (NodeId id : plan_.computed)
+      for (NodeId op : g_.node(id).operands) {
+        std::map<std::string, std::string> axes;  // the reached node's axes -> the launch's
+        for (const Axis& a : g_.node(op).type.axes) axes[a.name] = a.name;
+        for (const Node* v = &g_.node(op); !plan_.computed.count(op) && isPlainView(*v); v = &g_.node(op)) {
+          std::map<std::string, std::string> inner;
+          for (const Axis& a : g_.node(v->operands[0]).type.axes) {
+            const std::string& outer = v->op == Op::Rename && a.name == v->axes[0] ? v->newAxes[0] : a.name;
+            inner[a.name] = axes.count(outer) ? axes.at(outer) : outer;
+          }
+          axes = std::move(inner);
+          op = v->operands[0];
+        }
+        const Node& n = g_.node(op);
+        if (!stored_.count(op) || plan_.computed.count(op) || refused.count(op) || !isFloat(n.type.dtype)) continue;
+        bool rows = false, along = false, fixed = true;
+        for (const auto& [own, launch] : axes) {
+          rows |= launch == s.rows.name;
+          along |= launch == s.stream.name;
+          fixed &= launchAxis(launch);
+        }
+        if (auto seen = found.find(op); seen != found.end()) {
+          if (seen->second.axes != axes) found.erase(seen), refused.insert(op);  // read two ways: loaded in place
+          continue;
+        }
+        if (rows != along && fixed) found[op] = {op, along, axes};
+      }
+    std::vector<StreamPrefetch> out;
+    for (auto& [id, p] : found) out.push_back(std::move(p));
+    return out;
+  }
+
+  static bool isPlainView(const Node& v) {
+    return v.op == Op::Broadcast || v.op == Op::Transpose || v.op == Op::StopGradient || v.op == Op::Rename;
+  }
 
   // Names each loaded tile's tensor map and finds its batch dimensions;
   // false where a tile's array has more than two strided group axes that

@@ -84,6 +84,18 @@ struct StreamProduct {
   int stagedStride() const { return values.paddedChannels + 1; }
 };
 
+// A stored value the step's elementwise work reads by the rows alone or by
+// the stream alone (and the block's batch positions): a softmax's statistics
+// in attention's backward. Loaded into registers ahead of the products that
+// it would otherwise wait behind: a lane's two rows once before the loop, or
+// its 16 positions of a step at the top of the step.
+struct StreamPrefetch {
+  NodeId value = -1;                         // the stored value (reached through views)
+  bool alongStream = false;                  // by the stream's positions, else by the rows
+  std::map<std::string, std::string> axes;   // its axes -> the launch's (through renames)
+  int registers() const { return alongStream ? 16 : 2; }
+};
+
 struct TensorCoreStream {
   // Who issues the products, and how the tiles load: each warp its 16 rows by mma.sync on tiles
   // every thread loads by cp.async (stream_mma.cuh); or the block's warpgroup all 64 rows by wgmma
@@ -113,6 +125,10 @@ struct TensorCoreStream {
   // leave room for (residentBlocks()).
   int residentBlocks = 1;
   std::map<int, int64_t> slotSmemOffset;  // bytes: each slot's values for the block's rows, after the stream
+  // Loaded ahead (their registers counted in residentBlocks): those by the
+  // rows always; those along the stream where their registers cost no
+  // resident block the grid would use.
+  std::vector<StreamPrefetch> prefetched;
 
   std::vector<const StreamTile*> loadedTiles() const;  // the rows' tiles, then a step's (not the shared ones)
   std::string describe() const;  // one line, for the source's comment and the JSON
