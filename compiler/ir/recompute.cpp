@@ -238,17 +238,38 @@ class StreamSplitter {
     return idx(id) < g_.nodes.size() ? id : copiedFrom_[idx(id) - g_.nodes.size()];
   }
 
-  // Where a reader leads: the axes it reduces and where its result goes (a
-  // contraction over d copied for two streams leads to both), or (not
-  // reducing) where its own readers lead.
+  // Where a reader leads: the axes it reduces and, where its result is
+  // reduced further over an axis it keeps, where that goes (attention's
+  // scores, a contraction over d, lead to dK/dV's stream over the queries or
+  // to dQ's over the keys: a copy for each); or (not reducing) where its own
+  // readers lead. Reductions over the same axes whose results leave the
+  // stream (dK and dV, one an output, the other read by RoPE's backward)
+  // lead to one stream: what they read is made once, in it.
   std::string keyOf(NodeId reader) const {
     const Node& n = nodes_[idx(reader)];
     if ((n.op == Op::Contract || n.op == Op::Reduce) && !n.axes.empty()) {
       std::string key;
       for (const auto& a : n.axes) key += a + " ";
-      return key + "-> " + keys_[idx(reader)];
+      const std::string& next = keys_[idx(reader)];
+      return reducedFurther(n, next) ? key + "-> " + next : key;
     }
     return keys_[idx(reader)];
+  }
+
+  // Whether a key's first reduction (its axes before "->") takes an axis of n.
+  static bool reducedFurther(const Node& n, const std::string& key) {
+    const size_t arrow = key.find("->");
+    std::string axes = key.substr(0, arrow == std::string::npos ? key.size() : arrow);
+    if (arrow == std::string::npos && (axes.empty() || axes[0] == '@')) return false;
+    size_t at = 0;
+    while (at < axes.size()) {
+      const size_t end = axes.find(' ', at);
+      const std::string axis = axes.substr(at, end == std::string::npos ? std::string::npos : end - at);
+      if (!axis.empty() && n.type.has(axis)) return true;
+      if (end == std::string::npos) break;
+      at = end + 1;
+    }
+    return false;
   }
 
   void split(NodeId v) {

@@ -186,6 +186,11 @@ inline std::vector<EmitCase> otherCases() {
       // block's queries skipped inside each share), their sums added atomically.
       {"rotary attention, training step T=1000", "benchmarks/diagrams/rotary_attention.dg", "rotary_attention_loss",
        {{"B", 1}, {"H", 2}, {"T", 1000}, {"D", 64}}, true, {}},
+      // dV alone: the forward's statistics along the queries loaded at the
+      // top of each step (TensorCoreStream::prefetched), unclamped in whole
+      // steps and clamped in the ragged last.
+      {"attention dV alone, statistics loaded ahead", "tests/diagrams/recompute.dg", "attention_loss",
+       {{"B", 1}, {"H", 2}, {"T", 1000}, {"D", 64}}, true, {}, 1, -1, {"v"}},
       {"scans along an axis", "tests/diagrams/scans.dg", "scans", {{"B", 3}, {"T", 77}, {"C", 5}}, false, {}},
       {"causal linear attention by scan", "benchmarks/diagrams/linear_attention.dg", "linear_attention",
        {{"B", 1}, {"H", 2}, {"T", 77}, {"D", 24}, {"E", 40}}, false, {}},
