@@ -262,9 +262,9 @@ std::string stepSkippedText(const StreamStepSkip& skip, const TextRange& box) { 
 
 std::string maskFreeText(const StreamStepSkip& skip, const TextRange& box) { return conditionsText(skip, box, false); }
 
-double stepsRunFraction(const StreamStepSkip& skip, const std::string& rows, int64_t rowCount, int64_t positionCount,
-                        int64_t rowsPerBlock, int64_t positionsPerStep) {
-  int64_t run = 0, all = 0;
+StepsRun stepsRun(const StreamStepSkip& skip, const std::string& rows, int64_t rowCount, int64_t positionCount,
+                  int64_t rowsPerBlock, int64_t positionsPerStep) {
+  int64_t run = 0, all = 0, longest = 0;
   for (int64_t r = 0; r < rowCount; r += rowsPerBlock) {
     const int64_t rowLast = std::min(r + rowsPerBlock, rowCount) - 1;
     auto skipped = [&](int64_t c) {
@@ -276,8 +276,9 @@ double stepsRunFraction(const StreamStepSkip& skip, const std::string& rows, int
     while (first <= last && skipped(first * positionsPerStep)) ++first;
     while (last >= first && skipped(last * positionsPerStep)) --last;
     run += last - first + 1;
+    longest = std::max(longest, last - first + 1);
   }
-  return all == 0 ? 1.0 : static_cast<double>(run) / static_cast<double>(all);
+  return {all == 0 ? 1.0 : static_cast<double>(run) / static_cast<double>(all), longest};
 }
 
 }  // namespace llmc

@@ -73,11 +73,15 @@ bool stepSkipped(const StreamStepSkip& skip, const std::string& rows, int64_t ro
 std::string stepSkippedText(const StreamStepSkip& skip, const TextRange& box);
 std::string maskFreeText(const StreamStepSkip& skip, const TextRange& box);
 
-// The fraction of a stream's (block of rows, step) pairs that run: blocks of
-// `rowsPerBlock` of `rowCount` rows, steps of `positionsPerStep` of
-// `positionCount` positions. As the emitted code does, a block runs the steps
-// from its first unskipped one to its last (skipped steps between run).
-double stepsRunFraction(const StreamStepSkip& skip, const std::string& rows, int64_t rowCount, int64_t positionCount,
-                        int64_t rowsPerBlock, int64_t positionsPerStep);
+// The steps a stream's blocks run: blocks of `rowsPerBlock` of `rowCount`
+// rows, steps of `positionsPerStep` of `positionCount` positions. As the
+// emitted code does, a block runs the steps from its first unskipped one to
+// its last (skipped steps between run).
+struct StepsRun {
+  double fraction = 1;   // of the (block of rows, step) pairs
+  int64_t longest = 0;   // the most any one block runs (a causal mask's last rows: all; a window's: its width's)
+};
+StepsRun stepsRun(const StreamStepSkip& skip, const std::string& rows, int64_t rowCount, int64_t positionCount,
+                  int64_t rowsPerBlock, int64_t positionsPerStep);
 
 }  // namespace llmc

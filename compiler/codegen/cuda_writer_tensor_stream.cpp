@@ -197,7 +197,7 @@ void CudaWriter::tcsFirstStep(TcsBody& b) {
   // The steps to run: all, or those that conditions on positions leave
   // unchanged dropped from both ends (a causal mask's keys past the block's
   // last query; a window's keys before its first); any skippable step
-  // between the first and last run runs, masked (stepsRunFraction counts so).
+  // between the first and last run runs, masked (stepsRun counts so).
   const int64_t lastStart = (positions - 1) / kStreamPositionsPerStep * kStreamPositionsPerStep;
   if (t.skip) {
     emit(0, "// Steps where no slot changes (a condition on positions leaves every core 0 or -inf) are not run.");

@@ -51,26 +51,32 @@ std::map<int, LaunchesOfKernel> launchesByKernel(const CudaModule& module) {
 // A tensor-core stream's blocks step through their positions one step after
 // another, each step waiting for its products before its elementwise work
 // (the running max, exp, the rescale) and for the next stage: a step takes
-// the target's tensorStreamStepSeconds beside its share of the tensor work
-// on one SM. A block that runs every step of the stream (a causal mask's
-// last rows) is the shortest the launch can take; the blocks resident on
-// the SMs (the stream's residentBlocks), stepping side by side, bound it
-// from the other end. Without it,
-// 16 heads of 1000 causal positions were predicted at 7.6 us and ran 21
-// (H200, 2026-12-02); GPT-2's full grids are bound by their work as before.
+// the target's tensorStreamStepSeconds for each product it accumulates
+// (the elementwise work that makes its weights, measured to grow with them)
+// beside its share of the tensor work on one SM. The block that runs the
+// most steps (KernelShape::longestSteps: a causal mask's last rows all of
+// them, a window's its width's) is the shortest the launch can take; the
+// blocks resident on the SMs (the stream's residentBlocks), stepping side by
+// side, bound it from the other end; and the first tiles of every block,
+// loaded at once, take the target's tileFillSeconds before any step. Fitted
+// on the H200 (2026-12-02, benchmarks/diagrams): RoPE attention's forward
+// (one product) 16 steps in 19.5 us, its dK/dV (two) in 37; a window of 256
+// keys (5 steps) 11.9 and 17.4; GPT-2's full grids are bound by their work.
 void addStreamStepLatency(KernelCost& cost, const KernelShape& shape, const Partition& p, const TensorCoreStream& stream,
                           const Target& t) {
   const auto work = cost.work.find("tensor_bf16");
   if (t.tensorStreamStepSeconds <= 0 || work == cost.work.end() || p.streamChunk <= 0 || cost.blocks <= 0) return;
   const auto split = p.splitTiles.find(shape.streamAxis);
   const int64_t share = split == p.splitTiles.end() ? shape.streamExtent : std::min(split->second, shape.streamExtent);
-  const double steps = std::ceil(static_cast<double>(share) / static_cast<double>(p.streamChunk));
+  double steps = std::ceil(static_cast<double>(share) / static_cast<double>(p.streamChunk));
   const double blockSteps = static_cast<double>(cost.blocks) * steps * shape.stepsRun;
   if (blockSteps <= 0) return;
+  if (shape.longestSteps > 0) steps = std::min(steps, static_cast<double>(shape.longestSteps));
   const double perSM = t.unit("tensor_bf16").warpMmaAttainable / t.smCount;
-  const double step = t.tensorStreamStepSeconds + work->second / blockSteps / perSM;
+  const double products = static_cast<double>(std::max<size_t>(1, stream.products.size()));
+  const double step = t.tensorStreamStepSeconds * products + work->second / blockSteps / perSM;
   const double resident = std::max(1, stream.residentBlocks);  // as the writer launches it
-  const double stepped = std::max(steps * step, blockSteps * step / (t.smCount * resident));
+  const double stepped = t.tileFillSeconds + std::max(steps * step, blockSteps * step / (t.smCount * resident));
   cost.seconds["steps"] = stepped;
   const double fixed = cost.seconds["sync"] + cost.seconds["launch"];
   if (stepped > cost.predicted - fixed) {

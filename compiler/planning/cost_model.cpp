@@ -176,8 +176,9 @@ void addPerPositionContractions(KernelShape& s, const Graph& g, const Kernel& k,
     if (const std::optional<StreamStepSkip> skip =
             findStepSkip(g, analyzeStream(g, members, s.streamAxis), rowAxis, s.streamAxis)) {
       const auto row = std::find_if(s.groupAxes.begin(), s.groupAxes.end(), [&](const Axis& a) { return a.name == rowAxis; });
-      s.stepsRun = stepsRunFraction(*skip, rowAxis, row->size, s.streamExtent, kStreamRowsPerBlock,
-                                    kStreamPositionsPerStep);
+      const StepsRun run = stepsRun(*skip, rowAxis, row->size, s.streamExtent, kStreamRowsPerBlock, kStreamPositionsPerStep);
+      s.stepsRun = run.fraction;
+      s.longestSteps = run.longest;
     }
   }
 }

@@ -90,6 +90,7 @@ struct KernelShape {
   std::vector<std::string> splitAxes;          // loop axes blocks may share (split-K): the outputs are sums over them
   bool perPosition = false;  // a contraction at each position of the stream: a tensor-core stream
   double stepsRun = 1;       // the fraction of such a stream's steps a comparison of positions leaves to run
+  int64_t longestSteps = 0;  // the most of them one block of rows runs (0: all)
   // On the CUDA cores (CostOptions::tensorCores false): how often the code
   // redoes each node's points (planning/recomputed_work.h); else empty.
   std::map<NodeId, double> redone;

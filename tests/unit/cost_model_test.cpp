@@ -200,7 +200,8 @@ TEST_CASE("a stream pays for the steps a comparison of positions leaves it to ru
   REQUIRE(skip);
   REQUIRE(skip->conditions.size() == 1);
   CHECK(skip->conditions[0].node == compare);
-  CHECK(stepsRunFraction(*skip, "t", 1000, 1000, 64, 64) == Approx(run));
+  CHECK(stepsRun(*skip, "t", 1000, 1000, 64, 64).fraction == Approx(run));
+  CHECK(stepsRun(*skip, "t", 1000, 1000, 64, 64).longest == 16);  // the last rows' block runs every step
   CHECK(stepSkipped(*skip, "t", 64, 127, 0, 63));        // keys before every query of the block
   CHECK_FALSE(stepSkipped(*skip, "t", 64, 127, 64, 127));  // the diagonal step
   CHECK_FALSE(stepSkipped(*skip, "t", 0, 63, 960, 999));   // the last, partial step
@@ -324,7 +325,7 @@ TEST_CASE("a window's steps are skipped only where the mask hides every key of t
   const std::set<NodeId> members(k.kernel.nodes.begin(), k.kernel.nodes.end());
   const std::optional<StreamStepSkip> skip = findStepSkip(k.graph, analyzeStream(k.graph, members, "x"), "t", "x");
   REQUIRE(skip);
-  int64_t run = 0, all = 0;
+  int64_t run = 0, all = 0, longest = 0;
   for (int64_t r = 0; r < T; r += 64) {
     int64_t first = -1, last = -1;
     for (int64_t c = 0; c < T; c += 64, ++all) {
@@ -338,7 +339,10 @@ TEST_CASE("a window's steps are skipped only where the mask hides every key of t
       if (!skipped) last = c / 64, first = first < 0 ? c / 64 : first;
     }
     run += first < 0 ? 0 : last - first + 1;
+    longest = std::max(longest, first < 0 ? 0 : last - first + 1);
   }
-  CHECK(stepsRunFraction(*skip, "t", T, T, 64, 64) == Approx(double(run) / double(all)));
+  CHECK(stepsRun(*skip, "t", T, T, 64, 64).fraction == Approx(double(run) / double(all)));
+  CHECK(stepsRun(*skip, "t", T, T, 64, 64).longest == longest);
+  CHECK(longest == 3);  // 64 rows and the 100 keys before them span 163 positions: 3 steps
   CHECK(double(run) / double(all) < 0.2);
 }

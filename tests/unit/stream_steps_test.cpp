@@ -50,3 +50,21 @@ TEST_CASE("a full attention grid stays bound by its work", "[cost][stream]") {
   CHECK(k->cost.bottleneck != "steps");
   CHECK(k->cost.seconds.at("steps") < k->cost.predicted);
 }
+
+TEST_CASE("a window's stream is bound by the steps its width spans", "[cost][stream]") {
+  const Target target = loadTarget("sm_90a");
+  // The same 256 blocks as the causal stream above, but each block of 64
+  // queries sees only the 256 keys before it: 5 steps, not the last rows' 16.
+  const auto window = planned("benchmarks/diagrams/window_attention.dg", "window_attention",
+                              {{"B", 2}, {"H", 8}, {"T", 1000}, {"D", 64}, {"W", 256}}, target);
+  const auto causal = planned("benchmarks/diagrams/rotary_attention.dg", "rotary_attention",
+                              {{"B", 2}, {"H", 8}, {"T", 1000}, {"D", 64}}, target);
+  const PlannedKernel* w = streamKernel(window);
+  const PlannedKernel* c = streamKernel(causal);
+  REQUIRE(w != nullptr);
+  REQUIRE(c != nullptr);
+  CHECK(w->shape.longestSteps == 5);
+  CHECK(c->shape.longestSteps == 16);
+  const double fill = target.tileFillSeconds;
+  CHECK(w->cost.seconds.at("steps") - fill == Approx((c->cost.seconds.at("steps") - fill) * 5.0 / 16.0).epsilon(0.01));
+}
