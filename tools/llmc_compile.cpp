@@ -76,6 +76,13 @@ options:
   --measured FILE     with --emit perf: set each kernel's measured time (a
                       step_kernels_bench --json file of the same plan) and its
                       ratio to the prediction beside the model
+  --group-by LIST     with --emit perf: after the total, the time and share of
+                      each group of kernels, a table per grouping: pass
+                      (forward, backward, optimizer), kind (the engine), path
+                      (the composite calls a kernel comes from) or path:N (their
+                      first N: a scan's i=3 is a layer); e.g. pass,kind,path:3
+  --sort time         with --emit perf: the kernels slowest first (measured
+                      where --measured gives it, else predicted)
   --depth N           with --emit dot or svg: composite calls nested deeper than N
                       frames drawn as one box each (0: every call of the
                       diagram one box; default: all open)
@@ -132,6 +139,7 @@ struct Invocation {
   llmc::PipelineOptions options;
   std::string emit = "ir", outPath, arch = "sm_90a", device, measuredPath;
   bool json = false;
+  llmc::PerfReportLayout perfLayout;  // --group-by, --sort (--emit perf)
   int gpus = 1, zero = 0;  // data parallel (--emit perf)
   int drawDepth = -1;      // --emit dot, svg: calls deeper than this drawn as one box (-1: none)
   llmc::CostOptions cost;
@@ -162,6 +170,8 @@ void checkInvocation(const Invocation& in) {
     usageError("--gpus and --zero model data-parallel training: they go with --grad --emit perf");
   if (!options.grad && (!options.loss.empty() || !options.wrt.empty())) usageError("--loss and --wrt need --grad");
   if (!in.measuredPath.empty() && in.emit != "perf") usageError("--measured goes with --emit perf");
+  if ((!in.perfLayout.groupings.empty() || in.perfLayout.slowestFirst) && (in.emit != "perf" || in.json))
+    usageError("--group-by and --sort go with --emit perf, as text (the JSON has every kernel's path, pass and engine)");
   if (in.drawDepth >= 0 && in.emit != "dot" && in.emit != "svg") usageError("--depth goes with --emit dot or svg");
   const std::string& dumpAfter = options.reporting.dumpAfter;
   if (isOneOf(dumpAfter, llmc::backendStageNames()) && !in.needsTarget())
@@ -212,6 +222,20 @@ std::optional<Invocation> parseCommandLine(int argc, char** argv) {
       in.json = true;
     } else if (arg == "--measured") {
       in.measuredPath = value("--measured");
+    } else if (arg == "--group-by") {
+      const std::string list = value("--group-by");
+      for (size_t at = 0; at <= list.size();) {
+        const size_t end = std::min(list.find(',', at), list.size());
+        const std::string grouping = list.substr(at, end - at);
+        if (!llmc::isPerfGrouping(grouping))
+          usageError(fmt::format("--group-by: '{}' is not a grouping (pass, kind, path, path:N with N from 1)", grouping));
+        in.perfLayout.groupings.push_back(grouping);
+        at = end + 1;
+      }
+    } else if (arg == "--sort") {
+      const std::string order = value("--sort");
+      if (order != "time") usageError(fmt::format("--sort expects time (slowest first), got '{}'", order));
+      in.perfLayout.slowestFirst = true;
     } else if (arg == "--depth") {
       const std::string n = value("--depth");
       if (n.empty() || n.size() > 4 || n.find_first_not_of("0123456789") != std::string::npos)
@@ -279,7 +303,7 @@ std::string perfReport(const Invocation& in, const llmc::Graph& graph, const std
   std::optional<std::map<int, double>> measured;
   if (!in.measuredPath.empty()) measured = llmc::readMeasuredKernelSeconds(in.measuredPath, kernels);
   if (!in.json) {
-    std::string output = llmc::perfReportText(graph, kernels, target, measured ? &*measured : nullptr);
+    std::string output = llmc::perfReportText(graph, kernels, target, measured ? &*measured : nullptr, in.perfLayout);
     if (in.gpus > 1)
       output += llmc::describeDataParallel(llmc::dataParallelCost(graph, kernels, target, in.gpus, in.zero), target);
     return output;

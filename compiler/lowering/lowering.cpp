@@ -44,6 +44,7 @@ std::map<int, LaunchesOfKernel> launchesByKernel(const CudaModule& module) {
       k.helperSeconds += l.predictedSeconds;
       ++k.helpers;
     }
+    if (l.role == "scatter" && k.engine.empty()) k.engine = "CUDA cores (scatter-add)";
   }
   return out;
 }

@@ -2,10 +2,81 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace llmc {
 
-std::string perfReportText(const Graph& graph, const std::vector<PlannedKernel>& kernels, const Target& target,
-                           const std::map<int, double>* measured) {
+namespace {
+
+// The first `depth` components of a composite path (all of them: depth < 0).
+std::string pathPrefix(const std::string& path, int depth) {
+  if (depth < 0) return path;
+  size_t end = 0;
+  for (int d = 0; d < depth && end != std::string::npos; ++d) end = path.find('/', end == 0 ? 0 : end + 1);
+  return end == std::string::npos ? path : path.substr(0, end);
+}
+
+int pathDepth(const std::string& grouping) {
+  return grouping.size() > 5 ? std::stoi(grouping.substr(5)) : -1;
+}
+
+// The kernels' time by group, largest first: predicted, and measured where given.
+std::string groupTable(const Graph& graph, const std::vector<PlannedKernel>& kernels, const std::string& grouping,
+                       const std::map<int, double>* measured) {
+  struct Group {
+    int kernels = 0;
+    double predicted = 0, measured = 0;
+  };
+  std::map<std::string, Group> groups;
+  double predicted = 0, measuredTotal = 0;
+  for (const auto& k : kernels) {
+    std::string key;
+    if (grouping == "kind") key = k.cost.engine;
+    else if (grouping == "pass") key = kernelSource(graph, k).pass;
+    else key = pathPrefix(kernelSource(graph, k).path, pathDepth(grouping));
+    if (key.empty()) key = grouping == "kind" ? "(none)" : grouping == "pass" ? "(none)" : "(the diagram itself)";
+    Group& g = groups[key];
+    ++g.kernels;
+    g.predicted += k.cost.predicted;
+    predicted += k.cost.predicted;
+    if (measured)
+      if (auto m = measured->find(k.kernel.id); m != measured->end()) g.measured += m->second, measuredTotal += m->second;
+  }
+  std::vector<std::pair<std::string, Group>> rows(groups.begin(), groups.end());
+  std::stable_sort(rows.begin(), rows.end(), [&](const auto& a, const auto& b) {
+    return measured ? a.second.measured > b.second.measured : a.second.predicted > b.second.predicted;
+  });
+  std::string out = fmt::format("{:<52} {:>8} {:>13} {:>7}{}\n", "by " + grouping + ":", "kernels", "predicted ms", "share",
+                                measured ? fmt::format(" {:>12} {:>7}", "measured ms", "share") : "");
+  for (const auto& [key, g] : rows) {
+    out += fmt::format("  {:<50} {:>8} {:>13.3f} {:>6.1f}%", key, g.kernels, g.predicted * 1e3,
+                       predicted > 0 ? 100 * g.predicted / predicted : 0.0);
+    if (measured)
+      out += fmt::format(" {:>12.3f} {:>6.1f}%", g.measured * 1e3, measuredTotal > 0 ? 100 * g.measured / measuredTotal : 0.0);
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+bool isPerfGrouping(const std::string& grouping) {
+  if (grouping == "pass" || grouping == "kind" || grouping == "path") return true;
+  if (grouping.rfind("path:", 0) != 0 || grouping.size() == 5 || grouping.size() > 8) return false;
+  return grouping.find_first_not_of("0123456789", 5) == std::string::npos && std::stoi(grouping.substr(5)) > 0;
+}
+
+std::string perfReportText(const Graph& graph, const std::vector<PlannedKernel>& all, const Target& target,
+                           const std::map<int, double>* measured, const PerfReportLayout& layout) {
+  std::vector<PlannedKernel> kernels = all;
+  if (layout.slowestFirst) {
+    auto time = [&](const PlannedKernel& k) {
+      if (measured)
+        if (auto m = measured->find(k.kernel.id); m != measured->end()) return m->second;
+      return measured ? 0.0 : k.cost.predicted;
+    };
+    std::stable_sort(kernels.begin(), kernels.end(), [&](const auto& a, const auto& b) { return time(a) > time(b); });
+  }
   std::string out = fmt::format("performance model: {} on {} ({} SMs, GMEM {:.2f} TB/s attainable)\n", graph.name,
                                 target.device, target.smCount, target.level("GMEM").attainableBandwidth / 1e12);
   // The partition is never cut short (a stream's share or a split is its end): a longer one shifts its row.
@@ -45,6 +116,7 @@ std::string perfReportText(const Graph& graph, const std::vector<PlannedKernel>&
     out += fmt::format("measured: {:.3f} ms; {} kernels within 2x of the prediction, {} slower, {} faster{}\n",
                        totalMeasured * 1e3, within, slower, faster,
                        unmeasured ? fmt::format(", {} not measured", unmeasured) : "");
+  for (const std::string& grouping : layout.groupings) out += groupTable(graph, all, grouping, measured);
   return out;
 }
 
@@ -73,6 +145,7 @@ nlohmann::json perfReportJson(const Graph& graph, const std::vector<PlannedKerne
                     {"seconds", k.cost.seconds},
                     {"predicted_seconds", k.cost.predicted},
                     {"bottleneck", k.cost.bottleneck},
+                    {"engine", k.cost.engine},
                     {"fits", k.cost.fits}});
     if (measured && measured->count(k.kernel.id)) list.back()["measured_seconds"] = measured->at(k.kernel.id);
     total += k.cost.predicted;
