@@ -215,7 +215,7 @@ std::string CudaWriter::load(const Node& n, const Env& own, int target) {
       it->second = fresh(names_[static_cast<size_t>(n.id)]);
       emit(0, fmt::format("float {}[8];", it->second));
       if (addressedByCoordinates(n, at)) {
-        epilogueInputs_.push_back(it->second);
+        epilogueInputs_.push_back("uint4 " + it->second);
         epilogueLoads_ += fmt::format("in.{} = llmc_load_raw16({} + {});\n", it->second, arr.param, offset(n.id, at));
         emit(0, fmt::format("llmc_unpack_bf16x8(in.{0}, {0});", it->second));
       } else {
@@ -223,6 +223,23 @@ std::string CudaWriter::load(const Node& n, const Env& own, int target) {
       }
     }
     return it->second + "[e]";
+  }
+  if (epilogue_ && isFloat(n.type.dtype) && (arr.ctype == "float" || arr.ctype == "llmc_bf16") &&
+      std::all_of(own.begin(), own.end(), [](const auto& bound) { return bound.second.scope == 0; }) &&
+      addressedByCoordinates(n, own)) {
+    // A value the epilogue reads per row (a softmax's statistics): loaded by the functor's load(), with the
+    // other calls' inputs, before the tile is staged; read in operator() after it. A load issued there
+    // waited its latency once a call: the functor's pointers may alias the outputs it stores before.
+    const std::string key = fmt::format("{}@{}", n.id, offset(n.id, own));
+    auto [it, isNew] = vectorLoads_.emplace(key, "");
+    if (isNew) {
+      it->second = fresh(names_[static_cast<size_t>(n.id)] + "_in");
+      epilogueInputs_.push_back("float " + it->second);
+      const std::string read = fmt::format("{}[{}]", arr.param, offset(n.id, own));
+      epilogueLoads_ += fmt::format("in.{} = {};\n", it->second,
+                                    arr.ctype == "llmc_bf16" ? fmt::format("llmc_bf16_to_f32({})", read) : read);
+    }
+    return define(target, "float", names_[static_cast<size_t>(n.id)], "in." + it->second);
   }
   std::string at = fmt::format("{}[{}]", arr.param, offset(n.id, own));
   std::string expr = at;

@@ -350,7 +350,7 @@ class ModuleWriter {
         axisList(gemm.n), axisList(gemm.k), axisList(gemm.batch), operandNote("A", gemm.a), operandNote("B", gemm.b),
         gemm.BM, gemm.BN, gemm.tileChoice);
     std::string inputs, loads;
-    for (const std::string& input : epilogue.epilogueInputs) inputs += fmt::format(" uint4 {};", input);
+    for (const std::string& input : epilogue.epilogueInputs) inputs += fmt::format(" {};", input);
     for (size_t at = 0; at < epilogue.epilogueLoads.size();) {
       size_t end = epilogue.epilogueLoads.find('\n', at);
       loads += "    " + epilogue.epilogueLoads.substr(at, end - at + 1);
