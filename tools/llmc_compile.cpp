@@ -85,7 +85,9 @@ options:
                       where --measured gives it, else predicted)
   --depth N           with --emit dot or svg: composite calls nested deeper than N
                       frames drawn as one box each (0: every call of the
-                      diagram one box; default: all open)
+                      diagram one box; default: all open); with dot-plan or
+                      svg-plan: each kernel one box, in frames of its first N
+                      calls, wires where one reads what another makes
   --gpus N            with --grad --emit perf: data-parallel training over N GPUs of
                       one node; adds the gradients' communication over the
                       interconnect and how much of it the backward hides
@@ -172,7 +174,8 @@ void checkInvocation(const Invocation& in) {
   if (!in.measuredPath.empty() && in.emit != "perf") usageError("--measured goes with --emit perf");
   if ((!in.perfLayout.groupings.empty() || in.perfLayout.slowestFirst) && (in.emit != "perf" || in.json))
     usageError("--group-by and --sort go with --emit perf, as text (the JSON has every kernel's path, pass and engine)");
-  if (in.drawDepth >= 0 && in.emit != "dot" && in.emit != "svg") usageError("--depth goes with --emit dot or svg");
+  if (in.drawDepth >= 0 && !isOneOf(in.emit, {"dot", "svg", "dot-plan", "svg-plan"}))
+    usageError("--depth goes with --emit dot, svg, dot-plan or svg-plan");
   const std::string& dumpAfter = options.reporting.dumpAfter;
   if (isOneOf(dumpAfter, llmc::backendStageNames()) && !in.needsTarget())
     usageError(fmt::format("--dump-after {}: the back end's stages run for a target (--emit pseudocode, perf, cuda, "
@@ -346,7 +349,7 @@ std::string backendOutput(const Invocation& in, const llmc::Graph& graph, const 
   if (in.emit == "memory") return llmc::describeMemoryPlan(*made.module, *made.memory);
   if (in.emit == "launches") return llmc::launchesToJson(*made.module).dump(2) + "\n";
   if (in.emit == "pseudocode") return llmc::printPseudocode(graph, made.kernels, target);
-  if (in.emit == "dot-plan" || in.emit == "svg-plan") return llmc::drawPlanDot(graph, made.kernels);
+  if (in.emit == "dot-plan" || in.emit == "svg-plan") return llmc::drawPlanDot(graph, made.kernels, in.drawDepth);
   return perfReport(in, graph, made.kernels, target);
 }
 

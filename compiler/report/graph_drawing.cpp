@@ -198,6 +198,84 @@ void printFrame(const Graph& g, const std::vector<Frame>& frames, size_t f, cons
   if (f > 0) out += indent + "}\n";
 }
 
+const char* const kKernelColours[] = {"#fde0dd", "#e0ecf4", "#e5f5e0", "#fff7bc", "#efedf5",
+                                     "#fee6ce", "#deebf7", "#f7fcb9", "#e7e1ef", "#d9f0d3"};
+
+std::string kernelLabel(const Graph& graph, const PlannedKernel& pk) {
+  const KernelSource source = kernelSource(graph, pk);
+  return fmt::format("{}\n{}\n{:.2f} us, bound by {}{}\n{}{}", pk.kernel.name, partitionText(graph, pk),
+                     pk.cost.predicted * 1e6, pk.cost.bottleneck, pk.cost.engine.empty() ? "" : "\n" + pk.cost.engine,
+                     source.pass, source.path.empty() ? "" : " in " + source.path);
+}
+
+// The first kernel that computes each box.
+std::map<NodeId, size_t> kernelOfBoxes(const std::vector<PlannedKernel>& kernels) {
+  std::map<NodeId, size_t> owner;
+  for (size_t k = 0; k < kernels.size(); ++k)
+    for (NodeId id : kernels[k].kernel.nodes) owner.emplace(id, k);
+  return owner;
+}
+
+// Kernels grouped by the first calls of their composite path: a frame per
+// call, nested, each kernel a box (GPT-2's step at depth 3: a frame a layer).
+struct PathFrame {
+  std::map<std::string, PathFrame> calls;
+  std::vector<size_t> kernels;
+};
+
+void printPathFrame(const Graph& graph, const std::vector<PlannedKernel>& kernels, const PathFrame& frame, int depth,
+                    int& clusters, std::string& out) {
+  const std::string indent(static_cast<size_t>(2 * depth + 2), ' ');
+  for (size_t k : frame.kernels)
+    out += fmt::format("{}kernel{} [shape=box, style=filled, fillcolor=\"{}\", label={}];\n", indent, k,
+                       kKernelColours[k % std::size(kKernelColours)], quoted(kernelLabel(graph, kernels[k])));
+  for (const auto& [call, inside] : frame.calls) {
+    out += fmt::format("{}subgraph cluster_path{} {{\n{}  label={};\n", indent, clusters++, indent, quoted(call));
+    printPathFrame(graph, kernels, inside, depth + 1, clusters, out);
+    out += indent + "}\n";
+  }
+}
+
+// The plan with each kernel one box inside frames of its first `depth`
+// calls, a wire from a kernel to each that reads what it makes (through
+// views); graph inputs and outputs left out.
+std::string drawCollapsedPlanDot(const Graph& graph, const std::vector<PlannedKernel>& kernels, int depth) {
+  const std::map<NodeId, size_t> owner = kernelOfBoxes(kernels);
+  PathFrame top;
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    const std::string path = kernelSource(graph, kernels[k]).path;
+    PathFrame* frame = &top;
+    for (size_t at = 0, level = 0; at < path.size() && static_cast<int>(level) < depth; ++level) {
+      const size_t end = std::min(path.find('/', at), path.size());
+      frame = &frame->calls[path.substr(at, end - at)];
+      at = end + 1;
+    }
+    frame->kernels.push_back(k);
+  }
+  std::string out = header(graph);
+  int clusters = 0;
+  printPathFrame(graph, kernels, top, 0, clusters, out);
+  std::set<std::pair<size_t, size_t>> drawn;
+  for (size_t k = 0; k < kernels.size(); ++k)
+    for (NodeId id : kernels[k].kernel.nodes) {
+      std::vector<NodeId> reads(graph.node(id).operands.begin(), graph.node(id).operands.end());
+      std::set<NodeId> seen;
+      while (!reads.empty()) {
+        const NodeId read = reads.back();
+        reads.pop_back();
+        if (!seen.insert(read).second) continue;
+        const auto made = owner.find(read);
+        if (made == owner.end()) {  // a view or constant no kernel computes: what it reads
+          for (NodeId o : graph.node(read).operands) reads.push_back(o);
+          continue;
+        }
+        if (made->second != k && drawn.insert({made->second, k}).second)
+          out += fmt::format("  kernel{} -> kernel{};\n", made->second, k);
+      }
+    }
+  return out + "}\n";
+}
+
 }  // namespace
 
 std::string drawDiagramDot(const Graph& graph, int depth) {
@@ -211,25 +289,17 @@ std::string drawDiagramDot(const Graph& graph, int depth) {
          }) + "}\n";
 }
 
-std::string drawPlanDot(const Graph& graph, const std::vector<PlannedKernel>& kernels) {
-  static const char* const kColours[] = {"#fde0dd", "#e0ecf4", "#e5f5e0", "#fff7bc", "#efedf5",
-                                         "#fee6ce", "#deebf7", "#f7fcb9", "#e7e1ef", "#d9f0d3"};
+std::string drawPlanDot(const Graph& graph, const std::vector<PlannedKernel>& kernels, int depth) {
+  if (depth >= 0) return drawCollapsedPlanDot(graph, kernels, depth);
   const std::vector<std::string> names = printedNames(graph);
-  std::map<NodeId, size_t> owner;  // the first kernel that computes a box
-  for (size_t k = 0; k < kernels.size(); ++k)
-    for (NodeId id : kernels[k].kernel.nodes) owner.emplace(id, k);
+  const std::map<NodeId, size_t> owner = kernelOfBoxes(kernels);  // the first kernel that computes a box
   std::string out = header(graph);
   for (const Node& n : graph.nodes)
     if (!owner.count(n.id)) out += "  " + box(n, names[static_cast<size_t>(n.id)]) + "\n";
   for (size_t k = 0; k < kernels.size(); ++k) {
     const PlannedKernel& pk = kernels[k];
-    const KernelSource source = kernelSource(graph, pk);
-    const std::string label = fmt::format("{}\n{}\n{:.2f} us, bound by {}{}\n{}{}", pk.kernel.name, partitionText(graph, pk),
-                                          pk.cost.predicted * 1e6, pk.cost.bottleneck,
-                                          pk.cost.engine.empty() ? "" : "\n" + pk.cost.engine, source.pass,
-                                          source.path.empty() ? "" : " in " + source.path);
     out += fmt::format("  subgraph cluster_kernel{} {{\n    label={};\n    style=\"filled\";\n    fillcolor=\"{}\";\n", k,
-                       quoted(label), kColours[k % std::size(kColours)]);
+                       quoted(kernelLabel(graph, pk)), kKernelColours[k % std::size(kKernelColours)]);
     for (NodeId id : pk.kernel.nodes)
       if (owner.at(id) == k)
         out += "    " + box(graph.node(id), names[static_cast<size_t>(id)], "white") + "\n";
