@@ -87,7 +87,8 @@ KernelSource kernelSource(const Graph& g, const PlannedKernel& k) {
   const Node& n = g.node(anchor);
   // Autodiff files the backward's boxes under a "backward" call of their own.
   const size_t first = n.adjoint && !n.origin.empty() && n.origin.front() == "backward" ? 1 : 0;
-  for (size_t i = first; i < n.origin.size(); ++i) out.path += (out.path.empty() ? "" : "/") + n.origin[i];
+  out.calls.assign(n.origin.begin() + static_cast<std::ptrdiff_t>(first), n.origin.end());
+  for (const std::string& call : out.calls) out.path += (out.path.empty() ? "" : "/") + call;
   out.pass = n.adjoint ? "backward" : "forward";
   if (n.loc.valid()) out.location = n.loc.str();
   return out;

@@ -53,7 +53,8 @@ std::string partitionText(const Graph& graph, const PlannedKernel& kernel);
 // "i=3"; empty at the diagram's top), its pass (forward, or backward where
 // autodiff made it) and its file:line:col.
 struct KernelSource {
-  std::string path, pass, location;
+  std::vector<std::string> calls;  // the composite calls, outermost first
+  std::string path, pass, location;  // path: the calls joined by '/'
 };
 KernelSource kernelSource(const Graph& graph, const PlannedKernel& kernel);
 

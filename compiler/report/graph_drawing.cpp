@@ -243,13 +243,10 @@ std::string drawCollapsedPlanDot(const Graph& graph, const std::vector<PlannedKe
   const std::map<NodeId, size_t> owner = kernelOfBoxes(kernels);
   PathFrame top;
   for (size_t k = 0; k < kernels.size(); ++k) {
-    const std::string path = kernelSource(graph, kernels[k]).path;
+    const std::vector<std::string> calls = kernelSource(graph, kernels[k]).calls;
     PathFrame* frame = &top;
-    for (size_t at = 0, level = 0; at < path.size() && static_cast<int>(level) < depth; ++level) {
-      const size_t end = std::min(path.find('/', at), path.size());
-      frame = &frame->calls[path.substr(at, end - at)];
-      at = end + 1;
-    }
+    for (size_t level = 0; level < calls.size() && static_cast<int>(level) < depth; ++level)
+      frame = &frame->calls[calls[level]];
     frame->kernels.push_back(k);
   }
   std::string out = header(graph);

@@ -8,12 +8,13 @@ namespace llmc {
 
 namespace {
 
-// The first `depth` components of a composite path (all of them: depth < 0).
-std::string pathPrefix(const std::string& path, int depth) {
-  if (depth < 0) return path;
-  size_t end = 0;
-  for (int d = 0; d < depth && end != std::string::npos; ++d) end = path.find('/', end == 0 ? 0 : end + 1);
-  return end == std::string::npos ? path : path.substr(0, end);
+// The first `depth` calls of a kernel's path joined (all of them: depth < 0).
+std::string pathPrefix(const KernelSource& source, int depth) {
+  if (depth < 0) return source.path;
+  std::string out;
+  for (size_t i = 0; i < source.calls.size() && static_cast<int>(i) < depth; ++i)
+    out += (i ? "/" : "") + source.calls[i];
+  return out;
 }
 
 int pathDepth(const std::string& grouping) {
@@ -33,7 +34,7 @@ std::string groupTable(const Graph& graph, const std::vector<PlannedKernel>& ker
     std::string key;
     if (grouping == "kind") key = k.cost.engine;
     else if (grouping == "pass") key = kernelSource(graph, k).pass;
-    else key = pathPrefix(kernelSource(graph, k).path, pathDepth(grouping));
+    else key = pathPrefix(kernelSource(graph, k), pathDepth(grouping));
     if (key.empty()) key = grouping == "kind" ? "(none)" : grouping == "pass" ? "(none)" : "(the diagram itself)";
     Group& g = groups[key];
     ++g.kernels;
