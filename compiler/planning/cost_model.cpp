@@ -688,6 +688,16 @@ KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const
     const double loadsPerThread = !remainder && positions >= 16 ? 8 : positions;
     double threadsUsed = std::clamp(std::ceil(tr.loads / loadsPerThread), static_cast<double>(t.warpSize),
                                     static_cast<double>(threads));
+    // Without a stream or loops every thread loads its own points' inputs
+    // (8 points a thread with bf16 storage, CudaWriter::pointsTake8), read
+    // a value at a time or not: the block's threads, not its largest tile
+    // in 16-byte pieces.
+    if (s.streamAxis.empty() && s.loopAxes.empty()) {
+      double points = 1;
+      for (const auto& [axis, tile] : p.groupTiles) points *= static_cast<double>(tile);
+      const double pointThreads = std::ceil(points / (o.storageBytes == 2 ? 8 : 1));
+      threadsUsed = std::max(threadsUsed, std::clamp(pointThreads, static_cast<double>(t.warpSize), static_cast<double>(threads)));
+    }
     double inFlight = loadBytes;  // a thread's bytes in flight
     // A lane stream's threads: its points' lanes, 8 positions a lane in flight.
     if (lanes.lanes > 0) {
@@ -701,6 +711,16 @@ KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const
     const double latencyBound = tr.loaded * gmem.latency / (resident * inFlight);
     cost.seconds["latency"] = latencyBound;
     if (latencyBound > busiest) busiest = latencyBound, cost.bottleneck = "latency";
+  }
+
+  // Block dispatch: an SM starts the blocks it is given one after another,
+  // so a grid of many small blocks, each with little to do, is bound by
+  // ceil(blocks / SMs) starts (RoPE's backward rotations, 8000 blocks of 32
+  // threads: 6.0 us where their bytes take 2.5).
+  if (t.blockDispatchSeconds > 0) {
+    const double dispatch = static_cast<double>(ceilDiv(cost.blocks, t.smCount)) * t.blockDispatchSeconds;
+    cost.seconds["dispatch"] = dispatch;
+    if (dispatch > busiest) busiest = dispatch, cost.bottleneck = "dispatch";
   }
 
   double sync = static_cast<double>(cost.chunks) * static_cast<double>(waves) * t.blockSyncSeconds(threads / t.warpSize);

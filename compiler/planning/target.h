@@ -115,6 +115,10 @@ struct Target {
   // Seconds an f32 atomic add to an address waits for the one before it
   // there: adds to one address (blocks sharing out a sum) serialise in L2.
   double sameAddressAtomicSeconds = 0;
+  // Seconds an SM takes to start each block it is given: a grid of many
+  // small blocks is bound by ceil(blocks / SMs) of them; 0 where the file
+  // gives none.
+  double blockDispatchSeconds = 0;
   // The tensor-core tile library's GEMM on one SM (gemm_sm90.cuh, gemm_sm80.cuh;
   // lowering/gemm_tiles.h prices it): the first stage's load and the last
   // tile's epilogue around a block's work, beyond the launch; the bytes a
