@@ -8,49 +8,16 @@ namespace llmc {
 
 namespace {
 
-// The first `depth` calls of a kernel's path joined (all of them: depth < 0).
-std::string pathPrefix(const KernelSource& source, int depth) {
-  if (depth < 0) return source.path;
-  std::string out;
-  for (size_t i = 0; i < source.calls.size() && static_cast<int>(i) < depth; ++i)
-    out += (i ? "/" : "") + source.calls[i];
-  return out;
-}
-
-int pathDepth(const std::string& grouping) {
-  return grouping.size() > 5 ? std::stoi(grouping.substr(5)) : -1;
-}
-
 // The kernels' time by group, largest first: predicted, and measured where given.
 std::string groupTable(const Graph& graph, const std::vector<PlannedKernel>& kernels, const std::string& grouping,
                        const std::map<int, double>* measured) {
-  struct Group {
-    int kernels = 0;
-    double predicted = 0, measured = 0;
-  };
-  std::map<std::string, Group> groups;
+  const std::vector<PerfGroup> rows = perfGroups(graph, kernels, grouping, measured);
   double predicted = 0, measuredTotal = 0;
-  for (const auto& k : kernels) {
-    std::string key;
-    if (grouping == "kind") key = k.cost.engine;
-    else if (grouping == "pass") key = kernelSource(graph, k).pass;
-    else key = pathPrefix(kernelSource(graph, k), pathDepth(grouping));
-    if (key.empty()) key = grouping == "kind" ? "(none)" : grouping == "pass" ? "(none)" : "(the diagram itself)";
-    Group& g = groups[key];
-    ++g.kernels;
-    g.predicted += k.cost.predicted;
-    predicted += k.cost.predicted;
-    if (measured)
-      if (auto m = measured->find(k.kernel.id); m != measured->end()) g.measured += m->second, measuredTotal += m->second;
-  }
-  std::vector<std::pair<std::string, Group>> rows(groups.begin(), groups.end());
-  std::stable_sort(rows.begin(), rows.end(), [&](const auto& a, const auto& b) {
-    return measured ? a.second.measured > b.second.measured : a.second.predicted > b.second.predicted;
-  });
+  for (const PerfGroup& g : rows) predicted += g.predicted, measuredTotal += g.measured;
   std::string out = fmt::format("{:<52} {:>8} {:>13} {:>7}{}\n", "by " + grouping + ":", "kernels", "predicted ms", "share",
                                 measured ? fmt::format(" {:>12} {:>7}", "measured ms", "share") : "");
-  for (const auto& [key, g] : rows) {
-    out += fmt::format("  {:<50} {:>8} {:>13.3f} {:>6.1f}%", key, g.kernels, g.predicted * 1e3,
+  for (const PerfGroup& g : rows) {
+    out += fmt::format("  {:<50} {:>8} {:>13.3f} {:>6.1f}%", g.key, g.kernels, g.predicted * 1e3,
                        predicted > 0 ? 100 * g.predicted / predicted : 0.0);
     if (measured)
       out += fmt::format(" {:>12.3f} {:>6.1f}%", g.measured * 1e3, measuredTotal > 0 ? 100 * g.measured / measuredTotal : 0.0);
@@ -60,12 +27,6 @@ std::string groupTable(const Graph& graph, const std::vector<PlannedKernel>& ker
 }
 
 }  // namespace
-
-bool isPerfGrouping(const std::string& grouping) {
-  if (grouping == "pass" || grouping == "kind" || grouping == "path") return true;
-  if (grouping.rfind("path:", 0) != 0 || grouping.size() == 5 || grouping.size() > 8) return false;
-  return grouping.find_first_not_of("0123456789", 5) == std::string::npos && std::stoi(grouping.substr(5)) > 0;
-}
 
 std::string perfReportText(const Graph& graph, const std::vector<PlannedKernel>& all, const Target& target,
                            const std::map<int, double>* measured, const PerfReportLayout& layout) {

@@ -11,22 +11,18 @@
 #include <vector>
 
 #include "planning/partition.h"
+#include "report/perf_groups.h"
 
 namespace llmc {
 
 // How the text report lists its kernels: in plan order or slowest first
 // (measured where given, else predicted), and after the total a table per
-// grouping: by "pass" (forward, backward, optimizer), "kind" (the engine a
-// kernel runs on), or "path" (the composite calls it comes from; "path:N"
-// their first N, as a scan's "i=3", a layer of GPT-2, is the third), each
-// group's kernels, time and share of the whole.
+// grouping (perf_groups.h: "pass", "kind", "path", "path:N"), each group's
+// kernels, time and share of the whole.
 struct PerfReportLayout {
   bool slowestFirst = false;
   std::vector<std::string> groupings;
 };
-
-// Whether `grouping` is one perfReportText knows ("pass", "kind", "path", "path:N").
-bool isPerfGrouping(const std::string& grouping);
 
 std::string perfReportText(const Graph& graph, const std::vector<PlannedKernel>& kernels, const Target& target,
                            const std::map<int, double>* measured = nullptr, const PerfReportLayout& layout = {});
