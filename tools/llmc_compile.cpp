@@ -31,6 +31,7 @@
 #include "planning/memory_plan.h"
 #include "planning/target.h"
 #include "report/graph_drawing.h"
+#include "report/html_report.h"
 #include "report/measured_times.h"
 #include "report/perf_report.h"
 #include "report/pseudocode.h"
@@ -65,17 +66,20 @@ options:
                       the kernels planned for --arch as coloured frames: each
                       one's partition, predicted time and bound), or svg and
                       svg-plan (those laid out by Graphviz's dot, which must
-                      be on PATH)
+                      be on PATH), or report (one self-contained HTML page:
+                      the svg-plan drawing a box a kernel, the perf table
+                      sortable and grouped, a roofline; docs/performance.md)
   --arch ARCH         the target for pseudocode, perf, cuda, launches, ptx,
-                      memory, dot-plan and svg-plan: sm_80, sm_90a, a target
-                      .json file, or auto (the GPU present); default sm_90a
+                      memory, dot-plan, svg-plan and report: sm_80, sm_90a, a
+                      target .json file, or auto (the GPU present); default
+                      sm_90a
   --device NAME       a device of the arch's file (H100-SXM, H200, ...)
   --storage f32|bf16  how floats are stored in memory, for the model and the
                       CUDA (default bf16)
   --json              with --emit perf: the report as JSON
-  --measured FILE     with --emit perf: set each kernel's measured time (a
-                      step_kernels_bench --json file of the same plan) and its
-                      ratio to the prediction beside the model
+  --measured FILE     with --emit perf or report: set each kernel's measured
+                      time (a step_kernels_bench --json file of the same plan)
+                      and its ratio to the prediction beside the model
   --group-by LIST     with --emit perf: after the total, the time and share of
                       each group of kernels, a table per grouping: pass
                       (forward, backward, optimizer), kind (the engine), path
@@ -87,7 +91,8 @@ options:
                       frames drawn as one box each (0: every call of the
                       diagram one box; default: all open); with dot-plan or
                       svg-plan: each kernel one box, in frames of its first N
-                      calls, wires where one reads what another makes
+                      calls, wires where one reads what another makes; with
+                      report: that drawing's N (default 3)
   --gpus N            with --grad --emit perf: data-parallel training over N GPUs of
                       one node; adds the gradients' communication over the
                       interconnect and how much of it the backward hides
@@ -140,6 +145,7 @@ exit status: 0 on success, 1 for an error in the diagrams, 2 for a bad command l
 struct Invocation {
   llmc::PipelineOptions options;
   std::string emit = "ir", outPath, arch = "sm_90a", device, measuredPath;
+  std::string commandLine;  // as given, for the report to show
   bool json = false;
   llmc::PerfReportLayout perfLayout;  // --group-by, --sort (--emit perf)
   int gpus = 1, zero = 0;  // data parallel (--emit perf)
@@ -150,7 +156,7 @@ struct Invocation {
   // The outputs made from kernels, which are planned for a target.
   bool needsTarget() const {
     return emit == "pseudocode" || emit == "perf" || emit == "cuda" || emit == "launches" || emit == "ptx" ||
-           emit == "memory" || emit == "dot-plan" || emit == "svg-plan";
+           emit == "memory" || emit == "dot-plan" || emit == "svg-plan" || emit == "report";
   }
 };
 
@@ -171,11 +177,12 @@ void checkInvocation(const Invocation& in) {
   if ((in.gpus > 1 || in.zero) && (in.emit != "perf" || !options.grad))
     usageError("--gpus and --zero model data-parallel training: they go with --grad --emit perf");
   if (!options.grad && (!options.loss.empty() || !options.wrt.empty())) usageError("--loss and --wrt need --grad");
-  if (!in.measuredPath.empty() && in.emit != "perf") usageError("--measured goes with --emit perf");
+  if (!in.measuredPath.empty() && in.emit != "perf" && in.emit != "report")
+    usageError("--measured goes with --emit perf or report");
   if ((!in.perfLayout.groupings.empty() || in.perfLayout.slowestFirst) && (in.emit != "perf" || in.json))
     usageError("--group-by and --sort go with --emit perf, as text (the JSON has every kernel's path, pass and engine)");
-  if (in.drawDepth >= 0 && !isOneOf(in.emit, {"dot", "svg", "dot-plan", "svg-plan"}))
-    usageError("--depth goes with --emit dot, svg, dot-plan or svg-plan");
+  if (in.drawDepth >= 0 && !isOneOf(in.emit, {"dot", "svg", "dot-plan", "svg-plan", "report"}))
+    usageError("--depth goes with --emit dot, svg, dot-plan, svg-plan or report");
   const std::string& dumpAfter = options.reporting.dumpAfter;
   if (isOneOf(dumpAfter, llmc::backendStageNames()) && !in.needsTarget())
     usageError(fmt::format("--dump-after {}: the back end's stages run for a target (--emit pseudocode, perf, cuda, "
@@ -185,9 +192,25 @@ void checkInvocation(const Invocation& in) {
                            "pseudocode, perf, cuda, launches, ptx or memory)", dumpAfter));
 }
 
+// The command line as a shell would take it back: a word with anything but
+// letters, digits and _./=,:+- in single quotes.
+std::string shellWords(int argc, char** argv) {
+  std::string out = "llmc-compile";
+  for (int i = 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    const bool plain = !word.empty() && word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                               "0123456789_./=,:+-") == std::string::npos;
+    std::string quoted;
+    for (char c : word) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    out += " " + (plain ? word : "'" + quoted + "'");
+  }
+  return out;
+}
+
 // Parses the command line; nullopt where it asked for --help (printed).
 std::optional<Invocation> parseCommandLine(int argc, char** argv) {
   Invocation in;
+  in.commandLine = shellWords(argc, argv);
   llmc::PipelineOptions& options = in.options;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -209,9 +232,9 @@ std::optional<Invocation> parseCommandLine(int argc, char** argv) {
     } else if (arg == "--emit") {
       in.emit = value("--emit");
       if (!isOneOf(in.emit, {"ir", "json", "streams", "pseudocode", "perf", "cuda", "launches", "ptx", "memory", "dot",
-                             "dot-plan", "svg", "svg-plan"}))
+                             "dot-plan", "svg", "svg-plan", "report"}))
         usageError(fmt::format("unknown --emit '{}' (known: ir, json, streams, pseudocode, perf, cuda, launches, ptx, "
-                               "memory, dot, dot-plan, svg, svg-plan)",
+                               "memory, dot, dot-plan, svg, svg-plan, report)",
                                in.emit));
     } else if (arg == "--arch") {
       in.arch = value("--arch");
@@ -300,6 +323,40 @@ std::optional<Invocation> parseCommandLine(int argc, char** argv) {
   return in;
 }
 
+// The drawing laid out by Graphviz's dot (--emit svg, svg-plan): the DOT text
+// through a temporary file, the SVG read back. Empty, with `why`, where dot
+// is missing or fails; `dotEmit` is the --emit that prints the DOT text.
+std::string layOutSvg(const std::string& dotText, std::string& why, const std::string& dotEmit) {
+  if (std::system("command -v dot > /dev/null 2>&1") != 0) {
+    why = fmt::format("Graphviz's dot is not on PATH (Debian: apt-get install graphviz); --emit {} prints the graph it "
+                      "would lay out", dotEmit);
+    return "";
+  }
+  const char* tmp = std::getenv("TMPDIR");
+  std::string input = fmt::format("{}/llmc-drawing-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  const int fd = mkstemp(input.data());
+  if (fd < 0) {
+    why = fmt::format("cannot make a temporary file in {}", input.substr(0, input.rfind('/')));
+    return "";
+  }
+  const bool written = ::write(fd, dotText.data(), dotText.size()) == static_cast<ssize_t>(dotText.size());
+  ::close(fd);
+  const std::string svg = input + ".svg";
+  std::string output;
+  if (!written) {
+    why = "cannot write the drawing to " + input;
+  } else if (std::system(fmt::format("dot -Tsvg '{}' -o '{}'", input, svg).c_str()) != 0) {
+    why = "Graphviz's dot failed on the drawing";
+  } else {
+    std::ifstream in(svg, std::ios::binary);
+    output.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    if (output.empty()) why = "Graphviz's dot wrote nothing";
+  }
+  std::remove(input.c_str());
+  std::remove(svg.c_str());
+  return output;
+}
+
 // The performance report, as text or JSON, with the data-parallel level where asked.
 std::string perfReport(const Invocation& in, const llmc::Graph& graph, const std::vector<llmc::PlannedKernel>& kernels,
                        const llmc::Target& target) {
@@ -328,14 +385,32 @@ std::string perfReport(const Invocation& in, const llmc::Graph& graph, const std
   return report.dump(2) + "\n";
 }
 
+// The HTML page of the plan (report/html_report.h): its drawing laid out by
+// dot, where dot can; the page says so where it cannot.
+std::string htmlReport(const Invocation& in, const llmc::Graph& graph, const std::vector<llmc::PlannedKernel>& kernels,
+                       const llmc::Target& target) {
+  std::optional<std::map<int, double>> measured;
+  if (!in.measuredPath.empty()) measured = llmc::readMeasuredKernelSeconds(in.measuredPath, kernels);
+  llmc::HtmlReportInputs inputs;
+  inputs.command = in.commandLine;
+  inputs.planDepth = in.drawDepth >= 0 ? in.drawDepth : llmc::kReportPlanDepth;
+  inputs.planSvg = layOutSvg(llmc::drawPlanDot(graph, kernels, inputs.planDepth), inputs.drawingMissing,
+                             fmt::format("dot-plan --depth {}", inputs.planDepth));
+  if (!inputs.drawingMissing.empty())
+    std::fprintf(stderr, "llmc-compile: --emit report: the plan is not drawn: %s\n", inputs.drawingMissing.c_str());
+  inputs.measured = measured ? &*measured : nullptr;
+  inputs.measuredFile = in.measuredPath;
+  return llmc::htmlReport(graph, kernels, target, inputs);
+}
+
 // What the back end's stages made, as --emit asks (an output that needs a target).
 std::string backendOutput(const Invocation& in, const llmc::Graph& graph, const llmc::Target& target) {
   llmc::BackendOptions backend;
   backend.cost = in.cost;
   backend.emit = llmc::emitOptionsFor(in.cost);
-  backend.until = in.emit == "pseudocode" || in.emit == "perf" || in.emit == "dot-plan" || in.emit == "svg-plan" ? "unfuse"
-                  : in.emit == "memory"                                                 ? "memory"
-                                                                                        : "write";
+  backend.until = isOneOf(in.emit, {"pseudocode", "perf", "dot-plan", "svg-plan", "report"}) ? "unfuse"
+                  : in.emit == "memory"                                                    ? "memory"
+                                                                                           : "write";
   backend.reporting = in.options.reporting;
   const llmc::Backend made = llmc::compileBackend(graph, target, backend);
   if (in.emit == "cuda") return made.module->source;
@@ -350,6 +425,7 @@ std::string backendOutput(const Invocation& in, const llmc::Graph& graph, const 
   if (in.emit == "launches") return llmc::launchesToJson(*made.module).dump(2) + "\n";
   if (in.emit == "pseudocode") return llmc::printPseudocode(graph, made.kernels, target);
   if (in.emit == "dot-plan" || in.emit == "svg-plan") return llmc::drawPlanDot(graph, made.kernels, in.drawDepth);
+  if (in.emit == "report") return htmlReport(in, graph, made.kernels, target);
   return perfReport(in, graph, made.kernels, target);
 }
 
@@ -384,39 +460,6 @@ std::string compile(Invocation& in) {
   return llmc::printGraph(graph, llmc::PrintOptions{in.comments});
 }
 
-// The drawing laid out by Graphviz's dot (--emit svg, svg-plan): the DOT text
-// through a temporary file, the SVG read back. Empty, with `why`, where dot
-// is missing or fails.
-std::string layOutSvg(const std::string& dotText, std::string& why) {
-  if (std::system("command -v dot > /dev/null 2>&1") != 0) {
-    why = "Graphviz's dot is not on PATH (Debian: apt-get install graphviz); --emit dot prints the graph it would lay out";
-    return "";
-  }
-  const char* tmp = std::getenv("TMPDIR");
-  std::string input = fmt::format("{}/llmc-drawing-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-  const int fd = mkstemp(input.data());
-  if (fd < 0) {
-    why = fmt::format("cannot make a temporary file in {}", input.substr(0, input.rfind('/')));
-    return "";
-  }
-  const bool written = ::write(fd, dotText.data(), dotText.size()) == static_cast<ssize_t>(dotText.size());
-  ::close(fd);
-  const std::string svg = input + ".svg";
-  std::string output;
-  if (!written) {
-    why = "cannot write the drawing to " + input;
-  } else if (std::system(fmt::format("dot -Tsvg '{}' -o '{}'", input, svg).c_str()) != 0) {
-    why = "Graphviz's dot failed on the drawing";
-  } else {
-    std::ifstream in(svg, std::ios::binary);
-    output.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-    if (output.empty()) why = "Graphviz's dot wrote nothing";
-  }
-  std::remove(input.c_str());
-  std::remove(svg.c_str());
-  return output;
-}
-
 int compileMain(int argc, char** argv) {
   std::optional<Invocation> in = parseCommandLine(argc, argv);
   if (!in) return 0;
@@ -447,7 +490,7 @@ int compileMain(int argc, char** argv) {
   }
   if (in->emit == "svg" || in->emit == "svg-plan") {
     std::string why;
-    output = layOutSvg(output, why);
+    output = layOutSvg(output, why, in->emit == "svg" ? "dot" : "dot-plan");
     if (!why.empty()) {
       std::fprintf(stderr, "llmc-compile: --emit %s: %s\n", in->emit.c_str(), why.c_str());
       return 2;
