@@ -183,8 +183,11 @@ std::string kernelRow(const Graph& graph, const PlannedKernel& k, int row, const
   out += fmt::format("<td class=\"num\" data-v=\"{0}\">{0}</td>", row);
   out += fmt::format("<td class=\"name\"><span class=\"swatch\" style=\"background:{}\"></span>{}</td>", colour,
                      escapeHtml(k.kernel.name));
+  // A long path wraps after a call's '/', not inside a call's name.
+  std::string path;
+  for (char c : escapeHtml(source.path)) path += c == '/' ? std::string("/<wbr>") : std::string(1, c);
   out += fmt::format("<td>{}</td><td class=\"path\" title=\"{}\">{}</td><td>{}</td><td class=\"mono partition\">{}</td>",
-                     escapeHtml(source.pass), escapeHtml(source.path), escapeHtml(source.path), escapeHtml(k.cost.engine),
+                     escapeHtml(source.pass), escapeHtml(source.path), path, escapeHtml(k.cost.engine),
                      escapeHtml(partitionText(graph, k)));
   out += numberCell(static_cast<double>(k.cost.blocks), fmt::format("{}", k.cost.blocks));
   out += numberCell(flops, fmt::format("{:.3f}", flops / 1e9));
@@ -237,7 +240,8 @@ std::string rooflineSection(const std::vector<PlannedKernel>& kernels, const Tar
       "special functions and integer work left out) per byte the model moves between GMEM and L2 (its DRAM "
       "traffic), or, picked below, between L2 and the SMs. y: those operations over the kernel's {} time. "
       "The roofs are the target's (<code>{}</code>, {}): GMEM's and L2's attainable byte rates, the tensor cores' "
-      "and the fp32 lanes' peaks (solid) and attainable rates (dashed). Hollow dots are off the scale (no "
+      "and the fp32 lanes' peaks (solid) and attainable rates (dashed; for contractions on the CUDA cores where the "
+      "plan has them). Hollow dots are off the scale (no "
       "floating-point work, or no bytes at the level); click a dot for its row in the table.</p>\n",
       inputs.measured ? "measured time where the measurement file gives it, else its predicted" : "predicted",
       escapeHtml(target.file), escapeHtml(target.device));

@@ -1,9 +1,12 @@
 #include "report/html_report_assets.h"
 
+#include <string>
+
 namespace llmc {
 
-const char* htmlReportStyle() {
-  return R"CSS(
+namespace {
+
+constexpr const char kStyle[] = R"CSS(
 body { font: 13px/1.4 system-ui, -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 0 24px 40px; color: #222; }
 h1 { font-size: 20px; margin: 18px 0 4px; }
 h2 { font-size: 16px; margin: 28px 0 6px; border-bottom: 1px solid #ddd; padding-bottom: 3px; }
@@ -21,7 +24,7 @@ button { font: inherit; padding: 2px 10px; }
 .drawing g.kernel-box:hover polygon { stroke: #d62728; stroke-width: 2; }
 .table-wrap { max-height: 80vh; overflow: auto; border: 1px solid #ccc; }
 table.kernels { border-collapse: collapse; font-size: 12px; white-space: nowrap; }
-table.kernels th, table.kernels td { padding: 2px 7px; border-bottom: 1px solid #eee; text-align: left; }
+table.kernels th, table.kernels td { padding: 2px 5px; border-bottom: 1px solid #eee; text-align: left; }
 table.kernels th { position: sticky; top: 0; background: #f0f0f0; cursor: pointer; user-select: none; z-index: 1; }
 table.kernels th.num, table.kernels td.num { text-align: right; }
 table.kernels th.asc::after { content: " \25B2"; }
@@ -29,7 +32,7 @@ table.kernels th.desc::after { content: " \25BC"; }
 table.kernels tbody tr:hover { background: #f7f7ff; }
 table.kernels tr.group td { background: #e8eef7; font-weight: 600; cursor: pointer; border-top: 1px solid #b8c6dc; }
 table.kernels tr.highlight td { background: #ffe9a8; }
-table.kernels td.path, table.kernels td.partition { white-space: normal; overflow-wrap: anywhere; min-width: 150px; max-width: 240px; }
+table.kernels td.path, table.kernels td.partition { white-space: normal; overflow-wrap: break-word; min-width: 140px; max-width: 200px; }
 .swatch { display: inline-block; width: 9px; height: 9px; border-radius: 50%; margin-right: 5px; }
 .unfit { color: #c00; }
 svg.roofline { max-width: 100%; height: auto; font-family: system-ui, Helvetica, Arial, sans-serif; }
@@ -43,12 +46,11 @@ svg.roofline .legend text { font-size: 12px; fill: #333; }
 svg.roofline .dot { cursor: pointer; }
 svg.roofline .dot:hover { stroke: #d62728; stroke-width: 3; }
 )CSS";
-}
 
-const char* htmlReportScript() {
-  return R"JS(
-"use strict";
-(function () {
+// The kernel table: sorted by a column, grouped by the grouping picked, a
+// kernel's row shown on request (showRow). The first half of the script's
+// function, whose variables the second half (kFigureScript) uses.
+constexpr const char kTableScript[] = R"JS(
   const data = JSON.parse(document.getElementById("report-data").textContent);
   const table = document.getElementById("kernel-table");
   const tbody = table.tBodies[0];
@@ -136,7 +138,10 @@ const char* htmlReportScript() {
     row.classList.add("highlight");
     setTimeout(function () { row.classList.remove("highlight"); }, 2500);
   }
+)JS";
 
+// The plan's drawing and the roofline, and the grouping a link asks for.
+constexpr const char kFigureScript[] = R"JS(
   // The plan's drawing: fit to the page's width or at a scale of its own size.
   const drawing = document.querySelector("#plan .drawing svg");
   if (drawing) {
@@ -186,8 +191,17 @@ const char* htmlReportScript() {
   } else {
     render();
   }
-})();
 )JS";
+
+}  // namespace
+
+const char* htmlReportStyle() { return kStyle; }
+
+// One function's scope for both halves, so that nothing is left global.
+const char* htmlReportScript() {
+  static const std::string script =
+      std::string("\n\"use strict\";\n(function () {") + kTableScript + kFigureScript + "})();\n";
+  return script.c_str();
 }
 
 }  // namespace llmc

@@ -59,12 +59,17 @@ struct Dot {
 
 // The compute roofs: each tensor-core unit the plan uses (bf16 where it uses
 // none, to show what they would give) and the fp32 lanes, at the peak and,
-// dashed, at what the target file says good code attains.
+// dashed, at what the target file says good code attains; where the plan
+// has contractions on the CUDA cores, the rate the file gives them (their
+// peak is the fp32 lanes').
 std::vector<Ceiling> computeCeilings(const std::vector<PlannedKernel>& kernels, const Target& target) {
   std::set<std::string> tensorUnits;
+  bool cudaCoreContractions = false;
   for (const auto& k : kernels)
-    for (const auto& [unit, ops] : k.cost.work)
+    for (const auto& [unit, ops] : k.cost.work) {
       if (unit.rfind("tensor", 0) == 0 && ops > 0 && target.hasUnit(unit)) tensorUnits.insert(unit);
+      if (unit == "fp32_contraction" && ops > 0) cudaCoreContractions = true;
+    }
   if (tensorUnits.empty() && target.hasUnit("tensor_bf16")) tensorUnits.insert("tensor_bf16");
   std::vector<Ceiling> out;
   auto add = [&](const std::string& unit, const std::string& name, const std::string& colour) {
@@ -76,6 +81,12 @@ std::vector<Ceiling> computeCeilings(const std::vector<PlannedKernel>& kernels, 
   };
   for (const std::string& unit : tensorUnits) add(unit, "tensor cores " + unit.substr(7), "#1f77b4");
   if (target.hasUnit("fp32")) add("fp32", "fp32", "#2ca02c");
+  if (cudaCoreContractions && target.hasUnit("fp32_contraction")) {
+    const ComputeUnit& u = target.unit("fp32_contraction");
+    if (u.attainable > 0 && u.attainable < u.peak)
+      out.push_back({fmt::format("contractions on the CUDA cores attainable {}", withSiPrefix(u.attainable, "FLOP/s")),
+                     u.attainable, "#2ca02c", true});
+  }
   return out;
 }
 
