@@ -323,7 +323,7 @@ std::optional<Invocation> parseCommandLine(int argc, char** argv) {
   return in;
 }
 
-// The drawing laid out by Graphviz's dot (--emit svg, svg-plan): the DOT text
+// The drawing laid out by Graphviz's dot (--emit svg, svg-plan, report): the DOT text
 // through a temporary file, the SVG read back. Empty, with `why`, where dot
 // is missing or fails; `dotEmit` is the --emit that prints the DOT text.
 std::string layOutSvg(const std::string& dotText, std::string& why, const std::string& dotEmit) {
