@@ -38,6 +38,7 @@ for step in "${steps[@]}"; do
     tests)
       run jit_gpu_test 120 "$bin/jit_gpu_test"
       run emit_cuda_gpu_test 420 "$bin/emit_cuda_gpu_test"
+      run llmc_run_gpu 300 sh tests/cuda/llmc_run_gpu.sh "$bin" "$PWD" "$out/llmc_run"
       run pytorch_gpt2_train_gpu 600 sh tests/pytorch/run_gpt2_train_gpu_comparison.sh "$bin/gpt2-train-dump" \
         tests/pytorch/compare_gpt2_train.py diagrams ;;
     sanitizer)
