@@ -81,21 +81,33 @@ void CudaWriter::tile(WrittenKernel& out) {
     if (t == 1) pos = std::string("0");  // not `= "0"`: GCC 12 warns of overlap there (-Wrestrict), wrongly
     if (stepped) pos = fmt::format("({}) * {}", pos, eight_.step);
     std::string var = (stepped ? "i8_" : "i_") + a.name;
-    emit(point, fmt::format("const int {} = {} + {};", var, origins[i], pos));
-    if (a.size % plan_.tiles.at(a.name) != 0)
-      outside += fmt::format("{}{} >= {}", outside.empty() ? "" : " || ", var, a.size);
+    if (a.size % plan_.tiles.at(a.name) != 0 && slices_ > 1) {
+      // Sliced: a point past the end takes the last one's place (its loads
+      // in bounds, its values unused) and skips only the stores, so that
+      // every thread reaches the slices' joins.
+      const std::string position = fmt::format("{} + {}", origins[i], pos);
+      outside += fmt::format("{}{} >= {}", outside.empty() ? "" : " || ", position, a.size);
+      emit(point, fmt::format("const int {} = min({}, {});", var, position, a.size - (stepped ? eight_.step : 1)));
+    } else {
+      emit(point, fmt::format("const int {} = {} + {};", var, origins[i], pos));
+      if (a.size % plan_.tiles.at(a.name) != 0)
+        outside += fmt::format("{}{} >= {}", outside.empty() ? "" : " || ", var, a.size);
+    }
     if (stepped) eightBase = var;
     else env[a.name] = {var, point};
     inner *= t;
   }
-  if (!outside.empty()) emit(point, fmt::format("if ({}) continue;  // past the end of a remainder tile", outside));
+  if (!outside.empty() && slices_ == 1)
+    emit(point, fmt::format("if ({}) continue;  // past the end of a remainder tile", outside));
   eightBase_ = eightBase;
   if (streamed) {
     // The thread's 8 points (if so) are a loop inside the stream's positions, then again for the tail.
     streamLoop(point, env, out);
     if (slices_ > 1) mergeSlices(point, threadPoints);
   }
-  int tail = slices_ > 1 ? open(point, "if (slice == 0)") : point;
+  int tail = slices_ == 1       ? point
+             : outside.empty() ? open(point, "if (slice == 0)")
+                               : open(point, fmt::format("if (slice == 0 && !({}))", outside));
   const int at = eight ? openEightPoints(tail, tail, env) : tail;
   if (spread_.empty()) {
     storeOutputs(at, env);
@@ -165,11 +177,13 @@ bool CudaWriter::plainSlots() const {
 // kept 1.2 TB/s). Slices double while the threads of the blocks resident
 // at once (a grid larger than the device's blocks runs in turns) stay
 // within the device's, a block within 256 threads, and each slice 8 or more
-// positions. The cost model's latency term counts the threads so.
+// positions. A remainder tile's points past the end take the last point's
+// place and skip only their stores (tile), so all threads reach the joins.
+// The cost model's latency term counts the threads so.
 int CudaWriter::streamSlices(int64_t grid, int64_t threadPoints) const {
   if (!laneAxis_.empty() || tcs_ || !plainSlots()) return 1;
-  for (const Axis& a : plan_.groupAxes)
-    if (a.size % plan_.tiles.at(a.name) != 0) return 1;  // a remainder tile's idle points would skip the joins
+  for (NodeId o : plan_.outputs)
+    if (g_.node(o).type.has(plan_.streamAxis)) return 1;  // stored inside the stream: only the tail's stores are guarded
   const int64_t extent = streamShare();
   int slices = 1;
   const int64_t residentBlocks = std::min(grid, resident_.blocks);

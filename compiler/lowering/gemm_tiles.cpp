@@ -17,6 +17,21 @@ int rowAlignmentBytes(const GemmOperandPlacement& p) {
   return static_cast<int>(2 * common);
 }
 
+// A ping-pong block's units end to end (gemm_sm90.cuh): consumers take
+// alternate units, their k-steps in turn (one unit's after the previous
+// one's), each unit's epilogue after its own k-steps on its consumer alone.
+double pingPongSeconds(int64_t units, double kSteps, double epilogue) {
+  double mainloopFree = 0, end = 0;
+  double consumerFree[2] = {0, 0};
+  for (int64_t u = 0; u < units; ++u) {
+    double& consumer = consumerFree[u % 2];
+    mainloopFree = std::max(consumer, mainloopFree) + kSteps;
+    consumer = mainloopFree + epilogue;
+    end = std::max(end, consumer);
+  }
+  return end;
+}
+
 // The tile library's GEMM as its blocks run it, beside what evaluate() prices
 // (the traffic through each level over the whole device): a block walks its
 // units (tiles, or a tile's slice of the k-steps) one after another, each
@@ -40,7 +55,12 @@ void addTilePipeline(KernelCost& cost, const TensorCoreGemm& gemm, const GemmTil
   const double step = std::max(2 * bm * bn * bk / tensorPerSM, 2 * (bm + bn) * bk / t.tileLoadBytesPerSecondPerSM);
   const double kStepSeconds = static_cast<double>(unitsPerSM * kSteps) * step;
   const double epilogue = 4 * bm * bn / t.tileEpilogueBytesPerSecondPerSM;
-  const double epilogueSeconds = static_cast<double>(tile.pingPong ? 1 : unitsPerSM) * epilogue;
+  // Cooperative consumers drain each unit together after its k-steps;
+  // ping-pong ones each drain a whole unit alone (twice as long) beside the
+  // other's k-steps, which hides it only where those are as long.
+  const double epilogueSeconds =
+      tile.pingPong ? pingPongSeconds(unitsPerSM, static_cast<double>(kSteps) * step, 2 * epilogue) - kStepSeconds
+                    : static_cast<double>(unitsPerSM) * epilogue;
   double unaligned = 0;
   auto reads = [&](const GemmOperandPlacement& p, double bytes) {
     const int align = rowAlignmentBytes(p);

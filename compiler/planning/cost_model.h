@@ -58,7 +58,8 @@ struct KernelCost {
   std::map<std::string, double> work;     // unit -> operations
   std::map<std::string, double> seconds;  // term -> time (levels, units, sync)
   int64_t blocks = 0;
-  int64_t chunks = 0;     // stream chunks per block
+  int64_t chunks = 0;     // stream chunks per block, times the positions of the axes it loops over
+  int64_t synced = 0;     // the barriers a block passes: its stream chunks (its loops have none)
   double waveEfficiency = 1;
   double predicted = 0;   // seconds
   std::string bottleneck;
