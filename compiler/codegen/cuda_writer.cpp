@@ -159,7 +159,8 @@ std::string CudaWriter::value(NodeId id, const Env& env) {
   for (const Axis& a : n.type.axes) key += "|" + own[a.name].expr;
   if (auto it = cache_.find(key); it != cache_.end()) return it->second;
   std::string result;
-  if (stream_.streamable && aggregateTerms().count(id)) result = aggregate(n, own, target);
+  if (std::optional<std::string> staged = stagedValue(id, own, target)) result = *staged;
+  else if (stream_.streamable && aggregateTerms().count(id)) result = aggregate(n, own, target);
   else if (stored_.count(id) && !plan_.computed.count(id)) result = load(n, own, target);
   else result = compute(n, own, target);
   // A value this launch stores in bf16 is that value wherever it is read:

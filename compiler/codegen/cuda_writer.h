@@ -27,6 +27,7 @@
 #include "ir/print.h"
 #include "lowering/tensor_core_stream.h"
 #include "planning/fusion.h"
+#include "planning/transposed_reads.h"
 
 namespace llmc::cuda_writer {
 
@@ -275,6 +276,14 @@ class CudaWriter {
   };
   void tile(WrittenKernel& out);
 
+  // A plain tile's transposed reads (planning/transposed_reads.h): each
+  // array's tile copied into shared memory by threads walking its contiguous
+  // axis, before the points' loop (`origins`: the tile's first positions).
+  void stageTransposedReads(const std::vector<std::string>& origins);
+  // A staged value at `own` (its axes at the point's positions): its element
+  // in shared memory; else empty (read as any other).
+  std::optional<std::string> stagedValue(NodeId id, const Env& own, int target);
+
   // The thread's 8 adjacent points along an axis (the last group axis, from
   // eightBase_, unless named), a loop inside `parent`: bf16 arrays along the
   // axis load and store 16 bytes at once, at `span` (load, store).
@@ -518,6 +527,12 @@ class CudaWriter {
   bool wholeStep_ = false;  // writing a step whose positions all lie inside the stream axis: no clamps, no masks
   std::vector<std::string> epilogueInputs_;  // WrittenKernel::epilogueInputs: declarations
   std::string epilogueLoads_;                // WrittenKernel::epilogueLoads
+  struct StagedRead {
+    TransposedRead read;
+    std::string buffer;  // its tile in shared memory
+  };
+  std::map<NodeId, StagedRead> staged_;           // stageTransposedReads
+  std::map<std::string, std::string> pointVars_;  // group axis -> the variable of the point's position along it
 };
 
 }  // namespace llmc::cuda_writer

@@ -53,6 +53,7 @@ void CudaWriter::tile(WrittenKernel& out) {
     emit(0, fmt::format("const int {} = (int)(block % {}) * {};", origins[i], tiles, plan_.tiles.at(a.name)));
     if (i > 0) emit(0, fmt::format("block /= {};", tiles));
   }
+  if (!streamed && plan_.splitTiles.empty()) stageTransposedReads(origins);
   if (!laneAxis_.empty()) emit(0, fmt::format("const int lane = threadIdx.x % {};{}", lanes_,
                                               lanes_ < 32 ? "  // within the point's lanes" : ""));
   if (slices_ > 1) emit(0, fmt::format("const int slice = threadIdx.x / {};  // the block's threads: {} slices of the stream's positions", threadPoints, slices_));
@@ -94,7 +95,7 @@ void CudaWriter::tile(WrittenKernel& out) {
         outside += fmt::format("{}{} >= {}", outside.empty() ? "" : " || ", var, a.size);
     }
     if (stepped) eightBase = var;
-    else env[a.name] = {var, point};
+    else env[a.name] = {var, point}, pointVars_[a.name] = var;
     inner *= t;
   }
   if (!outside.empty() && slices_ == 1)
@@ -137,6 +138,7 @@ int CudaWriter::openEightPoints(int parent, int span, const EightPoints& eight, 
   const int at = open(parent, "_Pragma(\"unroll\") for (int e = 0; e < 8; ++e)");
   VectorSpan vector{base, span, at, {eight.axis}};
   env[eight.axis] = {define(at, "int", "i_" + eight.axis, fmt::format("{} + e / {}", base, 8 / eight.step)), at};
+  pointVars_[eight.axis] = env[eight.axis].expr;
   int64_t below = 8 / eight.step;  // positions of the inner axes inside the current one
   std::string innermost;
   for (const Axis& a : eight.inner) {
@@ -144,6 +146,7 @@ int CudaWriter::openEightPoints(int parent, int span, const EightPoints& eight, 
     const std::string digit = below == 1 ? "e" : fmt::format("e / {}", below);
     innermost = define(at, "int", "i_" + a.name, fmt::format("({}) % {}", digit, a.size));
     env[a.name] = {innermost, at};
+    pointVars_[a.name] = innermost;
     vector.axes.push_back(a.name);
   }
   vectorElements_[innermost] = vector;
@@ -155,6 +158,7 @@ int CudaWriter::openEightPoints(int parent, int span, const std::string& axis, c
   const std::string var = define(at, "int", "i_" + axis, base + " + e");
   vectorElements_[var] = {base, span, at};
   env[axis] = {var, at};
+  pointVars_[axis] = var;
   return at;
 }
 

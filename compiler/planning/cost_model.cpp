@@ -1,4 +1,5 @@
 #include "planning/cost_model.h"
+#include "planning/transposed_reads.h"
 #include "planning/shifted_axes.h"
 
 #include "planning/recomputed_work.h"
@@ -564,6 +565,31 @@ void registerTiles(const Graph& g, const Kernel& k, const KernelShape& s, const 
     if (!boundary.count(id)) tr.intermediate = std::max(tr.intermediate, tileElements(g.node(id).type, s, p) * 4);
 }
 
+// A plain tile (no stream, no split) loads its points' values straight into
+// registers; only its transposed reads (planning/transposed_reads.h) go
+// through shared memory, copied in and read back once, after a barrier. Their
+// tiles must fit a kernel's static shared memory.
+void plainTileStaging(const Graph& g, const Kernel& k, const KernelShape& s, const Partition& p, const CostOptions& o,
+                      KernelCost& cost, Traffic& tr) {
+  std::vector<Axis> axes;  // the group axes the outputs have, as the launch tiles them (codegen/launch_list.cpp)
+  std::map<std::string, int64_t> tiles;
+  for (const Axis& a : s.groupAxes) {
+    if (std::none_of(k.outputs.begin(), k.outputs.end(), [&](NodeId out) { return g.node(out).type.has(a.name); }))
+      continue;
+    axes.push_back(a);
+    auto t = p.groupTiles.find(a.name);
+    tiles[a.name] = t == p.groupTiles.end() ? a.size : std::min(t->second, a.size);
+  }
+  const std::set<NodeId> computed(k.nodes.begin(), k.nodes.end()), stored(k.inputs.begin(), k.inputs.end());
+  const std::vector<TransposedRead> reads = transposedReads(
+      g, computed, stored, k.outputs, axes, tiles, [&](NodeId array) { return elementBytes(g.node(array).type, o); });
+  const double bytes = static_cast<double>(transposedTileBytes(reads));
+  tr.smemBytes = bytes;
+  tr.smemTraffic = 2 * bytes * static_cast<double>(cost.blocks);
+  if (!reads.empty()) cost.synced += 1;
+  if (bytes > static_cast<double>(kTransposedTileBytesMax)) cost.fits = false;
+}
+
 }  // namespace
 
 KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const Partition& p, const Target& t,
@@ -582,6 +608,8 @@ KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const
   if (wholeArraySum) {  // no tiles: values straight from GMEM, the warps' 32 partials in SMEM
     tr.smemBytes = 32 * 4;
     tr.smemTraffic = 2 * 32 * 4 * static_cast<double>(cost.blocks);
+  } else if (s.streamAxis.empty() && p.splitTiles.empty()) {
+    plainTileStaging(g, k, s, p, o, cost, tr);
   }
   // The accumulator and the intermediate tiles live in registers (a matmul's
   // accumulator fragments, attention's score tile).
@@ -600,7 +628,7 @@ KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const
   double perThread = registerBytes / threads;
   cost.levels.push_back({"REG", perThread, static_cast<double>(reg.maxPerThread), tr.accumulator * static_cast<double>(cost.blocks),
                          0});
-  cost.fits = tr.smemBytes <= static_cast<double>(smem.maxPerBlock) && perThread <= static_cast<double>(reg.maxPerThread);
+  cost.fits = cost.fits && tr.smemBytes <= static_cast<double>(smem.maxPerBlock) && perThread <= static_cast<double>(reg.maxPerThread);
 
   // A kernel with a contraction evaluated at each position of its stream (attention's scores, over
   // the channels while the keys stream) runs its contractions as a tensor-core stream

@@ -227,6 +227,11 @@ inline std::vector<EmitCase> otherCases() {
        {{"N", 13}, {"V", 20011}, {"C", 40}}, true, {{"target", 20011}}, 0.3},
       {"classifier, few long rows, aligned", "benchmarks/diagrams/classifier.dg", "classifier",
        {{"N", 7}, {"V", 16384}, {"C", 40}}, true, {{"target", 16384}}, 0.3},
+      // Arrays read transposed, staged through shared memory (planning/transposed_reads.h): graph outputs
+      // copied transposed, with and without a batch axis (the classifier's gradient above stages its logits).
+      {"transposed read, odd", "tests/diagrams/transposed_reads.dg", "shifted_exp", {{"N", 77}, {"V", 1001}}, false, {}},
+      {"transposed read, batched", "tests/diagrams/transposed_reads.dg", "batched", {{"B", 3}, {"N", 45}, {"V", 333}},
+       false, {}},
       // Sums along a long axis of 3 rows: the stream shared out across blocks.
       {"row sums, few long rows", "tests/diagrams/row_reductions.dg", "row_sums", {{"M", 3}, {"N", 100003}}, false, {}},
       {"row log-sum-exp, few long rows", "tests/diagrams/row_reductions.dg", "row_logsumexp", {{"M", 3}, {"N", 100003}},
