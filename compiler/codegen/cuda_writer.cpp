@@ -191,8 +191,9 @@ std::string CudaWriter::load(const Node& n, const Env& own, int target) {
   const StoredArray& arr = stored_.at(n.id);
   reads_.insert(n.id);
   if (std::optional<std::string> ahead = prefetchedValue(n, own)) return *ahead;
-  if (const VectorSpan* span = vectorSpanOf(n, own); span && arr.ctype == "llmc_bf16") {
-    // A lane's 8 positions of a bf16 array along its innermost axis: one 16-byte load per span, before them.
+  if (const VectorSpan* span = vectorSpanOf(n, own); span && (arr.ctype == "llmc_bf16" || arr.ctype == "float")) {
+    // A lane's 8 positions of a bf16 (f32) array along its innermost axis: one (two) 16-byte load(s) per
+    // span, before them.
     const Env at = spanStart(n, *span, own);
     // Keyed by the span's scope too: a stream's tail opens a span of its own over the same positions, where
     // the body's array is out of scope.
@@ -201,7 +202,8 @@ std::string CudaWriter::load(const Node& n, const Env& own, int target) {
     if (isNew) {
       it->second = fresh(names_[static_cast<size_t>(n.id)] + "_8");
       emit(span->scope, fmt::format("float {}[8];", it->second));
-      emit(span->scope, fmt::format("llmc_load_bf16x8({} + {}, {});", arr.param, offset(n.id, at), it->second));
+      emit(span->scope, fmt::format("llmc_load_{}x8({} + {}, {});", arr.ctype == "float" ? "f32" : "bf16", arr.param,
+                                    offset(n.id, at), it->second));
     }
     return define(target, "float", names_[static_cast<size_t>(n.id)], it->second + "[e]");
   }

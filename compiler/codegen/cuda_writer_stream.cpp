@@ -469,13 +469,16 @@ void CudaWriter::store(int scope, NodeId id, const Env& env) {
   }
   // Not where the store is guarded (an output without one of the tile's axes is stored by one
   // point of it): the 16-byte store after the span would be made by every point.
-  if (const VectorSpan* span = vectorSpanOf(g_.node(id), env); span && arr.ctype == "llmc_bf16" && scope == span->elements) {
-    // A lane's 8 positions of a bf16 array along its innermost axis: gathered, then one 16-byte store after them.
+  if (const VectorSpan* span = vectorSpanOf(g_.node(id), env);
+      span && (arr.ctype == "llmc_bf16" || arr.ctype == "float") && scope == span->elements) {
+    // A lane's 8 positions of a bf16 (f32) array along its innermost axis: gathered, then one (two) 16-byte
+    // store(s) after them.
     const std::string buffer = fresh(names_[static_cast<size_t>(id)] + "_8");
     const Env at = spanStart(g_.node(id), *span, env);
     emit(span->scope, fmt::format("float {}[8];", buffer));
     emit(scope, fmt::format("{}[e] = {};", buffer, v));
-    afterClose_[span->elements].push_back(fmt::format("llmc_store_bf16x8({} + {}, {});", arr.param, offset(id, at), buffer));
+    afterClose_[span->elements].push_back(fmt::format("llmc_store_{}x8({} + {}, {});", arr.ctype == "float" ? "f32" : "bf16",
+                                                      arr.param, offset(id, at), buffer));
     return;
   }
   emit(scope, fmt::format("{}[{}] = {};", arr.param, offset(id, env), storeConversion(arr, v)));

@@ -53,6 +53,17 @@ __device__ __forceinline__ void llmc_store_bf16x8(llmc_bf16* p, const float (&v)
   *reinterpret_cast<uint4*>(p) = make_uint4(w[0], w[1], w[2], w[3]);
 }
 
+// 8 consecutive fp32 values at a 32-byte aligned address, loaded and stored as two 16-byte accesses
+// (8 scalar accesses a lane, lanes 8 values apart, touched a 32-byte sector each an instruction).
+__device__ __forceinline__ void llmc_load_f32x8(const float* p, float (&v)[8]) {
+  const float4 a = *reinterpret_cast<const float4*>(p), b = *reinterpret_cast<const float4*>(p + 4);
+  v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w; v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
+}
+__device__ __forceinline__ void llmc_store_f32x8(float* p, const float (&v)[8]) {
+  *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
+  *reinterpret_cast<float4*>(p + 4) = make_float4(v[4], v[5], v[6], v[7]);
+}
+
 // 8 floats added atomically to consecutive fp32 values at a 16-byte aligned address: two vector
 // reductions (red.global.add.v4.f32) from sm_90 on, eight scalar ones before.
 __device__ __forceinline__ void llmc_add_f32x8(float* p, const float (&v)[8]) {
