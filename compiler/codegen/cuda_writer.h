@@ -275,6 +275,7 @@ class CudaWriter {
     std::vector<Axis> inner;
   };
   void tile(WrittenKernel& out);
+  std::string unrolledAxis() const;
 
   // A plain tile's transposed reads (planning/transposed_reads.h): each
   // array's tile copied into shared memory by threads walking its contiguous

@@ -37,7 +37,10 @@ void CudaWriter::stageTransposedReads(const std::vector<std::string>& origins) {
       if (read.axes[i].name != read.contiguous) digits.push_back(read.axes[i]);
     int64_t points = 1;
     for (const Axis& a : digits) points *= plan_.tiles.at(a.name);
-    const int fill = open(0, fmt::format("for (int q = threadIdx.x; q < {}; q += blockDim.x)", points));
+    // Unrolled over the block's known threads, so that a thread has several loads in flight (one at a time
+    // covers little of the memory's latency: Little's law, as the cost model's latency term counts).
+    const int fill = open(0, fmt::format("_Pragma(\"unroll 8\") for (int q = threadIdx.x; q < {}; q += {})", points,
+                                         blockThreads_));
     std::map<std::string, std::string> position;  // axis -> its position in the tile
     std::string inBounds;
     int64_t inner = 1;
