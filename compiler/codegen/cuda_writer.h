@@ -26,6 +26,7 @@
 #include "codegen/cuda_kernel_writer.h"
 #include "ir/print.h"
 #include "lowering/tensor_core_stream.h"
+#include "planning/cost_model.h"
 #include "planning/fusion.h"
 #include "planning/transposed_reads.h"
 

@@ -60,7 +60,12 @@ void CudaWriter::tile(WrittenKernel& out) {
   if (slices_ > 1) emit(0, fmt::format("const int slice = threadIdx.x / {};  // the block's threads: {} slices of the stream's positions", threadPoints, slices_));
   const int point = open(0, !laneAxis_.empty() ? fmt::format("for (int p = threadIdx.x / {1}; p < {0}; p += blockDim.x / {1})", rows, lanes_)
                             : slices_ > 1      ? fmt::format("for (int p = threadIdx.x % {}; p < {}; p += blockDim.x)", threadPoints, threadPoints)
-                                               : fmt::format("for (int p = threadIdx.x; p < {}; p += blockDim.x)", threadPoints));
+                            : streamed || threadPoints <= blockThreads_
+                                ? fmt::format("for (int p = threadIdx.x; p < {}; p += blockDim.x)", threadPoints)
+                                // Unrolled over the block's known threads: a thread's next points' loads issue before
+                                // this one's are back (one at a time, a copy of 1.5 MB took 4.4 us for 1.7 of bytes).
+                                : fmt::format("_Pragma(\"unroll {}\") for (int p = threadIdx.x; p < {}; p += {})",
+                                              kPointsInFlight, threadPoints, blockThreads_));
   floor_ = point;
   Env env;
   int64_t inner = 1;

@@ -721,13 +721,33 @@ KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const
     // (8 points a thread with bf16 storage, CudaWriter::pointsTake8), read
     // a value at a time or not: the block's threads, not its largest tile
     // in 16-byte pieces.
+    // A thread's bytes in flight: 16 where it takes 8 points at once (the
+    // last group axis' tile and size multiples of 8), else a value for each
+    // of the points its unrolled loop issues together (kPointsInFlight).
+    double inFlight = loadBytes;
     if (s.streamAxis.empty() && s.loopAxes.empty()) {
       double points = 1;
       for (const auto& [axis, tile] : p.groupTiles) points *= static_cast<double>(tile);
-      const double pointThreads = std::ceil(points / (o.storageBytes == 2 ? 8 : 1));
+      // (CudaWriter::pointsTake8: 8 adjacent points along the last group
+      // axis, or over the last ones where the inner ones are tiled whole.)
+      bool eight = false;
+      int64_t whole = 1;
+      for (auto a = s.groupAxes.rbegin(); a != s.groupAxes.rend() && o.storageBytes == 2; ++a) {
+        if (std::none_of(k.outputs.begin(), k.outputs.end(), [&](NodeId out) { return g.node(out).type.has(a->name); }))
+          continue;
+        const int64_t tile = p.groupTiles.count(a->name) ? p.groupTiles.at(a->name) : a->size, step = 8 / whole;
+        if (tile % step == 0 && a->size % step == 0) {
+          eight = true;
+          break;
+        }
+        if (tile != a->size || step % a->size != 0) break;
+        whole *= a->size;
+      }
+      const double pointThreads = std::ceil(points / (eight ? 8 : 1));
       threadsUsed = std::max(threadsUsed, std::clamp(pointThreads, static_cast<double>(t.warpSize), static_cast<double>(threads)));
+      if (!eight)
+        inFlight = o.storageBytes * std::clamp(std::ceil(pointThreads / threadsUsed), 1.0, static_cast<double>(kPointsInFlight));
     }
-    double inFlight = loadBytes;  // a thread's bytes in flight
     // A lane stream's threads: its points' lanes, 8 positions a lane in flight.
     if (lanes.lanes > 0) {
       threadsUsed = static_cast<double>(lanes.threads);

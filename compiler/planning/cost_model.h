@@ -28,6 +28,11 @@
 
 namespace llmc {
 
+// A tile launch without a stream whose threads take several points each
+// unrolls its points' loop by this much (codegen/cuda_writer_tile.cpp), so a
+// thread has that many points' loads in flight: the latency term counts them.
+constexpr int kPointsInFlight = 4;
+
 struct CostOptions {
   int storageBytes = 2;  // bytes per float element in GMEM/SMEM (bf16 mixed precision); 0: the IR's dtype
   // Whether contractions may run on the tensor cores. The lowering stage
