@@ -203,7 +203,11 @@ const char* const kKernelColours[] = {"#fde0dd", "#e0ecf4", "#e5f5e0", "#fff7bc"
 
 std::string kernelLabel(const Graph& graph, const PlannedKernel& pk) {
   const KernelSource source = kernelSource(graph, pk);
-  return fmt::format("{}\n{}\n{:.2f} us, bound by {}{}\n{}{}", pk.kernel.name, partitionText(graph, pk),
+  // The tiles' memory levels: shared memory a block, registers a thread (the accumulators and the largest
+  // intermediate tile), as the performance table prices them.
+  const std::string onChip = fmt::format("SMEM {:.1f} KiB/block, REG {:.0f} B/thread",
+                                         pk.cost.level("SMEM").memoryBytes / 1024, pk.cost.level("REG").memoryBytes);
+  return fmt::format("{}\n{}\n{}\n{:.2f} us, bound by {}{}\n{}{}", pk.kernel.name, partitionText(graph, pk), onChip,
                      pk.cost.predicted * 1e6, pk.cost.bottleneck, pk.cost.engine.empty() ? "" : "\n" + pk.cost.engine,
                      source.pass, source.path.empty() ? "" : " in " + source.path);
 }
