@@ -26,16 +26,8 @@ bin_dir=$1 out_dir=$2
 shift 2
 source_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 
-chromium="$(command -v chromium || command -v chromium-browser || true)"
-if [[ -z "$chromium" ]]; then
-  echo "report_screenshot: SKIPPED: no chromium on PATH (Debian: apt-get install chromium)"
-  exit 77
-fi
-
-fail() {
-  echo "report_screenshot: FAILED: $*" >&2
-  exit 1
-}
+test_name=report_screenshot
+source "$source_dir/tests/browser/chromium.sh"
 
 if (($# == 0)); then
   set -- "$source_dir/benchmarks/diagrams/multi_query_attention.dg" --entry multi_query_attention_loss --grad \

@@ -26,15 +26,8 @@ bin_dir=$1 out_dir=$2 name=$3
 shift 3
 source_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 
-chromium="$(command -v chromium || command -v chromium-browser || true)"
-if [[ -z "$chromium" ]]; then
-  echo "svg_screenshot: SKIPPED: no chromium on PATH (Debian: apt-get install chromium)"
-  exit 77
-fi
-fail() {
-  echo "svg_screenshot: FAILED: $*" >&2
-  exit 1
-}
+test_name=svg_screenshot
+source "$source_dir/tests/browser/chromium.sh"
 
 if (($# == 0)); then
   set -- "$source_dir/tests/lit/pseudocode/attention.dg" --set B=4,H=12,T=1024,D=64 --arch sm_90a --emit svg-plan
