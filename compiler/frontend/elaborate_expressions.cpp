@@ -308,6 +308,14 @@ Value Elaborator::evalGather(Frame& f, const Expr& e) {
   if (ti.has(axis))
     fail(e.args[2]->loc, fmt::format("gather's index must not have the gathered axis '{}'", axis));
   unifyAxes({table, index}, e.loc);  // shared axes must agree in size
+  // An index of positions (pos(t)) takes every position of its axis: a table
+  // with fewer rows would be read past its end (GPT-2 with T > maxT).
+  if (const Node& in = graph_.node(index); in.op == Op::Pos) {
+    const int64_t reach = in.type.axes[0].size, rows = tt.find(axis)->size;
+    if (reach > rows)
+      fail(e.args[1]->loc, fmt::format("gather's index pos({}) runs to {}, past the {} positions of the table's axis '{}'",
+                                       in.axes[0], reach - 1, rows, axis));
+  }
   Node n;
   n.op = Op::Gather;
   n.axes = {axis};
