@@ -60,7 +60,7 @@ struct Expr {
 };
 
 struct Statement {
-  enum class Kind { Assign, For } kind = Kind::Assign;
+  enum class Kind { Assign, For, Require } kind = Kind::Assign;
   SourceLoc loc;
   // Assign: targets = value (several targets for a diagram with several outputs)
   struct Target {
@@ -69,7 +69,7 @@ struct Statement {
     SourceLoc loc;
   };
   std::vector<Target> targets;
-  ExprPtr value;
+  ExprPtr value;  // Assign: the value; Require: the condition on sizes (`require V <= Vp`)
   // For: `for i in l ... end` runs the body once per position of axis l.
   std::string loopVar;
   AxisSpec loopAxis;

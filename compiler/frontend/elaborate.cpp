@@ -440,6 +440,11 @@ void Elaborator::runStatements(Frame& f, const std::vector<Statement>& body) {
       runFor(f, s);
       continue;
     }
+    if (s.kind == Statement::Kind::Require) {
+      std::string shown;
+      if (!requirementHolds(f, *s.value, shown)) fail(s.value->loc, fmt::format("requirement does not hold: {}", shown));
+      continue;
+    }
     if (s.targets.size() > 1) {
       if (s.value->kind != Expr::Kind::Call || findBuiltin(s.value->name))
         fail(s.loc, fmt::format("{} names are assigned, but only a diagram with several outputs gives "
@@ -460,6 +465,35 @@ void Elaborator::runStatements(Frame& f, const std::vector<Statement>& body) {
       if (graph_.nodes[i].name.empty()) graph_.nodes[i].name = s.targets[0].name;
     assign(f, s.targets[0], v);
   }
+}
+
+// A `require` condition: comparisons of numbers (sizes, size(a), arithmetic on
+// them) joined by and, or, not; `shown` is the condition with its numbers.
+bool Elaborator::requirementHolds(Frame& f, const Expr& e, std::string& shown) {
+  if (e.kind == Expr::Kind::Unary && e.op == "not") {
+    std::string inner;
+    const bool holds = !requirementHolds(f, *e.args[0], inner);
+    shown = fmt::format("not ({})", inner);
+    return holds;
+  }
+  if (e.kind == Expr::Kind::Binary && (e.op == "and" || e.op == "or")) {
+    std::string l, r;
+    const bool a = requirementHolds(f, *e.args[0], l), b = requirementHolds(f, *e.args[1], r);
+    shown = fmt::format("{} {} {}", l, e.op, r);
+    return e.op == "and" ? a && b : a || b;
+  }
+  static const std::set<std::string> comparisons = {"<", "<=", ">", ">=", "==", "!="};
+  if (e.kind != Expr::Kind::Binary || !comparisons.count(e.op))
+    fail(e.loc, "a requirement compares sizes (require V <= Vp), several joined by and, or, not");
+  double sides[2];
+  for (int i = 0; i < 2; ++i) {
+    const Value v = eval(f, *e.args[static_cast<size_t>(i)]);
+    if (!v.isNumber) fail(e.args[static_cast<size_t>(i)]->loc, "a requirement compares numbers (sizes), not arrays");
+    sides[i] = v.number;
+  }
+  shown = fmt::format("{} {} {}", sides[0], e.op, sides[1]);
+  const double a = sides[0], b = sides[1];
+  return e.op == "<" ? a < b : e.op == "<=" ? a <= b : e.op == ">" ? a > b : e.op == ">=" ? a >= b : e.op == "==" ? a == b : a != b;
 }
 
 void Elaborator::assign(Frame& f, const Statement::Target& target, Value v) {

@@ -153,6 +153,8 @@ class Elaborator {
 
   void runFor(Frame& f, const Statement& s);
 
+  bool requirementHolds(Frame& f, const Expr& e, std::string& shown);
+
   // ---------------------------------------------------------------- expressions
   Value eval(Frame& f, const Expr& e);
 

@@ -15,7 +15,7 @@ namespace {
 
 bool isKeyword(const std::string& s) {
   return s == "diagram" || s == "end" || s == "import" || s == "param" || s == "for" ||
-         s == "in" || s == "and" || s == "or" || s == "not";
+         s == "in" || s == "and" || s == "or" || s == "not" || s == "require";
 }
 
 class Parser {
@@ -307,6 +307,13 @@ class Parser {
         error(peek(), fmt::format("expected 'end' to close the 'for' loop, found {}", describe(peek())),
               {fmt::format("{}: note: the 'for' loop starts here", forToken.loc.str())});
       next();
+      expectEndOfLine();
+      return s;
+    }
+    if (atKeyword("require")) {  // a condition on the sizes, checked when they are bound
+      next();
+      s.kind = Statement::Kind::Require;
+      s.value = parseExpr();
       expectEndOfLine();
       return s;
     }

@@ -91,6 +91,7 @@ class Resolver {
         continue;
       }
       checkExpr(*s.value, scope);
+      if (s.kind == Statement::Kind::Require) continue;
       for (const auto& t : s.targets) {
         if (scope.indices.count(t.name))
           throw CompileError(t.loc, fmt::format("cannot assign to loop variable '{}'", t.name));

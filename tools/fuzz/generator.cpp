@@ -19,7 +19,7 @@ const std::set<std::string> kReserved = {
     "max", "maximum", "merge", "minimum", "pos", "rename", "rsqrt", "scatter_add", "size", "slice", "split", "sqrt",
     "pad", "stack", "stop_gradient", "sum", "tanh", "u16", "where", "diagram", "end", "for", "in", "import", "param", "inf", "pi",
     "argmax", "argmin", "topk", "scan", "inclusive", "exclusive",
-    "and", "or", "not",
+    "and", "or", "not", "require",
     "y", "wy", "loss", "fuzz"};
 
 // Values larger than this are not made: the losses stay far from overflow in
