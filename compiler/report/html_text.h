@@ -1,4 +1,5 @@
-// Text put in the HTML report (html_report.h) and its inline SVG: escaped so
+// Text put in the HTML report (html_report.h), its inline SVG and the loss plot
+// (runtime/train/loss_plot.cpp): escaped so
 // that a kernel's name, a composite's path or a file's name is shown as
 // written and never read as markup; numbers with SI prefixes.
 #pragma once

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "atomic_file.h"
+#include "report/html_text.h"
 
 namespace llmc {
 
@@ -60,20 +61,6 @@ constexpr double kLeft = 76, kRight = 776, kTop = 62, kBottom = 430;
 constexpr const char* kTrainColour = "#1f77b4";
 constexpr const char* kValColour = "#d62728";
 constexpr size_t kSmoothFrom = 20;  // points of the training curve before an overlay is drawn
-
-std::string xmlEscape(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
 
 // 1, 2 or 5 times a power of ten, near range / target.
 double niceStep(double range, int target) {
@@ -200,7 +187,7 @@ std::string renderSvg(const LossCurves& curves, const std::string& title) {
       "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\" font-size=\"12\">\n"
       "<rect width=\"{0}\" height=\"{1}\" fill=\"white\"/>\n"
       "<text x=\"{2}\" y=\"26\" text-anchor=\"middle\" font-size=\"16\" font-weight=\"bold\">{3}</text>\n",
-      kWidth, kHeight, kWidth / 2, xmlEscape(title));
+      kWidth, kHeight, kWidth / 2, escapeHtml(title));
 
   // Subtitle: the last point of each curve.
   std::vector<std::string> last;
@@ -213,7 +200,7 @@ std::string renderSvg(const LossCurves& curves, const std::string& title) {
   if (!last.empty()) {
     std::string text = "last: " + last[0] + (last.size() > 1 ? ", " + last[1] : "");
     svg += fmt::format("<text x=\"{}\" y=\"46\" text-anchor=\"middle\" fill=\"#555\">{}</text>\n", kWidth / 2,
-                       xmlEscape(text));
+                       escapeHtml(text));
   }
 
   const double midX = (kLeft + kRight) / 2, midY = (kTop + kBottom) / 2;
