@@ -56,7 +56,14 @@ Value Elaborator::evalScan(Frame& f, const Expr& e) {
   Node masked;
   masked.op = Op::Select;
   masked.operands = {taken, xs, constant(identity, t.dtype, e.loc)};
-  masked.type = Type{t.dtype, unifyAxes(masked.operands, e.loc)};  // as where(...) unifies them
+  // x's axes with a's copy just before a: the sum over the copy then keeps
+  // x's order, so no transposed view of the result is stored or read.
+  masked.type = Type{t.dtype, unifyAxes(masked.operands, e.loc)};  // checks the sizes as where(...) does
+  masked.type.axes.clear();
+  for (const Axis& a : t.axes) {
+    if (a.name == axis) masked.type.axes.push_back(Axis{earlier, along.size});
+    masked.type.axes.push_back(a);
+  }
   const NodeId terms = add(std::move(masked), e.loc);
   Node reduced;
   reduced.op = Op::Reduce;
@@ -66,15 +73,7 @@ Value Elaborator::evalScan(Frame& f, const Expr& e) {
   reduced.type.dtype = t.dtype;
   for (const Axis& a : typeOf(terms).axes)
     if (a.name != earlier) reduced.type.axes.push_back(a);
-  NodeId result = add(std::move(reduced), e.loc);
-  if (typeOf(result).axes != t.axes) {  // x's own order: a's position moved to the end by the mask
-    Node back;
-    back.op = Op::Transpose;
-    back.type = t;
-    back.operands = {result};
-    result = add(std::move(back), e.loc);
-  }
-  return arrayValue(result);
+  return arrayValue(add(std::move(reduced), e.loc));
 }
 
 }  // namespace llmc::elaboration

@@ -102,6 +102,11 @@ NodeId GraphBuilder::sum(NodeId x, const std::vector<std::string>& axes) {
 }
 
 NodeId GraphBuilder::contract(NodeId x, NodeId y, const std::vector<std::string>& axes) {
+  return contract(x, y, axes, {});
+}
+
+NodeId GraphBuilder::contract(NodeId x, NodeId y, const std::vector<std::string>& axes,
+                              const std::vector<Axis>& order) {
   if (axes.empty()) return binary(BinaryOp::Mul, x, y);
   Node n;
   n.op = Op::Contract;
@@ -111,6 +116,10 @@ NodeId GraphBuilder::contract(NodeId x, NodeId y, const std::vector<std::string>
   n.type.dtype = d == DType::F64 ? DType::F64 : isFloat(d) ? DType::F32 : DType::I32;
   for (const auto& a : elementwiseAxes({x, y}))
     if (!contains(axes, a.name)) n.type.axes.push_back(a);
+  std::vector<Axis> permuted;
+  for (const Axis& a : order)
+    if (n.type.has(a.name)) permuted.push_back(*n.type.find(a.name));
+  if (permuted.size() == n.type.axes.size()) n.type.axes = std::move(permuted);
   return add(std::move(n));
 }
 

@@ -28,6 +28,10 @@ class GraphBuilder {
   NodeId sum(NodeId x, const std::vector<std::string>& axes);
   // A contraction over `axes` (a product when there are none).
   NodeId contract(NodeId x, NodeId y, const std::vector<std::string>& axes);
+  // The same with its result's axes in `order` (a permutation of them): a
+  // contraction may write its result in any order, so a consumer's order
+  // costs no transposed view.
+  NodeId contract(NodeId x, NodeId y, const std::vector<std::string>& axes, const std::vector<Axis>& order);
   NodeId gather(NodeId table, NodeId index, const std::string& axis);
   NodeId scatterAdd(NodeId values, NodeId index, const Axis& axis, const std::vector<std::string>& summed);
   NodeId split(NodeId x, const std::string& axis, const std::vector<Axis>& parts);

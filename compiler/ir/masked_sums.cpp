@@ -32,7 +32,7 @@ class MaskedSums {
       mask = b.cast(mask, type(m->value).dtype);
       const NodeId value = b.sum(copied(m->value), m->summedFirst);
       // A contraction sums in f32 (GraphBuilder): back to the sum's dtype (a bf16 diagram's).
-      return b.transposeTo(b.cast(b.contract(mask, value, m->contracted), n.type.dtype), n.type);
+      return b.transposeTo(b.cast(b.contract(mask, value, m->contracted, n.type.axes), n.type.dtype), n.type);
     });
   }
 

@@ -140,9 +140,11 @@ class RemakeCost {
 
 class Recomputer {
  public:
-  Recomputer(const Graph& g, const Target& t, const CostOptions& o)
-      : g_(g), cost_(g, t, o, RemakeCost::Estimate::Fused, storedByForward(g)), remap_(g.nodes.size(), -1),
-        readers_(g.nodes.size()) {
+  // `kept`: forward values read as stored, whatever remaking them costs.
+  Recomputer(const Graph& g, const Target& t, const CostOptions& o, const std::set<NodeId>& forwardStores,
+             std::set<NodeId> kept)
+      : g_(g), cost_(g, t, o, RemakeCost::Estimate::Fused, forwardStores), remap_(g.nodes.size(), -1),
+        readers_(g.nodes.size()), kept_(std::move(kept)) {
     for (const Node& n : g.nodes)
       for (NodeId operand : n.operands) readers_[idx(operand)].push_back(n.id);
   }
@@ -160,6 +162,9 @@ class Recomputer {
     return out_;
   }
 
+  // Forward graph id -> its remade copy in the graph run() made.
+  const std::map<NodeId, NodeId>& copies() const { return copies_; }
+
  private:
   static size_t idx(NodeId id) { return static_cast<size_t>(id); }
 
@@ -168,7 +173,8 @@ class Recomputer {
   NodeId materialize(NodeId v) {
     if (auto it = copies_.find(v); it != copies_.end()) return it->second;
     const Node& n = g_.node(v);
-    if (n.op == Op::Input || isFree(g_, n) || masksItsMaximum(v) || !cost_.cheaperThanStoring(v)) return remap_[idx(v)];
+    if (n.op == Op::Input || isFree(g_, n) || masksItsMaximum(v) || kept_.count(v) || !cost_.cheaperThanStoring(v))
+      return remap_[idx(v)];
     Node copy = n;
     bool changed = false;
     for (NodeId& operand : copy.operands) {
@@ -208,6 +214,7 @@ class Recomputer {
   std::vector<NodeId> remap_;       // forward graph id -> id in out_
   std::vector<std::vector<NodeId>> readers_;  // forward graph id -> the nodes that read it
   std::map<NodeId, NodeId> copies_; // forward graph id -> its recomputed copy in out_
+  const std::set<NodeId> kept_;
 };
 
 // A value read by reductions over different axes cannot be made inside both
@@ -218,8 +225,10 @@ class Recomputer {
 // that every stream recomputes it on chip.
 class StreamSplitter {
  public:
-  StreamSplitter(const Graph& g, const Target& t, const CostOptions& o)
-      : g_(g), cost_(g, t, o, RemakeCost::Estimate::EveryOperand), nodes_(g.nodes), readers_(g.nodes.size()), copiesAfter_(g.nodes.size()) {}
+  // `whole`: values never split, whatever remaking them costs.
+  StreamSplitter(const Graph& g, const Target& t, const CostOptions& o, std::set<NodeId> whole)
+      : g_(g), cost_(g, t, o, RemakeCost::Estimate::EveryOperand), nodes_(g.nodes), readers_(g.nodes.size()),
+        copiesAfter_(g.nodes.size()), whole_(std::move(whole)) {}
 
   Graph run() {
     for (const Node& n : g_.nodes)
@@ -229,6 +238,9 @@ class StreamSplitter {
     for (size_t i = g_.nodes.size(); i-- > 0;) split(static_cast<NodeId>(i));
     return renumbered();
   }
+
+  // Per value of g_ that was split: its node and its copies' in the graph run() made.
+  const std::map<NodeId, std::vector<NodeId>>& splitValues() const { return placed_; }
 
  private:
   static size_t idx(NodeId id) { return static_cast<size_t>(id); }
@@ -283,7 +295,7 @@ class StreamSplitter {
     // tiles by every one of them: a copy would only store it twice.
     std::vector<NodeId> readers;  // in g_'s numbering: a copy reads as its original
     for (NodeId r : readers_[idx(v)]) readers.push_back(originalOf(r));
-    const bool movable = n.adjoint && n.op != Op::Input && !isFree(g_, n) && n.op != Op::Gather &&
+    const bool movable = n.adjoint && !whole_.count(v) && n.op != Op::Input && !isFree(g_, n) && n.op != Op::Gather &&
                          n.op != Op::ScatterAdd && !storedForMatmul(g_, originalOf(v), readers);
     if (byKey.size() < 2 || !movable || !cost_.cheaperThanStoring(v)) {
       keys_[idx(v)] = byKey.size() == 1 ? byKey.begin()->first : "@" + std::to_string(v);
@@ -311,7 +323,7 @@ class StreamSplitter {
 
   // The graph in topological order: each copy right after the node it copies
   // (its operands come before that node; copies of them right after theirs).
-  Graph renumbered() const {
+  Graph renumbered() {
     Graph out;
     out.name = g_.name;
     std::vector<NodeId> newId(nodes_.size(), -1);
@@ -323,6 +335,10 @@ class StreamSplitter {
     for (const Node& n : g_.nodes) {
       place(n.id);
       for (NodeId copy : copiesAfter_[idx(n.id)]) place(copy);
+      if (copiesAfter_[idx(n.id)].empty()) continue;
+      std::vector<NodeId>& placed = placed_[n.id];
+      placed.push_back(newId[idx(n.id)]);
+      for (NodeId copy : copiesAfter_[idx(n.id)]) placed.push_back(newId[idx(copy)]);
     }
     for (NodeId input : g_.inputs) out.inputs.push_back(newId[idx(input)]);
     for (const GraphOutput& o : g_.outputs) out.outputs.push_back({o.name, newId[idx(o.node)]});
@@ -337,13 +353,52 @@ class StreamSplitter {
   std::vector<std::vector<NodeId>> copiesAfter_;  // per original node: its copies
   std::vector<NodeId> copiedFrom_;  // per copy (numbered after g_'s nodes): the node of g_ it copies
   std::set<NodeId> outputs_;
+  const std::set<NodeId> whole_;
+  std::map<NodeId, std::vector<NodeId>> placed_;
 };
+
+// The values fusion (planning/fusion.h) writes to GMEM.
+std::set<NodeId> storedValues(const Graph& g) {
+  std::set<NodeId> stored;
+  for (const Kernel& k : formKernels(g))
+    stored.insert(k.outputs.begin(), k.outputs.end());
+  return stored;
+}
 
 }  // namespace
 
+// Both decisions assume fusion takes a remade value into the kernels that
+// read it. Where it does not (a remade contraction is a kernel of its own,
+// and so is each copy of a split one), the value is stored all the same and
+// the remaking is work for nothing: such a forward value that the forward
+// stores anyway is read as stored, and such a split value is made once.
+// Fusion is asked again after each correction, a few rounds at most.
 Graph recompute(const Graph& graph, const Target& target, const CostOptions& options) {
-  Graph remade = Recomputer(graph, target, options).run();
-  return StreamSplitter(remade, target, options).run();
+  const std::set<NodeId> forwardStores = storedByForward(graph);
+  constexpr int kRounds = 3;
+  std::set<NodeId> kept;
+  Graph remade;
+  for (int round = 0; round < kRounds; ++round) {
+    Recomputer recomputer(graph, target, options, forwardStores, kept);
+    remade = recomputer.run();
+    const std::set<NodeId> stored = storedValues(remade);
+    const size_t before = kept.size();
+    for (const auto& [value, copy] : recomputer.copies())
+      if (forwardStores.count(value) && stored.count(copy)) kept.insert(value);
+    if (kept.size() == before) break;
+  }
+  std::set<NodeId> whole;
+  Graph split;
+  for (int round = 0; round < kRounds; ++round) {
+    StreamSplitter splitter(remade, target, options, whole);
+    split = splitter.run();
+    const std::set<NodeId> stored = storedValues(split);
+    const size_t before = whole.size();
+    for (const auto& [value, made] : splitter.splitValues())
+      if (std::count_if(made.begin(), made.end(), [&](NodeId id) { return stored.count(id); }) > 1) whole.insert(value);
+    if (whole.size() == before) break;
+  }
+  return split;
 }
 
 }  // namespace llmc

@@ -18,6 +18,13 @@
 //
 // The backward readers get copies of the recomputed nodes (marked adjoint);
 // the forward nodes stay as they were for the forward's own readers.
+//
+// Both choices assume that fusion (planning/fusion.h) takes a remade value
+// into the kernels that read it. The pass asks fusion: a remade copy that
+// it stores anyway (a contraction is a kernel of its own) of a value the
+// forward stores too is read as stored instead, and a backward value split
+// for several streams of which more than one copy is stored (the gradient
+// of a running sum, read by sums over two different axes) is made once.
 #pragma once
 
 #include "ir/ir.h"

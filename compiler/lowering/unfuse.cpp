@@ -78,6 +78,27 @@ std::set<NodeId> prologuesOffTensorCores(const Graph& graph, const std::vector<P
 
 }  // namespace
 
+// Plans the kernels fused with `trial`, then leaves unfused, as well, what
+// the new kernels still keep off the tensor cores (a chain unstreamed leaves
+// its first contraction streamed with the mask it sums against), a few
+// rounds, before the plan is compared with the one it would replace.
+std::vector<PlannedKernel> planUnfused(const Graph& graph, FusionOptions& trial, const Target& target,
+                                       const CostOptions& cost, const EmitOptions& emit) {
+  std::vector<PlannedKernel> kernels = planKernels(graph, target, cost, trial);
+  chooseEngines(graph, kernels, target, cost, emit);
+  for (int round = 0; round < 3; ++round) {
+    const std::set<NodeId> streams = streamsOffTensorCores(graph, kernels);
+    const std::set<NodeId> prologues = prologuesOffTensorCores(graph, kernels);
+    const size_t before = trial.unstreamed.size() + trial.stored.size();
+    trial.unstreamed.insert(streams.begin(), streams.end());
+    trial.stored.insert(prologues.begin(), prologues.end());
+    if (trial.unstreamed.size() + trial.stored.size() == before) break;
+    kernels = planKernels(graph, target, cost, trial);
+    chooseEngines(graph, kernels, target, cost, emit);
+  }
+  return kernels;
+}
+
 std::vector<PlannedKernel> unfuseOffTensorCores(const Graph& graph, std::vector<PlannedKernel> kernels,
                                                 const Target& target, const CostOptions& cost,
                                                 const EmitOptions& emit) {
@@ -91,8 +112,7 @@ std::vector<PlannedKernel> unfuseOffTensorCores(const Graph& graph, std::vector<
     trial.unstreamed.insert(streams.begin(), streams.end());
     trial.stored.insert(prologues.begin(), prologues.end());
     if (trial.unstreamed.size() + trial.stored.size() == before) break;
-    std::vector<PlannedKernel> separate = planKernels(graph, target, cost, trial);
-    chooseEngines(graph, separate, target, cost, emit);
+    std::vector<PlannedKernel> separate = planUnfused(graph, trial, target, cost, emit);
     if (totalSeconds(separate) >= totalSeconds(kernels)) break;
     fusion = std::move(trial);
     kernels = std::move(separate);

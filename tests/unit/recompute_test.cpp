@@ -111,6 +111,20 @@ TEST_CASE("a chain of products of one stored value is remade from it, its read s
   CHECK(std::count_if(stored.begin(), stored.end(), [](const Node* n) { return n->op == Op::Contract; }) == 1);
 }
 
+TEST_CASE("a contraction read by two streams is made once when no stream takes it in", "[recompute]") {
+  // The gradient of a running sum (a contraction over t with its mask) is
+  // read by k's gradient, a sum over e, and by v's, a sum over d. Split for
+  // each stream it would be two contractions, each a kernel storing its
+  // result: the pass asks fusion and keeps it whole.
+  const Target target = loadTarget("sm_90a");
+  const SizeBindings sizes = {{"N", 8}, {"T", 256}, {"D", 32}};
+  Graph step = trainingStep("scanned_products_loss", sizes, {"k", "v"}, &target);
+  int storedGradients = 0;
+  for (const Node* n : storedWith(step, {"n", "d", "e"}, false))
+    storedGradients += n->adjoint && n->op == Op::Contract;
+  CHECK(storedGradients == 1);
+}
+
 TEST_CASE("the recomputing training step computes the same values", "[recompute]") {
   // The pass only copies nodes and rewires readers: the interpreter must give
   // the same loss and gradients, bit for bit in f64, with and without it.
