@@ -413,7 +413,10 @@ class Differentiator {
     // out [x d] like V, not transposed [d x]: stored and read contiguously).
     const std::string& inner = ts.axes.empty() ? std::string() : ts.axes.back().name;
     const bool innerFromGrad = !inner.empty() && b.type(g).has(inner) && !b.type(o).has(inner);
-    accumulate(b, self, innerFromGrad ? b.contract(o, g, shared) : b.contract(g, o, shared));
+    // Where the adjoint has exactly self's axes, it is written in self's
+    // order outright (a running sum's gradient [b h t d e] like its
+    // operand, not [b h d e t] as the operands' order would give).
+    accumulate(b, self, innerFromGrad ? b.contract(o, g, shared, ts.axes) : b.contract(g, o, shared, ts.axes));
   }
 
   Graph g_;
