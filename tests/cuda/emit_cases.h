@@ -198,6 +198,8 @@ inline std::vector<EmitCase> otherCases() {
        {{"B", 1}, {"H", 2}, {"T", 77}, {"D", 24}, {"E", 40}}, false, {}},
       {"causal linear attention by scan, training step", "benchmarks/diagrams/linear_attention.dg",
        "linear_attention_loss", {{"B", 1}, {"H", 2}, {"T", 77}, {"D", 24}, {"E", 40}}, true, {}},
+      {"running sum read by a contraction, training step", "tests/diagrams/recompute.dg", "scanned_products_loss",
+       {{"N", 3}, {"T", 256}, {"D", 32}}, true, {}},
       {"top-k routing", "benchmarks/diagrams/topk_routing.dg", "topk_routing",
        {{"N", 77}, {"C", 40}, {"E", 6}, {"O", 24}, {"R", 2}}, false, {}},
       {"top-k routing, training step", "benchmarks/diagrams/topk_routing.dg", "topk_routing_loss",
