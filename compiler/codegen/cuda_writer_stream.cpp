@@ -160,10 +160,12 @@ void CudaWriter::streamLoop(int point, const Env& env, WrittenKernel& out) {
   int chunks = open(point, fmt::format("for (int {0} = {3}; {0} < {1}; {0} += {2})", chunk, end, plan_.streamChunk, start));
   int positions = open(chunks, lanes        ? fmt::format("for (int {0} = {1} + lane; {0} < min({1} + {2}, {3}); {0} += {4})",
                                                               var, chunk, plan_.streamChunk, end, lanes_)
-                               : slices_ > 1 ? fmt::format("for (int {0} = {1} + slice; {0} < min({1} + {2}, {3}); {0} += {4})",
-                                                              var, chunk, plan_.streamChunk, end, slices_)
-                                             : fmt::format("for (int {0} = {1}; {0} < min({1} + {2}, {3}); ++{0})", var,
-                                                           chunk, plan_.streamChunk, end));
+                               // Unrolled: a thread's next positions' loads issue before this one's are back
+                               // (a column sum over 333 rows, 13 blocks: 22 us one position at a time).
+                               : slices_ > 1 ? fmt::format("_Pragma(\"unroll {5}\") for (int {0} = {1} + slice; {0} < min({1} + {2}, {3}); {0} += {4})",
+                                                              var, chunk, plan_.streamChunk, end, slices_, kPointsInFlight)
+                                             : fmt::format("_Pragma(\"unroll {4}\") for (int {0} = {1}; {0} < min({1} + {2}, {3}); ++{0})", var,
+                                                           chunk, plan_.streamChunk, end, kPointsInFlight));
   if (lanes) laneScopes_.insert(positions);
   Env e = env;
   e[x] = {var, positions};

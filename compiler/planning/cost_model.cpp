@@ -136,7 +136,7 @@ void addStreamSplit(KernelShape& s, const Graph& g, const Kernel& k, const std::
                            std::all_of(k.outputs.begin(), k.outputs.end(), [&](NodeId o) {
                              return std::count(stream.aggregates.begin(), stream.aggregates.end(), o) > 0;
                            });
-    if (plainSums && !contraction && !outputAxes.count(s.streamAxis) && s.streamExtent > kInnerLimit &&
+    if (plainSums && !contraction && !outputAxes.count(s.streamAxis) && s.streamExtent >= 2 * kSplitPositionsMin &&
         !isWholeArraySum(g, k.outputs, members))  // that one is written over the whole grid already
       s.splitAxes.push_back(s.streamAxis);
   }

@@ -132,6 +132,10 @@ KernelCost evaluate(const Graph& graph, const Kernel& kernel, const KernelShape&
 // A reduced axis longer than this is not held whole inside a chunk: the block
 // loops over it (a weight gradient's batch and positions).
 constexpr int64_t kInnerLimit = 256;
+// The fewest positions of a stream a block takes where blocks share it out
+// (a split stream): a column sum over 333 rows of 771 columns, 13 blocks
+// whole, fills the device as 8 shares of 42 rows.
+constexpr int64_t kSplitPositionsMin = 32;
 
 // What the partition search minimises (partition_search.cpp).
 enum class Objective {

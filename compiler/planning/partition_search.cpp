@@ -73,7 +73,7 @@ Partition searchPartition(const Graph& g, const Kernel& k, const KernelShape& s,
   }
   if (streamSplits) {
     std::vector<int64_t> perBlock;
-    for (int64_t n = s.streamExtent; n >= kInnerLimit; n /= 2) perBlock.push_back(n);
+    for (int64_t n = s.streamExtent; n >= kSplitPositionsMin; n /= 2) perBlock.push_back(n);
     options.push_back(perBlock);
   }
   std::vector<int64_t> chunks = {0};
