@@ -370,8 +370,11 @@ std::set<NodeId> storedValues(const Graph& g) {
 // Both decisions assume fusion takes a remade value into the kernels that
 // read it. Where it does not (a remade contraction is a kernel of its own,
 // and so is each copy of a split one), the value is stored all the same and
-// the remaking is work for nothing: such a forward value that the forward
-// stores anyway is read as stored, and such a split value is made once.
+// the remaking is work for nothing: such a forward value is read as stored
+// where the forward stores it anyway or it is a contraction (stored by the
+// forward too, it costs a write there against a whole contraction here:
+// linear attention's running state, 6.5 us), and such a split value is
+// made once.
 // Fusion is asked again after each correction, a few rounds at most.
 Graph recompute(const Graph& graph, const Target& target, const CostOptions& options) {
   const std::set<NodeId> forwardStores = storedByForward(graph);
@@ -384,7 +387,7 @@ Graph recompute(const Graph& graph, const Target& target, const CostOptions& opt
     const std::set<NodeId> stored = storedValues(remade);
     const size_t before = kept.size();
     for (const auto& [value, copy] : recomputer.copies())
-      if (forwardStores.count(value) && stored.count(copy)) kept.insert(value);
+      if ((forwardStores.count(value) || graph.node(value).op == Op::Contract) && stored.count(copy)) kept.insert(value);
     if (kept.size() == before) break;
   }
   std::set<NodeId> whole;

@@ -22,7 +22,7 @@
 // Both choices assume that fusion (planning/fusion.h) takes a remade value
 // into the kernels that read it. The pass asks fusion: a remade copy that
 // it stores anyway (a contraction is a kernel of its own) of a value the
-// forward stores too is read as stored instead, and a backward value split
+// forward stores too, or of a contraction, is read as stored instead, and a backward value split
 // for several streams of which more than one copy is stored (the gradient
 // of a running sum, read by sums over two different axes) is made once.
 #pragma once
