@@ -7,8 +7,9 @@
 #   scripts/test_nocuda.sh [CTEST_ARGS...]
 #       configures build-nocuda/ (LLMC_NOCUDA_BUILD_DIR picks another folder),
 #       builds everything with two jobs and runs ctest there: every test passes
-#       or is skipped (GPU tests, lit's REQUIRES: nvrtc). About 6 minutes with
-#       a warm ccache, 25 cold, on two cores.
+#       or is skipped (GPU tests, lit's REQUIRES: nvrtc). About 3.5 minutes on
+#       two cores after build/ was built (ccache hands back its objects: the
+#       folders are at the same depth); far longer cold.
 #   scripts/test_nocuda.sh --quick DIR
 #       the ctest nocuda_sources (in scripts/test.sh's run, about a minute):
 #       configures DIR without the toolkit and checks, building nothing, that
