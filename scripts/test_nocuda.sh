@@ -5,7 +5,7 @@
 # GPU runtime and its tests are left out.
 #
 #   scripts/test_nocuda.sh [CTEST_ARGS...]
-#       configures build-nocuda/ (LLMC_NOCUDA_BUILD_DIR picks another folder),
+#       configures build-test-nocuda/ (LLMC_NOCUDA_BUILD_DIR picks another),
 #       builds everything with two jobs and runs ctest there: every test passes
 #       or is skipped (GPU tests, lit's REQUIRES: nvrtc). About 3.5 minutes on
 #       two cores after build/ was built (ccache hands back its objects: the
@@ -57,7 +57,7 @@ PY
   exit 0
 fi
 
-build_dir="${LLMC_NOCUDA_BUILD_DIR:-$repo/build-nocuda}"
+build_dir="${LLMC_NOCUDA_BUILD_DIR:-$repo/build-test-nocuda}"
 configure "$build_dir"
 cmake --build "$build_dir" -j2
 ctest --test-dir "$build_dir" --output-on-failure -j2 "$@"
