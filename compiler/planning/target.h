@@ -158,8 +158,9 @@ struct Target {
   }
 };
 
-// The folder of the target files: $LLMC_TARGETS if set, else the source tree's
-// compiler/targets.
+// The folder of the target files: $LLMC_TARGETS if set, else an installed
+// share/llmc/targets beside the executable, else the source tree's
+// compiler/targets (common/data_folder.h). Throws TargetError when none exists.
 std::string targetsDir();
 
 // The architectures that have a data file, sorted: {"sm_80", "sm_90a"}.

@@ -7,6 +7,8 @@
 #include <regex>
 #include <sstream>
 
+#include "data_folder.h"
+
 namespace llmc::cuda {
 
 namespace fs = std::filesystem;
@@ -81,31 +83,10 @@ std::string programOutput(const KernelSource& kernel, nvrtcProgram program, GetS
   return bytes;
 }
 
-fs::path executableDirectory() {
-  std::error_code error;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", error);
-  return error ? fs::path() : exe.parent_path();
-}
-
 }  // namespace
 
 fs::path deviceIncludeDirectory() {
-  if (const char* env = std::getenv("LLMC_DEVICE_INCLUDE"); env && *env) {
-    if (!fs::is_directory(env))
-      throw std::runtime_error(fmt::format("LLMC_DEVICE_INCLUDE={} is not a folder (it should name runtime/cuda/device)", env));
-    return env;
-  }
-  std::vector<fs::path> tried = {LLMC_DEVICE_INCLUDE_DIR};
-  for (fs::path dir = executableDirectory(); !dir.empty(); dir = dir.parent_path()) {
-    tried.push_back(dir / "runtime/cuda/device");
-    if (dir == dir.root_path()) break;
-  }
-  for (const fs::path& candidate : tried)
-    if (fs::is_directory(candidate)) return candidate;
-  std::string places;
-  for (const fs::path& candidate : tried) places += "\n  " + candidate.string();
-  throw std::runtime_error(
-      fmt::format("llmc's device headers were not found; set LLMC_DEVICE_INCLUDE to runtime/cuda/device. Tried:{}", places));
+  return findDataFolder({"LLMC_DEVICE_INCLUDE", "device", LLMC_DEVICE_INCLUDE_DIR, "runtime/cuda/device"});
 }
 
 fs::path cudaIncludeDirectory() {

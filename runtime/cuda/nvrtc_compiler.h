@@ -42,10 +42,11 @@ class KernelCompileError : public std::runtime_error {
 // The C++ standard kernels are compiled with.
 inline constexpr const char* kKernelLanguageStandard = "-std=c++20";
 
-// llmc's device headers (runtime/cuda/device/): $LLMC_DEVICE_INCLUDE, else the
-// source tree llmc was built from, else runtime/cuda/device in a folder above
-// the running executable (a copy of the repository elsewhere). Throws
-// std::runtime_error naming the places tried when none exists.
+// llmc's device headers (runtime/cuda/device/): $LLMC_DEVICE_INCLUDE, else an
+// installed share/llmc/device beside the executable, else the source tree
+// llmc was built from, else runtime/cuda/device in a folder above the running
+// executable (a copy of the repository elsewhere): common/data_folder.h.
+// Throws std::runtime_error naming the places tried when none exists.
 std::filesystem::path deviceIncludeDirectory();
 
 // The CUDA toolkit's headers: those of the toolkit llmc was built with, else

@@ -82,7 +82,7 @@ struct GpuStartup {
   int64_t overlappedBytes = 0;  // of those, the bytes that start before the step's last launch
 };
 
-class GpuTrainer final : public Trainer {
+class GpuTrainer final : public DeviceTrainer {
  public:
   // Throws NoGpuError without a usable GPU, and std::runtime_error naming
   // the sizes when the model does not fit its memory.
@@ -113,9 +113,10 @@ class GpuTrainer final : public Trainer {
   // Data-parallel: GPU time of the last optimizer step's communication (the
   // gradient's reduction, and with ZeRO-1 the norm's and the weights' gather),
   // in ms; none for one process, or where it ran beside the backward.
-  std::optional<double> communicationMilliseconds() const { return communicationMilliseconds_; }
+  std::optional<double> communicationMilliseconds() const override { return communicationMilliseconds_; }
   // Nominal dense bf16 tensor-core rate of the GPU (its target file), for MFU.
-  double peakFlops() const { return peakFlops_; }
+  double peakFlops() const override { return peakFlops_; }
+  int64_t deviceBytes() const override { return startup_.deviceBytes; }
 
  private:
   struct Slice {

@@ -17,7 +17,6 @@
 #include <vector>
 
 #include "atomic_file.h"
-#include "nccl_communicator.h"
 
 namespace llmc {
 
@@ -136,20 +135,21 @@ ProcessPlace placeThisProcess(const ProcessGroupOptions& options, int gpusOnThis
   return place;
 }
 
-cuda::NcclUniqueId exchangeNcclId(const ProcessPlace& place, double timeoutSeconds) {
+NcclIdBytes exchangeNcclId(const ProcessPlace& place, const std::function<NcclIdBytes()>& makeId,
+                           double timeoutSeconds) {
   const fs::path file = idFile(place);
-  cuda::NcclUniqueId id{};
+  NcclIdBytes id{};
   if (place.rank == 0) {
-    id = cuda::NcclCommunicator::newUniqueId();
+    id = makeId();
     // Written whole, then renamed (common/atomic_file.h): a reader never sees
     // half an id, and the shared folder holds no fixed temporary name to plant.
-    writeFileAtomically(file, std::string_view(id.internal, sizeof id.internal), {.mode = 0600});
+    writeFileAtomically(file, std::string_view(id.data(), id.size()), {.mode = 0600});
     return id;
   }
   const auto start = std::chrono::steady_clock::now();
   while (true) {
     std::ifstream in(file, std::ios::binary);
-    if (in && in.read(id.internal, sizeof id.internal)) return id;
+    if (in && in.read(id.data(), static_cast<std::streamsize>(id.size()))) return id;
     const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (waited > timeoutSeconds)
       throw std::runtime_error(fmt::format("rank {}: no NCCL id from rank 0 in {} after {:.0f} s (is rank 0 running, "

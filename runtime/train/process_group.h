@@ -15,13 +15,15 @@
 //
 // Rank 0 makes the id and writes it atomically to DIR/llmc-nccl-id; the
 // others wait for the file. Rank 0 removes it once every rank has joined.
+// The id travels as bytes: nothing here needs CUDA or NCCL (the GPU path,
+// gpu_path.cpp, asks NCCL for it), so the CPU build has all of this.
 #pragma once
 
+#include <array>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
-
-#include "nccl_library.h"
 
 namespace llmc {
 
@@ -57,9 +59,13 @@ std::optional<int> launchLocalProcesses(const ProcessGroupOptions& options, char
 // folder to meet in).
 ProcessPlace placeThisProcess(const ProcessGroupOptions& options, int gpusOnThisNode);
 
-// Rank 0 makes the id and publishes it; the others wait for it (up to
-// `timeoutSeconds`, then an error naming the file).
-cuda::NcclUniqueId exchangeNcclId(const ProcessPlace& place, double timeoutSeconds = 300);
+// NCCL's unique id (ncclUniqueId), as bytes.
+using NcclIdBytes = std::array<char, 128>;
+
+// Rank 0 makes the id with `makeId` and publishes it; the others wait for it
+// (up to `timeoutSeconds`, then an error naming the file).
+NcclIdBytes exchangeNcclId(const ProcessPlace& place, const std::function<NcclIdBytes()>& makeId,
+                           double timeoutSeconds = 300);
 // Rank 0, after the communicator is made: the id's file is no longer needed,
 // and a later run must not read it.
 void removeNcclIdFile(const ProcessPlace& place);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "gpt2_weights.h"
@@ -48,6 +49,20 @@ class Trainer {
   virtual const OptimizerState& optimizerState() = 0;
   virtual void restoreOptimizerState(OptimizerState state) = 0;
   virtual int64_t parameterCount() const = 0;
+};
+
+// The GPU path's executor (GpuTrainer) answers these too, for the log's MFU,
+// memory and communication columns; declared here, without its CUDA types, so
+// that the training loop builds where the CUDA toolkit is missing.
+class DeviceTrainer : public Trainer {
+ public:
+  // Nominal dense bf16 tensor-core rate of the GPU (its target file), for MFU.
+  virtual double peakFlops() const = 0;
+  // Device memory the trainer allocated.
+  virtual int64_t deviceBytes() const = 0;
+  // Data-parallel: GPU time of the last optimizer step's communication in ms;
+  // none for one process, or where it ran beside the backward.
+  virtual std::optional<double> communicationMilliseconds() const = 0;
 };
 
 }  // namespace llmc

@@ -20,6 +20,11 @@ def tool(name):
     return r"(?<![\w./-])" + name.replace("-", r"\-") + r"(?![\w.-])"
 
 
+# `nvrtc`: llmc-compile was built with the CUDA toolkit, so --emit ptx works;
+# tests of it say `REQUIRES: nvrtc` and are unsupported (not failed) without.
+if config.llmc_nvrtc:
+    config.available_features.add("nvrtc")
+
 llmc_compile = os.path.join(config.llmc_tools_dir, "llmc-compile")
 config.substitutions += [
     (tool("llmc-compile"), llmc_compile),

@@ -56,10 +56,12 @@
 #include "driver/pipeline.h"
 #include "dump_support.h"
 #include "gpt2_checkpoint.h"
-#include "gpu_trainer.h"
 #include "interpreter.h"
 #include "interpreter_trainer.h"
 #include "planning/gpu_query.h"
+#ifdef LLMC_HAVE_CUDA  // the GPU path; built without the CUDA toolkit, --device cuda skips
+#include "gpu_trainer.h"
+#endif
 
 namespace {
 
@@ -227,9 +229,14 @@ void dump(const Options& options) {
 
   // On the GPU the trainer starts first: without a GPU (NoGpuError, a skip)
   // nothing is written.
+#ifdef LLMC_HAVE_CUDA
   std::unique_ptr<GpuTrainer> gpu;
+#endif
   std::string gpuName;
   if (options.cuda) {
+#ifndef LLMC_HAVE_CUDA
+    throw NoGpuError("gpt2-train-dump was built without the CUDA toolkit");
+#else
     GpuTrainerOptions gpuOptions;
     gpuOptions.bf16 = options.bf16;
     gpu = std::make_unique<GpuTrainer>(options.diagrams, weights, B, T, gpuOptions);
@@ -238,6 +245,7 @@ void dump(const Options& options) {
     fmt::print("gpu: {} ({}), {} storage: planned in {:.1f} s, kernels compiled or loaded in {:.1f} s, "
                "{} launches a step\n",
                s.device, s.arch, options.bf16 ? "bf16" : "fp32", s.planSeconds, s.compileSeconds, s.stepLaunches);
+#endif
   }
 
   std::filesystem::create_directories(out);
@@ -251,11 +259,14 @@ void dump(const Options& options) {
   std::vector<double> gradient;
   std::unique_ptr<Trainer> trainer;
   double loss0 = 0;
+#ifdef LLMC_HAVE_CUDA
   if (gpu) {
     loss0 = gpu->forwardBackward(tokenIds, targetIds, /*gradScale=*/1.0);
     gradient = gpu->gradient();
     trainer = std::move(gpu);
-  } else {
+  } else
+#endif
+  {
     loss0 = lossAndGradient(options, weights, tokens, targets, gradient);
   }
   writeRaw<float>(out / "grads.bin", gradient);

@@ -1,8 +1,8 @@
 // Data-parallel processes (runtime/train/process_group.h) and the options
 // that ask for them: where each process finds its rank and GPU, how the NCCL
 // id reaches the ranks above 0, what a bad combination says. No GPU or NCCL
-// needed: rank 0's side (which asks NCCL for the id) runs in the GPU test
-// train_data_parallel.
+// needed: the id is made by a function given (NCCL's in the GPU test
+// train_data_parallel).
 #include "process_group.h"
 
 #include <fmt/format.h>
@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -114,17 +113,46 @@ TEST_CASE("ranks above 0 read the id rank 0 published, and say where they waited
   place.rank = 1;
   place.size = 2;
   place.rendezvousDir = dir;
-  CHECK_THROWS_WITH(exchangeNcclId(place, 0.05), Contains((dir / "llmc-nccl-id").string()));
-  cuda::NcclUniqueId published{};
-  for (size_t i = 0; i < sizeof published.internal; ++i) published.internal[i] = static_cast<char>(i * 7 + 1);
-  std::ofstream(dir / "llmc-nccl-id", std::ios::binary).write(published.internal, sizeof published.internal);
-  const cuda::NcclUniqueId read = exchangeNcclId(place, 1.0);
-  CHECK(std::memcmp(read.internal, published.internal, sizeof published.internal) == 0);
+  int made = 0;
+  NcclIdBytes published{};
+  for (size_t i = 0; i < published.size(); ++i) published[i] = static_cast<char>(i * 7 + 1);
+  const auto makeId = [&] {
+    ++made;
+    return published;
+  };
+  CHECK_THROWS_WITH(exchangeNcclId(place, makeId, 0.05), Contains((dir / "llmc-nccl-id").string()));
+  std::ofstream(dir / "llmc-nccl-id", std::ios::binary).write(published.data(), published.size());
+  CHECK(exchangeNcclId(place, makeId, 1.0) == published);
+  CHECK(made == 0);  // only rank 0 makes the id
   removeNcclIdFile(place);  // rank 1: not its file to remove
   CHECK(fs::exists(dir / "llmc-nccl-id"));
   place.rank = 0;
   removeNcclIdFile(place);
   CHECK_FALSE(fs::exists(dir / "llmc-nccl-id"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("rank 0 makes the id once and publishes it whole, readable by its owner only", "[process_group]") {
+  const fs::path dir = fs::temp_directory_path() / fmt::format("llmc-process-group-rank0-{}", ::getpid());
+  fs::create_directories(dir);
+  ProcessPlace place;
+  place.size = 2;
+  place.rendezvousDir = dir;
+  NcclIdBytes id{};
+  for (size_t i = 0; i < id.size(); ++i) id[i] = static_cast<char>(255 - i);
+  int made = 0;
+  CHECK(exchangeNcclId(place, [&] { return ++made, id; }) == id);
+  CHECK(made == 1);
+  NcclIdBytes written{};
+  std::ifstream in(dir / "llmc-nccl-id", std::ios::binary);
+  REQUIRE(in.read(written.data(), written.size()));
+  CHECK(in.peek() == std::ifstream::traits_type::eof());
+  CHECK(written == id);
+  CHECK((fs::status(dir / "llmc-nccl-id").permissions() & fs::perms::all) ==
+        (fs::perms::owner_read | fs::perms::owner_write));
+  place.rank = 1;  // a rank above 0 reads what rank 0 wrote
+  CHECK(exchangeNcclId(place, [&] { return ++made, NcclIdBytes{}; }, 1.0) == id);
+  CHECK(made == 1);
   fs::remove_all(dir);
 }
 

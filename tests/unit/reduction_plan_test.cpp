@@ -1,8 +1,8 @@
-// planReduction (runtime/train/overlapped_reduction.h): which gradient arrays
+// planReduction (runtime/train/reduction_plan.h): which gradient arrays
 // a data-parallel step averages when, derived from the step's launches. On a
 // diagram GPT-2 does not use: a stack of tanh layers whose per-layer
 // gradients autodiff stacks back over the layer axis.
-#include "overlapped_reduction.h"
+#include "reduction_plan.h"
 
 #include <catch2/catch.hpp>
 
