@@ -34,7 +34,6 @@
 #include "driver/pipeline.h"
 #include "graph_inputs.h"
 #include "jit.h"
-#include "kernel_cache.h"
 #include "launch_time_report.h"
 #include "launch_timing.h"
 #include "lowering/lowering.h"
@@ -388,8 +387,7 @@ int run(Invocation& in) {
   backend.emit = llmc::emitOptionsFor(cost);
   backend.until = "write";
   const llmc::Backend planned = llmc::compileBackend(graph, target, backend);
-  const cuda::KernelCache cache(cuda::KernelCache::defaultDirectory());
-  const cuda::JitResult jit = cuda::compileKernels(cuda::kernelSources(*planned.module, context.arch()), &cache);
+  const cuda::JitResult jit = cuda::compileModuleKernels(*planned.module, context.arch());
   cuda::ModuleExecutor executor(*planned.module, {});
   executor.load(jit.kernels);
   fmt::print("{} ({}{}, {}, planned for {}) on {}: {} launches; {}\n", graph.name, in.sizesText,

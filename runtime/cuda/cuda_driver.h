@@ -46,6 +46,7 @@ class CudaError : public std::runtime_error {
   X(devicePrimaryCtxRelease, cuDevicePrimaryCtxRelease, 11000) \
   X(ctxSetCurrent, cuCtxSetCurrent, 4000)                    \
   X(ctxSynchronize, cuCtxSynchronize, 2000)                  \
+  X(ctxGetCurrent, cuCtxGetCurrent, 4000)                    \
   X(memAlloc, cuMemAlloc, 3020)                              \
   X(memFree, cuMemFree, 3020)                                \
   X(memcpyHtoD, cuMemcpyHtoD, 3020)                          \
@@ -55,6 +56,7 @@ class CudaError : public std::runtime_error {
   X(memcpyHtoDAsync, cuMemcpyHtoDAsync, 3020)                \
   X(memcpyDtoHAsync, cuMemcpyDtoHAsync, 3020)                \
   X(memsetD8Async, cuMemsetD8Async, 3020)                    \
+  X(memcpyDtoDAsync, cuMemcpyDtoDAsync, 3020)                \
   X(streamCreate, cuStreamCreate, 2000)                      \
   X(streamDestroy, cuStreamDestroy, 4000)                    \
   X(streamSynchronize, cuStreamSynchronize, 2000)            \

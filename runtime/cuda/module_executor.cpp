@@ -15,6 +15,11 @@ std::vector<KernelSource> kernelSources(const CudaModule& module, const std::str
   return sources;
 }
 
+JitResult compileModuleKernels(const CudaModule& module, const std::string& arch, JitWorkers how) {
+  const KernelCache cache(KernelCache::defaultDirectory());
+  return compileKernels(kernelSources(module, arch), &cache, 0, how);
+}
+
 int ModuleExecutor::bufferIndex(const std::string& name) const {
   for (size_t b = 0; b < module_.buffers.size(); ++b) {
     const BufferDesc& d = module_.buffers[b];
@@ -74,15 +79,20 @@ void ModuleExecutor::setArena(CUdeviceptr arena, size_t bytes) {
   }
 }
 
-void ModuleExecutor::rebind(const std::string& name, CUdeviceptr address) {
-  const int b = bufferIndex(name);
-  if (b < 0 || !bound_[static_cast<size_t>(b)])
-    throw std::invalid_argument(fmt::format("{} was not bound when the module was set up; it cannot be rebound", name));
-  if (address % 16 != 0)
-    throw std::invalid_argument(fmt::format("{} bound at a device address that is not 16-byte aligned", name));
-  if (bound_[static_cast<size_t>(b)] == address) return;
-  bound_[static_cast<size_t>(b)] = address;
-  if (!addresses_.empty()) setArena(arena_, arenaBytes_);
+void ModuleExecutor::rebind(const std::string& name, CUdeviceptr address) { rebind({{name, address}}); }
+
+void ModuleExecutor::rebind(const std::map<std::string, CUdeviceptr>& addresses) {
+  bool moved = false;
+  for (const auto& [name, address] : addresses) {
+    const int b = bufferIndex(name);
+    if (b < 0 || !bound_[static_cast<size_t>(b)])
+      throw std::invalid_argument(fmt::format("{} was not bound when the module was set up; it cannot be rebound", name));
+    if (address % 16 != 0)
+      throw std::invalid_argument(fmt::format("{} bound at a device address that is not 16-byte aligned", name));
+    moved |= bound_[static_cast<size_t>(b)] != address;
+    bound_[static_cast<size_t>(b)] = address;
+  }
+  if (moved && !addresses_.empty()) setArena(arena_, arenaBytes_);
 }
 
 void ModuleExecutor::run(CUstream stream) {

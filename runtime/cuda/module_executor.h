@@ -23,6 +23,12 @@ namespace llmc::cuda {
 // One translation unit per launch, for compileKernels.
 std::vector<KernelSource> kernelSources(const CudaModule& module, const std::string& arch);
 
+// Every launch of `module` compiled for `arch` (NVRTC; no GPU needed) through
+// the disk cache the tools share, KernelCache::defaultDirectory(): what
+// llmc-run and libllmc compile a module with.
+JitResult compileModuleKernels(const CudaModule& module, const std::string& arch,
+                               JitWorkers how = JitWorkers::Processes);
+
 class ModuleExecutor {
  public:
   // `bindings`: a graph input's or output's name -> the device address the
@@ -43,6 +49,9 @@ class ModuleExecutor {
   // Moves a binding made at construction to another address (ping-pong
   // arrays); the launches' arguments follow.
   void rebind(const std::string& name, CUdeviceptr address);
+  // Moves several at once, the launches' arguments made again once (a
+  // library that runs the module on its caller's arrays, a call at a time).
+  void rebind(const std::map<std::string, CUdeviceptr>& addresses);
 
   // Enqueues every launch on `stream`; or the i-th alone (to time it).
   void run(CUstream stream);
