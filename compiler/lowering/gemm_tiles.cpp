@@ -2,9 +2,6 @@
 
 #include <algorithm>
 #include <numeric>
-#include <set>
-
-#include "analysis/streamability.h"
 
 namespace llmc {
 
@@ -140,26 +137,8 @@ KernelCost priceGemmTile(const Graph& graph, const PlannedKernel& kernel, const 
   return cost;
 }
 
-bool outputsSumOverStream(const Graph& graph, const PlannedKernel& kernel) {
-  const std::string& axis = kernel.shape.streamAxis;
-  if (axis.empty()) return false;
-  const std::set<NodeId> members(kernel.kernel.nodes.begin(), kernel.kernel.nodes.end());
-  const StreamAnalysis sums = analyzeStream(graph, members, axis);
-  if (!sums.streamable || !sums.tail.empty()) return false;
-  for (const AccumulatorSlot& slot : sums.slots)
-    if (slot.kind != AccumulatorSlot::Kind::Sum || slot.rescaledBy >= 0) return false;
-  return std::all_of(kernel.kernel.outputs.begin(), kernel.kernel.outputs.end(), [&](NodeId o) {
-    return std::count(sums.aggregates.begin(), sums.aggregates.end(), o) > 0;
-  });
-}
-
 void chooseGemmTile(const Graph& graph, PlannedKernel& kernel, const TensorCoreGemm& gemm, const Target& target,
                     const CostOptions& options) {
-  std::vector<std::string>& splittable = kernel.shape.splitAxes;
-  const std::string& stream = kernel.shape.streamAxis;
-  if (!stream.empty() && std::find(splittable.begin(), splittable.end(), stream) == splittable.end() &&
-      outputsSumOverStream(graph, kernel))
-    splittable.push_back(stream);
   const int64_t kSteps = ceilDiv(gemm.K, gemm.BK);
   bool found = false;
   for (GemmTile tile : libraryTiles(gemm))

@@ -20,16 +20,8 @@
 
 namespace llmc {
 
-// Whether every output of the kernel is a plain sum over the stream axis:
-// what blocks sharing the stream out can add atomically (as launch_list.cpp's
-// split-K asks).
-bool outputsSumOverStream(const Graph& graph, const PlannedKernel& kernel);
-
 // Sets `kernel`'s gemmTile, partition and cost to the cheapest tile for
-// `gemm`, the GEMM the writer made of its tile launch. The k-steps may be
-// shared out over the stream axis as over any other k axis where the
-// outputs are plain sums over it (a classifier's input gradient: 777 x 771
-// outputs, 91 tiles, over 50257 classes).
+// `gemm`, the GEMM the writer made of its tile launch.
 void chooseGemmTile(const Graph& graph, PlannedKernel& kernel, const TensorCoreGemm& gemm, const Target& target,
                     const CostOptions& options);
 
