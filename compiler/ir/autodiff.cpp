@@ -152,10 +152,6 @@ class Differentiator {
         if (!tx.has(a.name) && !b.type(contribution).has(a.name)) copies *= a.size;
     contribution = b.cast(contribution, tx.dtype);
     contribution = b.sum(contribution, axesNotIn(b.type(contribution), tx));
-    // In x's order where that is free: a gradient laid out as its value
-    // (the logits' [n v], not [v n] as a one-hot pick's comparison gives)
-    // is read and written along the same rows as the value.
-    contribution = b.elementwiseInOrder(contribution, tx.axes);
     if (copies != 1)
       contribution = b.binary(BinaryOp::Mul, contribution, b.constant(static_cast<double>(copies), tx.dtype));
     NodeId& adj = adjoint_[static_cast<size_t>(x)];

@@ -248,17 +248,6 @@ NodeId GraphBuilder::broadcastTo(NodeId x, const Type& target) {
   return transposeTo(add(std::move(n)), target);
 }
 
-NodeId GraphBuilder::elementwiseInOrder(NodeId x, const std::vector<Axis>& order) {
-  const Node& n = g_.node(x);
-  const bool elementwise = n.op == Op::Unary || n.op == Op::Binary || n.op == Op::Compare || n.op == Op::Select ||
-                           n.op == Op::Cast;
-  if (!elementwise || n.type.axes == order || n.type.axes.size() != order.size()) return x;
-  if (!std::all_of(order.begin(), order.end(), [&](const Axis& a) { return n.type.has(a.name); })) return x;
-  Node copy = n;  // a new node: x may have readers that want its own order
-  copy.type.axes = order;
-  return add(std::move(copy));
-}
-
 NodeId GraphBuilder::transposeTo(NodeId x, const Type& target) {
   if (type(x).axes == target.axes) return x;
   Node n;

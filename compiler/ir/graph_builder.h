@@ -46,10 +46,6 @@ class GraphBuilder {
   NodeId broadcastTo(NodeId x, const Type& target);
   // x laid out in target's axis order (x has the same axes).
   NodeId transposeTo(NodeId x, const Type& target);
-  // x computed in `order` (a permutation of its axes) where that is free:
-  // an elementwise node may write its result in any order, so a copy of it
-  // in that order is returned; any other node is returned as it is.
-  NodeId elementwiseInOrder(NodeId x, const std::vector<Axis>& order);
 
   // The axes of an elementwise result: those of the operand with the most
   // axes, then any others in operand order.
