@@ -748,6 +748,36 @@ KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const
       if (!eight)
         inFlight = o.storageBytes * std::clamp(std::ceil(pointThreads / threadsUsed), 1.0, static_cast<double>(kPointsInFlight));
     }
+    // A stream of plain sums, its positions dealt to slices of the block's
+    // threads (CudaWriter::streamSlices): the tile's points (8 to a thread
+    // where they take 8) times the slices, each thread with kPointsInFlight
+    // positions of each input in flight. Counted as the loads' 16-byte
+    // shares, a column sum over 41 rows of 64 channels had 41 threads.
+    const bool sliced = lanes.lanes == 0 && !storedInStream && !s.streamAxis.empty() && s.loopAxes.empty() &&
+                        std::find(s.splitAxes.begin(), s.splitAxes.end(), s.streamAxis) != s.splitAxes.end();
+    if (sliced) {
+      double points = 1;
+      for (const auto& [axis, tile] : p.groupTiles) points *= static_cast<double>(tile);
+      const Axis& last = s.groupAxes.back();
+      const bool eight = o.storageBytes == 2 && p.groupTiles.at(last.name) % 8 == 0 && last.size % 8 == 0;
+      const double threadPoints = std::ceil(points / (eight ? 8 : 1));
+      const double residentBlocks = std::min<double>(static_cast<double>(cost.blocks),
+                                                     static_cast<double>(t.smCount) * t.maxBlocksPerSM);
+      const double residentThreads = static_cast<double>(t.smCount) * t.maxWarpsPerSM * t.warpSize;
+      double slices = 1;
+      while (threadPoints * slices * 2 <= threads && residentBlocks * threadPoints * slices * 2 <= residentThreads &&
+             positions / (slices * 2) >= 8)
+        slices *= 2;
+      threadsUsed = std::min<double>(threads, slices > 1 ? threadPoints * slices : std::ceil(threadPoints / 32) * 32);
+      double bytesPerPosition = 0;  // a thread's, over the inputs along the stream and the tile
+      for (NodeId in : k.inputs) {    // (a row's statistic, the same for the whole warp, is one load)
+        const Type& ty = g.node(in).type;
+        if (ty.has(s.streamAxis) && std::any_of(s.groupAxes.begin(), s.groupAxes.end(),
+                                                [&](const Axis& a) { return ty.has(a.name); }))
+          bytesPerPosition += eight ? 16 : elementBytes(ty, o);
+      }
+      inFlight = kPointsInFlight * std::max(bytesPerPosition, 1.0);
+    }
     // A lane stream's threads: its points' lanes, 8 positions a lane in flight.
     if (lanes.lanes > 0) {
       threadsUsed = static_cast<double>(lanes.threads);

@@ -3,6 +3,9 @@
 // each priced by evaluate(); the fastest (or the one moving least) is kept.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
 
 #include "frontend/resource_limits.h"
 #include "planning/cost_model.h"
@@ -11,7 +14,10 @@ namespace llmc {
 
 namespace {
 
-int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+struct PartitionChoice {
+  Partition partition;
+  int64_t blocks = 0;
+};
 
 }  // namespace
 
@@ -33,6 +39,85 @@ std::vector<int64_t> tileCandidates(int64_t extent, int64_t multiple, int64_t gr
   out.push_back(whole);
   return out;
 }
+
+namespace {
+
+// The fastest legal partition over every combination of `options` (one list
+// a group axis, a loop axis, and where it is shared out, the stream) and
+// `chunks`.
+PartitionChoice searchOptions(const Graph& g, const Kernel& k, const KernelShape& s, const Target& t,
+                              const CostOptions& o, Objective objective,
+                              const std::vector<std::vector<int64_t>>& options, const std::vector<int64_t>& chunks) {
+  // Partitions priced within 1% of the fastest are taken as equal, and among
+  // them the fastest whose blocks hold at least kFullBlockPoints points is
+  // kept where one does: what the model leaves out — a block's launch and
+  // its index arithmetic, redone by every block — is small against a block
+  // whose 256 threads take 8 points each, not against tiny ones (RoPE's
+  // rotation, [b h t i r:2], in blocks of 128 points: 8000 blocks issuing 91
+  // instructions a point, 5.7 us on the H200 against 2 predicted). Not the
+  // fewest blocks: of two partitions priced alike, transposing a
+  // classifier's logits, 777 rows a block ran 4x slower than 128 (L1 no
+  // longer held the sectors the threads come back to).
+  constexpr int64_t kFullBlockPoints = 2048;
+  struct Priced {
+    Partition partition;
+    double score;
+    bool full;
+    int64_t blocks;
+  };
+  std::vector<Priced> legal;
+  Partition smallest;
+  double bestTime = INFINITY, smallestMemory = INFINITY;
+  std::vector<size_t> pick(options.size(), 0);
+  while (true) {
+    for (int64_t chunk : chunks) {
+      Partition p;
+      for (size_t i = 0; i < options.size(); ++i) {
+        if (i < s.groupAxes.size()) p.groupTiles[s.groupAxes[i].name] = options[i][pick[i]];
+        else if (i < s.groupAxes.size() + s.loopAxes.size()) p.splitTiles[s.loopAxes[i - s.groupAxes.size()]] = options[i][pick[i]];
+        else p.splitTiles[s.streamAxis] = options[i][pick[i]];
+      }
+      p.streamChunk = chunk;
+      KernelCost c = evaluate(g, k, s, p, t, o);
+      if (getenv("LLMC_DBG_SEARCH")) {
+        std::string d;
+        for (auto& [a, v] : p.groupTiles) d += a + "/" + std::to_string(v) + " ";
+        for (auto& [a, v] : p.splitTiles) d += "split " + a + "/" + std::to_string(v) + " ";
+        d += "chunk " + std::to_string(chunk);
+        std::string terms;
+        for (auto& [a, v] : c.seconds) terms += a + "=" + std::to_string(v*1e6).substr(0,5) + " ";
+        fprintf(stderr, "  cand %s: %.2f us (%s) blocks %lld %s\n", d.c_str(), c.predicted * 1e6, c.bottleneck.c_str(), (long long)c.blocks, terms.c_str());
+      }
+      double memory = c.level("SMEM").memoryBytes;
+      double score = objective == Objective::Time ? c.predicted : c.level("L2").movedBytes;
+      // A tile under its axis' segment is taken only where it gains more than
+      // 1%: what it adds (partial segments) the model prices only in part.
+      for (const auto& [axis, segment] : s.segment)
+        if (p.groupTiles.at(axis) < segment) {
+          score *= 1.01;
+          break;
+        }
+      if (c.fits) {
+        bestTime = std::min(bestTime, score);
+        int64_t points = 1;
+        for (const auto& [axis, tile] : p.groupTiles) points = checkedMul(points, tile).value_or(kFullBlockPoints);
+        if (score <= bestTime * 1.01) legal.push_back({p, score, points >= kFullBlockPoints, c.blocks});
+      }
+      if (memory < smallestMemory) smallestMemory = memory, smallest = p;
+    }
+    size_t i = 0;
+    while (i < pick.size() && ++pick[i] == options[i].size()) pick[i++] = 0;
+    if (i == pick.size()) break;
+  }
+  if (std::isinf(bestTime)) return {smallest, evaluate(g, k, s, smallest, t, o).blocks};
+  const Priced* best = nullptr;
+  for (const Priced& c : legal)
+    if (c.score <= bestTime * 1.01 && (!best || (c.full && !best->full) || (c.full == best->full && c.score < best->score)))
+      best = &c;
+  return {best->partition, best->blocks};
+}
+
+}  // namespace
 
 Partition searchPartition(const Graph& g, const Kernel& k, const KernelShape& s, const Target& t, const CostOptions& o,
                           Objective objective) {
@@ -57,87 +142,26 @@ Partition searchPartition(const Graph& g, const Kernel& k, const KernelShape& s,
     for (int64_t n = s.loopExtent.at(axis); n >= 1 && (splits || perBlock.empty()); n /= 2) perBlock.push_back(n);
     options.push_back(perBlock);
   }
-  // The stream's share a block takes, halving from the whole stream; only
-  // where no partition without it gives every SM a block (few rows): a grid
-  // that can fill the device keeps its stream whole (GPT-2's bias gradients,
-  // 768 blocks of column sums, ran 52 us whole and 75 with the stream split
-  // 8 ways on the H200, 2026-12-01, at the same predicted time).
-  bool streamSplits = std::find(s.splitAxes.begin(), s.splitAxes.end(), s.streamAxis) != s.splitAxes.end();
-  if (streamSplits) {
-    double most = 1;  // blocks, at the finest tiles and splits
-    for (size_t i = 0; i < options.size(); ++i)
-      most *= static_cast<double>(i < s.groupAxes.size() ? ceilDiv(s.groupAxes[i].size, options[i].front())
-                                                         : ceilDiv(s.loopExtent.at(s.loopAxes[i - s.groupAxes.size()]),
-                                                                   options[i].back()));
-    streamSplits = most < t.smCount;
-  }
-  if (streamSplits) {
-    std::vector<int64_t> perBlock;
-    for (int64_t n = s.streamExtent; n >= kSplitPositionsMin; n /= 2) perBlock.push_back(n);
-    options.push_back(perBlock);
-  }
   std::vector<int64_t> chunks = {0};
   if (!s.streamAxis.empty() && s.streamExtent > 0) {
     auto m = s.tileMultiple.find(s.streamAxis);
     chunks = tileCandidates(s.streamExtent, m == s.tileMultiple.end() ? 1 : m->second, growth);
   }
-  // Partitions priced within 1% of the fastest are taken as equal, and among
-  // them the fastest whose blocks hold at least kFullBlockPoints points is
-  // kept where one does: what the model leaves out — a block's launch and
-  // its index arithmetic, redone by every block — is small against a block
-  // whose 256 threads take 8 points each, not against tiny ones (RoPE's
-  // rotation, [b h t i r:2], in blocks of 128 points: 8000 blocks issuing 91
-  // instructions a point, 5.7 us on the H200 against 2 predicted). Not the
-  // fewest blocks: of two partitions priced alike, transposing a
-  // classifier's logits, 777 rows a block ran 4x slower than 128 (L1 no
-  // longer held the sectors the threads come back to).
-  constexpr int64_t kFullBlockPoints = 2048;
-  struct Priced {
-    Partition partition;
-    double score;
-    bool full;
-  };
-  std::vector<Priced> legal;
-  Partition smallest;
-  double bestTime = INFINITY, smallestMemory = INFINITY;
-  std::vector<size_t> pick(options.size(), 0);
-  while (true) {
-    for (int64_t chunk : chunks) {
-      Partition p;
-      for (size_t i = 0; i < options.size(); ++i) {
-        if (i < s.groupAxes.size()) p.groupTiles[s.groupAxes[i].name] = options[i][pick[i]];
-        else if (i < s.groupAxes.size() + s.loopAxes.size()) p.splitTiles[s.loopAxes[i - s.groupAxes.size()]] = options[i][pick[i]];
-        else p.splitTiles[s.streamAxis] = options[i][pick[i]];
-      }
-      p.streamChunk = chunk;
-      KernelCost c = evaluate(g, k, s, p, t, o);
-      double memory = c.level("SMEM").memoryBytes;
-      double score = objective == Objective::Time ? c.predicted : c.level("L2").movedBytes;
-      // A tile under its axis' segment is taken only where it gains more than
-      // 1%: what it adds (partial segments) the model prices only in part.
-      for (const auto& [axis, segment] : s.segment)
-        if (p.groupTiles.at(axis) < segment) {
-          score *= 1.01;
-          break;
-        }
-      if (c.fits) {
-        bestTime = std::min(bestTime, score);
-        int64_t points = 1;
-        for (const auto& [axis, tile] : p.groupTiles) points = checkedMul(points, tile).value_or(kFullBlockPoints);
-        if (score <= bestTime * 1.01) legal.push_back({p, score, points >= kFullBlockPoints});
-      }
-      if (memory < smallestMemory) smallestMemory = memory, smallest = p;
-    }
-    size_t i = 0;
-    while (i < pick.size() && ++pick[i] == options[i].size()) pick[i++] = 0;
-    if (i == pick.size()) break;
-  }
-  if (std::isinf(bestTime)) return smallest;
-  const Priced* best = nullptr;
-  for (const Priced& c : legal)
-    if (c.score <= bestTime * 1.01 && (!best || (c.full && !best->full) || (c.full == best->full && c.score < best->score)))
-      best = &c;
-  return best->partition;
+  const PartitionChoice whole = searchOptions(g, k, s, t, o, objective, options, chunks);
+  // The stream's share a block takes, halving from the whole stream; only
+  // where the best partition without it leaves SMs without a block (few
+  // rows, or few columns of a column sum): a grid that fills the device
+  // keeps its stream whole (GPT-2's bias gradients, 768 blocks of column
+  // sums, ran 52 us whole and 75 with the stream split 8 ways on the H200,
+  // 2026-12-01, at the same predicted time). A layernorm's gain gradient
+  // over 333 rows of 771 channels, 13 blocks whole, ran 22 us where its
+  // model said 9.5: each thread walked 84 rows, a load in flight a row.
+  const bool streamSplits = std::find(s.splitAxes.begin(), s.splitAxes.end(), s.streamAxis) != s.splitAxes.end();
+  if (!streamSplits || whole.blocks >= t.smCount) return whole.partition;
+  std::vector<int64_t> perBlock;
+  for (int64_t n = s.streamExtent; n >= kSplitPositionsMin; n /= 2) perBlock.push_back(n);
+  options.push_back(perBlock);
+  return searchOptions(g, k, s, t, o, objective, options, chunks).partition;
 }
 
 }  // namespace llmc
