@@ -11,6 +11,7 @@
 
 #include "codegen/cuda_kernel_writer.h"
 #include "codegen/prelude.h"
+#include "planning/cost_model.h"
 #include "lowering/gemm_staging.h"
 #include "lowering/tensor_core_gemm.h"
 #include "lowering/tensor_core_stream.h"
@@ -178,6 +179,8 @@ class ModuleWriter {
     launch.instructions = selectInstructions(graph, p.plan.computed, stored, bf16);
     // An output's copy (launch_list.cpp) reads and writes each element once:
     // priced at the GMEM's bandwidth, a helper of the kernel it copies from.
+    if (p.plan.kind == LaunchPlan::Kind::Clear)
+      launch.predictedSeconds = clearLaunchSeconds(graph.node(p.plan.outputs.at(0)).type, target);
     if (p.role == "copy") {
       const double bytes = 2.0 * static_cast<double>(graph.node(p.plan.outputs.at(0)).type.elementCount()) * (bf16 ? 2 : 4);
       launch.predictedSeconds = bytes / target.level("GMEM").attainableBandwidth + target.graphLaunchOverhead;

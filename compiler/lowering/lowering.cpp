@@ -40,7 +40,7 @@ std::map<int, LaunchesOfKernel> launchesByKernel(const CudaModule& module) {
                  : k.tensorCores                  ? "tensor-core stream"
                  : l.instructions.kind == InstructionChoice::Kind::Elementwise ? "CUDA cores (elementwise)"
                                                                                : "CUDA cores";
-    } else if (l.predictedSeconds > 0) {
+    } else if (l.predictedSeconds > 0 && l.role != "clear") {  // (the cost model prices clears itself)
       k.helperSeconds += l.predictedSeconds;
       ++k.helpers;
     }

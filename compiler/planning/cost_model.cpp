@@ -103,6 +103,10 @@ double stagedTensorContractionSeconds(double operations, double stagedBytes, con
   return operations / t.unit("tensor_" + input).attainable + 2 * stagedBytes / t.level("GMEM").attainableBandwidth;
 }
 
+double clearLaunchSeconds(const Type& type, const Target& target) {
+  return target.graphLaunchOverhead + 4 * static_cast<double>(type.elementCount()) / target.level("GMEM").attainableBandwidth;
+}
+
 double storedBytes(const Type& type, const CostOptions& o) {
   return static_cast<double>(type.elementCount()) * elementBytes(type, o);
 }
@@ -517,9 +521,7 @@ void outputTraffic(const Graph& g, const Kernel& k, const KernelShape& s, const 
                    const CostOptions& o, int64_t splits, bool wholeArraySum, const KernelCost& cost, Traffic& tr) {
   // Outputs added into atomically are zeroed first by a launch of their own
   // (codegen/launch_list.cpp, clearBefore): a graph node more, and the zeros' bytes.
-  auto zeroedFirst = [&](const Type& ty) {
-    tr.clearSeconds += t.graphLaunchOverhead + 4 * static_cast<double>(ty.elementCount()) / t.level("GMEM").attainableBandwidth;
-  };
+  auto zeroedFirst = [&](const Type& ty) { tr.clearSeconds += clearLaunchSeconds(ty, t); };
   for (NodeId out : k.outputs) {
     const Node& n = g.node(out);
     const Type& ty = n.type;

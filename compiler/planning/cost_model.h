@@ -121,6 +121,11 @@ NodeWork nodeWork(const Graph& graph, const Node& node, const Target& target, co
 double stagedTensorContractionSeconds(double operations, double stagedBytes, const Target& target,
                                       const CostOptions& options);
 
+// The launch zeroing an f32 array that atomics then add into
+// (codegen/launch_list.cpp): a graph node and the zeros' bytes. Part of the
+// predicted time of the kernel it is made for, and its own launch's.
+double clearLaunchSeconds(const Type& type, const Target& target);
+
 // The bytes an array takes in GMEM.
 double storedBytes(const Type& type, const CostOptions& options);
 
