@@ -93,10 +93,13 @@ NodeWork nodeWork(const Graph& g, const Node& n, const Target& t, const CostOpti
   // product reads its own element of it, once, as the memory terms price),
   // nothing is re-read: the FMA units' own rate (a causal linear attention's
   // output, o[t e] = sum(state[t d e] * y[t d], d), was priced 4.9 us at the
-  // measured contraction rate and ran 2.2).
+  // measured contraction rate and ran 2.2). Not a gathered or broadcast
+  // operand: its elements are a smaller array's, read again and again.
   if (n.op == Op::Contract && isFloat(n.type.dtype)) {
     const bool eachReadOnce = std::any_of(n.operands.begin(), n.operands.end(), [&](NodeId op) {
-      return static_cast<double>(g.node(op).type.elementCount()) >= elements;
+      const Node& operand = g.node(op);
+      return operand.op != Op::Gather && operand.op != Op::Broadcast &&
+             static_cast<double>(operand.type.elementCount()) >= elements;
     });
     return {tensorCores                                     ? (o.storageBytes == 2 ? "tensor_bf16" : "tensor_tf32")
             : t.hasUnit("fp32_contraction") && !eachReadOnce ? "fp32_contraction"
