@@ -292,6 +292,7 @@ int runMain(int argc, char** argv) {
 // needs more stack than a process's main thread has: run on a thread with
 // 1 GiB reserved, as llmc-compile does (pages are committed only as used).
 int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // each line as it comes, through a pipe too
   struct Call {
     int argc;
     char** argv;
