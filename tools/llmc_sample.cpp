@@ -121,6 +121,8 @@ std::optional<Options> parseOptions(int argc, char** argv) {
       if (i + 1 == argc) throw UsageError(fmt::format("{} needs a value", arg));
       return argv[++i];
     };
+    if ((arg == "-h" || arg == "--help" || arg == "--version") && joined)
+      throw UsageError(fmt::format("{} takes no value (got '{}={}')", arg, arg, *joined));
     if (arg == "-h" || arg == "--help") {
       std::fputs(kUsage, stdout);
       return std::nullopt;
