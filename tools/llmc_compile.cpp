@@ -223,6 +223,8 @@ std::optional<Invocation> parseCommandLine(int argc, char** argv) {
       if (i + 1 >= argc) usageError(fmt::format("{} needs a value", flag));
       return argv[++i];
     };
+    if ((arg == "-h" || arg == "--help" || arg == "--version") && joined)
+      usageError(fmt::format("{} takes no value (got '{}={}')", arg, arg, *joined));
     if (arg == "-h" || arg == "--help") {
       std::fputs(kUsage, stdout);
       return std::nullopt;

@@ -45,13 +45,17 @@ gets at least one document and train keeps at least one.
 Output: OUT/PREFIX_val_000000.bin, OUT/PREFIX_train_000000.bin, ...: each split
 numbered from 000000, shards of --shard-size tokens (the last one shorter);
 documents run on across shard boundaries. Shards of the same prefix and split
-left over from an earlier run, numbered past the new ones, are removed.
+left over from an earlier run, numbered past the new ones, are removed. Beside
+them, OUT/gpt2_tokenizer.bin: the tokenizer in llm.c's format, which llm.c
+and llmc-train's and llmc-sample's --tokenizer read to print text.
 
 options:
   --tokenizer DIR      folder with encoder.json and vocab.bpe (default:
                        ../shared/data/gpt2-bpe beside the llmc repository, else
                        data/gpt2-bpe inside it, as scripts/fetch_data.sh makes)
   --out DIR            output folder, created if missing (required)
+  --tokenizer-file F   where to write llm.c's tokenizer file (default
+                       OUT/gpt2_tokenizer.bin; "none": not written)
   --val-fraction F     share of the documents for val, 0 < F < 1 (default 0.1)
   --val-docs N         exactly N documents for val (instead of --val-fraction)
   --shard-size N       tokens per shard file (default 100000000)
@@ -71,6 +75,7 @@ example:
 struct Options {
   std::optional<fs::path> tokenizerDir;
   fs::path outDir;
+  std::optional<fs::path> tokenizerFile;  // empty: none written
   std::optional<double> valFraction;
   std::optional<int64_t> valDocs;
   int64_t shardSize = kDefaultShardSize;
@@ -153,6 +158,8 @@ std::optional<Options> parseOptions(int argc, char** argv) {
       if (i + 1 == argc) throw UsageError(fmt::format("{} needs a value", arg));
       return argv[++i];
     };
+    if ((arg == "-h" || arg == "--help" || arg == "--version") && joined)
+      throw UsageError(fmt::format("{} takes no value (got '{}={}')", arg, arg, *joined));
     if (arg == "-h" || arg == "--help") {
       std::fputs(kUsage, stdout);
       return std::nullopt;
@@ -163,6 +170,10 @@ std::optional<Options> parseOptions(int argc, char** argv) {
       options.tokenizerDir = value();
     } else if (arg == "--out") {
       options.outDir = value();
+    } else if (arg == "--tokenizer-file") {
+      const std::string file = value();
+      options.tokenizerFile = file == "none" ? fs::path() : fs::path(file);
+      if (file.empty()) throw UsageError("--tokenizer-file needs a path, or none");
     } else if (arg == "--val-fraction") {
       options.valFraction = parseFraction(arg, value());
     } else if (arg == "--val-docs") {
@@ -335,6 +346,11 @@ void run(const Options& options) {
     throw std::runtime_error(fmt::format("{}: {} tokens do not fit the uint16 tokens of a shard",
                                          tokenizerDir.string(), tokenizer.vocabSize()));
   }
+  if (!tokenizer.canEncode()) {
+    throw std::runtime_error(fmt::format("--tokenizer {}: llm.c's tokenizer file cannot encode text; give the folder "
+                                         "with encoder.json and vocab.bpe",
+                                         tokenizerDir.string()));
+  }
   const std::vector<fs::path> files = listInputFiles(options.inputs);
 
   // The split needs the number of documents before the first is written.
@@ -390,6 +406,8 @@ void run(const Options& options) {
   }
   train.finish();
   val.finish();
+  const fs::path tokenizerFile = options.tokenizerFile.value_or(options.outDir / kLlmcTokenizerFileName);
+  if (!tokenizerFile.empty()) tokenizer.writeLlmcFile(tokenizerFile);
 
   const double seconds = secondsSince(start);
   fmt::print("llmc-data: {} documents ({} train, {} val), {:.1f} MB of text in {:.1f} s ({:.1f} MB/s)\n",
@@ -397,6 +415,7 @@ void run(const Options& options) {
              bytesDone / 1e6 / seconds);
   fmt::print("  train: {} tokens in {}\n", train.tokenCount(), describeFiles(train.written()));
   fmt::print("  val:   {} tokens in {}\n", val.tokenCount(), describeFiles(val.written()));
+  if (!tokenizerFile.empty()) fmt::print("  tokenizer: {}\n", tokenizerFile.string());
 }
 
 }  // namespace

@@ -8,7 +8,8 @@
 // GPU 0 is looked for first (--arch auto plans for its arch), but where there
 // is none that is said only after what needs no GPU is checked: the command
 // line, the diagram (errors at file:line:col), the input files. Then llmc-run
-// exits with 77, the status test drivers read as "skipped".
+// exits with 77, the status test drivers read as "skipped"; an llmc built
+// without the CUDA toolkit does the same, saying so (tools/llmc_run.h).
 #include <pthread.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -26,25 +27,24 @@
 #include <utility>
 #include <vector>
 
-#include "atomic_file.h"
-#include "cuda_context.h"
-#include "cuda_stream.h"
-#include "device_buffer.h"
-#include "driver/backend.h"
 #include "driver/pipeline.h"
 #include "graph_inputs.h"
-#include "jit.h"
-#include "launch_time_report.h"
-#include "launch_timing.h"
-#include "lowering/lowering.h"
-#include "module_check.h"
-#include "module_executor.h"
+#include "llmc_run.h"
 #include "npy_file.h"
 #include "planning/target.h"
 
+namespace llmc_run {
+
+[[noreturn]] void usageError(const std::string& message) {
+  std::fprintf(stderr, "llmc-run: %s\n(see llmc-run --help)\n", message.c_str());
+  std::exit(kUsageError);
+}
+
+}  // namespace llmc_run
+
 namespace {
 
-namespace cuda = llmc::cuda;
+using namespace llmc_run;
 
 const char* kUsage = R"(usage: llmc-run FILE.dg [options]
 
@@ -100,28 +100,11 @@ exit status: 0 on success; 1 when --check finds an output beyond its
 tolerance; 2 for a bad command line; 3 for an error in the diagrams or an
 input file (FILE:LINE:COL for diagrams, the file and what is wrong for .npy
 files); 4 when NVRTC, the GPU or llmc fails (a bug in llmc); 77 when no GPU
-can be used (no CUDA driver, or the driver sees no GPU): the diagram and the
-input files are still checked first, nothing is run.
+can be used (no CUDA driver, the driver sees no GPU, or this llmc was built
+without the CUDA toolkit): the diagram and the input files are still checked
+first, nothing is run.
 )";
 
-constexpr int kCheckFailed = 1, kUsageError = 2, kInputError = 3, kInternalError = 4, kNoGpu = 77;
-
-[[noreturn]] void usageError(const std::string& message) {
-  std::fprintf(stderr, "llmc-run: %s\n(see llmc-run --help)\n", message.c_str());
-  std::exit(kUsageError);
-}
-
-// What the command line asks for.
-struct Invocation {
-  llmc::PipelineOptions options;  // path, entry, sizes, grad
-  std::string arch = "auto", sizesText;
-  bool bf16 = true, check = false, bench = false;
-  int reps = 10;
-  bool repsGiven = false;
-  std::string outPath;
-  std::map<std::string, std::string> inputFiles;  // input name -> .npy path
-  uint64_t seed = 1;
-};
 
 // A whole number of at most 18 digits, or a usage error naming `flag`.
 uint64_t wholeNumber(const std::string& flag, const std::string& text) {
@@ -198,6 +181,8 @@ std::optional<Invocation> parseCommandLine(int argc, char** argv) {
       if (i + 1 >= argc) usageError(fmt::format("{} needs a value", arg));
       return argv[++i];
     };
+    if ((arg == "-h" || arg == "--help" || arg == "--version") && joined)
+      usageError(fmt::format("{} takes no value (got '{}={}')", arg, arg, *joined));
     if (arg == "-h" || arg == "--help") {
       std::fputs(kUsage, stdout);
       return std::nullopt;
@@ -220,27 +205,11 @@ std::optional<Invocation> parseCommandLine(int argc, char** argv) {
   return in;
 }
 
-// GPU 0, or why there is none.
-struct Gpu {
-  std::optional<cuda::Context> context;
-  std::string missing;  // why there is no context
-};
-
-void openGpu(Gpu& gpu) {
-  try {
-    gpu.context.emplace(0);
-  } catch (const cuda::NoGpuError& e) {
-    gpu.missing = e.what();
-  } catch (const cuda::CudaError& e) {  // cuDeviceGet and the like failing: no usable GPU either
-    gpu.missing = e.what();
-  }
-}
-
 // The arch planned for: --arch, or for auto the GPU's (sm_90a where there is
 // no GPU: the diagram is still checked before llmc-run exits with 77).
-std::string plannedArch(const Invocation& in, const Gpu& gpu) {
+std::string plannedArch(const Invocation& in, const Gpu* gpu) {
   if (in.arch != "auto") return in.arch;
-  return !gpu.context || gpu.context->computeCapability() >= 90 ? "sm_90a" : "sm_80";
+  return !gpu || gpuComputeCapability(*gpu) >= 90 ? "sm_90a" : "sm_80";
 }
 
 // Every input's values: from its --input file, else random; rounded as stored.
@@ -272,89 +241,11 @@ std::map<std::string, llmc::HostTensor> makeInputs(const Invocation& in, const l
   return inputs;
 }
 
-// Each output's size and range, for a run without --check.
-void printOutputs(const cuda::ModuleExecutor& executor, const llmc::Graph& graph) {
-  fmt::print("{:<24} {:<32} {:>12} {:>12} {:>12} {:>10}\n", "output", "type", "norm", "min", "max", "non-finite");
-  for (size_t i = 0; i < graph.outputs.size(); ++i) {
-    const std::optional<llmc::HostTensor> got = cuda::readOutput(executor, graph, i);
-    if (!got) throw std::logic_error(fmt::format("output {} has no buffer in the module", graph.outputs[i].name));
-    double norm = 0, lo = INFINITY, hi = -INFINITY;
-    int64_t nonFinite = 0;
-    for (double x : got->data) {
-      if (!std::isfinite(x)) {
-        ++nonFinite;
-        continue;
-      }
-      norm += x * x;
-      lo = std::min(lo, x);
-      hi = std::max(hi, x);
-    }
-    fmt::print("{:<24} {:<32} {:>12.5g} {:>12.5g} {:>12.5g} {:>10}\n", graph.outputs[i].name, got->type.str(),
-               std::sqrt(norm), lo, hi, nonFinite);
-  }
-}
-
-// --check: every output against the interpreter; true where all are within tolerance.
-bool checkAgainstInterpreter(cuda::ModuleExecutor& executor, const llmc::Graph& graph,
-                             const std::map<std::string, llmc::HostTensor>& inputs, cuda::DeviceBuffer& arena,
-                             const Invocation& in) {
-  const cuda::Reference reference = cuda::referenceFor(graph, executor.module(), in.bf16);
-  const cuda::OutputChecks checks = cuda::checkOutputs(executor, graph, inputs, reference, in.seed);
-  fmt::print("against the interpreter (f64); tolerance {} of each output's norm plus twice what rounding alone moves it\n",
-             reference.lowPrecision ? "3e-2" : "1e-4");
-  fmt::print("{:<24} {:<32} {:>13} {:>14} {:>10} {:>10}\n", "output", "type", "max abs error", "relative error",
-             "tolerance", "rounding");
-  int wrong = 0;
-  const cuda::OutputCheck* firstWrong = nullptr;
-  for (const cuda::OutputCheck& o : checks.outputs) {
-    const cuda::Judgement& j = o.judgement;
-    const bool bad = !o.hasBuffer || j.wrong();
-    if (bad && !firstWrong) firstWrong = &o;
-    wrong += bad;
-    if (!o.hasBuffer) {
-      fmt::print("{:<24} {:<32} no buffer of the module holds it  FAIL\n", o.name, o.type.str());
-      continue;
-    }
-    fmt::print("{:<24} {:<32} {:>13.3g} {:>14.3g} {:>10.3g} {:>10.3g}  {}\n", o.name, o.type.str(), o.maxAbsError,
-               j.relativeError(), j.relativeTolerance(), j.relativeRounding(),
-               !bad ? "ok" : o.finite ? "FAIL" : "FAIL (not finite)");
-  }
-  if (!wrong) {
-    fmt::print("all {} outputs within tolerance\n", checks.outputs.size());
-    return true;
-  }
-  fmt::print("{} of {} outputs beyond tolerance", wrong, checks.outputs.size());
-  if (firstWrong->hasBuffer)
-    fmt::print("; {}", cuda::firstWrongLaunch(executor, graph, inputs, arena, reference, checks.largestScale));
-  fmt::print("\n");
-  return false;
-}
-
-// --bench: every launch timed; the table, and the file --out names.
-void benchmark(cuda::ModuleExecutor& executor, const std::vector<llmc::PlannedKernel>& kernels, const Invocation& in,
-               const std::string& arch) {
-  const cuda::Stream stream;
-  const cuda::LaunchTimes times = cuda::timeLaunches(executor, stream, {.launchByLaunch = false, .reps = in.reps});
-  const std::vector<cuda::LaunchTimeRow> rows = cuda::launchTimeRows(executor.module(), kernels, times);
-  fmt::print("{}", cuda::describeLaunchTimes(rows, kernels, times, -1));
-  if (in.outPath.empty()) return;
-  try {
-    llmc::writeFileAtomically(in.outPath, cuda::launchTimesJson(rows, times).dump(1) + "\n",
-                              {.nonRegular = llmc::NonRegularDestination::WriteInto});
-  } catch (const llmc::FileWriteError& e) {
-    throw llmc::InputFileError(fmt::format("--out: {}", e.what()));
-  }
-  fmt::print("wrote {}; beside the model: llmc-compile {}{}{}{} --arch {} --storage {} --emit perf --measured {}\n",
-             in.outPath, in.options.path, in.options.entry.empty() ? "" : " --entry " + in.options.entry,
-             in.sizesText.empty() ? "" : " --set " + in.sizesText, in.options.grad ? " --grad" : "", arch,
-             in.bf16 ? "bf16" : "f32", in.outPath);
-}
-
 // Plans, compiles and runs the diagram; the exit status.
 int run(Invocation& in) {
-  Gpu gpu;
-  openGpu(gpu);
-  const std::string arch = plannedArch(in, gpu);
+  std::string missing;
+  const std::shared_ptr<Gpu> gpu = openGpu(missing);
+  const std::string arch = plannedArch(in, gpu.get());
   const llmc::Target target = llmc::loadTarget(arch);
   llmc::CostOptions cost;
   cost.storageBytes = in.bf16 ? 2 : 4;
@@ -369,37 +260,12 @@ int run(Invocation& in) {
                              used.empty() ? "" : fmt::format(" (it reads: {})", fmt::join(used, ", "))));
   const std::map<std::string, llmc::HostTensor> inputs = makeInputs(in, graph);
 
-  if (!gpu.context) {
+  if (!gpu) {
     std::fprintf(stderr, "llmc-run: no usable GPU (%s): the diagram and its inputs were checked, nothing was run (exit status 77)\n",
-                 gpu.missing.c_str());
+                 missing.c_str());
     return kNoGpu;
   }
-  const cuda::Context& context = *gpu.context;
-  if (arch == "sm_90a" && context.computeCapability() < 90)
-    usageError(fmt::format("--arch sm_90a plans for Hopper (wgmma, TMA), which GPU 0 ({}, {}) is not: give --arch sm_80 "
-                           "or auto", context.name(), context.arch()));
-  if (context.computeCapability() < 80)
-    usageError(fmt::format("GPU 0 ({}, {}) is older than sm_80, the oldest arch llmc plans for", context.name(),
-                           context.arch()));
-
-  llmc::BackendOptions backend;
-  backend.cost = cost;
-  backend.emit = llmc::emitOptionsFor(cost);
-  backend.until = "write";
-  const llmc::Backend planned = llmc::compileBackend(graph, target, backend);
-  const cuda::JitResult jit = cuda::compileModuleKernels(*planned.module, context.arch());
-  cuda::ModuleExecutor executor(*planned.module, {});
-  executor.load(jit.kernels);
-  fmt::print("{} ({}{}, {}, planned for {}) on {}: {} launches; {}\n", graph.name, in.sizesText,
-             in.options.grad ? ", with gradients" : "", in.bf16 ? "bf16" : "f32", arch, context.name(),
-             executor.module().launches.size(), jit.summary.describe());
-  cuda::DeviceBuffer arena(static_cast<size_t>(std::max<int64_t>(executor.memoryPlan().arenaBytes, 1)));
-  cuda::runPoisoned(executor, graph, inputs, arena, false);
-  bool ok = true;
-  if (in.check) ok = checkAgainstInterpreter(executor, graph, inputs, arena, in);
-  else printOutputs(executor, graph);
-  if (in.bench) benchmark(executor, planned.kernels, in, arch);
-  return ok ? 0 : kCheckFailed;
+  return runOnGpu(*gpu, in, arch, target, cost, graph, inputs);
 }
 
 int runMain(int argc, char** argv) {
@@ -416,12 +282,6 @@ int runMain(int argc, char** argv) {
   } catch (const llmc::InputFileError& e) {
     std::fprintf(stderr, "llmc-run: %s\n", e.what());
     return kInputError;
-  } catch (const cuda::KernelCompileError& e) {
-    std::fprintf(stderr, "llmc-run: NVRTC refused a kernel llmc emitted (a bug in llmc): %s\n", e.what());
-    return kInternalError;
-  } catch (const cuda::CudaError& e) {
-    std::fprintf(stderr, "llmc-run: on the GPU: %s\n", e.what());
-    return kInternalError;
   } catch (const std::exception& e) {  // a bug in llmc, not in the diagrams: report it, don't abort
     std::fprintf(stderr, "llmc-run: internal error: %s\n", e.what());
     return kInternalError;
@@ -434,6 +294,7 @@ int runMain(int argc, char** argv) {
 // needs more stack than a process's main thread has: run on a thread with
 // 1 GiB reserved, as llmc-compile does (pages are committed only as used).
 int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // each line as it comes, through a pipe too
   struct Call {
     int argc;
     char** argv;

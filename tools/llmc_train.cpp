@@ -427,6 +427,7 @@ class TrainingRun {
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // each line as it comes, through a pipe too (run.sh's tee)
   for (int i = 1; i < argc; ++i)
     if (std::string(argv[i]) == "--version") {
       std::printf("llmc-train %s\n", LLMC_VERSION);

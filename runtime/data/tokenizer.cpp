@@ -7,10 +7,12 @@
 #include <climits>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
 
+#include "atomic_file.h"
 #include "pretokenizer.h"
 #include "utf8.h"
 
@@ -21,6 +23,14 @@ constexpr std::string_view kEndOfText = "<|endoftext|>";
 // Enough for the distinct words of a large corpus; cleared when full so that
 // memory stays bounded on endless streams of new words.
 constexpr size_t kMaxCacheEntries = 1 << 20;
+
+// llm.c's tokenizer file (train_gpt2.py's write_tokenizer, llmc/tokenizer.h):
+// 256 little-endian uint32 header words, then per token a length byte and the
+// token's bytes.
+constexpr uint32_t kLlmcTokenizerMagic = 20240328;
+constexpr size_t kLlmcTokenizerHeaderBytes = 256 * sizeof(uint32_t);
+// Version 1 has no <|endoftext|> id in the header: llm.c takes GPT-2's.
+constexpr uint32_t kGpt2EndOfText = 50256;
 
 // GPT-2's byte-level alphabet: each byte is written as one printable code
 // point, so that merges and encoder.json keys never hold control characters or
@@ -62,10 +72,79 @@ struct Tokenizer::Vocabulary {
   std::array<int, 256> byteToken{};              // byte -> the id of its one-symbol token
   std::unordered_map<uint64_t, Merge> merges;    // pairKey(left id, right id) -> merge
   int eot = -1;
+  // Read from llm.c's file, which has no merges: encode() is refused, naming it.
+  std::optional<std::string> decodeOnlySource;
 
   void loadEncoder(const std::filesystem::path& path);
   void loadMerges(const std::filesystem::path& path);
+  void loadLlmcFile(const std::filesystem::path& path);
 };
+
+namespace {
+
+uint32_t littleEndianWord(std::string_view bytes, size_t word) {
+  uint32_t value = 0;
+  for (int i = 3; i >= 0; --i) value = (value << 8) | static_cast<unsigned char>(bytes[word * 4 + i]);
+  return value;
+}
+
+void appendLittleEndianWord(std::string& bytes, uint32_t value) {
+  for (int i = 0; i < 4; ++i) bytes.push_back(static_cast<char>((value >> (8 * i)) & 0xFF));
+}
+
+}  // namespace
+
+void Tokenizer::Vocabulary::loadLlmcFile(const std::filesystem::path& path) {
+  const std::string name = path.string();
+  const std::string bytes = readFile(path);
+  if (bytes.size() < kLlmcTokenizerHeaderBytes) {
+    throw std::runtime_error(fmt::format("{}: {} bytes, shorter than the {}-byte header of an llm.c tokenizer file",
+                                         name, bytes.size(), kLlmcTokenizerHeaderBytes));
+  }
+  const uint32_t magic = littleEndianWord(bytes, 0);
+  if (magic != kLlmcTokenizerMagic) {
+    throw std::runtime_error(fmt::format("{}: not an llm.c tokenizer file: header[0] (magic) is {}, expected {}", name,
+                                         magic, kLlmcTokenizerMagic));
+  }
+  const uint32_t version = littleEndianWord(bytes, 1);
+  const uint32_t count = littleEndianWord(bytes, 2);
+  if (version != 1 && version != 2) {
+    throw std::runtime_error(fmt::format("{}: header[1] (version) is {}, expected 1 or 2", name, version));
+  }
+  // Each token takes at least 2 bytes: a count past that is a damaged header,
+  // refused before it sizes an allocation.
+  if (count == 0 || count > (bytes.size() - kLlmcTokenizerHeaderBytes) / 2) {
+    throw std::runtime_error(fmt::format("{}: header[2] (vocabulary size) is {}, which a file of {} bytes cannot hold",
+                                         name, count, bytes.size()));
+  }
+  const uint32_t eotId = version == 1 ? kGpt2EndOfText : littleEndianWord(bytes, 3);
+  if (eotId >= count) {
+    throw std::runtime_error(fmt::format("{}: the <|endoftext|> id {}{} is outside the vocabulary of {} tokens", name,
+                                         eotId, version == 1 ? " (version 1: GPT-2's)" : " in header[3]", count));
+  }
+
+  tokenBytes.assign(count, std::string());
+  size_t offset = kLlmcTokenizerHeaderBytes;
+  for (uint32_t id = 0; id < count; ++id) {
+    const size_t length = offset < bytes.size() ? static_cast<unsigned char>(bytes[offset]) : 0;
+    if (offset >= bytes.size() || offset + 1 + length > bytes.size()) {
+      throw std::runtime_error(
+          fmt::format("{}: truncated: token {} of the {} in header[2] is cut at byte {}", name, id, count, bytes.size()));
+    }
+    if (length == 0) throw std::runtime_error(fmt::format("{}: token {} (at byte {}) is empty", name, id, offset));
+    tokenBytes[id].assign(bytes, offset + 1, length);
+    offset += 1 + length;
+  }
+  if (offset != bytes.size()) {
+    throw std::runtime_error(fmt::format("{}: {} bytes follow the last of the {} tokens in header[2]", name,
+                                         bytes.size() - offset, count));
+  }
+  eot = static_cast<int>(eotId);
+  byteToken.fill(-1);
+  for (uint32_t id = 0; id < count; ++id)
+    if (tokenBytes[id].size() == 1) byteToken[static_cast<unsigned char>(tokenBytes[id][0])] = static_cast<int>(id);
+  decodeOnlySource = name;
+}
 
 void Tokenizer::Vocabulary::loadEncoder(const std::filesystem::path& path) {
   const std::string name = path.string();
@@ -170,11 +249,39 @@ void Tokenizer::Vocabulary::loadMerges(const std::filesystem::path& path) {
   }
 }
 
-Tokenizer::Tokenizer(const std::filesystem::path& dir) {
+Tokenizer::Tokenizer(const std::filesystem::path& source) {
+  namespace fs = std::filesystem;
   auto vocabulary = std::make_shared<Vocabulary>();
-  vocabulary->loadEncoder(dir / "encoder.json");
-  vocabulary->loadMerges(dir / "vocab.bpe");
+  const bool folder = fs::is_directory(source);
+  if (folder && !fs::exists(source / "encoder.json") && fs::exists(source / kLlmcTokenizerFileName)) {
+    vocabulary->loadLlmcFile(source / kLlmcTokenizerFileName);
+  } else if (!folder && (fs::exists(source) || source.extension() == ".bin")) {
+    vocabulary->loadLlmcFile(source);  // a missing .bin: its error names it, not encoder.json below it
+  } else {
+    vocabulary->loadEncoder(source / "encoder.json");
+    vocabulary->loadMerges(source / "vocab.bpe");
+  }
   vocabulary_ = std::move(vocabulary);
+}
+
+bool Tokenizer::canEncode() const { return !vocabulary_->decodeOnlySource; }
+
+void Tokenizer::writeLlmcFile(const std::filesystem::path& path) const {
+  const Vocabulary& vocabulary = *vocabulary_;
+  std::string bytes;
+  for (uint32_t word : {kLlmcTokenizerMagic, 2u, static_cast<uint32_t>(vocabSize()), static_cast<uint32_t>(eotToken())})
+    appendLittleEndianWord(bytes, word);
+  bytes.resize(kLlmcTokenizerHeaderBytes, '\0');
+  for (int id = 0; id < vocabSize(); ++id) {
+    const std::string& token = vocabulary.tokenBytes[id];
+    if (token.empty() || token.size() > 255) {
+      throw std::runtime_error(fmt::format("{}: token {} has {} bytes; llm.c's tokenizer file holds 1 to 255",
+                                           path.string(), id, token.size()));
+    }
+    bytes.push_back(static_cast<char>(token.size()));
+    bytes += token;
+  }
+  writeFileAtomically(path, bytes);
 }
 
 std::vector<int> Tokenizer::bytePairEncode(std::string_view piece) const {
@@ -214,6 +321,12 @@ std::vector<int> Tokenizer::bytePairEncode(std::string_view piece) const {
 }
 
 std::vector<int> Tokenizer::encode(std::string_view text) {
+  if (vocabulary_->decodeOnlySource) {
+    throw std::runtime_error(fmt::format(
+        "{}: llm.c's tokenizer file holds no merges, so it cannot encode text; give the folder with encoder.json and "
+        "vocab.bpe",
+        *vocabulary_->decodeOnlySource));
+  }
   std::vector<int> ids;
   ids.reserve(text.size() / 3);
   for (std::string_view piece : splitPretokens(text)) {

@@ -28,7 +28,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 cmake --install "$build" --prefix "$work/installed" > "$work/install.txt" || { cat "$work/install.txt"; fail "cmake --install"; }
 mv "$work/installed" "$work/moved"
 prefix="$work/moved"
-for f in bin/llmc-compile bin/llmc-train bin/llmc-data share/llmc/diagrams/gpt2/model.dg \
+for f in bin/llmc-compile bin/llmc-train bin/llmc-data bin/llmc-sample share/llmc/diagrams/gpt2/model.dg \
          share/llmc/diagrams/lib/softmax.dg share/llmc/targets/sm_80.json share/llmc/targets/sm_90a.json; do
   [[ -f "$prefix/$f" ]] || fail "$f is not installed"
 done
@@ -77,3 +77,7 @@ grep -qF "compiled the training step from $prefix/share/llmc/diagrams" train.txt
 grep -q "^step     2/2 | loss " train.txt || { cat train.txt; fail "llmc-train did not take two steps"; }
 [[ -f run/model_00000002.bin ]] || { ls run; fail "no checkpoint written"; }
 echo "ok: llmc-train --device cpu trained two steps from the installed diagrams"
+
+"$prefix/bin/llmc-sample" run/model_00000002.bin --ids -n 4 > sample.txt 2>&1 || { cat sample.txt; fail "llmc-sample"; }
+[[ "$(tail -1 sample.txt | wc -w)" -eq 4 ]] || { cat sample.txt; fail "llmc-sample did not print 4 ids"; }
+echo "ok: llmc-sample samples from that checkpoint with the installed diagrams"

@@ -2,7 +2,8 @@
 # The ctest train_without_cuda, registered only in a build without the CUDA
 # toolkit (scripts/test_nocuda.sh): what needs the GPU path says the toolkit
 # is missing and exits 1 (an error, not a bad command line, not a bug), before
-# any work; --device auto falls back to the CPU path and says why.
+# any work; --device auto falls back to the CPU path and says why; llmc-run
+# checks a diagram, then exits 77 saying why it runs nothing.
 # usage: without_cuda.sh BIN_DIR
 set -euo pipefail
 bin="$1"
@@ -39,3 +40,17 @@ grep -qF "device: cpu (reference interpreter): no GPU ($message" "$work/auto.txt
   || { cat "$work/auto.txt"; fail "--device auto did not say why it runs on the CPU"; }
 grep -q "^step     1/1 | loss " "$work/auto.txt" || { cat "$work/auto.txt"; fail "no step taken"; }
 echo "ok: --device auto trains on the CPU and says why"
+
+# llmc-run is built without the toolkit too: it checks the diagram and its
+# inputs, then says why nothing runs and exits 77 (no usable GPU).
+status=0
+"$bin/llmc-run" "$(dirname "${BASH_SOURCE[0]}")/../lit/streams/softmax_contraction.dg" --set T=8,X=16,D=4 --check \
+  > "$work/run.txt" 2>&1 || status=$?
+[[ $status -eq 77 ]] || { cat "$work/run.txt"; fail "llmc-run: exit status $status (expected 77)"; }
+grep -qF "llmc-run: no usable GPU (this llmc was built without the CUDA toolkit" "$work/run.txt" \
+  || { cat "$work/run.txt"; fail "llmc-run did not say it was built without the toolkit"; }
+status=0
+"$bin/llmc-run" "$(dirname "${BASH_SOURCE[0]}")/../lit/streams/softmax_contraction.dg" --set T=8,X=16,D=4,Q=4 > "$work/run.txt" 2>&1 \
+  || status=$?
+[[ $status -eq 2 ]] || { cat "$work/run.txt"; fail "llmc-run checked nothing before the GPU (exit $status)"; }
+echo "ok: llmc-run checks the diagram, then says the toolkit is missing (exit 77)"
