@@ -487,7 +487,17 @@ void inputTraffic(const Graph& g, const Kernel& k, const KernelShape& s, const P
     // is tiled along the group axes its axes become.
     const auto shifted = s.shiftedInputs.find(in);
     const Type& ty = shifted == s.shiftedInputs.end() ? g.node(in).type : shifted->second;
-    double bytes = static_cast<double>(ty.elementCount()) * elementBytes(ty, o);
+    // Along an axis it reaches a group axis by, such an input is read only
+    // where the group axis goes (a slice of it: a padded sequence's
+    // gradient, 3000 rows of which the unpadded 1000 are copied, was
+    // priced at all 3000, 7.8 us for a 2.1 us copy).
+    double elements = 1;
+    for (const Axis& a : ty.axes) {
+      const auto group = std::find_if(s.groupAxes.begin(), s.groupAxes.end(), [&](const Axis& x) { return x.name == a.name; });
+      elements *= static_cast<double>(shifted != s.shiftedInputs.end() && group != s.groupAxes.end()
+                                          ? std::min(a.size, group->size) : a.size);
+    }
+    double bytes = elements * elementBytes(ty, o);
     // A table read through a gather moves only the rows gathered, each by
     // the block whose positions index it.
     bool gathered = false;
