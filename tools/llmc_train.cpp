@@ -241,7 +241,8 @@ class TrainingRun {
         std::unique_ptr<DeviceTrainer> gpu = startGpuTrainer(
             diagramsDir(), model.config, [&model]() -> const Gpt2Weights& { return model.weights.get(); },
             o_.batchSize, o_.seqLen,
-            {.bf16 = o_.bf16, .cudaGraph = o_.cudaGraph, .recompute = o_.recompute != 0, .place = place_,
+            {.bf16 = o_.bf16, .cudaGraph = o_.cudaGraph, .recompute = o_.recompute != 0,
+             .tokenLossRows = o_.hellaswag ? hellaswagRows(o_.batchSize) : 0, .place = place_,
              .zeroStage = o_.zeroStage, .overlap = o_.overlap});
         gpu_ = gpu.get();
         trainer_ = std::move(gpu);

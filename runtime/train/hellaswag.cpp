@@ -145,10 +145,12 @@ EvalBatch makeEvalBatch(const EvalSet& set, size_t first, size_t count, int64_t 
   return batch;
 }
 
+int64_t hellaswagRows(int64_t B) { return std::max<int64_t>(1, B / kEvalCompletions) * kEvalCompletions; }
+
 std::vector<std::array<double, kEvalCompletions>> completionLosses(Trainer& trainer, const EvalSet& set, int64_t B,
                                                                     int64_t T) {
-  const auto perPass = static_cast<size_t>(std::max<int64_t>(1, B / kEvalCompletions));
-  const int64_t rows = static_cast<int64_t>(perPass) * kEvalCompletions;
+  const int64_t rows = hellaswagRows(B);
+  const auto perPass = static_cast<size_t>(rows / kEvalCompletions);
   std::vector<std::array<double, kEvalCompletions>> out;
   for (size_t first = 0; first < set.examples.size(); first += perPass) {
     const size_t count = std::min(perPass, set.examples.size() - first);

@@ -58,9 +58,14 @@ struct HellaSwagResult {
   double accuracy() const { return examples ? static_cast<double>(correct) / static_cast<double>(examples) : 0.0; }
 };
 
+// The rows of a forward pass that scores examples for micro-batches of B
+// rows: max(1, B/4) examples of 4 completions (llm.c packs B/4 and needs
+// B >= 4).
+int64_t hellaswagRows(int64_t B);
+
 // The mean loss of each completion of each example (llm.c's score: lower is
-// likelier), from the trainer's per-position losses, examples packed
-// max(1, B/4) to a forward pass of rows of the trainer's T tokens.
+// likelier), from the trainer's per-position losses, hellaswagRows(B) rows of
+// the trainer's T tokens a forward pass.
 std::vector<std::array<double, kEvalCompletions>> completionLosses(Trainer& trainer, const EvalSet& set, int64_t B,
                                                                     int64_t T);
 // The completion with the lowest mean loss; the first of equal ones, as llm.c.

@@ -65,8 +65,7 @@ evaluation:
   -v, --val-every N          validation loss every N steps (default 20; 0: never)
   -m, --val-steps N          batches per validation (default 20; -1: all of the val data)
   -h, --hellaswag 0|1        1: HellaSwag accuracy at every validation after step 0 and
-                             at the end, logged as "s:STEP eval:ACC" (CPU path only: the
-                             GPU path has no per-token losses). -h alone is --help.
+                             at the end, logged as "s:STEP eval:ACC". -h alone is --help
       --hellaswag-file FILE  llm.c's eval file (dev/data/hellaswag.py writes it)
                              (default dev/data/hellaswag/hellaswag_val.bin, as llm.c)
   -s, --sample-every N       print a sample every N steps (default 20; 0: never)
@@ -356,7 +355,6 @@ TrainOptions parseTrainOptions(int argc, char** argv) {
 
 std::vector<std::string> cpuPathOnlyFlags(const TrainOptions& o) {
   std::vector<std::string> flags;
-  if (o.hellaswag) flags.push_back("-h 1");
   if (o.skipUpdateLossZ > 0) flags.push_back("-sl");
   if (o.skipUpdateGradZ > 0) flags.push_back("-sg");
   if (!o.masterWeights && o.bf16) flags.push_back("-w 0");

@@ -74,9 +74,9 @@ const char* trainUsage();
 // Throws std::invalid_argument when -d is not a multiple of B*T*processes.
 int64_t resolveTotalBatch(const TrainOptions& options, int processes);
 
-// The options given that only the CPU path does (HellaSwag, skipped updates,
-// -w 0 with bf16 weights), as the flags that asked for them: the GPU path
-// refuses them, naming these.
+// The options given that only the CPU path does (skipped updates, -w 0 with
+// bf16 weights), as the flags that asked for them: the GPU path refuses
+// them, naming these.
 std::vector<std::string> cpuPathOnlyFlags(const TrainOptions& options);
 
 }  // namespace llmc

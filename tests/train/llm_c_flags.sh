@@ -2,12 +2,12 @@
 # llmc-train's llm.c flags end to end on the CPU path, where they are seen:
 #  - -h N is HellaSwag (an "s:STEP eval:ACC" line in main.log at the
 #    validation steps after 0 and at the last), -h alone is still help; a bad
-#    or missing eval file is named; --device cuda refuses -h 1;
+#    or missing eval file is named;
 #  - -a 1 trains every step on the same batch (at -l 0 every loss is equal);
 #  - -nk deletes old checkpoints, sparing -nm's major ones;
 #  - -k linear's rates reach main.log; main.log numbers training steps from 0;
 #  - the training data is shuffled unless --shuffle 0;
-#  - -sl/-sg run (z-scores printed), and the flags accepted for llm.c's
+#  - -sl/-sg run (z-scores printed; --device cuda refuses them), and the flags accepted for llm.c's
 #    scripts (-f, -ge, -lg, -w 1, -r 2, -d -1) are taken.
 # usage: llm_c_flags.sh BIN_DIR CORPUS_DIR
 set -euo pipefail
@@ -55,7 +55,7 @@ python3 "$here/write_eval_file.py" "$work/bad.bin" 3 --magic 7
 expect_error "$work/bad.bin: bad magic 7" "$bin/llmc-train" "${train[@]}" -x 1 -h 1 --hellaswag-file "$work/bad.bin"
 expect_error "-h 1: no HellaSwag eval file $work/none.bin" \
   "$bin/llmc-train" "${train[@]}" -x 1 -h 1 --hellaswag-file "$work/none.bin"
-expect_error "-h 1 runs on the CPU path only" "$bin/llmc-train" -i x -h 1 --device cuda
+expect_error "-sg runs on the CPU path only" "$bin/llmc-train" -i x -sg 3 --device cuda
 
 # main.log numbers training steps from 0 (llm.c's logger), validations by the
 # steps done.
