@@ -145,133 +145,178 @@ bool isWholeNumber(const std::string& text) {
   return text.size() > start && text.find_first_not_of("0123456789", start) == std::string::npos;
 }
 
-}  // namespace
+int64_t positive(const std::string& flag, int64_t v) {
+  if (v <= 0) throw std::invalid_argument(fmt::format("{} must be positive, got {}", flag, v));
+  return v;
+}
 
-TrainOptions parseTrainOptions(int argc, char** argv) {
-  TrainOptions o;
-  using Setter = std::function<void(const std::string& flag, const std::string& value)>;
-  struct Flag {
-    std::string shortName, longName;
-    Setter set;
-  };
-  auto positive = [](const std::string& flag, int64_t v) {
-    if (v <= 0) throw std::invalid_argument(fmt::format("{} must be positive, got {}", flag, v));
-    return v;
-  };
-  auto nonNegative = [](const std::string& flag, int64_t v) {
-    if (v < 0) throw std::invalid_argument(fmt::format("{} must not be negative, got {}", flag, v));
-    return v;
-  };
-  auto zeroOrOne = [](const std::string& flag, const std::string& v) {
-    if (v != "0" && v != "1") throw std::invalid_argument(fmt::format("{} expects 0 or 1, got '{}'", flag, v));
-    return v == "1";
-  };
-  auto zScore = [](const std::string& flag, double v) {
-    if (!(v >= 0)) throw std::invalid_argument(fmt::format("{} must be a z-score >= 0 (0: off), got {}", flag, v));
-    return v;
-  };
-  const std::vector<Flag> flags = {
-      {"-i", "--train-data", [&](auto&, auto& v) { o.trainData = v; }},
-      {"-j", "--val-data", [&](auto&, auto& v) { o.valData = v; }},
-      {"-e", "--model", [&](auto&, auto& v) { o.model = v; }},
-      {"", "--channels", [&](auto& f, auto& v) { o.channels = positive(f, parseInt(f, v)); }},
-      {"", "--heads", [&](auto& f, auto& v) { o.heads = positive(f, parseInt(f, v)); }},
-      {"-o", "--output-dir", [&](auto&, auto& v) { o.outputDir = v; }},
+int64_t nonNegative(const std::string& flag, int64_t v) {
+  if (v < 0) throw std::invalid_argument(fmt::format("{} must not be negative, got {}", flag, v));
+  return v;
+}
+
+bool zeroOrOne(const std::string& flag, const std::string& v) {
+  if (v != "0" && v != "1") throw std::invalid_argument(fmt::format("{} expects 0 or 1, got '{}'", flag, v));
+  return v == "1";
+}
+
+double zScore(const std::string& flag, double v) {
+  if (!(v >= 0)) throw std::invalid_argument(fmt::format("{} must be a z-score >= 0 (0: off), got {}", flag, v));
+  return v;
+}
+
+// A flag that takes a value: its short (llm.c's) and long names, and what
+// the value sets in the options.
+struct Flag {
+  std::string shortName, longName;
+  std::function<void(const std::string& flag, const std::string& value)> set;
+};
+
+// Every flag with a value, setting `o`.
+std::vector<Flag> valueFlags(TrainOptions& o) {
+  return {
+      {"-i", "--train-data", [&o](auto&, auto& v) { o.trainData = v; }},
+      {"-j", "--val-data", [&o](auto&, auto& v) { o.valData = v; }},
+      {"-e", "--model", [&o](auto&, auto& v) { o.model = v; }},
+      {"", "--channels", [&o](auto& f, auto& v) { o.channels = positive(f, parseInt(f, v)); }},
+      {"", "--heads", [&o](auto& f, auto& v) { o.heads = positive(f, parseInt(f, v)); }},
+      {"-o", "--output-dir", [&o](auto&, auto& v) { o.outputDir = v; }},
       {"-y", "--resume",
-       [&](auto& f, auto& v) {
+       [&o](auto& f, auto& v) {
          int64_t r = parseInt(f, v);
          if (r != 0 && r != 1) throw std::invalid_argument(fmt::format("{} expects 0 or 1, got {}", f, v));
          o.resume = r == 1;
        }},
-      {"-n", "--checkpoint-every", [&](auto& f, auto& v) { o.checkpointEvery = nonNegative(f, parseInt(f, v)); }},
-      {"-nk", "--checkpoints-keep", [&](auto& f, auto& v) { o.checkpointsToKeep = nonNegative(f, parseInt(f, v)); }},
-      {"-nm", "--major-checkpoint-every", [&](auto& f, auto& v) { o.majorCheckpointEvery = nonNegative(f, parseInt(f, v)); }},
-      {"-b", "--batch-size", [&](auto& f, auto& v) { o.batchSize = positive(f, parseInt(f, v)); }},
-      {"-t", "--seq-len", [&](auto& f, auto& v) { o.seqLen = positive(f, parseInt(f, v)); }},
+      {"-n", "--checkpoint-every", [&o](auto& f, auto& v) { o.checkpointEvery = nonNegative(f, parseInt(f, v)); }},
+      {"-nk", "--checkpoints-keep", [&o](auto& f, auto& v) { o.checkpointsToKeep = nonNegative(f, parseInt(f, v)); }},
+      {"-nm", "--major-checkpoint-every", [&o](auto& f, auto& v) { o.majorCheckpointEvery = nonNegative(f, parseInt(f, v)); }},
+      {"-b", "--batch-size", [&o](auto& f, auto& v) { o.batchSize = positive(f, parseInt(f, v)); }},
+      {"-t", "--seq-len", [&o](auto& f, auto& v) { o.seqLen = positive(f, parseInt(f, v)); }},
       {"-d", "--total-batch-size",
-       [&](auto& f, auto& v) {
+       [&o](auto& f, auto& v) {
          // -1 is llm.c's default: B*T*processes, as 0 is here.
          const int64_t d = parseInt(f, v);
          o.totalBatchTokens = d == -1 ? 0 : positive(f, d);
        }},
-      {"-x", "--max-steps", [&](auto& f, auto& v) { o.maxSteps = parseInt(f, v); }},
-      {"-l", "--lr", [&](auto& f, auto& v) { o.learningRate = parseFloat(f, v); }},
-      {"-k", "--lr-schedule", [&](auto&, auto& v) { o.lrSchedule = parseLrScheduleKind(v); }},
-      {"-u", "--warmup", [&](auto& f, auto& v) { o.warmupSteps = nonNegative(f, parseInt(f, v)); }},
-      {"-q", "--final-lr-fraction", [&](auto& f, auto& v) { o.finalLrFraction = parseFloat(f, v); }},
-      {"-c", "--weight-decay", [&](auto& f, auto& v) { o.weightDecay = parseFloat(f, v); }},
-      {"", "--grad-clip", [&](auto& f, auto& v) { o.maxGradNorm = parseFloat(f, v); }},
-      {"-v", "--val-every", [&](auto& f, auto& v) { o.valEvery = nonNegative(f, parseInt(f, v)); }},
+      {"-x", "--max-steps", [&o](auto& f, auto& v) { o.maxSteps = parseInt(f, v); }},
+      {"-l", "--lr", [&o](auto& f, auto& v) { o.learningRate = parseFloat(f, v); }},
+      {"-k", "--lr-schedule", [&o](auto&, auto& v) { o.lrSchedule = parseLrScheduleKind(v); }},
+      {"-u", "--warmup", [&o](auto& f, auto& v) { o.warmupSteps = nonNegative(f, parseInt(f, v)); }},
+      {"-q", "--final-lr-fraction", [&o](auto& f, auto& v) { o.finalLrFraction = parseFloat(f, v); }},
+      {"-c", "--weight-decay", [&o](auto& f, auto& v) { o.weightDecay = parseFloat(f, v); }},
+      {"", "--grad-clip", [&o](auto& f, auto& v) { o.maxGradNorm = parseFloat(f, v); }},
+      {"-v", "--val-every", [&o](auto& f, auto& v) { o.valEvery = nonNegative(f, parseInt(f, v)); }},
       {"-m", "--val-steps",
-       [&](auto& f, auto& v) {
+       [&o](auto& f, auto& v) {
          const int64_t m = parseInt(f, v);
          o.valMaxSteps = m == -1 ? -1 : positive(f, m);  // -1: the whole val data, as llm.c
        }},
-      {"", "--hellaswag", [&](auto& f, auto& v) { o.hellaswag = zeroOrOne(f, v); }},
-      {"", "--hellaswag-file", [&](auto&, auto& v) { o.hellaswagFile = v; }},
-      {"-a", "--overfit-single-batch", [&](auto& f, auto& v) { o.overfitSingleBatch = zeroOrOne(f, v); }},
-      {"-sl", "--skip-loss-z", [&](auto& f, auto& v) { o.skipUpdateLossZ = zScore(f, parseFloat(f, v)); }},
-      {"-sg", "--skip-grad-z", [&](auto& f, auto& v) { o.skipUpdateGradZ = zScore(f, parseFloat(f, v)); }},
-      {"-w", "--master-weights", [&](auto& f, auto& v) { o.masterWeights = zeroOrOne(f, v); }},
+      {"", "--hellaswag", [&o](auto& f, auto& v) { o.hellaswag = zeroOrOne(f, v); }},
+      {"", "--hellaswag-file", [&o](auto&, auto& v) { o.hellaswagFile = v; }},
+      {"-a", "--overfit-single-batch", [&o](auto& f, auto& v) { o.overfitSingleBatch = zeroOrOne(f, v); }},
+      {"-sl", "--skip-loss-z", [&o](auto& f, auto& v) { o.skipUpdateLossZ = zScore(f, parseFloat(f, v)); }},
+      {"-sg", "--skip-grad-z", [&o](auto& f, auto& v) { o.skipUpdateGradZ = zScore(f, parseFloat(f, v)); }},
+      {"-w", "--master-weights", [&o](auto& f, auto& v) { o.masterWeights = zeroOrOne(f, v); }},
       // Accepted so that llm.c's command lines run; llmc has nothing they
       // could switch (--help says why).
-      {"-f", "--tf32", [&](auto& f, auto& v) { zeroOrOne(f, v); }},
+      {"-f", "--tf32", [](auto& f, auto& v) { zeroOrOne(f, v); }},
       {"-ge", "--gelu-fusion",
-       [&](auto& f, auto& v) {
+       [](auto& f, auto& v) {
          if (v != "0" && v != "1" && v != "2")
            throw std::invalid_argument(fmt::format("{} expects 0, 1 or 2, got '{}'", f, v));
        }},
-      {"-lg", "--log-gpu-every", [&](auto& f, auto& v) { parseInt(f, v); }},
-      {"-s", "--sample-every", [&](auto& f, auto& v) { o.sampleEvery = nonNegative(f, parseInt(f, v)); }},
-      {"-g", "--gen-tokens", [&](auto& f, auto& v) { o.genTokens = nonNegative(f, parseInt(f, v)); }},
-      {"", "--tokenizer", [&](auto&, auto& v) { o.tokenizerDir = v; }},
-      {"", "--seed", [&](auto& f, auto& v) { o.seed = static_cast<uint64_t>(nonNegative(f, parseInt(f, v))); }},
+      {"-lg", "--log-gpu-every", [](auto& f, auto& v) { parseInt(f, v); }},
+      {"-s", "--sample-every", [&o](auto& f, auto& v) { o.sampleEvery = nonNegative(f, parseInt(f, v)); }},
+      {"-g", "--gen-tokens", [&o](auto& f, auto& v) { o.genTokens = nonNegative(f, parseInt(f, v)); }},
+      {"", "--tokenizer", [&o](auto&, auto& v) { o.tokenizerDir = v; }},
+      {"", "--seed", [&o](auto& f, auto& v) { o.seed = static_cast<uint64_t>(nonNegative(f, parseInt(f, v))); }},
       {"-r", "--recompute",
-       [&](auto& f, auto& v) {
+       [&o](auto& f, auto& v) {
          if (v != "0" && v != "1" && v != "2")
            throw std::invalid_argument(fmt::format("{} expects 0, 1 or 2, got '{}'", f, v));
          o.recompute = std::stoi(v);
        }},
       {"", "--precision",
-       [&](auto& f, auto& v) {
+       [&o](auto& f, auto& v) {
          if (v == "bf16") o.bf16 = true;
          else if (v == "fp32") o.bf16 = false;
          else throw std::invalid_argument(fmt::format("{} expects bf16 or fp32, got '{}'", f, v));
        }},
       {"", "--cuda-graph",
-       [&](auto& f, auto& v) {
+       [&o](auto& f, auto& v) {
          if (v != "0" && v != "1") throw std::invalid_argument(fmt::format("{} expects 0 or 1, got '{}'", f, v));
          o.cudaGraph = v == "1";
        }},
-      {"", "--gpus", [&](auto& f, auto& v) { o.processes.localProcesses = static_cast<int>(positive(f, parseInt(f, v))); }},
+      {"", "--gpus", [&o](auto& f, auto& v) { o.processes.localProcesses = static_cast<int>(positive(f, parseInt(f, v))); }},
       {"-z", "--zero",
-       [&](auto& f, auto& v) {
+       [&o](auto& f, auto& v) {
          if (v != "0" && v != "1") throw std::invalid_argument(fmt::format("{} expects 0 or 1, got '{}'", f, v));
          o.zeroStage = v == "1" ? 1 : 0;
        }},
       {"", "--overlap",
-       [&](auto& f, auto& v) {
+       [&o](auto& f, auto& v) {
          if (v != "0" && v != "1") throw std::invalid_argument(fmt::format("{} expects 0 or 1, got '{}'", f, v));
          o.overlap = v == "1";
        }},
-      {"-pn", "--processes", [&](auto& f, auto& v) { o.processes.processes = static_cast<int>(positive(f, parseInt(f, v))); }},
-      {"-pr", "--process-rank", [&](auto& f, auto& v) { o.processes.rank = static_cast<int>(nonNegative(f, parseInt(f, v))); }},
-      {"-pg", "--gpus-per-node", [&](auto& f, auto& v) { o.processes.gpusPerNode = static_cast<int>(positive(f, parseInt(f, v))); }},
-      {"-pf", "--rendezvous-dir", [&](auto&, auto& v) { o.processes.sharedDir = v; }},
+      {"-pn", "--processes", [&o](auto& f, auto& v) { o.processes.processes = static_cast<int>(positive(f, parseInt(f, v))); }},
+      {"-pr", "--process-rank", [&o](auto& f, auto& v) { o.processes.rank = static_cast<int>(nonNegative(f, parseInt(f, v))); }},
+      {"-pg", "--gpus-per-node", [&o](auto& f, auto& v) { o.processes.gpusPerNode = static_cast<int>(positive(f, parseInt(f, v))); }},
+      {"-pf", "--rendezvous-dir", [&o](auto&, auto& v) { o.processes.sharedDir = v; }},
       {"-pi", "--init-method",
-       [&](auto& f, auto& v) {
+       [&o](auto& f, auto& v) {
          if (v == "fs") o.processes.init = ProcessInit::Fs;
          else if (v == "mpi") o.processes.init = ProcessInit::Mpi;
          else throw std::invalid_argument(fmt::format("{} expects fs or mpi, got '{}'", f, v));
        }},
       {"", "--device",
-       [&](auto& f, auto& v) {
+       [&o](auto& f, auto& v) {
          if (v == "cpu") o.device = DeviceChoice::Cpu;
          else if (v == "cuda") o.device = DeviceChoice::Cuda;
          else if (v == "auto") o.device = DeviceChoice::Auto;
          else throw std::invalid_argument(fmt::format("{} expects cpu, cuda or auto, got '{}'", f, v));
        }},
   };
+}
+
+// What no single flag can check: the combinations, and B*T's bounds.
+void checkTrainOptions(TrainOptions& o) {
+  if (o.trainData.empty()) throw std::invalid_argument("no training data: give -i GLOB");
+  // -d against B*T here; against B*T*processes once the processes are known
+  // (under mpirun, from its environment): resolveTotalBatch.
+  // B and T are bounded before they multiply (4294967296 * 4294967296 wrapped
+  // to 0, and '-d % 0' killed the process): a micro-batch's tokens index
+  // 32-bit buffers.
+  if (o.batchSize > kMaxMicroBatchTokens)
+    throw std::invalid_argument(fmt::format("-b {} is too large (at most {})", o.batchSize, kMaxMicroBatchTokens));
+  if (o.seqLen > kMaxMicroBatchTokens)
+    throw std::invalid_argument(fmt::format("-t {} is too large (at most {})", o.seqLen, kMaxMicroBatchTokens));
+  const int64_t microTokens = o.batchSize * o.seqLen;
+  if (microTokens > kMaxMicroBatchTokens)
+    throw std::invalid_argument(fmt::format("B*T = {}*{} = {} tokens per micro-batch is too many (at most {})",
+                                            o.batchSize, o.seqLen, microTokens, kMaxMicroBatchTokens));
+  if (o.totalBatchTokens % microTokens != 0)
+    throw std::invalid_argument(fmt::format("-d {} is not a multiple of B*T = {}*{} = {}", o.totalBatchTokens,
+                                            o.batchSize, o.seqLen, microTokens));
+  if (o.processes.localProcesses > 1 && o.processes.processes > 1)
+    throw std::invalid_argument("--gpus N starts the processes itself: give it or -pn, not both");
+  if (o.device == DeviceChoice::Cpu && (o.processes.localProcesses > 1 || o.processes.processes > 1))
+    throw std::invalid_argument("several processes train on GPUs only (--device cpu is one process)");
+  if (o.resume && o.outputDir.empty()) throw std::invalid_argument("-y 1 needs -o DIR to resume from");
+  if (o.finalLrFraction < 0 || o.finalLrFraction > 1)
+    throw std::invalid_argument(fmt::format("-q must be between 0 and 1, got {}", o.finalLrFraction));
+  if (o.device == DeviceChoice::Cuda)
+    if (std::vector<std::string> cpuOnly = cpuPathOnlyFlags(o); !cpuOnly.empty())
+      throw std::invalid_argument(fmt::format("{} runs on the CPU path only (--device cpu); the GPU path cannot "
+                                              "give it (llmc-train --help says why)",
+                                              cpuOnly.front()));
+  if (o.overfitSingleBatch) o.shuffle = false;  // llm.c: one batch, the first, in order
+}
+
+}  // namespace
+
+TrainOptions parseTrainOptions(int argc, char** argv) {
+  TrainOptions o;
+  const std::vector<Flag> flags = valueFlags(o);
   const std::map<std::string, std::function<void()>> switches = {
       {"--checkpoint-bf16", [&] { o.checkpointBf16 = true; }},
   };
@@ -320,36 +365,7 @@ TrainOptions parseTrainOptions(int argc, char** argv) {
     flag->set(arg, value);
   }
 
-  if (o.trainData.empty()) throw std::invalid_argument("no training data: give -i GLOB");
-  // -d against B*T here; against B*T*processes once the processes are known
-  // (under mpirun, from its environment): resolveTotalBatch.
-  // B and T are bounded before they multiply (4294967296 * 4294967296 wrapped
-  // to 0, and '-d % 0' killed the process): a micro-batch's tokens index
-  // 32-bit buffers.
-  if (o.batchSize > kMaxMicroBatchTokens)
-    throw std::invalid_argument(fmt::format("-b {} is too large (at most {})", o.batchSize, kMaxMicroBatchTokens));
-  if (o.seqLen > kMaxMicroBatchTokens)
-    throw std::invalid_argument(fmt::format("-t {} is too large (at most {})", o.seqLen, kMaxMicroBatchTokens));
-  const int64_t microTokens = o.batchSize * o.seqLen;
-  if (microTokens > kMaxMicroBatchTokens)
-    throw std::invalid_argument(fmt::format("B*T = {}*{} = {} tokens per micro-batch is too many (at most {})",
-                                            o.batchSize, o.seqLen, microTokens, kMaxMicroBatchTokens));
-  if (o.totalBatchTokens % microTokens != 0)
-    throw std::invalid_argument(fmt::format("-d {} is not a multiple of B*T = {}*{} = {}", o.totalBatchTokens,
-                                            o.batchSize, o.seqLen, microTokens));
-  if (o.processes.localProcesses > 1 && o.processes.processes > 1)
-    throw std::invalid_argument("--gpus N starts the processes itself: give it or -pn, not both");
-  if (o.device == DeviceChoice::Cpu && (o.processes.localProcesses > 1 || o.processes.processes > 1))
-    throw std::invalid_argument("several processes train on GPUs only (--device cpu is one process)");
-  if (o.resume && o.outputDir.empty()) throw std::invalid_argument("-y 1 needs -o DIR to resume from");
-  if (o.finalLrFraction < 0 || o.finalLrFraction > 1)
-    throw std::invalid_argument(fmt::format("-q must be between 0 and 1, got {}", o.finalLrFraction));
-  if (o.device == DeviceChoice::Cuda)
-    if (std::vector<std::string> cpuOnly = cpuPathOnlyFlags(o); !cpuOnly.empty())
-      throw std::invalid_argument(fmt::format("{} runs on the CPU path only (--device cpu); the GPU path cannot "
-                                              "give it (llmc-train --help says why)",
-                                              cpuOnly.front()));
-  if (o.overfitSingleBatch) o.shuffle = false;  // llm.c: one batch, the first, in order
+  checkTrainOptions(o);
   return o;
 }
 
