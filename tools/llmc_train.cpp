@@ -20,9 +20,11 @@
 #include "data_loader.h"
 #include "gpt2_checkpoint.h"
 #include "gpu_path.h"
+#include "hellaswag.h"
 #include "interpreter_trainer.h"
 #include "loss_plot.h"
 #include "lr_schedule.h"
+#include "outlier_detector.h"
 #include "process_group.h"
 #include "tokenizer.h"
 #include "train_options.h"
@@ -108,8 +110,10 @@ DataLoaderState unpackLoaderState(const std::vector<uint8_t>& bytes, const std::
   return DataLoaderState{words[0], words[1], words[2]};
 }
 
-// A log that llm.c's plotting scripts read: "s:STEP trl:LOSS" for training,
-// "s:STEP tel:LOSS" for validation.
+// A log that llm.c's plotting scripts read, with llm.c's step numbers:
+// "s:STEP trl:LOSS" for the training step STEP (counted from 0), "s:STEP
+// tel:LOSS" for validation and "s:STEP eval:ACC" for HellaSwag after STEP
+// steps.
 class TrainLog {
  public:
   explicit TrainLog(const std::string& dir, bool append) {
@@ -139,14 +143,28 @@ class TrainingRun {
     std::optional<EarlyGpuContext> earlyContext;
     if (o_.device != DeviceChoice::Cpu) earlyContext.emplace(place_.gpu);
     // The data first: a glob that matches nothing is said before a model is made.
-    train_.emplace(o_.trainData, static_cast<int>(o_.batchSize), static_cast<int>(o_.seqLen),
+    // -a 1 overfits the first batch of the val data, as llm.c does (val is
+    // the smaller split), or of the training data where there is no val data.
+    const std::string& trainData = o_.overfitSingleBatch && !o_.valData.empty() ? o_.valData : o_.trainData;
+    train_.emplace(trainData, static_cast<int>(o_.batchSize), static_cast<int>(o_.seqLen),
                    DataLoaderOptions{o_.shuffle, o_.seed, place_.rank, place_.size});
-    fmt::print("train data: {} shard(s), {} batches of {}x{} per epoch\n", train_->shardPaths().size(),
-               train_->batchesPerEpoch(), o_.batchSize, o_.seqLen);
+    fmt::print("train data: {} shard(s), {} batches of {}x{} per epoch{}\n", train_->shardPaths().size(),
+               train_->batchesPerEpoch(), o_.batchSize, o_.seqLen,
+               o_.overfitSingleBatch ? fmt::format(" (-a 1: every step trains on its first {})",
+                                                   accumulationOf(o_, place_.size) > 1 ? "batches" : "batch")
+               : o_.shuffle ? ", shuffled" : "");
     if (!o_.valData.empty()) {
       val_.emplace(o_.valData, static_cast<int>(o_.batchSize), static_cast<int>(o_.seqLen),
                    DataLoaderOptions{false, 0, place_.rank, place_.size});
       fmt::print("val data: {} shard(s), {} batches\n", val_->shardPaths().size(), val_->batchesPerEpoch());
+    }
+    if (o_.hellaswag) {
+      if (!fs::exists(o_.hellaswagFile))
+        throw std::runtime_error(fmt::format("-h 1: no HellaSwag eval file {} (llm.c's dev/data/hellaswag.py writes "
+                                             "it; --hellaswag-file FILE names another)",
+                                             o_.hellaswagFile));
+      hellaswag_ = readEvalFile(o_.hellaswagFile);
+      fmt::print("HellaSwag: {} examples from {}\n", hellaswag_->examples.size(), o_.hellaswagFile);
     }
     ModelSource model = openModel(o_);
     const Gpt2Config c = model.config;
@@ -157,7 +175,7 @@ class TrainingRun {
 
     tokenizer_ = findTokenizer(o_.tokenizerDir);
 
-    accumulation_ = totalBatchTokens_ / (o_.batchSize * o_.seqLen * place_.size);
+    accumulation_ = accumulationOf(o_, place_.size);
     totalSteps_ = o_.maxSteps >= 0 ? o_.maxSteps : std::max<int64_t>(1, train_->batchesPerEpoch() / accumulation_);
     fmt::print("batch: {} tokens per step = {} micro-batch(es) of {}x{}{}; {} steps\n", totalBatchTokens_,
                accumulation_, o_.batchSize, o_.seqLen,
@@ -172,6 +190,11 @@ class TrainingRun {
     const auto contextWait = Clock::now();
     if (earlyContext && earlyContext->ready()) fmt::print("CUDA context ready {:.2f} s later\n", secondsSince(contextWait));
     makeTrainer(model);
+    if (gpu_)
+      if (std::vector<std::string> cpuOnly = cpuPathOnlyFlags(o_); !cpuOnly.empty())
+        throw std::runtime_error(fmt::format("{} runs on the CPU path only, and the GPU path was chosen: give --device "
+                                             "cpu (llmc-train --help says why)",
+                                             cpuOnly.front()));
     if (resumed) {
       trainer_->restoreOptimizerState(resumed->optimizer);
       train_->restore(unpackLoaderState(resumed->loaderState, stateCheckpointPath(o_.outputDir, firstStep)));
@@ -191,6 +214,8 @@ class TrainingRun {
     for (int64_t step = firstStep; step <= totalSteps_; ++step) {
       const bool last = step == totalSteps_;
       if (val_ && o_.valEvery > 0 && (step % o_.valEvery == 0 || last)) lastVal = validate(step);
+      // llm.c's HellaSwag schedule: the validation steps but step 0, and the last.
+      if (hellaswag_ && ((step > 0 && o_.valEvery > 0 && step % o_.valEvery == 0) || last)) hellaswagEval(step);
       if (o_.sampleEvery > 0 && place_.rank == 0 && step > firstStep && (step % o_.sampleEvery == 0 || last))
         sample(step);
       if (!o_.outputDir.empty() && step > firstStep &&
@@ -216,7 +241,8 @@ class TrainingRun {
         std::unique_ptr<DeviceTrainer> gpu = startGpuTrainer(
             diagramsDir(), model.config, [&model]() -> const Gpt2Weights& { return model.weights.get(); },
             o_.batchSize, o_.seqLen,
-            {.bf16 = o_.bf16, .cudaGraph = o_.cudaGraph, .recompute = o_.recompute != 0, .place = place_,
+            {.bf16 = o_.bf16, .cudaGraph = o_.cudaGraph, .recompute = o_.recompute != 0,
+             .tokenLossRows = o_.hellaswag ? hellaswagRows(o_.batchSize) : 0, .place = place_,
              .zeroStage = o_.zeroStage, .overlap = o_.overlap});
         gpu_ = gpu.get();
         trainer_ = std::move(gpu);
@@ -235,10 +261,16 @@ class TrainingRun {
                secondsSince(start));
   }
 
+  int64_t accumulationOf(const TrainOptions& o, int processes) const {
+    return totalBatchTokens_ / (o.batchSize * o.seqLen * processes);
+  }
+
   static double gib(int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0); }
 
   void trainStep(int64_t step) {
     auto start = Clock::now();
+    // -a 1: every step starts again from the first batch, as llm.c resets its loader.
+    if (o_.overfitSingleBatch) train_->reset();
     double loss = 0;
     for (int64_t micro = 0; micro < accumulation_; ++micro) {
       const TokenBatch& batch = train_->next();
@@ -251,7 +283,23 @@ class TrainingRun {
     settings.maxGradNorm = o_.maxGradNorm;
     if (!std::isfinite(loss))
       throw std::runtime_error(fmt::format("step {}: the loss is {} (diverged: try a lower -l, or warmup -u)", step + 1, loss));
-    double norm = trainer_->optimizerStep(settings);
+    // -sl, -sg: llm.c's outlier detection decides before the update whether
+    // there is one.
+    const bool detecting = o_.skipUpdateLossZ > 0 || o_.skipUpdateGradZ > 0;
+    double norm = NAN, lossZ = NAN, normZ = NAN;
+    std::optional<std::string> skipReason;
+    if (detecting) {
+      lossZ = lossOutliers_.update(loss);
+      norm = trainer_->gradientNorm();
+      normZ = normOutliers_.update(norm);
+      skipReason = skipUpdateReason(lossZ, normZ, o_.skipUpdateLossZ, o_.skipUpdateGradZ);
+    }
+    if (skipReason) {
+      trainer_->skipUpdate();
+      fmt::print("{}\n", *skipReason);
+    } else {
+      norm = trainer_->optimizerStep(settings);
+    }
     if (!std::isfinite(norm))
       throw std::runtime_error(fmt::format("step {}: the gradient norm is {} (diverged: try a lower -l, or warmup -u)",
                                            step + 1, norm));
@@ -275,21 +323,25 @@ class TrainingRun {
                                                                : " per GPU | comm beside the backward");
       if (gpu_->communicationMilliseconds()) communicationMilliseconds_.push_back(*gpu_->communicationMilliseconds());
     }
-    fmt::print("step {:5d}/{} | loss {:.6f} | norm {:.4f} | lr {:.2e} | {:.1f} ms | {:.0f} tok/s{}\n", step + 1,
-               totalSteps_, loss, norm, settings.learningRate, seconds * 1e3, tokensPerSecond, device);
+    auto zScore = [&](double z) { return detecting ? fmt::format(" ({:+.2f}z)", z) : std::string(); };
+    fmt::print("step {:5d}/{} | loss {:.6f}{} | norm {:.4f}{} | lr {:.2e} | {:.1f} ms | {:.0f} tok/s{}\n", step + 1,
+               totalSteps_, loss, zScore(lossZ), norm, zScore(normZ), settings.learningRate, seconds * 1e3,
+               tokensPerSecond, device);
     std::fflush(stdout);
-    log_->line(fmt::format("s:{} trl:{:.6f} norm:{:.4f} lr:{:.6e} ms:{:.1f}", step + 1, loss, norm,
-                           settings.learningRate, seconds * 1e3));
+    // llm.c logs a training step at its index from 0 (the step line above
+    // counts from 1, as llm.c's does).
+    log_->line(fmt::format("s:{} trl:{:.6f} norm:{:.4f} lr:{:.6e} ms:{:.1f}", step, loss, norm, settings.learningRate,
+                           seconds * 1e3));
   }
 
   LrSchedule schedule() const {
-    return LrSchedule{o_.learningRate, o_.warmupSteps, totalSteps_, o_.finalLrFraction};
+    return LrSchedule{o_.learningRate, o_.warmupSteps, totalSteps_, o_.finalLrFraction, o_.lrSchedule};
   }
 
   double validate(int64_t step) {
     auto start = Clock::now();
     val_->reset();
-    int64_t batches = std::min(o_.valMaxSteps, val_->batchesPerEpoch());
+    const int64_t batches = o_.valMaxSteps < 0 ? val_->batchesPerEpoch() : std::min(o_.valMaxSteps, val_->batchesPerEpoch());
     double sum = 0;
     for (int64_t i = 0; i < batches; ++i) {
       const TokenBatch& batch = val_->next();
@@ -299,6 +351,15 @@ class TrainingRun {
     fmt::print("val loss {:.6f} ({} batches, {:.1f} s)\n", loss, batches, secondsSince(start));
     log_->line(fmt::format("s:{} tel:{:.6f}", step, loss));
     return loss;
+  }
+
+  // HellaSwag's accuracy (-h 1), printed and logged as llm.c does.
+  void hellaswagEval(int64_t step) {
+    auto start = Clock::now();
+    const HellaSwagResult result = evaluateHellaSwag(*trainer_, *hellaswag_, o_.batchSize, o_.seqLen);
+    fmt::print("HellaSwag: {}/{} = {:.6f} ({:.1f} s)\n", result.correct, result.examples, result.accuracy(),
+               secondsSince(start));
+    log_->line(fmt::format("s:{} eval:{:.4f}", step, result.accuracy()));
   }
 
   // Samples from the model after an <|endoftext|>, at temperature 1 over the
@@ -344,6 +405,12 @@ class TrainingRun {
     writeTrainState(stateCheckpointPath(o_.outputDir, step), TrainState{optimizer, packLoaderState(train_->state())});
     fmt::print("checkpoint: {} and {}\n", modelCheckpointPath(o_.outputDir, step),
                stateCheckpointPath(o_.outputDir, step));
+    for (int64_t old : checkpointsToDelete(checkpointSteps(o_.outputDir), step, o_.checkpointsToKeep,
+                                           o_.majorCheckpointEvery)) {
+      deleteCheckpoint(o_.outputDir, old);
+      fmt::print("checkpoint: deleted {} and {} (-nk {})\n", modelCheckpointPath(o_.outputDir, old),
+                 stateCheckpointPath(o_.outputDir, old), o_.checkpointsToKeep);
+    }
     plotLosses();
   }
 
@@ -414,6 +481,8 @@ class TrainingRun {
   std::vector<double> communicationMilliseconds_;  // per step, data-parallel
   std::optional<DataLoader> train_, val_;
   std::optional<Tokenizer> tokenizer_;
+  std::optional<EvalSet> hellaswag_;  // -h 1
+  OutlierDetector lossOutliers_, normOutliers_;  // -sl, -sg
   std::unique_ptr<Trainer> trainer_;
   DeviceTrainer* gpu_ = nullptr;  // trainer_, where it is the GPU path
   std::vector<double> stepMilliseconds_;

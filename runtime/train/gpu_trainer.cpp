@@ -140,6 +140,10 @@ GpuTrainer::GpuTrainer(const std::string& diagramsDir, const Gpt2Config& config,
   modules_["step"] = emit("gpt2/model.dg", "gpt2", config_.sizes(B, T), true, storage, cost, gradients);
   modules_["eval"] = emit("gpt2/model.dg", "gpt2", config_.sizes(B, T), false, storage, cost, {});
   modules_["logits"] = emit("gpt2/model.dg", "gpt2_logits", config_.sizes(1, T), false, storage, cost, {"logits"});
+  const int64_t evalRows = options_.tokenLossRows;
+  if (evalRows > 0)
+    modules_["token_losses"] =
+        emit("gpt2/model.dg", "gpt2_token_losses", config_.sizes(evalRows, T), false, storage, cost, {"losses"});
   if (sharded) {
     modules_["squares"] = emit("gpt2/optimizer.dg", "gradient_squares", shardSize, false, StorageType::F32, costF32, {});
     modules_["optimizer"] = emit("gpt2/optimizer.dg", "clipped_adamw", shardSize, false, StorageType::F32, costF32, {});
@@ -157,7 +161,7 @@ GpuTrainer::GpuTrainer(const std::string& diagramsDir, const Gpt2Config& config,
   // is free first, so that a model too big says so with the sizes.
   const int64_t storageBytes = options_.bf16 ? 2 : 4;
   const int64_t packedF32 = packedCount_ * 4, shardF32 = shardCount_ * 4;
-  const int64_t tokenBytes = B * T * 4;
+  const int64_t tokenBytes = B * T * 4, evalTokenBytes = evalRows * T * 4;
   // The optimizer's state (master weights, moments) updated in place where
   // its plan lets each next value take the present one's memory (one launch
   // reads each element before it writes it): one copy each, else two, used
@@ -170,7 +174,7 @@ GpuTrainer::GpuTrainer(const std::string& diagramsDir, const Gpt2Config& config,
   }
   const int stateCopies = stateInPlace_ ? 1 : 2;
   const int64_t fixedBytes = packedCount_ * storageBytes + (3 * stateCopies + 1) * shardF32 /* master, moments, decay mask */ +
-                             packedF32 /* gradient */ + 2 * tokenBytes + T * 4 + kSlotCount * 16;
+                             packedF32 /* gradient */ + 2 * tokenBytes + 2 * evalTokenBytes + T * 4 + kSlotCount * 16;
   startup_.gradientBytes = packedF32;
 
   auto allocate = [&](int64_t bytes, const char* what) {
@@ -200,10 +204,12 @@ GpuTrainer::GpuTrainer(const std::string& diagramsDir, const Gpt2Config& config,
   tokens_ = allocate(tokenBytes, "tokens");
   targets_ = allocate(tokenBytes, "targets");
   sampleTokens_ = allocate(T * 4, "the sampler's tokens");
+  evalTokens_ = allocate(evalTokenBytes, "HellaSwag's tokens");
+  evalTargets_ = allocate(evalTokenBytes, "HellaSwag's targets");
   scalars_ = allocate(kSlotCount * 16, "scalars");
   // Packing pads stay zero: zero gradients, zero moments, zero weights.
   for (cuda::DeviceBuffer* b : {&params_, &master_[0], &master_[1], &m_[0], &m_[1], &v_[0], &v_[1], &gradient_,
-                                &tokens_, &targets_, &sampleTokens_, &scalars_})
+                                &tokens_, &targets_, &sampleTokens_, &evalTokens_, &evalTargets_, &scalars_})
     if (b->bytes() > 0) b->fillBytes(0);
   startup_.allocateSeconds = secondsSince(allocateStart);
 
@@ -229,6 +235,11 @@ GpuTrainer::GpuTrainer(const std::string& diagramsDir, const Gpt2Config& config,
     std::map<std::string, CUdeviceptr> b = {{"tokens", sampleTokens_.address()}};
     parameterBindings(b);
     module("logits").executor = std::make_unique<cuda::ModuleExecutor>(module("logits").code, b);
+  }
+  if (evalRows > 0) {
+    std::map<std::string, CUdeviceptr> b = {{"tokens", evalTokens_.address()}, {"targets", evalTargets_.address()}};
+    parameterBindings(b);
+    module("token_losses").executor = std::make_unique<cuda::ModuleExecutor>(module("token_losses").code, b);
   }
   // The optimizer reads its share of the gradient; the sharded one reads the
   // sum of the squares the processes' shards add up to.
@@ -534,6 +545,22 @@ std::vector<double> GpuTrainer::nextTokenLogits(const std::vector<int32_t>& cont
   const CUdeviceptr address = logits.address("logits") + static_cast<CUdeviceptr>((length - 1) * config_.Vp * 4);
   cuda::check(cuda::driver().memcpyDtoH(row.data(), address, row.size() * sizeof(float)), "cuMemcpyDtoH(logits)");
   return std::vector<double>(row.begin(), row.end());
+}
+
+std::vector<double> GpuTrainer::tokenLosses(const std::vector<int32_t>& inputs, const std::vector<int32_t>& targets,
+                                            int64_t rows) {
+  if (rows != options_.tokenLossRows)
+    throw std::invalid_argument(fmt::format("GpuTrainer: per-position losses of {} rows were planned, not {}",
+                                            options_.tokenLossRows, rows));
+  uploadTokens(evalTokens_, inputs, rows * T_);
+  uploadTokens(evalTargets_, targets, rows * T_);
+  cuda::ModuleExecutor& losses = *module("token_losses").executor;
+  losses.run(stream_->get());
+  stream_->synchronize();
+  std::vector<float> values(static_cast<size_t>(rows * T_));
+  cuda::check(cuda::driver().memcpyDtoH(values.data(), losses.address("losses"), values.size() * sizeof(float)),
+              "cuMemcpyDtoH(losses)");
+  return std::vector<double>(values.begin(), values.end());
 }
 
 const Gpt2Weights& GpuTrainer::weights() {

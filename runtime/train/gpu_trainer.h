@@ -47,6 +47,9 @@ struct GpuTrainerOptions {
   bool bf16 = true;        // storage of the step's arrays (false: fp32 everywhere)
   bool cudaGraph = true;   // replay the step as a CUDA graph
   bool recompute = true;   // the recompute pass decides what the backward remakes (false: it reads stored values)
+  // > 0: also plan the per-position losses of this many rows of T tokens
+  // (gpt2_token_losses), which HellaSwag scores (-h 1); 0: none, nothing planned.
+  int64_t tokenLossRows = 0;
   std::filesystem::path kernelCache;  // empty: KernelCache::defaultDirectory()
   unsigned compileThreads = 0;        // 0: one per hardware thread
   int gpu = 0;
@@ -98,6 +101,9 @@ class GpuTrainer final : public DeviceTrainer {
   double loss(const std::vector<int32_t>& inputs, const std::vector<int32_t>& targets) override;
   double optimizerStep(const OptimizerSettings& settings) override;
   std::vector<double> nextTokenLogits(const std::vector<int32_t>& context) override;
+  bool givesTokenLosses() const override { return options_.tokenLossRows > 0; }
+  std::vector<double> tokenLosses(const std::vector<int32_t>& inputs, const std::vector<int32_t>& targets,
+                                  int64_t rows) override;
 
   const Gpt2Config& config() const override { return config_; }
   const Gpt2Weights& weights() override;
@@ -165,6 +171,7 @@ class GpuTrainer final : public DeviceTrainer {
   cuda::DeviceBuffer accumulated_[2];        // f32 sums over micro-batches, allocated on first use
   cuda::DeviceBuffer decayMask_;              // the optimizer's share
   cuda::DeviceBuffer tokens_, targets_, sampleTokens_;
+  cuda::DeviceBuffer evalTokens_, evalTargets_;  // tokenLossRows x T, where planned
   cuda::DeviceBuffer scalars_;               // 16-byte slots: losses, norm, the optimizer's settings
   cuda::DeviceBuffer arena_;
   int current_ = 0;

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 #include "driver/pipeline.h"
@@ -127,6 +129,31 @@ std::vector<double> InterpreterTrainer::nextTokenLogits(const std::vector<int32_
   std::map<std::string, HostTensor> in = weights_.inputs();
   in["tokens"] = tokenTensor(context, 1, length);
   return interpret(it->second, in, precision_).at(0).data;
+}
+
+std::vector<double> InterpreterTrainer::tokenLosses(const std::vector<int32_t>& tokens,
+                                                    const std::vector<int32_t>& targets, int64_t rows) {
+  auto it = tokenLosses_.find(rows);
+  if (it == tokenLosses_.end())
+    it = tokenLosses_
+             .emplace(rows, compileEntry(diagramsDir_ + "/gpt2/model.dg", "gpt2_token_losses",
+                                         weights_.config.sizes(rows, T_), false))
+             .first;
+  std::map<std::string, HostTensor> in = weights_.inputs();
+  in["tokens"] = tokenTensor(tokens, rows, T_);
+  in["targets"] = tokenTensor(targets, rows, T_);
+  return interpret(it->second, in, precision_).at(0).data;
+}
+
+double InterpreterTrainer::gradientNorm() {
+  double sum = 0;
+  for (double g : gradient_) sum += g * g;
+  return std::sqrt(sum);
+}
+
+void InterpreterTrainer::skipUpdate() {
+  std::fill(gradient_.begin(), gradient_.end(), 0.0);
+  state_.step += 1;
 }
 
 void InterpreterTrainer::restoreOptimizerState(OptimizerState state) {

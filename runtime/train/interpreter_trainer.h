@@ -26,6 +26,12 @@ class InterpreterTrainer final : public Trainer {
   double loss(const std::vector<int32_t>& inputs, const std::vector<int32_t>& targets) override;
   double optimizerStep(const OptimizerSettings& settings) override;
   std::vector<double> nextTokenLogits(const std::vector<int32_t>& context) override;
+  bool givesTokenLosses() const override { return true; }
+  std::vector<double> tokenLosses(const std::vector<int32_t>& inputs, const std::vector<int32_t>& targets,
+                                  int64_t rows) override;
+  bool canSkipUpdates() const override { return true; }
+  double gradientNorm() override;
+  void skipUpdate() override;
 
   const Gpt2Config& config() const override { return weights_.config; }
   const Gpt2Weights& weights() override { return weights_; }
@@ -45,6 +51,7 @@ class InterpreterTrainer final : public Trainer {
   Graph lossOnly_;     // the loss
   Graph optimizer_;    // clip + AdamW over all parameters packed together
   std::map<int64_t, Graph> nextLogits_;  // by context length
+  std::map<int64_t, Graph> tokenLosses_;  // by rows
   std::vector<double> gradient_;  // accumulated, packed like the optimizer's arrays
   std::vector<double> decayMask_;
   OptimizerState state_;

@@ -367,8 +367,9 @@ LossCurves readTrainLog(const std::string& path) {
     if (!step) badLine(path, lineNumber, line, "no step field 's:'");
     const int64_t s = *step;
     // A step that does not move the log forward starts a resumed (or new)
-    // run: what the earlier run logged from there on is dropped. llmc logs
-    // "s:N tel" after "s:N trl", llm.c before it; both read the same way.
+    // run: what the earlier run logged from there on is dropped. "s:N tel"
+    // comes before "s:N trl" in llm.c's logs and llmc's (whose older logs,
+    // numbering training steps from 1, have it after); all read the same way.
     if (trl) {
       if (lastStep(train) >= s || lastStep(val) > s) dropFrom(train, s), dropFrom(val, s + 1);
       train[s] = *trl;

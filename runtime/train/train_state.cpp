@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -139,6 +140,40 @@ int64_t newestCheckpointStep(const std::string& dir) {
     if (step > newest && std::filesystem::exists(modelCheckpointPath(dir, step))) newest = step;
   }
   return newest;
+}
+
+std::vector<int64_t> checkpointSteps(const std::string& dir) {
+  std::vector<int64_t> steps;
+  std::error_code ec;
+  static const std::regex kModel(R"(model_(\d{8})\.bin)");
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    std::smatch match;
+    const std::string name = entry.path().filename().string();
+    if (std::regex_match(name, match, kModel)) steps.push_back(std::stoll(match[1]));
+  }
+  std::sort(steps.begin(), steps.end());
+  return steps;
+}
+
+std::vector<int64_t> checkpointsToDelete(const std::vector<int64_t>& steps, int64_t written, int64_t keep,
+                                         int64_t majorEvery) {
+  if (keep <= 0) return {};
+  // The checkpoints up to the one just written, newest first: the first
+  // `keep` stay, and of the older ones the major ones.
+  std::vector<int64_t> upToWritten;
+  for (int64_t step : steps)
+    if (step <= written) upToWritten.push_back(step);
+  std::sort(upToWritten.rbegin(), upToWritten.rend());
+  std::vector<int64_t> doomed;
+  for (size_t i = static_cast<size_t>(keep); i < upToWritten.size(); ++i)
+    if (!(majorEvery > 0 && upToWritten[i] % majorEvery == 0)) doomed.push_back(upToWritten[i]);
+  std::sort(doomed.begin(), doomed.end());
+  return doomed;
+}
+
+void deleteCheckpoint(const std::string& dir, int64_t step) {
+  std::filesystem::remove(modelCheckpointPath(dir, step));
+  std::filesystem::remove(stateCheckpointPath(dir, step));
 }
 
 }  // namespace llmc

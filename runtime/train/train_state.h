@@ -35,5 +35,17 @@ std::string modelCheckpointPath(const std::string& dir, int64_t step);
 std::string stateCheckpointPath(const std::string& dir, int64_t step);
 // The newest step with both files present, or -1.
 int64_t newestCheckpointStep(const std::string& dir);
+// The steps of the model checkpoints in dir, ascending.
+std::vector<int64_t> checkpointSteps(const std::string& dir);
+
+// -nk and -nm: of the checkpoints `steps`, those to delete once the one of
+// step `written` is on disk: all but the newest `keep` up to `written`, and
+// but the major ones (steps that are multiples of majorEvery), as llm.c
+// keeps them. keep 0: none. Checkpoints after `written` (of another run in
+// the same folder) are neither counted nor deleted.
+std::vector<int64_t> checkpointsToDelete(const std::vector<int64_t>& steps, int64_t written, int64_t keep,
+                                         int64_t majorEvery);
+// Removes model_STEP.bin and state_STEP.bin from dir (those that exist).
+void deleteCheckpoint(const std::string& dir, int64_t step);
 
 }  // namespace llmc

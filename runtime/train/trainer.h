@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <stdexcept>
 #include <vector>
 
 #include "gpt2_weights.h"
@@ -41,6 +42,22 @@ class Trainer {
   // Scores for the token after `context` (1..maxT tokens), over the padded
   // vocabulary.
   virtual std::vector<double> nextTokenLogits(const std::vector<int32_t>& context) = 0;
+
+  // Per-position losses for `rows` rows of the executor's T tokens (row-major,
+  // rows*T values): what HellaSwag scores (-h 1). Only where givesTokenLosses.
+  virtual bool givesTokenLosses() const { return false; }
+  virtual std::vector<double> tokenLosses(const std::vector<int32_t>& /*inputs*/,
+                                          const std::vector<int32_t>& /*targets*/, int64_t /*rows*/) {
+    throw std::logic_error("this executor gives no per-position losses");
+  }
+
+  // Skipping an update (-sl, -sg), only where canSkipUpdates: the accumulated
+  // gradient's global norm before any clipping, and dropping the gradient
+  // without an update. A skipped step still counts as a step for AdamW's bias
+  // correction, as in llm.c, whose update takes the step number.
+  virtual bool canSkipUpdates() const { return false; }
+  virtual double gradientNorm() { throw std::logic_error("this executor cannot skip updates"); }
+  virtual void skipUpdate() { throw std::logic_error("this executor cannot skip updates"); }
 
   virtual const Gpt2Config& config() const = 0;
   // The model and the optimizer's state as they are now (the GPU path copies
