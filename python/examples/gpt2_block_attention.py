@@ -138,7 +138,7 @@ def main():
     for block in diagram.blocks:
         block.attn = DiagramAttention(block.attn, args.storage)
     # The two models must hold the same parameters under the same names (the swap keeps them).
-    assert [n for n, _ in diagram.named_parameters()] == [n.replace("attn.", "attn.inner.") for n, _ in
+    assert [n for n, _ in diagram.named_parameters()] == [n.replace(".attn.", ".attn.inner.") for n, _ in
                                                           reference.named_parameters()]
 
     torch_losses = train(reference, batches, args.steps, 1e-3)
