@@ -47,7 +47,11 @@ void CudaWriter::stageTransposedReads(const std::vector<std::string>& origins) {
     for (size_t d = 0; d < digits.size(); ++d) {
       const Axis& a = digits[d];
       const int64_t tile = plan_.tiles.at(a.name);
-      std::string digit = inner == 1 ? "q" : fmt::format("q / {}", inner);
+      // A digit the loop's step is a multiple of is the thread's own,
+      // fixed over its iterations: written from threadIdx.x, the compiler
+      // keeps it (and what it indexes) out of the loop.
+      const std::string q = d + 1 < digits.size() && blockThreads_ % (inner * tile) == 0 ? "threadIdx.x" : "q";
+      std::string digit = inner == 1 ? q : fmt::format("{} / {}", q, inner);
       if (d + 1 < digits.size()) digit = fmt::format("({}) % {}", digit, tile);
       position[a.name] = define(fill, "int", "j_" + a.name, digit);
       if (a.size % tile != 0)

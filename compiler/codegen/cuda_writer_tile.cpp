@@ -84,7 +84,13 @@ void CudaWriter::tile(WrittenKernel& out) {
     if (a.name == unrolled) continue;  // bound by the thread's loop over the whole axis, below
     const bool stepped = eight && a.name == eight_.axis;
     const int64_t t = stepped ? plan_.tiles.at(a.name) / eight_.step : plan_.tiles.at(a.name);
-    std::string pos = inner == 1 ? "p" : fmt::format("p / {}", inner);
+    // A digit the points' loop steps over whole (its step, the block's
+    // threads, a multiple of it) is the thread's own, fixed over its
+    // points: written from threadIdx.x, the compiler keeps it and the loads
+    // it alone indexes (a row's statistics) out of the loop.
+    const bool ownDigit = i > 0 && t > 1 && laneAxis_.empty() && slices_ == 1 && blockThreads_ % (inner * t) == 0;
+    const std::string p = ownDigit ? "threadIdx.x" : "p";
+    std::string pos = inner == 1 ? p : fmt::format("{} / {}", p, inner);
     if (i > 0 && t > 1) pos = fmt::format("({}) % {}", pos, t);
     if (t == 1) pos = std::string("0");  // not `= "0"`: GCC 12 warns of overlap there (-Wrestrict), wrongly
     if (stepped) pos = fmt::format("({}) * {}", pos, eight_.step);
