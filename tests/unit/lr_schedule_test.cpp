@@ -9,7 +9,7 @@
 
 using namespace llmc;
 
-TEST_CASE("-k names llm.c's four schedules", "[train][lr]") {
+TEST_CASE("llmc-train -k names llm.c's four schedules", "[train][lr]") {
   CHECK(parseLrScheduleKind("cosine") == LrScheduleKind::Cosine);
   CHECK(parseLrScheduleKind("linear") == LrScheduleKind::Linear);
   CHECK(parseLrScheduleKind("constant") == LrScheduleKind::Constant);

@@ -27,7 +27,7 @@ TrainOptions parse(std::vector<std::string> words) {
 
 }  // namespace
 
-TEST_CASE("-h followed by 0 or 1 is llm.c's HellaSwag switch", "[train][options]") {
+TEST_CASE("llmc-train -h followed by 0 or 1 is llm.c's HellaSwag switch", "[train][options]") {
   CHECK_FALSE(parse({}).hellaswag);
   CHECK(parse({"-h", "1"}).hellaswag);
   CHECK_FALSE(parse({"-h", "1", "-h", "0"}).hellaswag);
@@ -39,7 +39,7 @@ TEST_CASE("-h followed by 0 or 1 is llm.c's HellaSwag switch", "[train][options]
   // it exits, which the end-to-end test checks (tests/train/llm_c_flags.sh).
 }
 
-TEST_CASE("-k picks llm.c's learning rate schedule", "[train][options]") {
+TEST_CASE("llmc-train -k picks llm.c's learning rate schedule", "[train][options]") {
   CHECK(parse({}).lrSchedule == LrScheduleKind::Cosine);
   CHECK(parse({"-k", "linear"}).lrSchedule == LrScheduleKind::Linear);
   CHECK(parse({"-k", "constant"}).lrSchedule == LrScheduleKind::Constant);
@@ -47,7 +47,7 @@ TEST_CASE("-k picks llm.c's learning rate schedule", "[train][options]") {
   CHECK_THROWS_WITH(parse({"-k", "exp"}), Contains("unknown learning rate schedule 'exp'"));
 }
 
-TEST_CASE("-d -1 and -m -1 are llm.c's defaults", "[train][options]") {
+TEST_CASE("llmc-train -d -1 and -m -1 are llm.c's defaults", "[train][options]") {
   CHECK(parse({"-d", "-1"}).totalBatchTokens == 0);
   CHECK(resolveTotalBatch(parse({"-b", "2", "-t", "8", "-d", "-1"}), 3) == 48);
   CHECK_THROWS_WITH(parse({"-d", "-2"}), Contains("-d must be positive"));
@@ -68,7 +68,7 @@ TEST_CASE("training data is shuffled by default, as llm.c's; --shuffle 0 turns i
   CHECK_FALSE(overfit.shuffle);
 }
 
-TEST_CASE("-nk, -nm, -sl, -sg, -w, -r 2 and the accepted no-op flags", "[train][options]") {
+TEST_CASE("llmc-train -nk, -nm, -sl, -sg, -w, -r 2 and the accepted no-op flags", "[train][options]") {
   const TrainOptions o = parse({"-nk", "3", "-nm", "100", "-sl", "5", "-sg", "4.5", "-w", "0", "-r", "2", "-f", "0",
                                 "-ge", "2", "-lg", "10"});
   CHECK(o.checkpointsToKeep == 3);
@@ -120,7 +120,7 @@ TEST_CASE("an update is skipped when a z-score passes its limit", "[train][outli
   CHECK_THAT(*skipUpdateReason(5.0, 5.0, 3, 3), Contains("loss z-score"));  // the loss is looked at first
 }
 
-TEST_CASE("-nk keeps the newest checkpoints, -nm's major ones besides", "[train][checkpoints]") {
+TEST_CASE("llmc-train -nk keeps the newest checkpoints, -nm's major ones besides", "[train][checkpoints]") {
   const std::vector<int64_t> steps = {5, 10, 15, 20, 25};
   CHECK(checkpointsToDelete(steps, 25, 0, 0).empty());  // -nk 0: keep all
   CHECK(checkpointsToDelete(steps, 25, 2, 0) == std::vector<int64_t>{5, 10, 15});
