@@ -96,7 +96,8 @@ dg="$(dirname "$0")/../lit/streams/softmax_contraction.dg"
 expect_status 2 "unknown --emit 'nosuch'" "$bin/llmc-compile" "$dg" --quiet --emit nosuch
 echo "ok: llmc-compile --quiet: the --emit output unchanged, errors still said"
 for tool in llmc-compile llmc-data llmc-train llmc-run llmc-sample; do
-  "$bin/$tool" --help | grep -q -- "--quiet" || fail "$tool --help does not document --quiet"
+  "$bin/$tool" --help > "$work/help.txt"
+  grep -q -- "--quiet" "$work/help.txt" || fail "$tool --help does not document --quiet"
 done
 for tool in llmc-compile llmc-data llmc-run llmc-sample; do
   expect_status 2 "--quiet takes no value (got '--quiet=1')" "$bin/$tool" --quiet=1
