@@ -126,6 +126,8 @@ options:
   -o FILE             write the output to FILE instead of standard output,
                       whole or not at all (a device such as /dev/null is
                       written into)
+  --quiet             no notes on stderr (such as a report's missing drawing);
+                      errors and the requested output still come
   --version           print llmc-compile's version
   -h, --help          show this help
 
@@ -147,6 +149,7 @@ struct Invocation {
   std::string emit = "ir", outPath, arch = "sm_90a", device, measuredPath;
   std::string commandLine;  // as given, for the report to show
   bool json = false;
+  bool quiet = false;  // --quiet: no notes on stderr
   llmc::PerfReportLayout perfLayout;  // --group-by, --sort (--emit perf)
   int gpus = 1, zero = 0;  // data parallel (--emit perf)
   int drawDepth = -1;      // --emit dot, svg: calls deeper than this drawn as one box (-1: none)
@@ -223,7 +226,7 @@ std::optional<Invocation> parseCommandLine(int argc, char** argv) {
       if (i + 1 >= argc) usageError(fmt::format("{} needs a value", flag));
       return argv[++i];
     };
-    if ((arg == "-h" || arg == "--help" || arg == "--version") && joined)
+    if ((arg == "-h" || arg == "--help" || arg == "--version" || arg == "--quiet") && joined)
       usageError(fmt::format("{} takes no value (got '{}={}')", arg, arg, *joined));
     if (arg == "-h" || arg == "--help") {
       std::fputs(kUsage, stdout);
@@ -231,6 +234,8 @@ std::optional<Invocation> parseCommandLine(int argc, char** argv) {
     } else if (arg == "--version") {
       std::printf("llmc-compile %s\n", LLMC_VERSION);
       return std::nullopt;
+    } else if (arg == "--quiet") {
+      in.quiet = true;
     } else if (arg == "--emit") {
       in.emit = value("--emit");
       if (!isOneOf(in.emit, {"ir", "json", "streams", "pseudocode", "perf", "cuda", "launches", "ptx", "memory", "dot",
@@ -398,7 +403,7 @@ std::string htmlReport(const Invocation& in, const llmc::Graph& graph, const std
   inputs.planDepth = in.drawDepth >= 0 ? in.drawDepth : llmc::kReportPlanDepth;
   inputs.planSvg = layOutSvg(llmc::drawPlanDot(graph, kernels, inputs.planDepth), inputs.drawingMissing,
                              fmt::format("dot-plan --depth {}", inputs.planDepth));
-  if (!inputs.drawingMissing.empty())
+  if (!inputs.drawingMissing.empty() && !in.quiet)
     std::fprintf(stderr, "llmc-compile: --emit report: the plan is not drawn: %s\n", inputs.drawingMissing.c_str());
   inputs.measured = measured ? &*measured : nullptr;
   inputs.measuredFile = in.measuredPath;

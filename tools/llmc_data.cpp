@@ -63,6 +63,7 @@ options:
                        are escapes (e.g. --separator '\n\n\n')
   --name PREFIX        prefix of the file names (default: the first input's
                        name without .txt)
+  --quiet              no progress, summary or clean-up lines; errors only
   --version            print llmc-data's version
   -h, --help           this text
 
@@ -73,6 +74,7 @@ example:
 )";
 
 struct Options {
+  bool quiet = false;  // --quiet: no progress or summary lines
   std::optional<fs::path> tokenizerDir;
   fs::path outDir;
   std::optional<fs::path> tokenizerFile;  // empty: none written
@@ -158,7 +160,7 @@ std::optional<Options> parseOptions(int argc, char** argv) {
       if (i + 1 == argc) throw UsageError(fmt::format("{} needs a value", arg));
       return argv[++i];
     };
-    if ((arg == "-h" || arg == "--help" || arg == "--version") && joined)
+    if ((arg == "-h" || arg == "--help" || arg == "--version" || arg == "--quiet") && joined)
       throw UsageError(fmt::format("{} takes no value (got '{}={}')", arg, arg, *joined));
     if (arg == "-h" || arg == "--help") {
       std::fputs(kUsage, stdout);
@@ -166,6 +168,8 @@ std::optional<Options> parseOptions(int argc, char** argv) {
     } else if (arg == "--version") {
       std::printf("llmc-data %s\n", LLMC_VERSION);
       return std::nullopt;
+    } else if (arg == "--quiet") {
+      options.quiet = true;
     } else if (arg == "--tokenizer") {
       options.tokenizerDir = value();
     } else if (arg == "--out") {
@@ -297,14 +301,15 @@ class ShardSequence {
     }
   }
 
-  // Writes the last, partial shard and removes stale shards of an earlier run.
-  void finish() {
+  // Writes the last, partial shard and removes stale shards of an earlier run
+  // (said on stderr unless quiet).
+  void finish(bool quiet) {
     if (!pending_.empty()) writePending();
     for (int64_t index = static_cast<int64_t>(written_.size());; ++index) {
       const fs::path stale = pathOf(index);
       if (!fs::exists(stale)) break;
       fs::remove(stale);
-      fmt::print(stderr, "llmc-data: removed {} (left over from an earlier run)\n", stale.string());
+      if (!quiet) fmt::print(stderr, "llmc-data: removed {} (left over from an earlier run)\n", stale.string());
     }
   }
 
@@ -384,6 +389,7 @@ void run(const Options& options) {
   int64_t bytesDone = 0;
   int64_t documentsDone = 0;
   const auto report = [&] {
+    if (options.quiet) return;
     const double seconds = secondsSince(start);
     fmt::print(stderr, "llmc-data: {}/{} documents, {} tokens, {:.1f} MB, {:.1f} MB/s\n", documentsDone,
                documentCount, train.tokenCount() + val.tokenCount(), bytesDone / 1e6,
@@ -404,12 +410,13 @@ void run(const Options& options) {
       }
     }
   }
-  train.finish();
-  val.finish();
+  train.finish(options.quiet);
+  val.finish(options.quiet);
   const fs::path tokenizerFile = options.tokenizerFile.value_or(options.outDir / kLlmcTokenizerFileName);
   if (!tokenizerFile.empty()) tokenizer.writeLlmcFile(tokenizerFile);
 
   const double seconds = secondsSince(start);
+  if (options.quiet) return;
   fmt::print("llmc-data: {} documents ({} train, {} val), {:.1f} MB of text in {:.1f} s ({:.1f} MB/s)\n",
              documentCount, documentCount - valCount, valCount, bytesDone / 1e6, seconds,
              bytesDone / 1e6 / seconds);

@@ -91,6 +91,8 @@ options:
                       file `llmc-compile --emit perf --measured FILE` reads
                       (with the same FILE.dg, --entry, --set, --grad,
                       --storage and the arch planned for)
+  --quiet             no informational lines (the module's launches, where
+                      --out wrote): the outputs, the check and the times only
   --version           print llmc-run's version
   -h, --help          show this help
 
@@ -181,7 +183,7 @@ std::optional<Invocation> parseCommandLine(int argc, char** argv) {
       if (i + 1 >= argc) usageError(fmt::format("{} needs a value", arg));
       return argv[++i];
     };
-    if ((arg == "-h" || arg == "--help" || arg == "--version") && joined)
+    if ((arg == "-h" || arg == "--help" || arg == "--version" || arg == "--quiet") && joined)
       usageError(fmt::format("{} takes no value (got '{}={}')", arg, arg, *joined));
     if (arg == "-h" || arg == "--help") {
       std::fputs(kUsage, stdout);
@@ -189,6 +191,8 @@ std::optional<Invocation> parseCommandLine(int argc, char** argv) {
     } else if (arg == "--version") {
       std::printf("llmc-run %s\n", LLMC_VERSION);
       return std::nullopt;
+    } else if (arg == "--quiet") {
+      in.quiet = true;
     } else if (parseOption(in, arg, value)) {
     } else if (!arg.empty() && arg[0] == '-') {
       usageError(fmt::format("unknown option '{}'", arg));

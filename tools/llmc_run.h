@@ -26,6 +26,7 @@ struct Invocation {
   llmc::PipelineOptions options;  // path, entry, sizes, grad
   std::string arch = "auto", sizesText;
   bool bf16 = true, check = false, bench = false;
+  bool quiet = false;  // --quiet: no informational lines
   int reps = 10;
   bool repsGiven = false;
   std::string outPath;

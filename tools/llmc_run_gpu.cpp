@@ -118,7 +118,8 @@ void benchmark(cuda::ModuleExecutor& executor, const std::vector<llmc::PlannedKe
   } catch (const llmc::FileWriteError& e) {
     throw llmc::InputFileError(fmt::format("--out: {}", e.what()));
   }
-  fmt::print("wrote {}; beside the model: llmc-compile {}{}{}{} --arch {} --storage {} --emit perf --measured {}\n",
+  if (!in.quiet)
+    fmt::print("wrote {}; beside the model: llmc-compile {}{}{}{} --arch {} --storage {} --emit perf --measured {}\n",
              in.outPath, in.options.path, in.options.entry.empty() ? "" : " --entry " + in.options.entry,
              in.sizesText.empty() ? "" : " --set " + in.sizesText, in.options.grad ? " --grad" : "", arch,
              in.bf16 ? "bf16" : "f32", in.outPath);
@@ -146,7 +147,8 @@ int runOnGpu(Gpu& gpu, const Invocation& in, const std::string& arch, const llmc
     const cuda::JitResult jit = cuda::compileModuleKernels(*planned.module, context.arch());
     cuda::ModuleExecutor executor(*planned.module, {});
     executor.load(jit.kernels);
-    fmt::print("{} ({}{}, {}, planned for {}) on {}: {} launches; {}\n", graph.name, in.sizesText,
+    if (!in.quiet)
+      fmt::print("{} ({}{}, {}, planned for {}) on {}: {} launches; {}\n", graph.name, in.sizesText,
                in.options.grad ? ", with gradients" : "", in.bf16 ? "bf16" : "f32", arch, context.name(),
                executor.module().launches.size(), jit.summary.describe());
     cuda::DeviceBuffer arena(static_cast<size_t>(std::max<int64_t>(executor.memoryPlan().arenaBytes, 1)));

@@ -53,6 +53,7 @@ options:
   --ids                print the generated token ids (one line, space
                        separated) instead of the text
   --device cpu         where it runs: the CPU path is the only choice
+  --quiet              no line about the model on stderr: the sample only
   --version            print llmc-sample's version
   -h, --help           this text
 
@@ -67,6 +68,7 @@ example:
 )";
 
 struct Options {
+  bool quiet = false;  // --quiet: no line about the model on stderr
   fs::path checkpoint;
   std::optional<std::string> prompt;
   int64_t tokens = 64;
@@ -121,7 +123,7 @@ std::optional<Options> parseOptions(int argc, char** argv) {
       if (i + 1 == argc) throw UsageError(fmt::format("{} needs a value", arg));
       return argv[++i];
     };
-    if ((arg == "-h" || arg == "--help" || arg == "--version") && joined)
+    if ((arg == "-h" || arg == "--help" || arg == "--version" || arg == "--quiet") && joined)
       throw UsageError(fmt::format("{} takes no value (got '{}={}')", arg, arg, *joined));
     if (arg == "-h" || arg == "--help") {
       std::fputs(kUsage, stdout);
@@ -129,6 +131,8 @@ std::optional<Options> parseOptions(int argc, char** argv) {
     } else if (arg == "--version") {
       std::printf("llmc-sample %s\n", LLMC_VERSION);
       return std::nullopt;
+    } else if (arg == "--quiet") {
+      o.quiet = true;
     } else if (arg == "--prompt") {
       o.prompt = value();
     } else if (arg == "-n" || arg == "--tokens") {
@@ -184,8 +188,9 @@ int run(const Options& o) {
   std::vector<int32_t> context = {endOfText};
   if (o.prompt)
     for (int id : tokenizer->encode(*o.prompt)) context.push_back(id);
-  fmt::print(stderr, "llmc-sample: {}: L={} C={} H={} maxT={} V={}; {} prompt token(s); CPU path\n",
-             o.checkpoint.string(), c.L, c.C, c.H, c.T, c.V, context.size() - 1);
+  if (!o.quiet)
+    fmt::print(stderr, "llmc-sample: {}: L={} C={} H={} maxT={} V={}; {} prompt token(s); CPU path\n",
+               o.checkpoint.string(), c.L, c.C, c.H, c.T, c.V, context.size() - 1);
 
   const std::string diagrams = findDataFolder({"LLMC_DIAGRAMS", "diagrams", LLMC_DIAGRAMS_DIR, "diagrams"}).string();
   Gpt2Sampler sampler(diagrams, std::move(weights));

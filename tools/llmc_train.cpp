@@ -52,8 +52,14 @@ std::string diagramsDir() {
 
 // A tokenizer for printing samples, from --tokenizer or the usual places; none
 // if there is none (samples are then printed as ids).
-std::optional<Tokenizer> findTokenizer(const std::string& given) {
+// The tokenizer for printing samples: --tokenizer, else llm.c's
+// gpt2_tokenizer.bin in the training shards' folder (llmc-data writes it
+// there), else GPT-2's BPE files beside the repository.
+std::optional<Tokenizer> findTokenizer(const std::string& given, const std::string& trainData) {
   if (!given.empty()) return Tokenizer(given);  // its errors name the missing file
+  const fs::path shards = fs::path(trainData).parent_path();
+  const fs::path beside = (shards.empty() ? fs::path(".") : shards) / kLlmcTokenizerFileName;
+  if (fs::is_regular_file(beside)) return Tokenizer(beside);
   for (const fs::path& dir : {fs::path(LLMC_SOURCE_DIR) / ".." / "shared" / "data" / "gpt2-bpe",
                               fs::path(LLMC_SOURCE_DIR) / "data" / "gpt2-bpe"})
     if (fs::exists(dir / "encoder.json")) return Tokenizer(dir);
@@ -148,7 +154,7 @@ class TrainingRun {
     const std::string& trainData = o_.overfitSingleBatch && !o_.valData.empty() ? o_.valData : o_.trainData;
     train_.emplace(trainData, static_cast<int>(o_.batchSize), static_cast<int>(o_.seqLen),
                    DataLoaderOptions{o_.shuffle, o_.seed, place_.rank, place_.size});
-    fmt::print("train data: {} shard(s), {} batches of {}x{} per epoch{}\n", train_->shardPaths().size(),
+    info("train data: {} shard(s), {} batches of {}x{} per epoch{}\n", train_->shardPaths().size(),
                train_->batchesPerEpoch(), o_.batchSize, o_.seqLen,
                o_.overfitSingleBatch ? fmt::format(" (-a 1: every step trains on its first {})",
                                                    accumulationOf(o_, place_.size) > 1 ? "batches" : "batch")
@@ -156,7 +162,7 @@ class TrainingRun {
     if (!o_.valData.empty()) {
       val_.emplace(o_.valData, static_cast<int>(o_.batchSize), static_cast<int>(o_.seqLen),
                    DataLoaderOptions{false, 0, place_.rank, place_.size});
-      fmt::print("val data: {} shard(s), {} batches\n", val_->shardPaths().size(), val_->batchesPerEpoch());
+      info("val data: {} shard(s), {} batches\n", val_->shardPaths().size(), val_->batchesPerEpoch());
     }
     if (o_.hellaswag) {
       if (!fs::exists(o_.hellaswagFile))
@@ -164,20 +170,20 @@ class TrainingRun {
                                              "it; --hellaswag-file FILE names another)",
                                              o_.hellaswagFile));
       hellaswag_ = readEvalFile(o_.hellaswagFile);
-      fmt::print("HellaSwag: {} examples from {}\n", hellaswag_->examples.size(), o_.hellaswagFile);
+      info("HellaSwag: {} examples from {}\n", hellaswag_->examples.size(), o_.hellaswagFile);
     }
     ModelSource model = openModel(o_);
     const Gpt2Config c = model.config;
-    fmt::print("model: L={} C={} H={} maxT={} V={} Vp={}, {:.2f}M parameters ({})\n", c.L, c.C, c.H, c.T, c.V, c.Vp,
+    info("model: L={} C={} H={} maxT={} V={} Vp={}, {:.2f}M parameters ({})\n", c.L, c.C, c.H, c.T, c.V, c.Vp,
                static_cast<double>(c.parameterCount()) / 1e6,
                model.fresh ? "initialised from the seed beside the compiling"
                            : fmt::format("read in {:.2f} s", secondsSince(start)));
 
-    tokenizer_ = findTokenizer(o_.tokenizerDir);
+    tokenizer_ = findTokenizer(o_.tokenizerDir, o_.trainData);
 
     accumulation_ = accumulationOf(o_, place_.size);
     totalSteps_ = o_.maxSteps >= 0 ? o_.maxSteps : std::max<int64_t>(1, train_->batchesPerEpoch() / accumulation_);
-    fmt::print("batch: {} tokens per step = {} micro-batch(es) of {}x{}{}; {} steps\n", totalBatchTokens_,
+    info("batch: {} tokens per step = {} micro-batch(es) of {}x{}{}; {} steps\n", totalBatchTokens_,
                accumulation_, o_.batchSize, o_.seqLen,
                place_.size > 1 ? fmt::format(" on each of {} processes", place_.size) : "", totalSteps_);
 
@@ -188,7 +194,7 @@ class TrainingRun {
     if (o_.resume) firstStep = readResumePoint(model, resumed);
 
     const auto contextWait = Clock::now();
-    if (earlyContext && earlyContext->ready()) fmt::print("CUDA context ready {:.2f} s later\n", secondsSince(contextWait));
+    if (earlyContext && earlyContext->ready()) info("CUDA context ready {:.2f} s later\n", secondsSince(contextWait));
     makeTrainer(model);
     if (gpu_)
       if (std::vector<std::string> cpuOnly = cpuPathOnlyFlags(o_); !cpuOnly.empty())
@@ -198,7 +204,7 @@ class TrainingRun {
     if (resumed) {
       trainer_->restoreOptimizerState(resumed->optimizer);
       train_->restore(unpackLoaderState(resumed->loaderState, stateCheckpointPath(o_.outputDir, firstStep)));
-      fmt::print("resumed from {} (step {})\n", modelCheckpointPath(o_.outputDir, firstStep), firstStep);
+      info("resumed from {} (step {})\n", modelCheckpointPath(o_.outputDir, firstStep), firstStep);
     }
     // Rank 0 writes the files: log, samples, checkpoints, the plot.
     const bool writes = place_.rank == 0 && !o_.outputDir.empty();
@@ -208,7 +214,7 @@ class TrainingRun {
     }
     TrainLog log(writes ? o_.outputDir : "", o_.resume);
     log_ = &log;
-    fmt::print("ready in {:.2f} s\n", secondsSince(start));
+    info("ready in {:.2f} s\n", secondsSince(start));
 
     double lastVal = NAN;
     for (int64_t step = firstStep; step <= totalSteps_; ++step) {
@@ -225,13 +231,19 @@ class TrainingRun {
       trainStep(step);
     }
     plotLosses();
-    fmt::print("done: {} steps in {:.1f} s{}\n", totalSteps_ - firstStep, secondsSince(start),
+    info("done: {} steps in {:.1f} s{}\n", totalSteps_ - firstStep, secondsSince(start),
                std::isnan(lastVal) ? "" : fmt::format(", final val loss {:.4f}", lastVal));
     printResult();
     return 0;
   }
 
  private:
+  // Progress and start-up lines, which --quiet leaves out.
+  template <typename... Args>
+  void info(fmt::format_string<Args...> format, Args&&... args) const {
+    if (!o_.quiet) fmt::print(format, std::forward<Args>(args)...);
+  }
+
   // The GPU path where there is a GPU (or where --device cuda asks for it:
   // then its absence is an error), else the CPU path.
   void makeTrainer(const ModelSource& model) {
@@ -243,7 +255,7 @@ class TrainingRun {
             o_.batchSize, o_.seqLen,
             {.bf16 = o_.bf16, .cudaGraph = o_.cudaGraph, .recompute = o_.recompute != 0,
              .tokenLossRows = o_.hellaswag ? hellaswagRows(o_.batchSize) : 0, .place = place_,
-             .zeroStage = o_.zeroStage, .overlap = o_.overlap});
+             .zeroStage = o_.zeroStage, .overlap = o_.overlap, .quiet = o_.quiet});
         gpu_ = gpu.get();
         trainer_ = std::move(gpu);
         return;
@@ -251,13 +263,13 @@ class TrainingRun {
         if (o_.device == DeviceChoice::Cuda) throw std::runtime_error(fmt::format("--device cuda: {}", e.what()));
         if (place_.size > 1)
           throw std::runtime_error(fmt::format("{} processes train on GPUs only: {}", place_.size, e.what()));
-        fmt::print("device: cpu (reference interpreter): no GPU ({})\n", e.what());
+        info("device: cpu (reference interpreter): no GPU ({})\n", e.what());
       }
     } else {
-      fmt::print("device: cpu (reference interpreter)\n");
+      info("device: cpu (reference interpreter)\n");
     }
     trainer_ = std::make_unique<InterpreterTrainer>(diagramsDir(), model.weights.get(), o_.batchSize, o_.seqLen);
-    fmt::print("compiled the training step from {} in {:.2f} s (CPU path: reference interpreter)\n", diagramsDir(),
+    info("compiled the training step from {} in {:.2f} s (CPU path: reference interpreter)\n", diagramsDir(),
                secondsSince(start));
   }
 
@@ -324,7 +336,7 @@ class TrainingRun {
       if (gpu_->communicationMilliseconds()) communicationMilliseconds_.push_back(*gpu_->communicationMilliseconds());
     }
     auto zScore = [&](double z) { return detecting ? fmt::format(" ({:+.2f}z)", z) : std::string(); };
-    fmt::print("step {:5d}/{} | loss {:.6f}{} | norm {:.4f}{} | lr {:.2e} | {:.1f} ms | {:.0f} tok/s{}\n", step + 1,
+    info("step {:5d}/{} | loss {:.6f}{} | norm {:.4f}{} | lr {:.2e} | {:.1f} ms | {:.0f} tok/s{}\n", step + 1,
                totalSteps_, loss, zScore(lossZ), norm, zScore(normZ), settings.learningRate, seconds * 1e3,
                tokensPerSecond, device);
     std::fflush(stdout);
@@ -403,12 +415,12 @@ class TrainingRun {
     if (place_.rank != 0) return;
     llmc::writeCheckpoint(modelCheckpointPath(o_.outputDir, step), weights, o_.checkpointBf16);
     writeTrainState(stateCheckpointPath(o_.outputDir, step), TrainState{optimizer, packLoaderState(train_->state())});
-    fmt::print("checkpoint: {} and {}\n", modelCheckpointPath(o_.outputDir, step),
+    info("checkpoint: {} and {}\n", modelCheckpointPath(o_.outputDir, step),
                stateCheckpointPath(o_.outputDir, step));
     for (int64_t old : checkpointsToDelete(checkpointSteps(o_.outputDir), step, o_.checkpointsToKeep,
                                            o_.majorCheckpointEvery)) {
       deleteCheckpoint(o_.outputDir, old);
-      fmt::print("checkpoint: deleted {} and {} (-nk {})\n", modelCheckpointPath(o_.outputDir, old),
+      info("checkpoint: deleted {} and {} (-nk {})\n", modelCheckpointPath(o_.outputDir, old),
                  stateCheckpointPath(o_.outputDir, old), o_.checkpointsToKeep);
     }
     plotLosses();
@@ -431,7 +443,7 @@ class TrainingRun {
   int64_t readResumePoint(ModelSource& model, std::optional<TrainState>& state) {
     int64_t step = newestCheckpointStep(o_.outputDir);
     if (step < 0) {
-      fmt::print("resume: no checkpoint in {}; starting from step 0\n", o_.outputDir);
+      info("resume: no checkpoint in {}; starting from step 0\n", o_.outputDir);
       return 0;
     }
     const std::string modelPath = modelCheckpointPath(o_.outputDir, step);

@@ -40,6 +40,8 @@ except ImportError:  # said in main(), after the arguments are checked
     torch = F = None
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import results_file  # noqa: E402  benchmarks/results_file.py
 
 
 def silu_gate(a, b):
@@ -283,7 +285,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--bench", default="build/bin/step_kernels_bench")
     p.add_argument("--only", default="")
-    p.add_argument("--out", default="")
+    p.add_argument("--out", default=None, help="the results file (default results/MACHINE-diagrams.txt beside "
+                   "this script, overwritten: earlier runs are in git's history; '-': none)")
     p.add_argument("--reps", type=int, default=50)
     a = p.parse_args()
     cases = [c for c in CASES if not a.only or a.only in c[0]]
@@ -318,10 +321,12 @@ def main():
         rows.append(row)
         details.append(f"== {name} ({diagram} {entry} {sizes}{' --grad' if grad else ''}; torch.compile mode "
                        f"{t.get('compile_mode', '-')})\n{l['text']}")
-    if a.out:
-        with open(a.out, "w") as f:
-            f.write(f"GPU: {torch.cuda.get_device_name()}, torch {torch.__version__}\n{header}\n")
-            f.write("\n".join(rows) + "\n\n" + "\n".join(details))
+    out = a.out if a.out is not None else os.path.join(HERE, "results", f"{results_file.machine_slug()}-diagrams.txt")
+    if out != "-":
+        results_file.write(out, ["benchmarks/diagrams/run_diagram_benchmark.py"] + sys.argv[1:],
+                           f"GPU: {torch.cuda.get_device_name()}, torch {torch.__version__}\n{header}\n" +
+                           "\n".join(rows) + "\n\n" + "\n".join(details))
+        print(f"results written to {out}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,10 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import results_file  # noqa: E402  benchmarks/results_file.py
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+OUTHELP = "the results file, overwritten (earlier runs are in git's history); '-': none"
 
 
 def llmc_times(bench, sizes, reps):
@@ -110,7 +113,16 @@ def main():
     p.add_argument("-D", type=int, default=64)
     p.add_argument("--reps", type=int, default=20)
     p.add_argument("--torch-only", action="store_true", help="time PyTorch alone (any device)")
+    p.add_argument("--out", default=None, help=f"{OUTHELP} (default results/MACHINE-attention-vs-sdpa.txt beside "
+                   "this script; none with --torch-only)")
     a = p.parse_args()
+    out = a.out if a.out is not None else "-" if a.torch_only else os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "results", f"{results_file.machine_slug()}-attention-vs-sdpa.txt")
+    with results_file.record(out):
+        measure(a)
+
+
+def measure(a):
 
     import torch
     device = "cuda" if torch.cuda.is_available() else "cpu"

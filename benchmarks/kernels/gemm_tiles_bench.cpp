@@ -446,7 +446,7 @@ struct Bench {
 
   // Split-K slice counts to run on the sm90 kernel: check S = 1 and S = 3 (when K has 3 k-steps);
   // for timing, S = 1 on shapes that fill the machine, else a sweep (the cost model's job later:
-  // a unit's fix-up is far from free, see results/).
+  // a unit's fix-up is far from free, see benchmarks/kernels/README.md).
   std::vector<int> split_options(int64_t tiles, int K, bool perf) const {
     const int k_steps = (K + 63) / 64;
     std::vector<int> candidates =
@@ -760,7 +760,7 @@ int main(int argc, char** argv) {
   // Tile configurations under test. sm80: BM, BN, BK, stages, warps_m, warps_n; sm90: BM, BN, stages.
   std::vector<TileConfig> configs = given_configs;
   if (configs.empty() && only_path != "sm90") {
-    // 4 warps of 64x64 each: the slower sm80 shape (0.2-0.37x cuBLAS in results/), checked only.
+    // 4 warps of 64x64 each: the slower sm80 shape (0.2-0.37x cuBLAS in benchmarks/kernels/README.md), checked only.
     if (check) configs.push_back({Path::sm80, {128, 128, 64, 4, 2, 2}});
     configs.push_back({Path::sm80, {128, 256, 64, 3, 2, 4}});
   }

@@ -25,6 +25,8 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "benchmarks"))
+import results_file  # noqa: E402  benchmarks/results_file.py
 RESULT = re.compile(r"^RESULT (\{.*\})\s*$")
 
 
@@ -84,10 +86,20 @@ def main(argv=None):
     p.add_argument("--gpus", type=int, default=gpu_count(), help="N (default: every GPU of this machine)")
     p.add_argument("--log-dir", default=str(REPO / "out/data_parallel_scaling"))
     p.add_argument("--timeout", type=float, default=900)
+    p.add_argument("--out", default=None, help="the results file, overwritten (earlier runs are in git's history); "
+                   "'-': none (default results/MACHINExN-MODEL-data-parallel-scaling.txt beside this script)")
     args = p.parse_args(argv)
     if args.gpus < 2:
         print(f"data_parallel_scaling: needs 2 or more GPUs (--gpus {args.gpus})", file=sys.stderr)
         return 2
+    out = args.out if args.out is not None else str(
+        Path(__file__).resolve().parent / "results"
+        / f"{results_file.machine_slug(args.gpus)}-{args.model}-data-parallel-scaling.txt")
+    with results_file.record(out):
+        return run(args)
+
+
+def run(args):
     os.makedirs(args.log_dir, exist_ok=True)
     os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
 

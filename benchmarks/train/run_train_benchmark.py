@@ -39,6 +39,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "benchmarks"))
+import results_file  # noqa: E402  benchmarks/results_file.py
 TORCH_TRAINER = Path(__file__).resolve().parent / "train_gpt2_torch.py"
 DEFAULT_DATA = "data/shards/corpus_train_*.bin"
 GIB = 1024 ** 3
@@ -273,6 +275,8 @@ def parse_args(argv=None):
     p.add_argument("--warm-torch-cache", action="store_true",
                    help="let PyTorch use its usual compile caches (default: fresh empty ones for each run)")
     p.add_argument("--timeout", type=float, default=900, help="seconds each run may take (default 900)")
+    p.add_argument("--out", default=None, help="the results file, overwritten (earlier runs are in git's history); "
+                   "'-': none (default on the GPU results/MACHINE-MODEL-train-benchmark.txt beside this script)")
     p.add_argument("--gpu", type=int, default=first_visible_gpu(),
                    help="the GPU index nvidia-smi watches (default the first of CUDA_VISIBLE_DEVICES, else 0)")
     args = p.parse_args(argv)
@@ -286,6 +290,15 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args = parse_args(argv)
+    out = args.out
+    if out is None:
+        out = "-" if args.device != "cuda" else str(
+            Path(__file__).resolve().parent / "results" / f"{results_file.machine_slug()}-{args.model}-train-benchmark.txt")
+    with results_file.record(out):
+        return run(args)
+
+
+def run(args):
     if not glob.glob(args.data if os.path.isabs(args.data) else str(REPO / args.data)):
         print(f"run_train_benchmark.py: no shards match \"{args.data}\". Make them (on a machine with the text):\n"
               f"  build/bin/llmc-data --tokenizer ../shared/data/gpt2-bpe --out data/shards --name corpus "

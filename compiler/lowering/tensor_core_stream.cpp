@@ -22,7 +22,8 @@ namespace {
 // from cp.async tiles, attention's dQ stream spills at 4 blocks; from TMA
 // tiles dQ fits 128 registers at 4 and dK/dV 168 at 3, but ran slower so:
 // forward and backward 0.970 ms at 3 and 2, 1.008 at 4 and 3, H200,
-// 2026-11-30, benchmarks/kernels/results/2026-11-30-h200-stream-wgmma.txt),
+// 2026-11-30, benchmarks/kernels/results/2026-11-30-h200-stream-wgmma.txt
+// at commit 1dd54ee),
 // and never fewer than 128
 // (the step's elementwise work, indices and addresses need theirs: the
 // logsumexp stream of tests/lit/cuda/logsumexp.dg takes 109 registers with

@@ -119,7 +119,7 @@ std::unique_ptr<DeviceTrainer> startGpuTrainer(const std::string& diagramsDir, c
                                                      options.zeroStage, options.overlap};
   auto gpu = std::make_unique<GpuTrainer>(diagramsDir, config, model, B, T, g);
   removeNcclIdFile(place);
-  printStartup(*gpu, options, diagramsDir, secondsSince(start));
+  if (!options.quiet) printStartup(*gpu, options, diagramsDir, secondsSince(start));
   return gpu;
 }
 

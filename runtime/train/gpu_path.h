@@ -62,6 +62,7 @@ struct GpuPathOptions {
   ProcessPlace place;  // size > 1: data-parallel, the NCCL id exchanged through place.rendezvousDir
   int zeroStage = 0;
   bool overlap = true;
+  bool quiet = false;  // no start-up lines (llmc-train --quiet)
 };
 
 // The training step of `config` on the GPU, planned from `diagramsDir` and

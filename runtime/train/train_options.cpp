@@ -70,8 +70,11 @@ evaluation:
                              (default dev/data/hellaswag/hellaswag_val.bin, as llm.c)
   -s, --sample-every N       print a sample every N steps (default 20; 0: never)
   -g, --gen-tokens N         tokens per sample (default 64)
-      --tokenizer DIR        encoder.json + vocab.bpe for printing samples
-                             (default ../shared/data/gpt2-bpe or data/gpt2-bpe)
+      --tokenizer PATH       for printing samples: a folder with encoder.json and
+                             vocab.bpe, or llm.c's gpt2_tokenizer.bin (the file, or
+                             a folder holding it). Default: gpt2_tokenizer.bin in
+                             the training shards' folder (llmc-data writes it there),
+                             else ../shared/data/gpt2-bpe or data/gpt2-bpe
 
 execution:
       --device cpu|cuda|auto where to run (default auto: a GPU if the GPU path can use one)
@@ -107,6 +110,8 @@ data-parallel (several GPUs, NCCL; every process gets B rows of each batch):
   -pi, --init-method fs|mpi  fs (default): -pn and -pr give the ranks; mpi: started by
                              mpirun, ranks from its environment (no MPI library needed)
 
+  --quiet                    no start-up, step or checkpoint lines: only errors and
+                             warnings, validation, HellaSwag, samples and the RESULT line
   --version                  print llmc-train's version
   -h, --help                 show this help (-h followed by a number is HellaSwag's switch)
 )";
@@ -319,6 +324,7 @@ TrainOptions parseTrainOptions(int argc, char** argv) {
   const std::vector<Flag> flags = valueFlags(o);
   const std::map<std::string, std::function<void()>> switches = {
       {"--checkpoint-bf16", [&] { o.checkpointBf16 = true; }},
+      {"--quiet", [&] { o.quiet = true; }},
   };
 
   for (int i = 1; i < argc; ++i) {

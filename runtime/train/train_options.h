@@ -61,6 +61,7 @@ struct TrainOptions {
   ProcessGroupOptions processes;    // --gpus, -pn, -pr, -pg, -pf, -pi: data-parallel processes
   int zeroStage = 0;                // -z: 0 every process keeps the optimizer whole, 1 sharded (ZeRO-1)
   bool overlap = true;              // --overlap: ZeRO-0 averages the gradients beside the backward
+  bool quiet = false;               // --quiet: no start-up, step or checkpoint lines
 };
 
 // Parses argv. Prints help and exits 0 for --help, and for -h without a
