@@ -71,7 +71,11 @@ int main() {
     const Gpt2Weights weights = randomGpt2TestWeights(config, 5);
     const EvalSet set = randomEvalSet(13, 500, 9);  // 13: the last pass is part-filled
     int failures = check(weights, set, 8, 32, /*bf16=*/false, 1e-4);
-    failures += check(weights, set, 8, 32, /*bf16=*/true, 5e-2);
+    // bf16 storage rounds the activations and logits to 8 bits: the training
+    // step's bf16 losses agree with fp32's to about 1.4e-2 relative
+    // (docs/training.md); 2e-2 of these losses (~ln 500 = 6.2 nats) is 0.125.
+    // Measured on the H200, 2026-12-03: 7.9e-2.
+    failures += check(weights, set, 8, 32, /*bf16=*/true, 0.125);
     failures += check(weights, set, 2, 32, /*bf16=*/false, 1e-4);  // B < 4: one example a pass
     return failures ? 1 : 0;
   } catch (const NoGpuError& e) {
