@@ -325,8 +325,10 @@ def run(args):
 
     plans = []
     if "llmc" in args.only:
+        # The same batches in the same order as PyTorch's script reads them:
+        # llmc-train shuffles by default (as llm.c does).
         plans.append(("llmc", "llmc", [args.llmc_train, "--device", args.device] + common
-                      + ["-v", "0", "-s", "0"] + args.llmc_arg))
+                      + ["-v", "0", "-s", "0", "--shuffle", "0"] + args.llmc_arg))
     for mode, name, flag in (("compile", "torch.compile", "1"), ("eager", "eager", "0")):
         if mode in args.only:
             plans.append((name, mode, [args.python, str(TORCH_TRAINER), "--device", args.device] + common
