@@ -322,7 +322,7 @@ class TrainingRun {
     const double tokensPerSecond = static_cast<double>(totalBatchTokens_) / seconds;
     std::string device;
     if (gpu_) {
-      // MFU as llm.c counts it (DESIGN.md section 7): 6N + 6LCT FLOPs per token,
+      // MFU as llm.c counts it (docs/training.md §4): 6N + 6LCT FLOPs per token,
       // N with the padded vocabulary, against the GPUs' nominal bf16 peak.
       const Gpt2Config& c = trainer_->config();
       const double flopsPerToken = 6.0 * static_cast<double>(c.parameterCount()) +

@@ -1,7 +1,7 @@
 // The performance model of one kernel under one partition, and the search for
 // the partition that minimises its predicted time on a target.
 //
-// Partition (DESIGN.md §2): the kernel's output axes are group-partitioned —
+// Partition (docs/performance.md, "Partition and cost"): the kernel's output axes are group-partitioned —
 // tiles of g_a positions, one per thread block across the GRID; its stream
 // axis is stream-partitioned — chunks of s positions looped over with the
 // accumulator on chip; other reduced axes are taken whole inside a chunk.
@@ -70,7 +70,7 @@ struct KernelCost {
   std::string bottleneck;
   bool fits = true;       // memory within every level's capacity
   // On-chip memory per block, SMEM and registers together: the M of the
-  // closed forms (DESIGN.md §2).
+  // closed forms (docs/performance.md, "Partition and cost").
   double onChipBytes = 0;
   // Set by the lowering stage (lowering.h): the engine the kernel's launch
   // runs on, and the launches made for it besides (staging copies), whose
@@ -145,7 +145,7 @@ constexpr int64_t kSplitPositionsMin = 32;
 // What the partition search minimises (partition_search.cpp).
 enum class Objective {
   Time,       // the predicted time (the default: what llmc-compile uses)
-  Transfers,  // the bytes moved into SMEM (the closed forms of DESIGN.md §2)
+  Transfers,  // the bytes moved into SMEM (the closed forms' H)
 };
 
 // Tile sizes the search tries along an axis of `extent` positions: multiples

@@ -1,4 +1,5 @@
-// The cross-GPU level of the performance model (DESIGN.md §2): data-parallel
+// The cross-GPU level of the performance model (docs/performance.md, "Across
+// GPUs"): data-parallel
 // training over several GPUs of one node, each running the same step on its
 // own micro-batch, the gradients combined over the interconnect by NCCL.
 //

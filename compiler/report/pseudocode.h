@@ -1,4 +1,5 @@
-// The readable loop form of partitioned kernels (DESIGN.md §2 "Pseudocode"):
+// The readable loop form of partitioned kernels (`--emit pseudocode`,
+// docs/performance.md "Reading the output"):
 // loops labelled with the level they run on, buffers with their level and
 // size, explicit transfers, the accumulator's head, body and tail, and the
 // memory and transfer figures per level beside them.

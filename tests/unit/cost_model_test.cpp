@@ -1,5 +1,6 @@
-// The performance model against DESIGN.md's closed forms, and the partition
-// search's legality over many shapes.
+// The performance model against its closed forms (docs/performance.md,
+// "Partition and cost": a matmul's H and M), and the partition search's
+// legality over many shapes.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
