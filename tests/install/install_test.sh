@@ -2,7 +2,7 @@
 # The ctest install: `cmake --install` into a fresh prefix gives an llmc that
 # runs from anywhere with no environment variable set (issue 24 item 4):
 #  - the prefix holds bin/ and share/llmc/{diagrams,targets} (and device/ where
-#    the CUDA toolkit was found: llmc-run is installed then);
+#    the CUDA toolkit was found);
 #  - the prefix is moved after installing, so nothing can come from a path
 #    compiled in at install time, and the tools are run from another working
 #    directory, every LLMC_* variable unset;
@@ -32,7 +32,11 @@ for f in bin/llmc-compile bin/llmc-train bin/llmc-data bin/llmc-sample share/llm
          share/llmc/diagrams/lib/softmax.dg share/llmc/targets/sm_80.json share/llmc/targets/sm_90a.json; do
   [[ -f "$prefix/$f" ]] || fail "$f is not installed"
 done
-if [[ -x "$prefix/bin/llmc-run" ]]; then
+# With the toolkit (its GPU runtime's tests built), llmc-run compiles
+# kernels and needs the device headers; without it, it is installed too but
+# only checks a diagram and says it cannot run.
+[[ -x "$prefix/bin/llmc-run" ]] || fail "bin/llmc-run is not installed"
+if [[ -x "$build/bin/jit_gpu_test" ]]; then
   [[ -f "$prefix/share/llmc/device/vector_access.h" ]] || fail "llmc-run is installed without the device headers"
   [[ -f "$prefix/share/llmc/device/llmc/gemm_sm90.cuh" ]] || fail "the device headers' llmc/ folder is not installed"
 fi
