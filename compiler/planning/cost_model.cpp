@@ -1,4 +1,5 @@
 #include "planning/cost_model.h"
+#include "planning/thread_loads.h"
 #include "planning/transposed_reads.h"
 #include "planning/shifted_axes.h"
 
@@ -37,9 +38,6 @@ int dtypeBytes(DType d) {
   return 4;
 }
 
-int elementBytes(const Type& t, const CostOptions& o) {
-  return isFloat(t.dtype) && o.storageBytes > 0 ? o.storageBytes : dtypeBytes(t.dtype);
-}
 
 bool hasGroupAxis(const KernelShape& s, const std::string& a) {
   return std::any_of(s.groupAxes.begin(), s.groupAxes.end(), [&](const Axis& g) { return g.name == a; });
@@ -69,6 +67,15 @@ bool isSpecialFunction(const Node& n) {
 }
 
 }  // namespace
+
+int elementBytes(const Type& t, const CostOptions& o) {
+  return isFloat(t.dtype) && o.storageBytes > 0 ? o.storageBytes : dtypeBytes(t.dtype);
+}
+
+int64_t streamShare(const KernelShape& s, const Partition& p) {
+  auto split = p.splitTiles.find(s.streamAxis);
+  return split == p.splitTiles.end() ? s.streamExtent : std::min(s.streamExtent, split->second);
+}
 
 NodeWork nodeWork(const Graph& g, const Node& n, const Target& t, const CostOptions& o) {
   if (n.op == Op::Input || n.op == Op::Constant || n.op == Op::Pos || n.op == Op::StopGradient) return {"fp32", 0};
@@ -332,86 +339,6 @@ KernelShape kernelShape(const Graph& g, const Kernel& k, const Target& target, c
 
 namespace {
 
-// How the CUDA-core code walks a lane stream (codegen/cuda_writer_stream.cpp,
-// laneAxis, lanesPerPoint, streamLanes): a stream whose slots are scalars per
-// point (a softmax's max and sum over a row) gives each point a warp, its
-// lanes along the stream, 8 positions a lane in flight (one 16-byte load of
-// bf16, or 8 loads the lanes' count apart), fewer where the row is shorter;
-// fewer lanes for a short row of bf16, several warps where the grid's
-// blocks leave the device's threads idle. `lanes` 0: not a lane stream.
-struct LaneStream {
-  int lanes = 0;
-  int64_t threads = 0;       // a block's
-  double bytesInFlight = 0;  // a thread's
-};
-
-LaneStream laneStream(const Graph& g, const Kernel& k, const KernelShape& s, const Partition& p, const Target& t,
-                      const CostOptions& o, int64_t blocks) {
-  LaneStream out;
-  constexpr int64_t kLaneAxisMin = 32;  // the CUDA writer's
-  // The positions a block streams: all, or its share of a split stream.
-  int64_t extent = s.streamExtent;
-  for (const auto& [axis, perBlock] : p.splitTiles)  // the emitter keeps the splits that share an axis out
-    if (axis == s.streamAxis) extent = std::min(extent, perBlock);
-    else if (perBlock < s.loopExtent.at(axis)) return out;
-  if (s.streamAxis.empty() || p.streamChunk < kLaneAxisMin || extent < kLaneAxisMin) return out;
-  std::set<std::string> group;
-  for (const Axis& a : s.groupAxes) group.insert(a.name);
-  // Not where an array read along the stream is contiguous along the axis the
-  // tile's threads walk (the last group axis): those stay a thread a point.
-  int bytes = 0;
-  bool bf16Along = false;
-  for (NodeId in : k.inputs) {
-    const Type& ty = g.node(in).type;
-    if (!ty.has(s.streamAxis) || ty.axes.empty()) continue;
-    if (!s.groupAxes.empty() && ty.axes.back().name == s.groupAxes.back().name) return out;
-    bytes = std::max(bytes, elementBytes(ty, o));
-    bf16Along = bf16Along || (isFloat(ty.dtype) && o.storageBytes == 2 && ty.axes.back().name == s.streamAxis);
-  }
-  const std::set<NodeId> members(k.nodes.begin(), k.nodes.end());
-  const StreamAnalysis a = analyzeStream(g, members, s.streamAxis);
-  if (!a.streamable || a.slots.empty()) return out;
-  std::set<std::string> kept;  // the group axes the slots keep: their factors' (and pivots')
-  for (const AccumulatorSlot& slot : a.slots) {
-    if (slot.axes.size() != 1) return out;
-    for (const StreamFactor& f : slot.core) {
-      for (const Axis& x : g.node(f.node).type.axes) {
-        if (!group.count(x.name) && x.name != s.streamAxis) return out;
-        kept.insert(x.name);
-      }
-      if (f.pivoted())
-        for (const Axis& x : g.node(f.pivotOf).type.axes)
-          if (g.node(f.pivotKeeps).type.has(x.name)) kept.insert(x.name);
-    }
-  }
-  // The warps walk rows, the positions of the kept axes: the slots are made
-  // once a row, the row's lanes then spread over the tile's other group axes
-  // (CudaWriter::spreadAxes).
-  int64_t points = 1;
-  bool remainder = false;
-  for (const Axis& x : s.groupAxes) {
-    if (kept.count(x.name)) points *= p.groupTiles.at(x.name);
-    remainder = remainder || x.size % p.groupTiles.at(x.name) != 0;
-  }
-  out.lanes = 32;
-  if (bf16Along && extent % 8 == 0 && extent < 256 && !remainder) {
-    int lanes = 1;
-    while (16 * lanes <= extent) lanes *= 2;
-    if (points % (32 / lanes) == 0) out.lanes = lanes;
-  }
-  if (out.lanes == 32 && !remainder) {
-    const int64_t deviceThreads = int64_t{t.smCount} * t.maxWarpsPerSM * t.warpSize;
-    const int64_t residentBlocks = std::min<int64_t>(blocks, int64_t{t.smCount} * t.maxBlocksPerSM);
-    while (points * out.lanes * 2 <= 256 && residentBlocks * points * out.lanes * 2 <= deviceThreads &&
-           extent / (out.lanes * 2) >= 32)
-      out.lanes *= 2;
-  }
-  out.threads = std::min<int64_t>(256, points * out.lanes);
-  // 8 positions a lane, fewer where the row is shorter than 8 a lane.
-  out.bytesInFlight = static_cast<double>(std::min<int64_t>(8, ceilDiv(extent, out.lanes))) * std::max(bytes, 1);
-  return out;
-}
-
 // What a kernel moves and holds (evaluate): bytes through each level, the
 // on-chip tiles, the launches and atomics its outputs need.
 struct Traffic {
@@ -455,11 +382,6 @@ int64_t blocksAndChunks(const Graph& g, const Kernel& k, const KernelShape& s, c
   return splits;
 }
 
-// The positions of the stream a block takes: all, or its share of a split.
-int64_t streamShare(const KernelShape& s, const Partition& p) {
-  auto split = p.splitTiles.find(s.streamAxis);
-  return split == p.splitTiles.end() ? s.streamExtent : std::min(s.streamExtent, split->second);
-}
 
 // An array whose innermost axes are tiled under its coalescing segment moves
 // whole segments: its bytes times the segment over the tiles' share of it,
@@ -717,104 +639,11 @@ KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const
   for (const auto& [term, sec] : cost.seconds)
     if (sec / cost.waveEfficiency > busiest) busiest = sec / cost.waveEfficiency, cost.bottleneck = term;
 
-  // Latency (Little's law): a kernel on the CUDA cores loads straight into
-  // registers, a thread waiting for its load before the next (the
-  // tensor-core kernels keep stages of tiles in flight instead), so the
-  // device has at most its resident threads' loads in flight and moves
-  // them once per memory latency. A grid of few threads is bound by that,
-  // not by the bandwidth: GPT-2's position-embedding gradient, 192 blocks of
-  // 256 threads summing 50 MB over the batch, ran at 1.5 TB/s on the H200.
-  // The block's threads share the loads of the largest share of an
-  // input it reads (its tile along the whole stream and the axes it loops
-  // over): a thread walks its points' positions, all of them, or 8 where
-  // emit_cuda deals the positions out to slices of the block's threads (16
-  // positions or more, and no output stored inside the stream, where only
-  // one slice could store); at least a warp's threads, at most the block's.
-  const bool tensorCoreWork = std::any_of(cost.work.begin(), cost.work.end(), [](const auto& w) {
-    return w.first.rfind("tensor", 0) == 0 && w.second > 0;
-  });
-  if (!tensorCoreWork && gmem.latency > 0 && tr.loaded > 0) {
-    double positions = s.streamAxis.empty() ? 1 : static_cast<double>(streamShare(s, p));
-    for (const auto& [axis, extent] : s.loopExtent)
-      positions *= static_cast<double>(p.splitTiles.count(axis) ? p.splitTiles.at(axis) : extent);
-    const bool storedInStream = std::any_of(k.outputs.begin(), k.outputs.end(),
-                                            [&](NodeId out) { return g.node(out).type.has(s.streamAxis); });
-    const double loadsPerThread = !storedInStream && positions >= 16 ? 8 : positions;
-    double threadsUsed = std::clamp(std::ceil(tr.loads / loadsPerThread), static_cast<double>(t.warpSize),
-                                    static_cast<double>(threads));
-    // Without a stream or loops every thread loads its own points' inputs
-    // (8 points a thread with bf16 storage, CudaWriter::pointsTake8), read
-    // a value at a time or not: the block's threads, not its largest tile
-    // in 16-byte pieces.
-    // A thread's bytes in flight: 16 where it takes 8 points at once (the
-    // last group axis' tile and size multiples of 8), else a value for each
-    // of the points its unrolled loop issues together (kPointsInFlight).
-    double inFlight = loadBytes;
-    if (s.streamAxis.empty() && s.loopAxes.empty()) {
-      double points = 1;
-      for (const auto& [axis, tile] : p.groupTiles) points *= static_cast<double>(tile);
-      // (CudaWriter::pointsTake8: 8 adjacent points along the last group
-      // axis, or over the last ones where the inner ones are tiled whole.)
-      bool eight = false;
-      int64_t whole = 1;
-      for (auto a = s.groupAxes.rbegin(); a != s.groupAxes.rend() && o.storageBytes == 2; ++a) {
-        if (std::none_of(k.outputs.begin(), k.outputs.end(), [&](NodeId out) { return g.node(out).type.has(a->name); }))
-          continue;
-        const int64_t tile = p.groupTiles.count(a->name) ? p.groupTiles.at(a->name) : a->size, step = 8 / whole;
-        if (tile % step == 0 && a->size % step == 0) {
-          eight = true;
-          break;
-        }
-        if (tile != a->size || step % a->size != 0) break;
-        whole *= a->size;
-      }
-      const double pointThreads = std::ceil(points / (eight ? 8 : 1));
-      threadsUsed = std::max(threadsUsed, std::clamp(pointThreads, static_cast<double>(t.warpSize), static_cast<double>(threads)));
-      if (!eight)
-        inFlight = o.storageBytes * std::clamp(std::ceil(pointThreads / threadsUsed), 1.0, static_cast<double>(kPointsInFlight));
-    }
-    // A stream of plain sums, its positions dealt to slices of the block's
-    // threads (CudaWriter::streamSlices): the tile's points (8 to a thread
-    // where they take 8) times the slices, each thread with kPointsInFlight
-    // positions of each input in flight. Counted as the loads' 16-byte
-    // shares, a column sum over 41 rows of 64 channels had 41 threads.
-    const bool sliced = lanes.lanes == 0 && !storedInStream && !s.streamAxis.empty() && s.loopAxes.empty() &&
-                        std::find(s.splitAxes.begin(), s.splitAxes.end(), s.streamAxis) != s.splitAxes.end();
-    if (sliced) {
-      double points = 1;
-      for (const auto& [axis, tile] : p.groupTiles) points *= static_cast<double>(tile);
-      const Axis& last = s.groupAxes.back();
-      const bool eight = o.storageBytes == 2 && p.groupTiles.at(last.name) % 8 == 0 && last.size % 8 == 0;
-      const double threadPoints = std::ceil(points / (eight ? 8 : 1));
-      const double residentBlocks = std::min<double>(static_cast<double>(cost.blocks),
-                                                     static_cast<double>(t.smCount) * t.maxBlocksPerSM);
-      const double residentThreads = static_cast<double>(t.smCount) * t.maxWarpsPerSM * t.warpSize;
-      double slices = 1;
-      while (threadPoints * slices * 2 <= threads && residentBlocks * threadPoints * slices * 2 <= residentThreads &&
-             positions / (slices * 2) >= 8)
-        slices *= 2;
-      threadsUsed = std::min<double>(threads, slices > 1 ? threadPoints * slices : std::ceil(threadPoints / 32) * 32);
-      double bytesPerPosition = 0;  // a thread's, over the inputs along the stream and the tile
-      for (NodeId in : k.inputs) {    // (a row's statistic, the same for the whole warp, is one load)
-        const Type& ty = g.node(in).type;
-        if (ty.has(s.streamAxis) && std::any_of(s.groupAxes.begin(), s.groupAxes.end(),
-                                                [&](const Axis& a) { return ty.has(a.name); }))
-          bytesPerPosition += eight ? 16 : elementBytes(ty, o);
-      }
-      inFlight = kPointsInFlight * std::max(bytesPerPosition, 1.0);
-    }
-    // A lane stream's threads: its points' lanes, 8 positions a lane in flight.
-    if (lanes.lanes > 0) {
-      threadsUsed = static_cast<double>(lanes.threads);
-      inFlight = lanes.bytesInFlight;
-    }
-    const double residentBlocks = std::min<double>(static_cast<double>(cost.blocks),
-                                                   static_cast<double>(t.smCount) * t.maxBlocksPerSM);
-    const double resident = std::min(residentBlocks * threadsUsed,
-                                     static_cast<double>(t.smCount) * t.maxWarpsPerSM * t.warpSize);
-    const double latencyBound = tr.loaded * gmem.latency / (resident * inFlight);
-    cost.seconds["latency"] = latencyBound;
-    if (latencyBound > busiest) busiest = latencyBound, cost.bottleneck = "latency";
+  // Latency (Little's law; planning/thread_loads.h).
+  if (const double latency = latencySeconds(g, k, s, p, t, o, lanes, {tr.loaded, tr.loads, loadBytes, cost, threads});
+      latency > 0) {
+    cost.seconds["latency"] = latency;
+    if (latency > busiest) busiest = latency, cost.bottleneck = "latency";
   }
 
   // Block dispatch: an SM starts the blocks it is given one after another,

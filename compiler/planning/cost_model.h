@@ -126,6 +126,12 @@ double stagedTensorContractionSeconds(double operations, double stagedBytes, con
 // predicted time of the kernel it is made for, and its own launch's.
 double clearLaunchSeconds(const Type& type, const Target& target);
 
+// The bytes an element of `type` takes in GMEM (floats at the storage's width).
+int elementBytes(const Type& type, const CostOptions& options);
+
+// The positions of the stream a block takes: all, or its share of a split.
+int64_t streamShare(const KernelShape& shape, const Partition& partition);
+
 // The bytes an array takes in GMEM.
 double storedBytes(const Type& type, const CostOptions& options);
 

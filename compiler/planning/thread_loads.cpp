@@ -1,0 +1,186 @@
+#include "planning/thread_loads.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "analysis/streamability.h"
+
+namespace llmc {
+
+namespace {
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+LaneStream laneStream(const Graph& g, const Kernel& k, const KernelShape& s, const Partition& p, const Target& t,
+                      const CostOptions& o, int64_t blocks) {
+  LaneStream out;
+  constexpr int64_t kLaneAxisMin = 32;  // the CUDA writer's
+  // The positions a block streams: all, or its share of a split stream.
+  int64_t extent = s.streamExtent;
+  for (const auto& [axis, perBlock] : p.splitTiles)  // the emitter keeps the splits that share an axis out
+    if (axis == s.streamAxis) extent = std::min(extent, perBlock);
+    else if (perBlock < s.loopExtent.at(axis)) return out;
+  if (s.streamAxis.empty() || p.streamChunk < kLaneAxisMin || extent < kLaneAxisMin) return out;
+  std::set<std::string> group;
+  for (const Axis& a : s.groupAxes) group.insert(a.name);
+  // Not where an array read along the stream is contiguous along the axis the
+  // tile's threads walk (the last group axis): those stay a thread a point.
+  int bytes = 0;
+  bool bf16Along = false;
+  for (NodeId in : k.inputs) {
+    const Type& ty = g.node(in).type;
+    if (!ty.has(s.streamAxis) || ty.axes.empty()) continue;
+    if (!s.groupAxes.empty() && ty.axes.back().name == s.groupAxes.back().name) return out;
+    bytes = std::max(bytes, elementBytes(ty, o));
+    bf16Along = bf16Along || (isFloat(ty.dtype) && o.storageBytes == 2 && ty.axes.back().name == s.streamAxis);
+  }
+  const std::set<NodeId> members(k.nodes.begin(), k.nodes.end());
+  const StreamAnalysis a = analyzeStream(g, members, s.streamAxis);
+  if (!a.streamable || a.slots.empty()) return out;
+  std::set<std::string> kept;  // the group axes the slots keep: their factors' (and pivots')
+  for (const AccumulatorSlot& slot : a.slots) {
+    if (slot.axes.size() != 1) return out;
+    for (const StreamFactor& f : slot.core) {
+      for (const Axis& x : g.node(f.node).type.axes) {
+        if (!group.count(x.name) && x.name != s.streamAxis) return out;
+        kept.insert(x.name);
+      }
+      if (f.pivoted())
+        for (const Axis& x : g.node(f.pivotOf).type.axes)
+          if (g.node(f.pivotKeeps).type.has(x.name)) kept.insert(x.name);
+    }
+  }
+  // The warps walk rows, the positions of the kept axes: the slots are made
+  // once a row, the row's lanes then spread over the tile's other group axes
+  // (CudaWriter::spreadAxes).
+  int64_t points = 1;
+  bool remainder = false;
+  for (const Axis& x : s.groupAxes) {
+    if (kept.count(x.name)) points *= p.groupTiles.at(x.name);
+    remainder = remainder || x.size % p.groupTiles.at(x.name) != 0;
+  }
+  out.lanes = 32;
+  if (bf16Along && extent % 8 == 0 && extent < 256 && !remainder) {
+    int lanes = 1;
+    while (16 * lanes <= extent) lanes *= 2;
+    if (points % (32 / lanes) == 0) out.lanes = lanes;
+  }
+  if (out.lanes == 32 && !remainder) {
+    const int64_t deviceThreads = int64_t{t.smCount} * t.maxWarpsPerSM * t.warpSize;
+    const int64_t residentBlocks = std::min<int64_t>(blocks, int64_t{t.smCount} * t.maxBlocksPerSM);
+    while (points * out.lanes * 2 <= 256 && residentBlocks * points * out.lanes * 2 <= deviceThreads &&
+           extent / (out.lanes * 2) >= 32)
+      out.lanes *= 2;
+  }
+  out.threads = std::min<int64_t>(256, points * out.lanes);
+  // 8 positions a lane, fewer where the row is shorter than 8 a lane.
+  out.bytesInFlight = static_cast<double>(std::min<int64_t>(8, ceilDiv(extent, out.lanes))) * std::max(bytes, 1);
+  return out;
+}
+
+// Latency (Little's law): a kernel on the CUDA cores loads straight into
+// registers, a thread waiting for its load before the next (the
+// tensor-core kernels keep stages of tiles in flight instead), so the
+// device has at most its resident threads' loads in flight and moves
+// them once per memory latency. A grid of few threads is bound by that,
+// not by the bandwidth: GPT-2's position-embedding gradient, 192 blocks of
+// 256 threads summing 50 MB over the batch, ran at 1.5 TB/s on the H200.
+// The block's threads share the loads of the largest share of an
+// input it reads (its tile along the whole stream and the axes it loops
+// over): a thread walks its points' positions, all of them, or 8 where
+// emit_cuda deals the positions out to slices of the block's threads (16
+// positions or more, and no output stored inside the stream, where only
+// one slice could store); at least a warp's threads, at most the block's.
+double latencySeconds(const Graph& g, const Kernel& k, const KernelShape& s, const Partition& p, const Target& t,
+                      const CostOptions& o, const LaneStream& lanes, const LoadsCounted& in) {
+  const bool tensorCoreWork = std::any_of(in.cost.work.begin(), in.cost.work.end(), [](const auto& w) {
+    return w.first.rfind("tensor", 0) == 0 && w.second > 0;
+  });
+  const MemoryLevel& gmem = t.level("GMEM");
+  if (tensorCoreWork || gmem.latency <= 0 || in.loaded <= 0) return 0;
+  double positions = s.streamAxis.empty() ? 1 : static_cast<double>(streamShare(s, p));
+  for (const auto& [axis, extent] : s.loopExtent)
+    positions *= static_cast<double>(p.splitTiles.count(axis) ? p.splitTiles.at(axis) : extent);
+  const bool storedInStream = std::any_of(k.outputs.begin(), k.outputs.end(),
+                                          [&](NodeId out) { return g.node(out).type.has(s.streamAxis); });
+  const double loadsPerThread = !storedInStream && positions >= 16 ? 8 : positions;
+  double threadsUsed = std::clamp(std::ceil(in.loads / loadsPerThread), static_cast<double>(t.warpSize),
+                                  static_cast<double>(in.threads));
+  // Without a stream or loops every thread loads its own points' inputs
+  // (8 points a thread with bf16 storage, CudaWriter::pointsTake8), read
+  // a value at a time or not: the block's threads, not its largest tile
+  // in 16-byte pieces.
+  // A thread's bytes in flight: 16 where it takes 8 points at once (the
+  // last group axis' tile and size multiples of 8), else a value for each
+  // of the points its unrolled loop issues together (kPointsInFlight).
+  double inFlight = in.loadBytes;
+  if (s.streamAxis.empty() && s.loopAxes.empty()) {
+    double points = 1;
+    for (const auto& [axis, tile] : p.groupTiles) points *= static_cast<double>(tile);
+    // (CudaWriter::pointsTake8: 8 adjacent points along the last group
+    // axis, or over the last ones where the inner ones are tiled whole.)
+    bool eight = false;
+    int64_t whole = 1;
+    for (auto a = s.groupAxes.rbegin(); a != s.groupAxes.rend() && o.storageBytes == 2; ++a) {
+      if (std::none_of(k.outputs.begin(), k.outputs.end(), [&](NodeId out) { return g.node(out).type.has(a->name); }))
+        continue;
+      const int64_t tile = p.groupTiles.count(a->name) ? p.groupTiles.at(a->name) : a->size, step = 8 / whole;
+      if (tile % step == 0 && a->size % step == 0) {
+        eight = true;
+        break;
+      }
+      if (tile != a->size || step % a->size != 0) break;
+      whole *= a->size;
+    }
+    const double pointThreads = std::ceil(points / (eight ? 8 : 1));
+    threadsUsed = std::max(threadsUsed, std::clamp(pointThreads, static_cast<double>(t.warpSize), static_cast<double>(in.threads)));
+    if (!eight)
+      inFlight = o.storageBytes * std::clamp(std::ceil(pointThreads / threadsUsed), 1.0, static_cast<double>(kPointsInFlight));
+  }
+  // A stream of plain sums, its positions dealt to slices of the block's
+  // threads (CudaWriter::streamSlices): the tile's points (8 to a thread
+  // where they take 8) times the slices, each thread with kPointsInFlight
+  // positions of each input in flight. Counted as the loads' 16-byte
+  // shares, a column sum over 41 rows of 64 channels had 41 threads.
+  const bool sliced = lanes.lanes == 0 && !storedInStream && !s.streamAxis.empty() && s.loopAxes.empty() &&
+                      std::find(s.splitAxes.begin(), s.splitAxes.end(), s.streamAxis) != s.splitAxes.end();
+  if (sliced) {
+    double points = 1;
+    for (const auto& [axis, tile] : p.groupTiles) points *= static_cast<double>(tile);
+    const Axis& last = s.groupAxes.back();
+    const bool eight = o.storageBytes == 2 && p.groupTiles.at(last.name) % 8 == 0 && last.size % 8 == 0;
+    const double threadPoints = std::ceil(points / (eight ? 8 : 1));
+    const double residentBlocks = std::min<double>(static_cast<double>(in.cost.blocks),
+                                                   static_cast<double>(t.smCount) * t.maxBlocksPerSM);
+    const double residentThreads = static_cast<double>(t.smCount) * t.maxWarpsPerSM * t.warpSize;
+    double slices = 1;
+    while (threadPoints * slices * 2 <= in.threads && residentBlocks * threadPoints * slices * 2 <= residentThreads &&
+           positions / (slices * 2) >= 8)
+      slices *= 2;
+    threadsUsed = std::min<double>(in.threads, slices > 1 ? threadPoints * slices : std::ceil(threadPoints / 32) * 32);
+    double bytesPerPosition = 0;  // a thread's, over the inputs along the stream and the tile
+    for (NodeId in : k.inputs) {    // (a row's statistic, the same for the whole warp, is one load)
+      const Type& ty = g.node(in).type;
+      if (ty.has(s.streamAxis) && std::any_of(s.groupAxes.begin(), s.groupAxes.end(),
+                                              [&](const Axis& a) { return ty.has(a.name); }))
+        bytesPerPosition += eight ? 16 : elementBytes(ty, o);
+    }
+    inFlight = kPointsInFlight * std::max(bytesPerPosition, 1.0);
+  }
+  // A lane stream's threads: its points' lanes, 8 positions a lane in flight.
+  if (lanes.lanes > 0) {
+    threadsUsed = static_cast<double>(lanes.threads);
+    inFlight = lanes.bytesInFlight;
+  }
+  const double residentBlocks = std::min<double>(static_cast<double>(in.cost.blocks),
+                                                 static_cast<double>(t.smCount) * t.maxBlocksPerSM);
+  const double resident = std::min(residentBlocks * threadsUsed,
+                                   static_cast<double>(t.smCount) * t.maxWarpsPerSM * t.warpSize);
+  const double latencyBound = in.loaded * gmem.latency / (resident * inFlight);
+  return latencyBound;
+}
+
+}  // namespace llmc
