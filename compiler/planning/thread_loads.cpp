@@ -145,6 +145,7 @@ double latencySeconds(const Graph& g, const Kernel& k, const KernelShape& s, con
   // where they take 8) times the slices, each thread with kPointsInFlight
   // positions of each input in flight. Counted as the loads' 16-byte
   // shares, a column sum over 41 rows of 64 channels had 41 threads.
+  double chainSeconds = 0;  // the longest thread's loads, one round after another
   const bool sliced = lanes.lanes == 0 && !storedInStream && !s.streamAxis.empty() && s.loopAxes.empty() &&
                       std::find(s.splitAxes.begin(), s.splitAxes.end(), s.streamAxis) != s.splitAxes.end();
   if (sliced) {
@@ -169,6 +170,12 @@ double latencySeconds(const Graph& g, const Kernel& k, const KernelShape& s, con
         bytesPerPosition += eight ? 16 : elementBytes(ty, o);
     }
     inFlight = kPointsInFlight * std::max(bytesPerPosition, 1.0);
+    // A thread waits for its positions kPointsInFlight at a time: the
+    // slices' share rounded up, then the rounds rounded up, whatever the
+    // average over the device's threads (a column sum over 41 rows in 4
+    // slices waits 3 rounds where the average says 2.2).
+    const double rounds = std::ceil(std::ceil(positions / slices) / kPointsInFlight);
+    chainSeconds = rounds * gmem.latency;
   }
   // A lane stream's threads: its points' lanes, 8 positions a lane in flight.
   if (lanes.lanes > 0) {
@@ -180,7 +187,7 @@ double latencySeconds(const Graph& g, const Kernel& k, const KernelShape& s, con
   const double resident = std::min(residentBlocks * threadsUsed,
                                    static_cast<double>(t.smCount) * t.maxWarpsPerSM * t.warpSize);
   const double latencyBound = in.loaded * gmem.latency / (resident * inFlight);
-  return latencyBound;
+  return std::max(latencyBound, chainSeconds);
 }
 
 }  // namespace llmc

@@ -46,7 +46,8 @@ std::vector<LaunchTimeRow> launchTimeRows(const CudaModule& module, const std::v
     if (l.role == "tile" && predictedUs.count(l.kernel)) predicted = predictedUs[l.kernel] - helperUs[l.kernel];
     else if (l.predictedSeconds > 0) predicted = l.predictedSeconds * 1e6;
     rows.push_back({l.name, l.role, bound.count(l.kernel) ? bound[l.kernel] : "", kindOf(l), l.kernel, times.us[i],
-                    predicted, !l.instructions.tensorCores.empty(), static_cast<bool>(times.repeated[i])});
+                    predicted, times.inGraphUs[i], !l.instructions.tensorCores.empty(),
+                    static_cast<bool>(times.repeated[i])});
   }
   return rows;
 }
@@ -120,6 +121,7 @@ nlohmann::json launchTimesJson(const std::vector<LaunchTimeRow>& rows, const Lau
   for (const LaunchTimeRow& r : rows)
     out.push_back({{"launch", r.name}, {"role", r.role}, {"kind", r.kind}, {"kernel", r.kernel},
                    {"tensor_cores", r.tensorCores}, {"measured_us", r.measured}, {"predicted_us", r.predicted},
+                   {"in_graph_us", r.inGraph},
                    {"bound", r.bound},
                    {"timed", r.repeated ? "copies" : times.options.launchByLaunch ? "launch by launch" : "in order"}});
   return out;

@@ -22,6 +22,7 @@ struct LaunchTimeRow {
   std::string name, role, bound, kind;  // kind: tensor-core GEMM, tensor-core stream, elementwise, ...
   int kernel = -1;                      // the planned kernel's id (-1: a launch made for none)
   double measured = 0, predicted = -1;  // microseconds; predicted -1 where there is none
+  double inGraph = 0;                   // its gap in the graph with event nodes, before any timing again
   bool tensorCores = false, repeated = false;
 };
 

@@ -72,9 +72,10 @@ LaunchTimes timeLaunches(ModuleExecutor& executor, const Stream& stream, const L
   // nodes; its inputs are a few MB at most, in L2 in training too, just
   // written by their producer.
   times.repeated.assign(n, false);
+  for (size_t i = 0; i < n; ++i) times.inGraphUs.push_back(median(samples[i]));
   if (!options.launchByLaunch)
     for (size_t i = 0; i < n; ++i) {
-      if (median(samples[i]) >= kShortLaunchUs) continue;
+      if (times.inGraphUs[i] >= kShortLaunchUs) continue;
       const CapturedGraph copies(stream, [&](CUstream s) {
         for (int c = 0; c < kShortLaunchCopies; ++c) executor.runLaunch(i, s);
       });

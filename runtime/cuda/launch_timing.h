@@ -16,8 +16,9 @@
 // recorded on the stream before each launch). The event nodes themselves add
 // a little, so the same launches captured without them are timed too (median
 // of `reps` replays): the step's time as training sees it. An event node
-// costs about as much as a small kernel, so a launch under kShortLaunchUs
-// there is timed again alone, as a graph of kShortLaunchCopies copies of it.
+// costs a few microseconds, as much as a small kernel, so a launch under
+// kShortLaunchUs there is timed again alone, as a graph of
+// kShortLaunchCopies copies of it.
 #pragma once
 
 #include <vector>
@@ -28,8 +29,12 @@
 namespace llmc::cuda {
 
 // A launch whose gap in the graph is under this is timed again as a graph of
-// kShortLaunchCopies copies of it alone.
-constexpr double kShortLaunchUs = 10;
+// kShortLaunchCopies copies of it alone. The gap holds an event node's few
+// microseconds besides the launch (the replay's total grows by about 4 us a
+// launch with them, H200, 2026-11-30): at 10 us a convolution's 6.7 us window
+// stack read 10.2 in its backward's graph; under 30 us the node's share is
+// more than a tenth.
+constexpr double kShortLaunchUs = 30;
 constexpr int kShortLaunchCopies = 100;
 
 struct LaunchTimingOptions {
@@ -40,6 +45,7 @@ struct LaunchTimingOptions {
 struct LaunchTimes {
   std::vector<double> us;      // per launch of the module: the median, in microseconds
   std::vector<bool> repeated;  // per launch: timed again as a graph of copies of it
+  std::vector<double> inGraphUs;  // per launch: its gap in the graph with event nodes (launchByLaunch: its gap)
   double graphUs = 0;          // the graph without event nodes, as llmc-train replays it (not launchByLaunch)
   LaunchTimingOptions options;
 };

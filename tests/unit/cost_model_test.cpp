@@ -175,6 +175,25 @@ TEST_CASE("a CUDA-core kernel of few threads is bound by the memory's latency (L
   CHECK(matmul.seconds.count("latency") == 0);
 }
 
+TEST_CASE("a sliced stream's threads wait their rounds of loads one after another", "[cost]") {
+  // A column sum over 333 rows of 771 channels, shared out 41 rows a block:
+  // 13 x 9 = 117 blocks, each 64 channels in 4 slices of the block's threads.
+  // A slice's thread takes ceil(41 / 4) = 11 rows, 4 at a time: 3 rounds of
+  // the memory's latency, though the bytes over the device's threads make 2.2.
+  const Target target = loadTarget("sm_90a");
+  const double latency = target.level("GMEM").latency;
+  auto k = single("batch_sum", {{"B", 333}, {"T", 1}, {"C", 771}}, target);
+  REQUIRE(k.shape.streamAxis == "b");
+  const Partition shared{{{"t", 1}, {"c", 64}}, 64, {{"b", 41}}};
+  const KernelCost cost = evaluate(k.graph, k.kernel, k.shape, shared, target, kF32);
+  REQUIRE(cost.blocks == 117);
+  CHECK(cost.seconds.at("latency") == Approx(3 * latency).epsilon(1e-12));
+  // 8 rows a block are too few to deal out: a thread takes all 8, 2 rounds.
+  const Partition finer{{{"t", 1}, {"c", 64}}, 64, {{"b", 8}}};
+  const KernelCost fine = evaluate(k.graph, k.kernel, k.shape, finer, target, kF32);
+  CHECK(fine.seconds.at("latency") == Approx(2 * latency).epsilon(1e-12));
+}
+
 TEST_CASE("a stream pays for the steps a comparison of positions leaves it to run", "[cost]") {
   const Target target = loadTarget("sm_90a");
   // T = 1000: 16 blocks of 64 queries, 16 steps of 64 keys, the last of each partial. A key x >= t
