@@ -482,9 +482,11 @@ void outputTraffic(const Graph& g, const Kernel& k, const KernelShape& s, const 
     const bool gridAdded = wholeArraySum && ty.axes.empty();
     if (gridAdded) tr.moved += 2 * 4 * static_cast<double>(cost.blocks);
     else if (wholeArraySum) tr.moved += static_cast<double>(ty.elementCount()) * elementBytes(ty, o);
-    else
-      tr.moved += splits > 1 ? 2 * 4 * static_cast<double>(ty.elementCount()) * static_cast<double>(splits)
-                             : static_cast<double>(ty.elementCount()) * elementBytes(ty, o) * segmentsMoved(ty, s, p, o);
+    else if (splits > 1) {
+      tr.moved += 2 * 4 * static_cast<double>(ty.elementCount()) * static_cast<double>(splits);
+      tr.atomicAdds += static_cast<double>(ty.elementCount()) * static_cast<double>(splits);
+    } else
+      tr.moved += static_cast<double>(ty.elementCount()) * elementBytes(ty, o) * segmentsMoved(ty, s, p, o);
     if (gridAdded || (!wholeArraySum && splits > 1)) zeroedFirst(ty);
   }
   // A scatter-add is launched apart from its kernel's other work, into an
