@@ -230,8 +230,10 @@ inline std::vector<EmitCase> otherCases() {
       {"classifier, few long rows, aligned", "benchmarks/diagrams/classifier.dg", "classifier",
        {{"N", 7}, {"V", 16384}, {"C", 40}}, true, {{"target", 16384}}, 0.3},
       // Arrays read transposed, staged through shared memory (planning/transposed_reads.h): graph outputs
-      // copied transposed, with and without a batch axis (the classifier's gradient above stages its logits).
+      // copied transposed, with and without a batch axis, and a [v n] mask minus [n v] values stored for a matmul.
       {"transposed read, odd", "tests/diagrams/transposed_reads.dg", "shifted_exp", {{"N", 77}, {"V", 1001}}, false, {}},
+      {"transposed read, one-hot difference", "tests/diagrams/transposed_reads.dg", "one_hot_difference",
+       {{"N", 77}, {"V", 1001}, {"C", 80}}, false, {{"t", 1001}}},
       {"transposed read, batched", "tests/diagrams/transposed_reads.dg", "batched", {{"B", 3}, {"N", 45}, {"V", 333}},
        false, {}},
       // Sums along a long axis of 3 rows: the stream shared out across blocks.
