@@ -67,6 +67,9 @@ void CudaWriter::tile(WrittenKernel& out) {
                                 : fmt::format("_Pragma(\"unroll {}\") for (int p = threadIdx.x; p < {}; p += {})",
                                               kPointsInFlight, threadPoints, blockThreads_));
   floor_ = point;
+  // The unrolled loop over a tile's points (no stream, no lanes): its
+  // remainder points take the last one's place.
+  const bool clamped = !streamed && laneAxis_.empty() && slices_ == 1 && threadPoints > blockThreads_;
   Env env;
   int64_t inner = 1;
   std::string outside;
@@ -95,10 +98,11 @@ void CudaWriter::tile(WrittenKernel& out) {
     if (t == 1) pos = std::string("0");  // not `= "0"`: GCC 12 warns of overlap there (-Wrestrict), wrongly
     if (stepped) pos = fmt::format("({}) * {}", pos, eight_.step);
     std::string var = (stepped ? "i8_" : "i_") + a.name;
-    if (a.size % plan_.tiles.at(a.name) != 0 && slices_ > 1) {
-      // Sliced: a point past the end takes the last one's place (its loads
-      // in bounds, its values unused) and skips only the stores, so that
-      // every thread reaches the slices' joins.
+    if (a.size % plan_.tiles.at(a.name) != 0 && (slices_ > 1 || clamped)) {
+      // A point past the end takes the last one's place (its loads in
+      // bounds, its values unused) and skips only the stores: sliced, so
+      // that every thread reaches the slices' joins; without a stream, so
+      // that the unrolled points' loads are not held behind a branch each.
       const std::string position = fmt::format("{} + {}", origins[i], pos);
       outside += fmt::format("{}{} >= {}", outside.empty() ? "" : " || ", position, a.size);
       emit(point, fmt::format("const int {} = min({}, {});", var, position, a.size - (stepped ? eight_.step : 1)));
@@ -111,7 +115,7 @@ void CudaWriter::tile(WrittenKernel& out) {
     else env[a.name] = {var, point}, pointVars_[a.name] = var;
     inner *= t;
   }
-  if (!outside.empty() && slices_ == 1)
+  if (!outside.empty() && slices_ == 1 && !clamped)
     emit(point, fmt::format("if ({}) continue;  // past the end of a remainder tile", outside));
   eightBase_ = eightBase;
   if (streamed) {
@@ -119,7 +123,7 @@ void CudaWriter::tile(WrittenKernel& out) {
     streamLoop(point, env, out);
     if (slices_ > 1) mergeSlices(point, threadPoints);
   }
-  int tail = slices_ == 1       ? point
+  int tail = slices_ == 1 ? (clamped && !outside.empty() ? open(point, fmt::format("if (!({}))", outside)) : point)
              : outside.empty() ? open(point, "if (slice == 0)")
                                : open(point, fmt::format("if (slice == 0 && !({}))", outside));
   int at = eight ? openEightPoints(tail, tail, env) : tail;
