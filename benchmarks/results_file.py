@@ -58,7 +58,10 @@ def machine_slug(count=1):
 
 
 def commit():
-    """The checkout's commit, short, with '+changes' when the tracked files differ from it."""
+    """The checkout's commit, short, with '+changes' when the tracked files differ from it;
+    $LLMC_COMMIT where set (a copy of the checkout whose git metadata is not its own)."""
+    if os.environ.get("LLMC_COMMIT"):
+        return os.environ["LLMC_COMMIT"]
     head = _run(["git", "rev-parse", "--short", "HEAD"]) or "unknown"
     dirty = _run(["git", "status", "--porcelain", "--untracked-files=no"])
     return head + ("+changes" if dirty else "")
