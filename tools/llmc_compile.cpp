@@ -22,6 +22,7 @@
 
 #include "analysis/streamability.h"
 #include "atomic_file.h"
+#include "command_line.h"
 #include "driver/backend.h"
 #include "driver/pipeline.h"
 #include "ir/json_export.h"
@@ -215,19 +216,11 @@ std::optional<Invocation> parseCommandLine(int argc, char** argv) {
   Invocation in;
   in.commandLine = shellWords(argc, argv);
   llmc::PipelineOptions& options = in.options;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    // --name=value: the value joined to its option.
-    std::optional<std::string> joined;
-    if (const size_t eq = arg.find('='); arg.rfind("--", 0) == 0 && eq != std::string::npos)
-      joined = arg.substr(eq + 1), arg = arg.substr(0, eq);
-    auto value = [&](const char* flag) -> std::string {
-      if (joined) return *std::exchange(joined, std::nullopt);
-      if (i + 1 >= argc) usageError(fmt::format("{} needs a value", flag));
-      return argv[++i];
-    };
-    if ((arg == "-h" || arg == "--help" || arg == "--version" || arg == "--quiet") && joined)
-      usageError(fmt::format("{} takes no value (got '{}={}')", arg, arg, *joined));
+  llmc::Arguments args(argc, argv);
+  while (args.next()) {
+    const std::string& arg = args.arg();
+    auto value = [&] { return args.value(); };
+    if (arg == "-h" || arg == "--help" || arg == "--version") args.takesNoValue();
     if (arg == "-h" || arg == "--help") {
       std::fputs(kUsage, stdout);
       return std::nullopt;
@@ -237,26 +230,26 @@ std::optional<Invocation> parseCommandLine(int argc, char** argv) {
     } else if (arg == "--quiet") {
       in.quiet = true;
     } else if (arg == "--emit") {
-      in.emit = value("--emit");
+      in.emit = value();
       if (!isOneOf(in.emit, {"ir", "json", "streams", "pseudocode", "perf", "cuda", "launches", "ptx", "memory", "dot",
                              "dot-plan", "svg", "svg-plan", "report"}))
         usageError(fmt::format("unknown --emit '{}' (known: ir, json, streams, pseudocode, perf, cuda, launches, ptx, "
                                "memory, dot, dot-plan, svg, svg-plan, report)",
                                in.emit));
     } else if (arg == "--arch") {
-      in.arch = value("--arch");
+      in.arch = value();
     } else if (arg == "--device") {
-      in.device = value("--device");
+      in.device = value();
     } else if (arg == "--storage") {
-      std::string storage = value("--storage");
+      std::string storage = value();
       if (storage != "f32" && storage != "bf16") usageError("--storage expects f32 or bf16");
       in.cost.storageBytes = storage == "bf16" ? 2 : 4;
     } else if (arg == "--json") {
       in.json = true;
     } else if (arg == "--measured") {
-      in.measuredPath = value("--measured");
+      in.measuredPath = value();
     } else if (arg == "--group-by") {
-      const std::string list = value("--group-by");
+      const std::string list = value();
       for (size_t at = 0; at <= list.size();) {
         const size_t end = std::min(list.find(',', at), list.size());
         const std::string grouping = list.substr(at, end - at);
@@ -266,35 +259,35 @@ std::optional<Invocation> parseCommandLine(int argc, char** argv) {
         at = end + 1;
       }
     } else if (arg == "--sort") {
-      const std::string order = value("--sort");
+      const std::string order = value();
       if (order != "time") usageError(fmt::format("--sort expects time (slowest first), got '{}'", order));
       in.perfLayout.slowestFirst = true;
     } else if (arg == "--depth") {
-      const std::string n = value("--depth");
+      const std::string n = value();
       if (n.empty() || n.size() > 4 || n.find_first_not_of("0123456789") != std::string::npos)
         usageError(fmt::format("--depth expects a number of frames (0 or more), got '{}'", n));
       in.drawDepth = std::stoi(n);
     } else if (arg == "--gpus") {
-      const std::string n = value("--gpus");
+      const std::string n = value();
       if (n.empty() || n.size() > 4 || n.find_first_not_of("0123456789") != std::string::npos || std::stoi(n) < 1)
         usageError(fmt::format("--gpus expects a number of GPUs (1 or more), got '{}'", n));
       in.gpus = std::stoi(n);
     } else if (arg == "--zero") {
-      const std::string z = value("--zero");
+      const std::string z = value();
       if (z != "0" && z != "1") usageError(fmt::format("--zero expects 0 or 1, got '{}'", z));
       in.zero = z == "1" ? 1 : 0;
     } else if (arg == "--set") {
       try {
-        for (const auto& [name, size] : llmc::parseSizeBindings(value("--set"))) options.sizes[name] = size;
+        for (const auto& [name, size] : llmc::parseSizeBindings(value())) options.sizes[name] = size;
       } catch (const std::invalid_argument& e) {
         usageError(e.what());
       }
     } else if (arg == "--grad") {
       options.grad = true;
     } else if (arg == "--loss") {
-      options.loss = value("--loss");
+      options.loss = value();
     } else if (arg == "--wrt") {
-      std::string list = value("--wrt");
+      std::string list = value();
       for (size_t start = 0; start <= list.size();) {
         size_t comma = list.find(',', start);
         options.wrt.push_back(list.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
@@ -302,9 +295,9 @@ std::optional<Invocation> parseCommandLine(int argc, char** argv) {
         start = comma + 1;
       }
     } else if (arg == "--entry") {
-      options.entry = value("--entry");
+      options.entry = value();
     } else if (arg == "--dump-after") {
-      options.reporting.dumpAfter = value("--dump-after");
+      options.reporting.dumpAfter = value();
       if (!isOneOf(options.reporting.dumpAfter, kPassesWithIR) &&
           !isOneOf(options.reporting.dumpAfter, llmc::backendStageNames()))
         usageError(fmt::format("--dump-after: no pass or stage '{}' to dump after (passes with IR: elaborate, "
@@ -315,7 +308,7 @@ std::optional<Invocation> parseCommandLine(int argc, char** argv) {
     } else if (arg == "--no-comments") {
       in.comments = false;
     } else if (arg == "-o") {
-      in.outPath = value("-o");
+      in.outPath = value();
     } else if (!arg.empty() && arg[0] == '-') {
       usageError(fmt::format("unknown option '{}'", arg));
     } else if (options.path.empty()) {
@@ -323,7 +316,6 @@ std::optional<Invocation> parseCommandLine(int argc, char** argv) {
     } else {
       usageError(fmt::format("more than one input file ('{}' and '{}')", options.path, arg));
     }
-    if (joined) usageError(fmt::format("{} takes no value (got '{}={}')", arg, arg, *joined));
   }
   checkInvocation(in);
   options.reporting.dump = [](const std::string& text) { std::fputs(text.c_str(), stderr); };
@@ -468,7 +460,12 @@ std::string compile(Invocation& in) {
 }
 
 int compileMain(int argc, char** argv) {
-  std::optional<Invocation> in = parseCommandLine(argc, argv);
+  std::optional<Invocation> in;
+  try {
+    in = parseCommandLine(argc, argv);
+  } catch (const llmc::UsageError& e) {
+    usageError(e.what());
+  }
   if (!in) return 0;
 #ifndef LLMC_HAVE_NVRTC
   if (in->emit == "ptx") {

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "command_line.h"
 #include "shard.h"
 #include "tokenizer.h"
 
@@ -86,10 +87,7 @@ struct Options {
   std::vector<fs::path> inputs;
 };
 
-// A usage error: reported with a pointer to --help.
-struct UsageError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
+using llmc::UsageError;  // reported with a pointer to --help
 
 int64_t parseCount(const std::string& flag, const std::string& text) {
   size_t used = 0;
@@ -149,19 +147,11 @@ std::optional<Options> parseOptions(int argc, char** argv) {
   if (argc == 1) throw UsageError("no arguments");
   Options options;
   std::optional<std::string> name;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    // --name=value: the value joined to its option.
-    std::optional<std::string> joined;
-    if (const size_t eq = arg.find('='); arg.starts_with("--") && eq != std::string::npos)
-      joined = arg.substr(eq + 1), arg = arg.substr(0, eq);
-    const auto value = [&]() -> std::string {
-      if (joined) return *std::exchange(joined, std::nullopt);
-      if (i + 1 == argc) throw UsageError(fmt::format("{} needs a value", arg));
-      return argv[++i];
-    };
-    if ((arg == "-h" || arg == "--help" || arg == "--version" || arg == "--quiet") && joined)
-      throw UsageError(fmt::format("{} takes no value (got '{}={}')", arg, arg, *joined));
+  llmc::Arguments args(argc, argv);
+  while (args.next()) {
+    const std::string& arg = args.arg();
+    const auto value = [&] { return args.value(); };
+    if (arg == "-h" || arg == "--help" || arg == "--version") args.takesNoValue();
     if (arg == "-h" || arg == "--help") {
       std::fputs(kUsage, stdout);
       return std::nullopt;
@@ -194,7 +184,6 @@ std::optional<Options> parseOptions(int argc, char** argv) {
     } else {
       options.inputs.push_back(arg);
     }
-    if (joined) throw UsageError(fmt::format("{} takes no value (got '{}={}')", arg, arg, *joined));
   }
   if (options.outDir.empty()) throw UsageError("--out DIR is required");
   if (options.inputs.empty()) throw UsageError("no input files or directories given");

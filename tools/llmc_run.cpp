@@ -27,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "command_line.h"
 #include "driver/pipeline.h"
 #include "graph_inputs.h"
 #include "llmc_run.h"
@@ -172,19 +173,11 @@ bool parseOption(Invocation& in, const std::string& arg, const std::function<std
 // Parses the command line; nullopt where it asked for --help or --version (printed).
 std::optional<Invocation> parseCommandLine(int argc, char** argv) {
   Invocation in;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    // --name=value: the value joined to its option.
-    std::optional<std::string> joined;
-    if (const size_t eq = arg.find('='); arg.rfind("--", 0) == 0 && eq != std::string::npos)
-      joined = arg.substr(eq + 1), arg = arg.substr(0, eq);
-    auto value = [&]() -> std::string {
-      if (joined) return *std::exchange(joined, std::nullopt);
-      if (i + 1 >= argc) usageError(fmt::format("{} needs a value", arg));
-      return argv[++i];
-    };
-    if ((arg == "-h" || arg == "--help" || arg == "--version" || arg == "--quiet") && joined)
-      usageError(fmt::format("{} takes no value (got '{}={}')", arg, arg, *joined));
+  llmc::Arguments args(argc, argv);
+  while (args.next()) {
+    const std::string& arg = args.arg();
+    auto value = [&] { return args.value(); };
+    if (arg == "-h" || arg == "--help" || arg == "--version") args.takesNoValue();
     if (arg == "-h" || arg == "--help") {
       std::fputs(kUsage, stdout);
       return std::nullopt;
@@ -201,7 +194,6 @@ std::optional<Invocation> parseCommandLine(int argc, char** argv) {
     } else {
       usageError(fmt::format("more than one input file ('{}' and '{}')", in.options.path, arg));
     }
-    if (joined) usageError(fmt::format("{} takes no value (got '{}={}')", arg, arg, *joined));
   }
   checkInvocation(in);
   for (const auto& [name, size] : in.options.sizes)
@@ -273,7 +265,12 @@ int run(Invocation& in) {
 }
 
 int runMain(int argc, char** argv) {
-  std::optional<Invocation> in = parseCommandLine(argc, argv);
+  std::optional<Invocation> in;
+  try {
+    in = parseCommandLine(argc, argv);
+  } catch (const llmc::UsageError& e) {
+    usageError(e.what());
+  }
   if (!in) return 0;
   try {
     return run(*in);

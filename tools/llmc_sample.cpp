@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "command_line.h"
 #include "data_folder.h"
 #include "gpt2_checkpoint.h"
 #include "sampler.h"
@@ -78,9 +79,7 @@ struct Options {
   bool ids = false;
 };
 
-struct UsageError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
+using llmc::UsageError;
 
 // A whole number in [0, max], or a usage error naming the flag.
 int64_t parseWhole(const std::string& flag, const std::string& text, int64_t max = INT64_MAX) {
@@ -113,18 +112,11 @@ double parseTemperature(const std::string& text) {
 std::optional<Options> parseOptions(int argc, char** argv) {
   if (argc == 1) throw UsageError("no arguments");
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    std::optional<std::string> joined;  // --name=value
-    if (const size_t eq = arg.find('='); arg.starts_with("--") && eq != std::string::npos)
-      joined = arg.substr(eq + 1), arg = arg.substr(0, eq);
-    const auto value = [&]() -> std::string {
-      if (joined) return *std::exchange(joined, std::nullopt);
-      if (i + 1 == argc) throw UsageError(fmt::format("{} needs a value", arg));
-      return argv[++i];
-    };
-    if ((arg == "-h" || arg == "--help" || arg == "--version" || arg == "--quiet") && joined)
-      throw UsageError(fmt::format("{} takes no value (got '{}={}')", arg, arg, *joined));
+  llmc::Arguments args(argc, argv);
+  while (args.next()) {
+    const std::string& arg = args.arg();
+    const auto value = [&] { return args.value(); };
+    if (arg == "-h" || arg == "--help" || arg == "--version") args.takesNoValue();
     if (arg == "-h" || arg == "--help") {
       std::fputs(kUsage, stdout);
       return std::nullopt;
@@ -158,7 +150,6 @@ std::optional<Options> parseOptions(int argc, char** argv) {
     } else {
       throw UsageError(fmt::format("one checkpoint only (got {} and {})", o.checkpoint.string(), arg));
     }
-    if (joined) throw UsageError(fmt::format("{} takes no value (got '{}={}')", arg, arg, *joined));
   }
   if (o.checkpoint.empty()) throw UsageError("no checkpoint given");
   return o;
