@@ -20,6 +20,9 @@ std::optional<AffineLayout> layoutThroughViews(const Graph& g, NodeId id, const 
   }
   auto viewed = [&]() { return layoutThroughViews(g, n.operands[0], computed, stored, names, why); };
   auto sizeIn = [&](NodeId node, const std::string& axis) { return g.node(node).type.find(axis)->size; };
+  auto nameOf = [&](NodeId node) {
+    return static_cast<size_t>(node) < names.size() ? names[static_cast<size_t>(node)] : std::string("a value");
+  };
   std::optional<AffineLayout> l;
   switch (n.op) {
     case Op::Cast:
@@ -54,7 +57,7 @@ std::optional<AffineLayout> layoutThroughViews(const Graph& g, NodeId id, const 
         for (size_t i = n.axes.size(); i-- > 0;) {
           const int64_t size = sizeIn(n.operands[0], n.axes[i]);
           if (size > 1 && l->strides.at(n.axes[i]) != innermost * inner) {
-            why = fmt::format("{} merges axes that are not nested in memory", names[static_cast<size_t>(id)]);
+            why = fmt::format("{} merges axes that are not nested in memory", nameOf(id));
             return std::nullopt;
           }
           inner *= size;
@@ -83,7 +86,7 @@ std::optional<AffineLayout> layoutThroughViews(const Graph& g, NodeId id, const 
       return l;
     default:
       why = fmt::format("{} ({}) between a stored array and the contraction is not a strided view",
-                        names[static_cast<size_t>(id)], opName(n.op));
+                        nameOf(id), opName(n.op));
       return std::nullopt;
   }
 }

@@ -25,7 +25,10 @@ struct AffineLayout {
 // The layout of `id` through the views between it and a stored array (a value
 // in `stored` that the launch does not compute), or nullopt with the reason in
 // `why` (a concat picks one of several arrays; a merge of axes that are not
-// nested in memory is not one stride). `names`: printed names, for `why`.
+// nested in memory is not one stride). `names`: printed names, for `why`;
+// empty where the caller does not report it (the cost model, which asks for
+// every partition it prices: a name a node of a large graph costs more than
+// the layout).
 std::optional<AffineLayout> layoutThroughViews(const Graph& g, NodeId id, const std::set<NodeId>& computed,
                                                const std::set<NodeId>& stored, const std::vector<std::string>& names,
                                                std::string& why);

@@ -102,11 +102,14 @@ Backend compileBackend(const Graph& graph, const Target& target, const BackendOp
 
   std::vector<Kernel> kernels = stages.run("fuse", [&] { return formKernels(graph); });
   after("fuse", [&] { return describeKernels(graph, kernels); });
-  out.kernels = stages.run("partition", [&] { return partitionKernels(graph, std::move(kernels), target, cost); });
+  // One memo for the stages that search partitions: the unfuse stage's
+  // trials search again mostly what the partition and lower stages did.
+  PartitionMemo memo(graph, target);
+  out.kernels = stages.run("partition", [&] { return partitionKernels(std::move(kernels), cost, memo); });
   after("partition", [&] { return describePartitions(graph, out.kernels); });
-  stages.run("lower", [&] { chooseEngines(graph, out.kernels, target, cost, emit); return 0; });
+  stages.run("lower", [&] { chooseEngines(out.kernels, cost, emit, memo); return 0; });
   after("lower", [&] { return describeEngines(out.kernels); });
-  out.kernels = stages.run("unfuse", [&] { return unfuseOffTensorCores(graph, std::move(out.kernels), target, cost, emit); });
+  out.kernels = stages.run("unfuse", [&] { return unfuseOffTensorCores(std::move(out.kernels), cost, emit, memo); });
   after("unfuse", [&] { return describeEngines(out.kernels); });
   if (last < stageIndex("order")) return out;
 

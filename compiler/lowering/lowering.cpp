@@ -148,8 +148,10 @@ void priceTensorCoreStream(const Graph& graph, PlannedKernel& kernel, const Tens
 // again without them, one that runs as a GEMM takes the library's cheapest
 // tile, one that runs as a tensor-core stream is priced with the stream's
 // tiles (gemm_tiles.h); helper launches add their time.
-void priceAsLowered(const Graph& graph, std::vector<PlannedKernel>& kernels, const CudaModule& module,
-                    const Target& target, const CostOptions& cost) {
+void priceAsLowered(std::vector<PlannedKernel>& kernels, const CudaModule& module, const CostOptions& cost,
+                    PartitionMemo& memo) {
+  const Graph& graph = memo.graph();
+  const Target& target = memo.target();
   const std::map<int, LaunchesOfKernel> lowered = launchesByKernel(module);
   for (PlannedKernel& pk : kernels) {
     auto it = lowered.find(pk.kernel.id);
@@ -159,7 +161,7 @@ void priceAsLowered(const Graph& graph, std::vector<PlannedKernel>& kernels, con
       CostOptions cudaCores = cost;
       cudaCores.tensorCores = false;
       pk.shape = kernelShape(graph, pk.kernel, target, cudaCores);
-      pk.partition = searchPartition(graph, pk.kernel, pk.shape, target, cudaCores);
+      pk.partition = memo.search(pk.kernel, pk.shape, cudaCores);
       pk.cost = evaluate(graph, pk.kernel, pk.shape, pk.partition, target, cudaCores);
     }
     if (l.gemm) chooseGemmTile(graph, pk, *l.gemm, target, cost);
@@ -188,15 +190,22 @@ EmitOptions emitOptionsFor(const CostOptions& cost) {
 
 void chooseEngines(const Graph& graph, std::vector<PlannedKernel>& kernels, const Target& target,
                    const CostOptions& cost, const EmitOptions& emit) {
-  const CudaModule module = emitCuda(graph, kernels, target, emit);
-  priceAsLowered(graph, kernels, module, target, cost);
+  PartitionMemo memo(graph, target);
+  chooseEngines(kernels, cost, emit, memo);
+}
+
+void chooseEngines(std::vector<PlannedKernel>& kernels, const CostOptions& cost, const EmitOptions& emit,
+                   PartitionMemo& memo) {
+  const CudaModule module = emitCuda(memo.graph(), kernels, memo.target(), emit);
+  priceAsLowered(kernels, module, cost, memo);
 }
 
 std::vector<PlannedKernel> lowerKernels(const Graph& graph, const Target& target, const CostOptions& cost,
                                         const EmitOptions& emit) {
-  std::vector<PlannedKernel> kernels = planKernels(graph, target, cost);
-  chooseEngines(graph, kernels, target, cost, emit);
-  return unfuseOffTensorCores(graph, std::move(kernels), target, cost, emit);
+  PartitionMemo memo(graph, target);
+  std::vector<PlannedKernel> kernels = planKernels(cost, {}, memo);
+  chooseEngines(kernels, cost, emit, memo);
+  return unfuseOffTensorCores(std::move(kernels), cost, emit, memo);
 }
 
 }  // namespace llmc

@@ -26,6 +26,10 @@ namespace llmc {
 // writes it, and prices it on that engine.
 void chooseEngines(const Graph& graph, std::vector<PlannedKernel>& kernels, const Target& target,
                    const CostOptions& cost, const EmitOptions& emit);
+// The same, a kernel kept off the tensor cores partitioned again through
+// `memo` (its graph and target).
+void chooseEngines(std::vector<PlannedKernel>& kernels, const CostOptions& cost, const EmitOptions& emit,
+                   PartitionMemo& memo);
 
 // The back end up to the launches: fusion, partition, lowering and unfusion
 // (the stages of driver/backend.h that make kernels), for callers that write

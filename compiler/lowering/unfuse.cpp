@@ -82,10 +82,11 @@ std::set<NodeId> prologuesOffTensorCores(const Graph& graph, const std::vector<P
 // the new kernels still keep off the tensor cores (a chain unstreamed leaves
 // its first contraction streamed with the mask it sums against), a few
 // rounds, before the plan is compared with the one it would replace.
-std::vector<PlannedKernel> planUnfused(const Graph& graph, FusionOptions& trial, const Target& target,
-                                       const CostOptions& cost, const EmitOptions& emit) {
-  std::vector<PlannedKernel> kernels = planKernels(graph, target, cost, trial);
-  chooseEngines(graph, kernels, target, cost, emit);
+std::vector<PlannedKernel> planUnfused(FusionOptions& trial, const CostOptions& cost, const EmitOptions& emit,
+                                       PartitionMemo& memo) {
+  const Graph& graph = memo.graph();
+  std::vector<PlannedKernel> kernels = planKernels(cost, trial, memo);
+  chooseEngines(kernels, cost, emit, memo);
   for (int round = 0; round < 3; ++round) {
     const std::set<NodeId> streams = streamsOffTensorCores(graph, kernels);
     const std::set<NodeId> prologues = prologuesOffTensorCores(graph, kernels);
@@ -93,8 +94,8 @@ std::vector<PlannedKernel> planUnfused(const Graph& graph, FusionOptions& trial,
     trial.unstreamed.insert(streams.begin(), streams.end());
     trial.stored.insert(prologues.begin(), prologues.end());
     if (trial.unstreamed.size() + trial.stored.size() == before) break;
-    kernels = planKernels(graph, target, cost, trial);
-    chooseEngines(graph, kernels, target, cost, emit);
+    kernels = planKernels(cost, trial, memo);
+    chooseEngines(kernels, cost, emit, memo);
   }
   return kernels;
 }
@@ -102,6 +103,13 @@ std::vector<PlannedKernel> planUnfused(const Graph& graph, FusionOptions& trial,
 std::vector<PlannedKernel> unfuseOffTensorCores(const Graph& graph, std::vector<PlannedKernel> kernels,
                                                 const Target& target, const CostOptions& cost,
                                                 const EmitOptions& emit) {
+  PartitionMemo memo(graph, target);
+  return unfuseOffTensorCores(std::move(kernels), cost, emit, memo);
+}
+
+std::vector<PlannedKernel> unfuseOffTensorCores(std::vector<PlannedKernel> kernels, const CostOptions& cost,
+                                                const EmitOptions& emit, PartitionMemo& memo) {
+  const Graph& graph = memo.graph();
   FusionOptions fusion;  // what `kernels` were fused with
   // Each round leaves more streams unfused; a few rounds reach every chain.
   for (int round = 0; round < 4; ++round) {
@@ -112,7 +120,7 @@ std::vector<PlannedKernel> unfuseOffTensorCores(const Graph& graph, std::vector<
     trial.unstreamed.insert(streams.begin(), streams.end());
     trial.stored.insert(prologues.begin(), prologues.end());
     if (trial.unstreamed.size() + trial.stored.size() == before) break;
-    std::vector<PlannedKernel> separate = planUnfused(graph, trial, target, cost, emit);
+    std::vector<PlannedKernel> separate = planUnfused(trial, cost, emit, memo);
     if (totalSeconds(separate) >= totalSeconds(kernels)) break;
     fusion = std::move(trial);
     kernels = std::move(separate);
@@ -123,8 +131,8 @@ std::vector<PlannedKernel> unfuseOffTensorCores(const Graph& graph, std::vector<
   if (!stepped.empty()) {
     FusionOptions trial = fusion;
     trial.unstreamed.insert(stepped.begin(), stepped.end());
-    std::vector<PlannedKernel> separate = planKernels(graph, target, cost, trial);
-    chooseEngines(graph, separate, target, cost, emit);
+    std::vector<PlannedKernel> separate = planKernels(cost, trial, memo);
+    chooseEngines(separate, cost, emit, memo);
     if (totalSeconds(separate) < totalSeconds(kernels)) kernels = std::move(separate);
   }
   return kernels;

@@ -23,5 +23,8 @@ namespace llmc {
 std::vector<PlannedKernel> unfuseOffTensorCores(const Graph& graph, std::vector<PlannedKernel> kernels,
                                                 const Target& target, const CostOptions& cost,
                                                 const EmitOptions& emit);
+// The same, every trial partitioned through `memo` (its graph and target).
+std::vector<PlannedKernel> unfuseOffTensorCores(std::vector<PlannedKernel> kernels, const CostOptions& cost,
+                                                const EmitOptions& emit, PartitionMemo& memo);
 
 }  // namespace llmc

@@ -40,6 +40,14 @@ std::string kernelSignature(const Graph& g, const Kernel& k) {
 
 std::vector<PlannedKernel> partitionKernels(const Graph& graph, std::vector<Kernel> kernels, const Target& target,
                                             const CostOptions& options) {
+  PartitionMemo memo(graph, target);
+  return partitionKernels(std::move(kernels), options, memo);
+}
+
+std::vector<PlannedKernel> partitionKernels(std::vector<Kernel> kernels, const CostOptions& options,
+                                            PartitionMemo& memo) {
+  const Graph& graph = memo.graph();
+  const Target& target = memo.target();
   std::vector<PlannedKernel> planned;
   std::map<std::string, Partition> searched;  // signature -> best partition
   for (Kernel& k : kernels) {
@@ -47,7 +55,7 @@ std::vector<PlannedKernel> partitionKernels(const Graph& graph, std::vector<Kern
     p.shape = kernelShape(graph, k, target, options);
     const std::string signature = kernelSignature(graph, k);
     auto known = searched.find(signature);
-    p.partition = known != searched.end() ? known->second : searchPartition(graph, k, p.shape, target, options);
+    p.partition = known != searched.end() ? known->second : memo.search(k, p.shape, options);
     searched.emplace(signature, p.partition);
     p.cost = evaluate(graph, k, p.shape, p.partition, target, options);
     p.kernel = std::move(k);
@@ -59,6 +67,10 @@ std::vector<PlannedKernel> partitionKernels(const Graph& graph, std::vector<Kern
 std::vector<PlannedKernel> planKernels(const Graph& graph, const Target& target, const CostOptions& options,
                                        const FusionOptions& fusion) {
   return partitionKernels(graph, formKernels(graph, fusion), target, options);
+}
+
+std::vector<PlannedKernel> planKernels(const CostOptions& options, const FusionOptions& fusion, PartitionMemo& memo) {
+  return partitionKernels(formKernels(memo.graph(), fusion), options, memo);
 }
 
 std::string partitionText(const Graph& g, const PlannedKernel& k) {

@@ -10,6 +10,7 @@
 
 #include "planning/cost_model.h"
 #include "planning/fusion.h"
+#include "planning/partition_memo.h"
 
 namespace llmc {
 
@@ -34,13 +35,17 @@ struct PlannedKernel {
 };
 
 // Partitions and prices `kernels` (formKernels' result). Kernels that compute
-// the same thing (the layers of a model) are searched once.
+// the same thing (the layers of a model) are searched once; with a memo,
+// once across every call given it (the trials of the unfuse stage).
 std::vector<PlannedKernel> partitionKernels(const Graph& graph, std::vector<Kernel> kernels, const Target& target,
                                             const CostOptions& options);
+std::vector<PlannedKernel> partitionKernels(std::vector<Kernel> kernels, const CostOptions& options,
+                                            PartitionMemo& memo);
 
 // Fusion then partition: formKernels and partitionKernels.
 std::vector<PlannedKernel> planKernels(const Graph& graph, const Target& target, const CostOptions& options,
                                        const FusionOptions& fusion = {});
+std::vector<PlannedKernel> planKernels(const CostOptions& options, const FusionOptions& fusion, PartitionMemo& memo);
 
 // A kernel's partition in one line, as the performance report prints it: the
 // group tiles (axis/tile), then the stream's chunk if any, then the axes

@@ -8,16 +8,42 @@
 #include <string>
 
 #include "frontend/resource_limits.h"
+#include "parallel_for.h"
 #include "planning/cost_model.h"
 
 namespace llmc {
 
 namespace {
 
+// Below this many partitions a thread, the search prices them on one:
+// starting a thread costs about what pricing a few dozen does.
+constexpr size_t kCandidatesPerThreadMin = 64;
+
 struct PartitionChoice {
   Partition partition;
   int64_t blocks = 0;
 };
+
+// What the search keeps of a partition's cost.
+struct PricedBrief {
+  double predicted = 0, l2Moved = 0, smemBytes = 0;
+  int64_t blocks = 0;
+  bool fits = false;
+  std::string trace;  // LLMC_DBG_SEARCH's line
+};
+
+std::string traceText(const Partition& p, const KernelCost& c) {
+  std::string d;
+  for (auto& [a, v] : p.groupTiles) d += a + "/" + std::to_string(v) + " ";
+  for (auto& [a, v] : p.splitTiles) d += "split " + a + "/" + std::to_string(v) + " ";
+  d += "chunk " + std::to_string(p.streamChunk);
+  std::string terms;
+  for (auto& [a, v] : c.seconds) terms += a + "=" + std::to_string(v*1e6).substr(0,5) + " ";
+  char line[4096];
+  snprintf(line, sizeof line, "  cand %s: %.2f us (%s) blocks %lld %s\n", d.c_str(), c.predicted * 1e6,
+           c.bottleneck.c_str(), (long long)c.blocks, terms.c_str());
+  return line;
+}
 
 }  // namespace
 
@@ -65,49 +91,55 @@ PartitionChoice searchOptions(const Graph& g, const Kernel& k, const KernelShape
     bool full;
     int64_t blocks;
   };
-  std::vector<Priced> legal;
-  Partition smallest;
-  double bestTime = INFINITY, smallestMemory = INFINITY;
+  // Every combination, in the order the search walks them, priced on the
+  // machine's cores; then walked in that order, so that the partition kept
+  // is the same for any number of threads.
+  std::vector<Partition> candidates;
   std::vector<size_t> pick(options.size(), 0);
   while (true) {
     for (int64_t chunk : chunks) {
-      Partition p;
+      Partition& p = candidates.emplace_back();
       for (size_t i = 0; i < options.size(); ++i) {
         if (i < s.groupAxes.size()) p.groupTiles[s.groupAxes[i].name] = options[i][pick[i]];
         else if (i < s.groupAxes.size() + s.loopAxes.size()) p.splitTiles[s.loopAxes[i - s.groupAxes.size()]] = options[i][pick[i]];
         else p.splitTiles[s.streamAxis] = options[i][pick[i]];
       }
       p.streamChunk = chunk;
-      KernelCost c = evaluate(g, k, s, p, t, o);
-      if (getenv("LLMC_DBG_SEARCH")) {
-        std::string d;
-        for (auto& [a, v] : p.groupTiles) d += a + "/" + std::to_string(v) + " ";
-        for (auto& [a, v] : p.splitTiles) d += "split " + a + "/" + std::to_string(v) + " ";
-        d += "chunk " + std::to_string(chunk);
-        std::string terms;
-        for (auto& [a, v] : c.seconds) terms += a + "=" + std::to_string(v*1e6).substr(0,5) + " ";
-        fprintf(stderr, "  cand %s: %.2f us (%s) blocks %lld %s\n", d.c_str(), c.predicted * 1e6, c.bottleneck.c_str(), (long long)c.blocks, terms.c_str());
-      }
-      double memory = c.level("SMEM").memoryBytes;
-      double score = objective == Objective::Time ? c.predicted : c.level("L2").movedBytes;
-      // A tile under its axis' segment is taken only where it gains more than
-      // 1%: what it adds (partial segments) the model prices only in part.
-      for (const auto& [axis, segment] : s.segment)
-        if (p.groupTiles.at(axis) < segment) {
-          score *= 1.01;
-          break;
-        }
-      if (c.fits) {
-        bestTime = std::min(bestTime, score);
-        int64_t points = 1;
-        for (const auto& [axis, tile] : p.groupTiles) points = checkedMul(points, tile).value_or(kFullBlockPoints);
-        if (score <= bestTime * 1.01) legal.push_back({p, score, points >= kFullBlockPoints, c.blocks});
-      }
-      if (memory < smallestMemory) smallestMemory = memory, smallest = p;
     }
     size_t i = 0;
     while (i < pick.size() && ++pick[i] == options[i].size()) pick[i++] = 0;
     if (i == pick.size()) break;
+  }
+  const bool traced = getenv("LLMC_DBG_SEARCH") != nullptr;
+  std::vector<PricedBrief> costs(candidates.size());
+  parallelFor(candidates.size(), kCandidatesPerThreadMin, [&](size_t i) {
+    const KernelCost c = evaluate(g, k, s, candidates[i], t, o);
+    costs[i] = {c.predicted, c.level("L2").movedBytes, c.level("SMEM").memoryBytes, c.blocks, c.fits,
+                traced ? traceText(candidates[i], c) : std::string()};
+  });
+  std::vector<Priced> legal;
+  Partition smallest;
+  double bestTime = INFINITY, smallestMemory = INFINITY;
+  for (size_t n = 0; n < candidates.size(); ++n) {
+    const Partition& p = candidates[n];
+    const PricedBrief& c = costs[n];
+    if (traced) fprintf(stderr, "%s", c.trace.c_str());
+    double memory = c.smemBytes;
+    double score = objective == Objective::Time ? c.predicted : c.l2Moved;
+    // A tile under its axis' segment is taken only where it gains more than
+    // 1%: what it adds (partial segments) the model prices only in part.
+    for (const auto& [axis, segment] : s.segment)
+      if (p.groupTiles.at(axis) < segment) {
+        score *= 1.01;
+        break;
+      }
+    if (c.fits) {
+      bestTime = std::min(bestTime, score);
+      int64_t points = 1;
+      for (const auto& [axis, tile] : p.groupTiles) points = checkedMul(points, tile).value_or(kFullBlockPoints);
+      if (score <= bestTime * 1.01) legal.push_back({p, score, points >= kFullBlockPoints, c.blocks});
+    }
+    if (memory < smallestMemory) smallestMemory = memory, smallest = p;
   }
   if (std::isinf(bestTime)) return {smallest, evaluate(g, k, s, smallest, t, o).blocks};
   const Priced* best = nullptr;

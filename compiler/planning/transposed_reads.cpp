@@ -31,10 +31,9 @@ std::vector<TransposedRead> transposedReads(const Graph& g, const std::set<NodeI
   std::vector<TransposedRead> reads;
   if (groupAxes.empty()) return reads;
   const std::string& threads = groupAxes.back().name;
-  const std::vector<std::string> names(g.nodes.size());  // `why` is not reported here
   auto layoutOf = [&](NodeId id) {
-    std::string why;
-    return layoutThroughViews(g, id, computed, stored, names, why);
+    std::string why;  // not reported here
+    return layoutThroughViews(g, id, computed, stored, {}, why);
   };
   // What the launch reads: the operands of what it computes (a view's
   // operand is read where the view is; a gather's table and a scatter's
