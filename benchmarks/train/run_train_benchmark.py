@@ -1,27 +1,30 @@
 #!/usr/bin/env python3
 """GPT-2 training step: llmc-train against PyTorch (torch.compile and eager), in one run.
 
-Runs, one after the other on the same GPU, with the same model, batch, steps
-and data:
-  llmc      build/bin/llmc-train --device cuda -e d12 -b 32 -t 1024 -x STEPS -v 0 -s 0 -i GLOB
-  compile   train_gpt2_torch.py --compile 1 (same flags)
-  eager     train_gpt2_torch.py --compile 0
-and prints a table: the median time per step over the steps after the
-warm-up, the tokens per second it implies, the peak memory, the time from the
-process's start to the end of its first step, the final loss; then llmc's
-ratios to each PyTorch mode.
+For each model (-e, or several with --models d12:32,d24:32,d48:16), runs one
+after the other on the same GPU, with the same model, batch, steps and data:
+  llmc           build/bin/llmc-train --device cuda -e d12 -b 32 -t 1024 -x STEPS -v 0 -s 0 --shuffle 0 -i GLOB
+  compile        train_gpt2_torch.py --compile 1 --attention auto (same flags)
+  compile-cudnn  train_gpt2_torch.py --compile 1 --attention cudnn
+  eager          train_gpt2_torch.py --compile 0 --attention auto
+and prints a table, one row per model and configuration: the median time per
+step over the steps after the warm-up, the tokens per second it implies, the
+peak memory, the time from the process's start to the end of its first step,
+the final loss; then llmc's ratios to the best PyTorch configuration of that
+model (the most tokens/s in this run) and to each one.
 
 Each implementation's own `RESULT {json}` line is preferred; without one (an
 llmc-train that does not print it yet), the figures come from its step lines
 `step N/M | loss L | ... | X ms | Y tok/s [| mem Z GiB]`, the time to the first
 step from when that line came out. Device memory is also read from
 nvidia-smi while each one runs (the most in use, less what was in use before
-it started), the same measure for all three. Each PyTorch run compiles into
+it started), the same measure for all of them. Each PyTorch run compiles into
 empty caches (--warm-torch-cache: its usual ones), so that its time to the
 first step is the cold figure.
 
-exit status: 0 when every implementation ran, 1 when one failed (its row
-says why), 2 for bad arguments or missing shards.
+exit status: 0 when every configuration ran (or was unavailable: a forced
+attention backend that cannot run the model on this GPU), 1 when one failed
+(its row says why), 2 for bad arguments or missing shards.
 """
 
 import argparse
@@ -200,51 +203,136 @@ def failure_reason(status, lines):
     return f"{reason}: {last[:160]}"
 
 
+# The configurations, in the order they run for each model: llmc-train, then
+# PyTorch's reference trainer in the configurations a user would choose.
+# compile: torch.compile with the attention backend PyTorch picks; compile-cudnn:
+# with cuDNN's fused attention forced; eager: no compilation, PyTorch's pick.
+CONFIGS = {
+    "llmc": {"implementation": "llmc", "torch_flags": None},
+    "compile": {"implementation": "torch.compile", "torch_flags": ["--compile", "1", "--attention", "auto"]},
+    "compile-cudnn": {"implementation": "torch.compile", "torch_flags": ["--compile", "1", "--attention", "cudnn"]},
+    "eager": {"implementation": "eager", "torch_flags": ["--compile", "0", "--attention", "auto"]},
+}
+CONFIG_ALIASES = {"compile-auto": "compile"}
+# train_gpt2_torch.py's exit status when the --attention backend asked for
+# cannot run the model on this GPU: that configuration is reported unavailable,
+# not failed.
+EXIT_UNAVAILABLE = 3
+
+
+def parse_models(text, default_batch):
+    """'d12:32,d24:32,d48:16' -> [('d12', 32), ('d24', 32), ('d48', 16)]; a model without ':B' gets
+    default_batch. Raises ValueError on a malformed entry."""
+    models = []
+    for entry in (part.strip() for part in text.split(",")):
+        if not entry:
+            continue
+        name, _, batch = entry.rpartition(":") if ":" in entry else (entry, "", "")
+        if not name:
+            raise ValueError(f"'{entry}': expected MODEL or MODEL:B, e.g. d12:32")
+        if batch and not (batch.isdigit() and int(batch) > 0):
+            raise ValueError(f"'{entry}': the batch size after ':' must be a positive integer")
+        if any(name == seen for seen, _ in models):
+            raise ValueError(f"'{name}' is given twice")
+        models.append((name, int(batch) if batch else default_batch))
+    if not models:
+        raise ValueError("no model given")
+    return models
+
+
+def model_tag(model):
+    """A model's name in file names: dN as it is, a checkpoint file by its stem."""
+    return Path(model).stem if model.endswith(".bin") else re.sub(r"[^A-Za-z0-9_.-]+", "_", model)
+
+
+def attention_cell(row):
+    """What the attention column says: 'auto: flash' (PyTorch's pick, where the
+    trainer could tell), 'cudnn', '-' for llmc."""
+    if row["config"] == "llmc":
+        return "-"
+    flags = CONFIGS[row["config"]]["torch_flags"]
+    asked = row["summary"].get("attention") or flags[flags.index("--attention") + 1]
+    picked = row["summary"].get("attention_backend")
+    return f"{asked}: {picked}" if asked == "auto" and picked else asked
+
+
+def best_pytorch(rows, model):
+    """The PyTorch row of this model with the most tokens/s among those that ran, or None."""
+    candidates = [r for r in rows if r["model"] == model and r["config"] != "llmc" and r["ok"]
+                  and r["summary"].get("tokens_per_s")]
+    return max(candidates, key=lambda r: r["summary"]["tokens_per_s"], default=None)
+
+
+def format_grid(headers, body):
+    widths = [max(len(h), *(len(r[i]) for r in body)) if body else len(h) for i, h in enumerate(headers)]
+    line = lambda cells: "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"  # noqa: E731
+    return "\n".join([line(headers), "|" + "|".join("-" * (w + 2) for w in widths) + "|"] + [line(r) for r in body])
+
+
+def fmt(value, spec):
+    return "-" if value is None else format(value, spec)
+
+
 def format_table(rows):
-    headers = ["implementation", "mode", "ms/step", "tok/s", "peak mem GiB", "device mem GiB", "first step s",
-               "final loss", "status"]
-
-    def fmt(value, spec):
-        return "-" if value is None else format(value, spec)
-
+    headers = ["model", "B", "config", "attention", "ms/step", "tok/s", "peak mem GiB", "device mem GiB",
+               "first step s", "final loss", "status"]
     body = []
     for row in rows:
         s = row["summary"]
         mem = s.get("peak_memory_bytes")
         device_mem = row["device_memory_bytes"]
-        body.append([row["name"], str(s.get("mode", row["mode"])), fmt(s.get("ms_per_step"), ".1f"),
+        best = best_pytorch(rows, row["model"])
+        status = row["status"] + (" (best PyTorch)" if best is row else "")
+        config = row["config"]
+        if s.get("mode") and config != "llmc" and not config.startswith(s["mode"]):
+            config += f" (ran {s['mode']})"  # torch.compile on the CPU runs eager
+        body.append([row["model"], str(row["B"]), config, attention_cell(row), fmt(s.get("ms_per_step"), ".1f"),
                      fmt(s.get("tokens_per_s"), ",.0f"), fmt(mem / GIB if mem else None, ".2f"),
                      fmt(device_mem / GIB if device_mem else None, ".2f"), fmt(s.get("time_to_first_step_s"), ".1f"),
-                     fmt(s.get("final_loss"), ".4f"), row["status"]])
-    widths = [max(len(h), *(len(r[i]) for r in body)) for i, h in enumerate(headers)]
-    line = lambda cells: "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"  # noqa: E731
-    return "\n".join([line(headers), "|" + "|".join("-" * (w + 2) for w in widths) + "|"] + [line(r) for r in body])
+                     fmt(s.get("final_loss"), ".4f"), status])
+    return format_grid(headers, body)
 
 
-def ratio_lines(rows):
-    """llmc against each PyTorch mode: time per step, tokens per second and
-    peak memory as llmc's figure over PyTorch's."""
-    by_name = {row["name"]: row for row in rows}
-    llmc = by_name.get("llmc")
-    out = []
-    for name in ("torch.compile", "eager"):
-        other = by_name.get(name)
-        if not llmc or not other:
+def ratios(llmc, other):
+    """llmc's figures over another row's: {tokens_per_s, ms_per_step, peak_memory, device_memory,
+    first_step}, each None where either lacks it; None when either did not run."""
+    if not (llmc and other and llmc["ok"] and other["ok"]):
+        return None
+    a, b = llmc["summary"], other["summary"]
+
+    def over(x, y):
+        return x / y if x and y else None
+
+    return {"tokens_per_s": over(a.get("tokens_per_s"), b.get("tokens_per_s")),
+            "ms_per_step": over(a.get("ms_per_step"), b.get("ms_per_step")),
+            "peak_memory": over(a.get("peak_memory_bytes"), b.get("peak_memory_bytes")),
+            "device_memory": over(llmc["device_memory_bytes"], other["device_memory_bytes"]),
+            "first_step": over(a.get("time_to_first_step_s"), b.get("time_to_first_step_s"))}
+
+
+def ratio_table(rows):
+    """llmc against the best PyTorch configuration of each model, then against each one: its figure over
+    PyTorch's. Empty when llmc did not run."""
+    headers = ["model", "llmc / ...", "tok/s", "ms/step", "peak mem", "device mem", "first step"]
+    body = []
+    models = list(dict.fromkeys(row["model"] for row in rows))
+    for model in models:
+        llmc = next((r for r in rows if r["model"] == model and r["config"] == "llmc"), None)
+        if llmc is None:
             continue
-        a, b = llmc["summary"], other["summary"]
-        if not (llmc["ok"] and other["ok"] and a.get("ms_per_step") and b.get("ms_per_step")):
-            out.append(f"llmc / {name}: n/a (a run failed)")
-            continue
-        parts = [f"time per step {a['ms_per_step'] / b['ms_per_step']:.3f}x",
-                 f"tokens/s {a['tokens_per_s'] / b['tokens_per_s']:.3f}x"]
-        if a.get("peak_memory_bytes") and b.get("peak_memory_bytes"):
-            parts.append(f"peak memory {a['peak_memory_bytes'] / b['peak_memory_bytes']:.3f}x")
-        if llmc["device_memory_bytes"] and other["device_memory_bytes"]:
-            parts.append(f"device memory {llmc['device_memory_bytes'] / other['device_memory_bytes']:.3f}x")
-        if a.get("time_to_first_step_s") and b.get("time_to_first_step_s"):
-            parts.append(f"first step {a['time_to_first_step_s'] / b['time_to_first_step_s']:.3f}x")
-        out.append(f"llmc / {name}: " + ", ".join(parts))
-    return out
+        best = best_pytorch(rows, model)
+        others = [(f"best PyTorch ({best['config']})" if best else "best PyTorch (none ran)", best)]
+        others += [(r["config"], r) for r in rows if r["model"] == model and r["config"] != "llmc"]
+        for label, other in others:
+            r = ratios(llmc, other)
+            if r is None:
+                why = "llmc failed" if not llmc["ok"] else other["status"].split(":")[0] if other else "none ran"
+                body.append([model, label, f"n/a ({why})", "", "", "", ""])
+                continue
+            body.append([model, label] + [fmt(r[k], ".3f") + ("x" if r[k] is not None else "")
+                                          for k in ("tokens_per_s", "ms_per_step", "peak_memory", "device_memory",
+                                                    "first_step")])
+    return format_grid(headers, body) if body else ""
 
 
 def first_visible_gpu():
@@ -259,16 +347,21 @@ def parse_args(argv=None):
     p.add_argument("-i", "--data", default=DEFAULT_DATA, help=f"training shards glob (default {DEFAULT_DATA})")
     p.add_argument("-e", "--model", default="d12", help="dN or an llm.c checkpoint file (default d12)")
     p.add_argument("-b", "--batch-size", type=int, default=32, help="default 32")
+    p.add_argument("--models", default=None,
+                   help="several models in one run, MODEL[:B] separated by commas, e.g. d12:32,d24:32,d48:16 "
+                        "(B defaults to -b); replaces -e")
     p.add_argument("-t", "--seq-len", type=int, default=1024, help="default 1024")
     p.add_argument("-x", "--steps", type=int, default=50, help="steps of each run, warm-up included (default 50)")
     p.add_argument("--warmup-steps", type=int, default=5, help="first steps left out of the median (default 5)")
     p.add_argument("-l", "--lr", type=float, default=3e-4, help="learning rate, passed to all (default 3e-4)")
     p.add_argument("--device", choices=("cuda", "cpu"), default="cuda",
                    help="cuda (default); cpu only to try the runner on a small model")
-    p.add_argument("--only", default="llmc,compile,eager", help="which to run, of llmc,compile,eager (default all)")
+    p.add_argument("--only", default=",".join(CONFIGS),
+                   help=f"which to run, of {','.join(CONFIGS)} (compile-auto: compile; default all)")
     p.add_argument("--llmc-arg", action="append", default=[], help="one more argument for llmc-train (repeatable)")
     p.add_argument("--torch-arg", action="append", default=[],
-                   help="one more argument for train_gpt2_torch.py (repeatable), e.g. --torch-arg=--attention=cudnn")
+                   help="one more argument for every train_gpt2_torch.py run (repeatable; after the configuration's "
+                        "own, so it overrides them), e.g. --torch-arg=--autocast=fp32")
     p.add_argument("--python", default=sys.executable, help="python for the PyTorch runs (default this one)")
     p.add_argument("--log-dir", default=str(REPO / "out/train_benchmark"),
                    help="each run's full output and summary.json go here (default out/train_benchmark)")
@@ -276,13 +369,20 @@ def parse_args(argv=None):
                    help="let PyTorch use its usual compile caches (default: fresh empty ones for each run)")
     p.add_argument("--timeout", type=float, default=900, help="seconds each run may take (default 900)")
     p.add_argument("--out", default=None, help="the results file, overwritten (earlier runs are in git's history); "
-                   "'-': none (default on the GPU results/MACHINE-MODEL-train-benchmark.txt beside this script)")
+                   "'-': none (default on the GPU results/MACHINE-MODELS-train-benchmark.txt beside this script)")
     p.add_argument("--gpu", type=int, default=first_visible_gpu(),
                    help="the GPU index nvidia-smi watches (default the first of CUDA_VISIBLE_DEVICES, else 0)")
     args = p.parse_args(argv)
-    args.only = [name.strip() for name in args.only.split(",") if name.strip()]
-    if unknown := set(args.only) - {"llmc", "compile", "eager"}:
-        p.error(f"--only: unknown {', '.join(sorted(unknown))}")
+    only = [CONFIG_ALIASES.get(name.strip(), name.strip()) for name in args.only.split(",") if name.strip()]
+    if unknown := set(only) - set(CONFIGS):
+        p.error(f"--only: unknown {', '.join(sorted(unknown))} (known: {', '.join(CONFIGS)}, compile-auto)")
+    args.only = [name for name in CONFIGS if name in only]  # each once, in the running order
+    if args.batch_size <= 0:
+        p.error("-b must be positive")
+    try:
+        args.models = parse_models(args.models, args.batch_size) if args.models else [(args.model, args.batch_size)]
+    except ValueError as error:
+        p.error(f"--models: {error}")
     if not 0 <= args.warmup_steps < args.steps:
         p.error(f"--warmup-steps {args.warmup_steps} leaves no timed step of -x {args.steps}")
     return args
@@ -292,10 +392,31 @@ def main(argv=None):
     args = parse_args(argv)
     out = args.out
     if out is None:
+        tags = "-".join(model_tag(model) for model, _ in args.models)
         out = "-" if args.device != "cuda" else str(
-            Path(__file__).resolve().parent / "results" / f"{results_file.machine_slug()}-{args.model}-train-benchmark.txt")
+            Path(__file__).resolve().parent / "results" / f"{results_file.machine_slug()}-{tags}-train-benchmark.txt")
     with results_file.record(out):
         return run(args)
+
+
+def plan_runs(args):
+    """[(model, B, config, command)] in the order they run: each model's configurations in turn."""
+    plans = []
+    for model, batch in args.models:
+        common = ["-i", args.data, "-e", model, "-b", str(batch), "-t", str(args.seq_len),
+                  "-x", str(args.steps), "-l", str(args.lr)]
+        for config in args.only:
+            flags = CONFIGS[config]["torch_flags"]
+            if flags is None:
+                # The same batches in the same order as PyTorch's script reads
+                # them: llmc-train shuffles by default (as llm.c does).
+                command = ([args.llmc_train, "--device", args.device] + common
+                           + ["-v", "0", "-s", "0", "--shuffle", "0"] + args.llmc_arg)
+            else:
+                command = ([args.python, str(TORCH_TRAINER), "--device", args.device] + common + flags
+                           + ["--warmup-steps", str(args.warmup_steps)] + args.torch_arg)
+            plans.append((model, batch, config, command))
+    return plans
 
 
 def run(args):
@@ -308,8 +429,6 @@ def run(args):
     log_dir = Path(args.log_dir)
     log_dir.mkdir(parents=True, exist_ok=True)
 
-    common = ["-i", args.data, "-e", args.model, "-b", str(args.batch_size), "-t", str(args.seq_len),
-              "-x", str(args.steps), "-l", str(args.lr)]
     env = dict(os.environ)
     # llmc-train's JIT finds its sources, targets and device headers in this
     # tree (as the GPU tests do on the copied tree); PyTorch's output unbuffered.
@@ -323,55 +442,59 @@ def run(args):
         # that its time to the first step is the cold figure whatever ran before.
         cache_root = Path(tempfile.mkdtemp(prefix="train_benchmark_cache_"))
 
-    plans = []
-    if "llmc" in args.only:
-        # The same batches in the same order as PyTorch's script reads them:
-        # llmc-train shuffles by default (as llm.c does).
-        plans.append(("llmc", "llmc", [args.llmc_train, "--device", args.device] + common
-                      + ["-v", "0", "-s", "0", "--shuffle", "0"] + args.llmc_arg))
-    for mode, name, flag in (("compile", "torch.compile", "1"), ("eager", "eager", "0")):
-        if mode in args.only:
-            plans.append((name, mode, [args.python, str(TORCH_TRAINER), "--device", args.device] + common
-                          + ["--compile", flag, "--warmup-steps", str(args.warmup_steps)] + args.torch_arg))
-
     rows = []
-    for name, mode, command in plans:
-        log_path = log_dir / f"{mode}.log"
+    for model, batch, config, command in plan_runs(args):
+        tag = f"{model_tag(model)}-{config}"
+        log_path = log_dir / f"{tag}.log"
         run_env = dict(env)
-        if cache_root and mode != "llmc":
-            run_env["TORCHINDUCTOR_CACHE_DIR"] = str(cache_root / mode / "inductor")
-            run_env["TRITON_CACHE_DIR"] = str(cache_root / mode / "triton")
+        if cache_root and config != "llmc":
+            run_env["TORCHINDUCTOR_CACHE_DIR"] = str(cache_root / tag / "inductor")
+            run_env["TRITON_CACHE_DIR"] = str(cache_root / tag / "triton")
         if not os.access(command[0], os.X_OK):
             status, lines, first_step_s, device_memory = "not run", [f"no executable {command[0]}"], None, None
         else:
-            status, lines, first_step_s, device_memory = run_one(name, command, run_env, log_path, args.timeout,
-                                                                 args.gpu)
-        summary = summarize(lines, args.warmup_steps, args.batch_size * args.seq_len, first_step_s)
+            status, lines, first_step_s, device_memory = run_one(f"{model} {config}", command, run_env, log_path,
+                                                                 args.timeout, args.gpu)
+        summary = summarize(lines, args.warmup_steps, batch * args.seq_len, first_step_s)
         ok = status == 0 and "ms_per_step" in summary
+        unavailable = config != "llmc" and status == EXIT_UNAVAILABLE
         if ok:
             state = "ok" + ("" if summary["from_result_line"] else " (from step lines)")
+        elif unavailable:
+            last = next((line.strip() for line in reversed(lines) if line.strip()), "")
+            state = "unavailable: " + last.split("unavailable: ", 1)[-1][:160]
         elif status == 0:
             state = f"failed: no timed step lines (saw {summary['steps_seen']})"
         else:
             state = "failed: " + failure_reason(status, lines)
-        rows.append({"name": name, "mode": mode, "command": command, "ok": ok, "status": state,
+        rows.append({"model": model, "B": batch, "config": config, "name": CONFIGS[config]["implementation"],
+                     "mode": config, "command": command, "ok": ok, "unavailable": unavailable, "status": state,
                      "summary": summary, "device_memory_bytes": device_memory, "log": str(log_path)})
 
     if cache_root:
         shutil.rmtree(cache_root, ignore_errors=True)
 
-    print(f"\nGPT-2 {args.model} training step, B={args.batch_size} T={args.seq_len}, {args.steps} steps "
-          f"(median over the last {args.steps - args.warmup_steps}), data {args.data}, device {args.device}")
+    models = ", ".join(f"{model} B={batch}" for model, batch in args.models)
+    print(f"\nGPT-2 training step: {models}; T={args.seq_len}, {args.steps} steps (median over the last "
+          f"{args.steps - args.warmup_steps}), data {args.data}, device {args.device}")
     print(format_table(rows))
-    for line in ratio_lines(rows):
-        print(line)
-    print("(ratios are llmc's figure over PyTorch's: below 1 is faster for time per step, above 1 for tokens/s; "
-          "peak mem is each one's own report, device mem nvidia-smi's)")
+    table = ratio_table(rows)
+    if table:
+        print("\nllmc's figure over PyTorch's (best PyTorch: the configuration of the most tokens/s in this run)")
+        print(table)
+        print("(below 1 is better for ms/step, memory and first step, above 1 for tok/s; peak mem is each one's "
+              "own report, device mem nvidia-smi's)")
     (log_dir / "summary.json").write_text(json.dumps(
-        {"model": args.model, "B": args.batch_size, "T": args.seq_len, "steps": args.steps,
-         "warmup_steps": args.warmup_steps, "data": args.data, "rows": rows}, indent=2) + "\n")
+        {"models": [{"model": model, "B": batch} for model, batch in args.models], "T": args.seq_len,
+         "steps": args.steps, "warmup_steps": args.warmup_steps, "data": args.data,
+         "best_pytorch": {model: (best["config"] if (best := best_pytorch(rows, model)) else None)
+                          for model, _ in args.models},
+         "ratios_to_best": {model: ratios(next((r for r in rows if r["model"] == model and r["config"] == "llmc"),
+                                               None), best_pytorch(rows, model))
+                            for model, _ in args.models},
+         "rows": rows}, indent=2) + "\n")
     print(f"logs and summary.json in {log_dir}")
-    return 0 if all(row["ok"] for row in rows) else 1
+    return 0 if all(row["ok"] or row["unavailable"] for row in rows) else 1
 
 
 if __name__ == "__main__":

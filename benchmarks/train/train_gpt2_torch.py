@@ -3,21 +3,27 @@
 
 The training step is configured as llm.c's train_gpt2.py configures it: bf16
 autocast, torch.compile (or eager with --compile 0), causal attention through
-F.scaled_dot_product_attention (the flash backend by default), fused AdamW
-(betas 0.9/0.95, eps 1e-8, weight decay on the 2-D parameters only), gradient
-clipping at 1.0 and TF32 matrix products. The model is llmc's GPT-2: the
-vocabulary padded to Vp (the classifier shares wte, [Vp, C]; the loss counts
-the first V columns only), layernorm, tanh GELU. Data come from llm.c token
-shards, batched as llm.c's loader does, and the model starts from an llm.c
-checkpoint (-e file.bin, version 3 fp32 or 5 bf16) or fresh (-e dN, GPT-2's
-initialisation).
+F.scaled_dot_product_attention (the backend PyTorch chooses by default;
+--attention flash or cudnn forces one), fused AdamW (betas 0.9/0.95, eps 1e-8,
+weight decay on the 2-D parameters only), gradient clipping at 1.0 and TF32
+matrix products. The model is llmc's GPT-2: the vocabulary padded to Vp (the
+classifier shares wte, [Vp, C]; a bias row of -inf on the padded columns keeps
+them out of the loss, which is over the first V columns only), layernorm, tanh
+GELU. Data come from llm.c token shards, batched as llm.c's loader does, and
+the model starts from an llm.c checkpoint (-e file.bin, version 3 fp32 or 5
+bf16) or fresh (-e dN, GPT-2's initialisation).
 
 Each step prints llmc-train's step line; at the end one line
     RESULT {"ms_per_step": ..., "tokens_per_s": ..., "peak_memory_bytes": ..., ...}
 gives the median time per step over the steps after --warmup-steps, the
 tokens per second it implies, the peak memory (allocated and reserved by
 PyTorch's allocator), the time from the process's start to the end of the
-first step (imports and compilation included), the final loss and the mode.
+first step (imports and compilation included), the final loss, the mode and
+the attention backend.
+
+exit status: 0 after a run with a finite final loss; 1 otherwise; 2 for bad
+arguments, data or model; 3 when the --attention backend asked for cannot run
+this model on this GPU (the runner reports that configuration unavailable).
 
 usage: train_gpt2_torch.py -i 'data/shards/corpus_train_*.bin' -e d12 -b 32 -t 1024 -x 50 [--compile 0]
 Without a GPU it runs on the CPU in eager mode (a smoke test: use a small
@@ -82,6 +88,14 @@ GPT2_VOCAB = 50257
 def padded_vocabulary(V):
     """llmc's and llm.c's Vp: V rounded up to a multiple of 64 (50257 -> 50304)."""
     return (V + 63) // 64 * 64
+
+
+def padded_column_mask(V, Vp):
+    """The classifier's bias row that keeps the padded columns out of the loss: [Vp] float32, 0 for the
+    V real columns and -inf for the Vp - V padded ones."""
+    mask = torch.zeros(Vp)
+    mask[V:] = float("-inf")
+    return mask
 
 
 def config_from_depth(name, T, channels=None, heads=None):
@@ -183,12 +197,17 @@ class Gpt2(nn.Module):
     def __init__(self, sizes, padded_loss=False):
         super().__init__()
         self.V, self.Vp = sizes["V"], sizes["Vp"]
-        self.loss_columns = self.Vp if padded_loss else self.V
         C = sizes["C"]
         self.wte = nn.Embedding(self.Vp, C)
         self.wpe = nn.Embedding(sizes["maxT"], C)
         self.blocks = nn.ModuleList(Block(C, sizes["H"]) for _ in range(sizes["L"]))
         self.lnf = nn.LayerNorm(C, eps=1e-5)
+        # The classifier's bias: 0 on the V real columns, -inf on the Vp - V
+        # padded ones (None with --padded-loss: all Vp columns count). A buffer,
+        # not a parameter: no gradient, no optimizer state, not in the
+        # parameter count; it moves with the model to its device.
+        self.register_buffer("logit_mask", None if padded_loss else padded_column_mask(self.V, self.Vp),
+                             persistent=False)
 
     def forward(self, tokens, targets):
         """The mean cross-entropy loss of next-token prediction."""
@@ -197,12 +216,22 @@ class Gpt2(nn.Module):
         for block in self.blocks:
             x = block(x)
         # The classifier shares wte: logits [B, T, Vp]. The padded columns are
-        # computed (the matrix product is faster on a multiple of 64) but are
-        # no token: the loss is over the first V, as llmc's. The slice is a
-        # strided view, not a copy. (On the H200 this is the fastest exact
-        # form measured; see README.md.)
-        logits = F.linear(self.lnf(x), self.wte.weight)
-        return F.cross_entropy(logits.view(-1, self.Vp)[:, :self.loss_columns], targets.view(-1))
+        # computed (the matrix product is faster on a multiple of 64) but are no
+        # token, so the loss is over the first V columns, as llmc's. They are
+        # kept out by the bias row above, not by slicing: a logit of -inf adds
+        # exp(-inf) = 0 to the softmax's sum, so the cross-entropy over Vp
+        # columns equals the one over the first V (the targets are all < V),
+        # and its gradient there is softmax - onehot = 0, so wte's padded rows
+        # get none. The bias is the matrix product's own epilogue in eager
+        # (addmm, cuBLASLt) and a broadcast add that torch.compile fuses into
+        # the loss's reductions: no pass of its own over the logits. Slicing
+        # (logits[..., :V], then F.cross_entropy) makes a [B*T, V] copy of
+        # them and, in the backward, a zero-filled [B*T, Vp] gradient to put
+        # the slice's into (README.md gives what that cost). A masked_fill
+        # with a [Vp] mask is equal too, but in eager it is a pass and a copy
+        # of its own.
+        logits = F.linear(self.lnf(x), self.wte.weight, self.logit_mask)
+        return F.cross_entropy(logits.view(-1, self.Vp), targets.view(-1))
 
     @torch.no_grad()
     def init_gpt2(self, L, generator):
@@ -292,9 +321,9 @@ def parse_args(argv=None):
     p.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto", help="default: cuda when there is one")
     p.add_argument("--autocast", choices=("bf16", "fp32"), default="bf16",
                    help="bf16: autocast to bfloat16 as llm.c (default); fp32: none")
-    p.add_argument("--attention", choices=("flash", "cudnn", "auto"), default="flash",
-                   help="the SDPA backend on CUDA: flash (FlashAttention-2, as llm.c's train_gpt2.py; default), "
-                        "cudnn, or auto (PyTorch's own choice)")
+    p.add_argument("--attention", choices=("auto", "flash", "cudnn"), default="auto",
+                   help="the SDPA backend on CUDA: auto (PyTorch's own choice; default), flash (FlashAttention-2, "
+                        "as llm.c's train_gpt2.py) or cudnn (cuDNN's fused attention)")
     p.add_argument("--padded-loss", action="store_true",
                    help="softmax over all Vp columns, the padding included as if it were tokens: not llmc's loss "
                         "(nor the model's), but faster under torch.compile; only to compare with figures measured so")
@@ -312,19 +341,66 @@ def parse_args(argv=None):
     return args
 
 
+EXIT_UNAVAILABLE = 3
+SDPA_SWITCHES = {"flash": "enable_flash_sdp", "cudnn": "enable_cudnn_sdp",
+                 "efficient": "enable_mem_efficient_sdp", "math": "enable_math_sdp"}
+
+
+class BackendUnavailable(Exception):
+    pass
+
+
 def choose_attention_backend(choice):
-    """Restricts scaled_dot_product_attention to one backend. Global switches,
-    set before any compilation: torch.compile and eager both honour them."""
+    """Restricts scaled_dot_product_attention to one backend (auto: leaves
+    PyTorch's choice alone). Global switches, set before any compilation:
+    torch.compile and eager both honour them."""
     if choice == "auto":
         return
     cuda = torch.backends.cuda
-    switches = {"flash": "enable_flash_sdp", "cudnn": "enable_cudnn_sdp",
-                "efficient": "enable_mem_efficient_sdp", "math": "enable_math_sdp"}
-    if not hasattr(cuda, switches[choice]):
-        raise RuntimeError(f"--attention {choice}: this PyTorch {torch.__version__} has no such backend")
-    for backend, switch in switches.items():
+    if not hasattr(cuda, SDPA_SWITCHES[choice]):
+        raise BackendUnavailable(f"this PyTorch {torch.__version__} has no {choice} attention backend")
+    for backend, switch in SDPA_SWITCHES.items():
         if hasattr(cuda, switch):
             getattr(cuda, switch)(backend == choice)
+
+
+def probe_attention(sizes, B, T, dtype, device):
+    """Runs the model's attention once, forward and backward, at its shape and
+    dtype under the switches set, and names the backend PyTorch picks for it
+    ('flash', 'cudnn', 'efficient', 'math', or None where this PyTorch does
+    not say). Raises BackendUnavailable when no enabled backend can run it (a
+    forced backend that does not support this head size, dtype or GPU)."""
+    H = sizes["H"]
+    shape = (B, H, T, sizes["C"] // H)
+    q, k, v = (torch.randn(shape, device=device, dtype=dtype, requires_grad=True) for _ in range(3))
+    picked = None
+    try:  # private, but the same choice as SDPA's own (torch 2.2 and later)
+        from torch.nn.attention import SDPBackend
+        labels = {"FLASH_ATTENTION": "flash", "CUDNN_ATTENTION": "cudnn", "EFFICIENT_ATTENTION": "efficient",
+                  "MATH": "math"}
+        by_value = {int(getattr(SDPBackend, name)): label
+                    for name, label in labels.items() if hasattr(SDPBackend, name)}
+        picked = by_value.get(int(torch._fused_sdp_choice(q, k, v, is_causal=True)))
+    except (AttributeError, ImportError, RuntimeError, TypeError, ValueError):
+        pass
+    try:
+        F.scaled_dot_product_attention(q, k, v, is_causal=True).sum().backward()
+        torch.cuda.synchronize(device)
+    except RuntimeError as error:
+        raise BackendUnavailable(str(error).strip().splitlines()[0] if str(error).strip() else repr(error))
+    finally:
+        del q, k, v
+        torch.cuda.empty_cache()
+    return picked
+
+
+def attention_label(args, device, backend):
+    """The attention as the header line names it: 'auto (PyTorch picks flash)', 'cudnn', 'cpu'."""
+    if device.type != "cuda":
+        return "cpu"
+    if args.attention == "auto":
+        return f"auto (PyTorch picks {backend or 'an unreported backend'})"
+    return args.attention
 
 
 def build_model(args, device):
@@ -380,17 +456,28 @@ def main(argv=None):
     torch.set_float32_matmul_precision("high")
     torch.backends.cuda.matmul.allow_tf32 = True
     torch.backends.cudnn.allow_tf32 = True
-    if device.type == "cuda":
-        choose_attention_backend(args.attention)
-
     try:
         sizes, model = build_model(args, device)
         loader = ShardLoader(args.train_data, args.batch_size, args.seq_len)
     except (ValueError, OSError) as error:
         print(f"train_gpt2_torch.py: {error}", file=sys.stderr)
         return 2
+    attention_backend = None
+    if device.type == "cuda":
+        try:
+            choose_attention_backend(args.attention)
+            attention_backend = probe_attention(
+                sizes, args.batch_size, args.seq_len, torch.bfloat16 if args.autocast == "bf16" else torch.float32,
+                device)
+        except BackendUnavailable as error:
+            print(f"train_gpt2_torch.py: unavailable: --attention {args.attention}: {error}", flush=True)
+            return EXIT_UNAVAILABLE
     parameter_count = sum(p.numel() for p in model.parameters())
     optimizer = make_optimizer(model, args, device)
+    fused_adamw = bool(optimizer.defaults.get("fused"))
+    if device.type == "cuda" and not fused_adamw:
+        print("train_gpt2_torch.py: AdamW is not fused on CUDA", file=sys.stderr)
+        return 2
     step_fn = torch.compile(model) if compile_model else model
     mode = "compile" if compile_model else "eager"
 
@@ -402,8 +489,9 @@ def main(argv=None):
     B, T = args.batch_size, args.seq_len
 
     print(f"torch {torch.__version__} on {torch.cuda.get_device_name(device) if device.type == 'cuda' else 'cpu'}; "
-          f"mode {mode}; autocast {args.autocast}; attention {args.attention if device.type == 'cuda' else 'cpu'}; "
-          f"loss over {'all Vp columns (--padded-loss)' if args.padded_loss else 'the V real columns'}")
+          f"mode {mode}; autocast {args.autocast}; attention {attention_label(args, device, attention_backend)}; "
+          f"AdamW {'fused' if fused_adamw else 'not fused'}; "
+          f"loss over {'all Vp columns (--padded-loss)' if args.padded_loss else 'the V real columns (padding -inf)'}")
     print(f"model: L={sizes['L']} C={sizes['C']} H={sizes['H']} maxT={sizes['maxT']} V={sizes['V']} Vp={sizes['Vp']}, "
           f"{parameter_count:,} parameters; from {args.model}")
     print(f"batch: {B}x{T} = {B * T} tokens per step; {args.max_steps} steps, the first {args.warmup_steps} untimed; "
@@ -445,6 +533,9 @@ def main(argv=None):
     result = {
         "implementation": f"pytorch-{mode}",
         "mode": mode,
+        "attention": args.attention if device.type == "cuda" else "cpu",
+        "attention_backend": attention_backend,
+        "fused_adamw": fused_adamw,
         "padded_loss": args.padded_loss,
         "ms_per_step": round(ms_per_step, 3),
         "tokens_per_s": round(B * T / (ms_per_step / 1e3), 1),
