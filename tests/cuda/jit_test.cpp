@@ -47,16 +47,16 @@ TEST_CASE("eight kernels compile in parallel, then come from the cache", "[jit]"
   CHECK(first.summary.fromCache == 0);
   for (size_t k = 0; k < kernels.size(); ++k) {
     INFO(kernels[k].name);
-    CHECK(first.kernels[k].compiled.name == kernels[k].name);  // in the order asked
-    CHECK_THAT(first.kernels[k].compiled.ptx, Contains(".entry " + kernels[k].name + "("));
-    CHECK_THAT(first.kernels[k].compiled.ptx, Contains(".target " + kernels[k].arch));
+    CHECK(first.kernels[k].compiled->name == kernels[k].name);  // in the order asked
+    CHECK_THAT(first.kernels[k].compiled->ptx, Contains(".entry " + kernels[k].name + "("));
+    CHECK_THAT(first.kernels[k].compiled->ptx, Contains(".target " + kernels[k].arch));
     CHECK(first.kernels[k].seconds > 0);
   }
   CHECK_THAT(first.summary.describe(), Contains("8 kernels: 8 compiled, 0 from the cache, "));
 
   const auto second = compileKernels(kernels, &cache);
   CHECK(second.summary.fromCache == 8);
-  for (size_t k = 0; k < kernels.size(); ++k) CHECK(second.kernels[k].compiled.cubin == first.kernels[k].compiled.cubin);
+  for (size_t k = 0; k < kernels.size(); ++k) CHECK(second.kernels[k].compiled->cubin == first.kernels[k].compiled->cubin);
 }
 
 TEST_CASE("without a cache every kernel is compiled", "[jit]") {
@@ -94,8 +94,8 @@ TEST_CASE("forked workers compile into the cache what it lacks, the same code as
   CHECK(byProcesses.summary.fromCache == 2);
   for (size_t k = 0; k < kernels.size(); ++k) {
     INFO(kernels[k].name);
-    CHECK(byProcesses.kernels[k].compiled.name == kernels[k].name);
-    CHECK(byProcesses.kernels[k].compiled.cubin == byThreads.kernels[k].compiled.cubin);
+    CHECK(byProcesses.kernels[k].compiled->name == kernels[k].name);
+    CHECK(byProcesses.kernels[k].compiled->cubin == byThreads.kernels[k].compiled->cubin);
     if (!byProcesses.kernels[k].fromCache) CHECK(byProcesses.kernels[k].seconds > 0);
   }
 }
