@@ -74,6 +74,13 @@ const std::set<std::string_view>& nonDeclaringWords() {
   return words;
 }
 
+const std::set<std::string_view>& builtinTypes() {
+  static const std::set<std::string_view> words = {"bool", "char", "char8_t", "char16_t", "char32_t", "double",
+                                                   "float", "int", "long", "short", "signed", "unsigned",
+                                                   "void", "wchar_t", "auto"};
+  return words;
+}
+
 // `g_qkv_200`, `tm_q_202`: `_<digits>` after a stem with a lower-case letter.
 bool numbered(std::string_view id) {
   size_t end = id.size();
@@ -221,6 +228,10 @@ std::optional<std::string> canonicalKernelSource(std::string_view source, std::s
                                  next && (next->text == "{" || next->text == ":");
         const bool aliases = before == "using" && next && next->text == "=";
         if (!nonDeclaringWords().contains(before) || definesType || aliases) declared.insert(t.text);
+      } else if (prev->kind == Kind::Punct && (before == "*" || before == "&") && prev2 &&
+                 builtinTypes().contains(prev2->text)) {
+        // `float* p`: after another name the * could be a product (`a * b`), after a type keyword not.
+        declared.insert(t.text);
       }
     }
     prev2 = prev;

@@ -28,7 +28,9 @@ namespace llmc::cuda {
 //
 // Renamed, each to a placeholder numbered by first appearance:
 //   - `name` itself;
-//   - identifiers the source declares (see canonical_kernel.cpp) that end in
+//   - identifiers the source declares (after a type or other name, not a
+//     keyword: `float x_1`, `llmc_bf16* __restrict__ g_x_2`, `float* p_3`,
+//     `#define N_4`, `struct s_5 {`, `using c_6 =`) that end in
 //     `_<digits>` and whose stem has a lower-case letter (`g_qkv_200`,
 //     `tm_q_202`; not `M_PI_2` or `NV_PROVIDES_SM_90`, a header's macros);
 //   - identifiers the source declares that start with `name` and `_`

@@ -126,3 +126,58 @@ TEST_CASE("LLMC_JIT_WORKERS picks threads or processes, and names itself when wr
   CHECK_THROWS_WITH(llmc::cuda::jitWorkersFromEnvironment(), Contains("$LLMC_JIT_WORKERS=forks"));
   unsetenv("LLMC_JIT_WORKERS");
 }
+
+namespace {
+
+// Layer `layer`'s copy of a kernel: the names numbered after its nodes.
+KernelSource layerCopy(int layer) {
+  const int node = 200 + 72 * layer;
+  const std::string name = fmt::format("k{}_y", 3 + 12 * layer);
+  return {.name = name,
+          .source = fmt::format("// layer {2}: y = 2 x\n"
+                                "extern \"C\" __global__ void {0}(float* y_{1}, const float* x_{3}, int n) {{\n"
+                                "  const int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                                "  if (i < n) y_{1}[i] = 2.0f * x_{3}[i];\n"
+                                "}}\n",
+                                name, node, layer, node - 1),
+          .arch = "sm_90a",
+          .launchSignature = "float written; float read;"};
+}
+
+}  // namespace
+
+TEST_CASE("copies of a kernel are compiled once and run its entry point", "[jit]") {
+  const std::vector<KernelSource> kernels = {layerCopy(0), layerCopy(1), layerCopy(2)};
+  for (auto how : {llmc::cuda::JitWorkers::Threads, llmc::cuda::JitWorkers::Processes}) {
+    CacheTempDir dir("jit_classes");
+    const KernelCache cache(dir.path);
+    const auto result = compileKernels(kernels, &cache, 2, how);
+    CHECK(result.summary.compiled == 1);
+    CHECK(result.summary.shared == 2);
+    CHECK_THAT(result.summary.describe(), Contains("3 kernels: 1 compiled, 0 from the cache, 2 shared, "));
+    for (size_t k = 0; k < kernels.size(); ++k) {
+      CHECK(result.kernels[k].name == kernels[k].name);
+      CHECK(result.kernels[k].compiled == result.kernels[0].compiled);  // one compilation, shared
+      CHECK(result.kernels[k].shared == (k > 0));
+    }
+    CHECK(result.kernels[0].compiled->name == "k3_y");
+    CHECK_THAT(result.kernels[0].compiled->ptx, Contains(".entry k3_y("));
+    // One cache entry, which a later copy alone finds: under the first one's entry point.
+    CHECK(std::distance(std::filesystem::directory_iterator(dir.path), std::filesystem::directory_iterator()) == 1);
+    const auto warm = compileKernels({layerCopy(5)}, &cache, 1, how);
+    CHECK(warm.summary.fromCache == 1);
+    CHECK(warm.kernels[0].name == "k63_y");
+    CHECK(warm.kernels[0].compiled->name == "k3_y");
+  }
+}
+
+TEST_CASE("copies launched with different arguments, arch or options are compiled apart", "[jit]") {
+  std::vector<KernelSource> kernels = {layerCopy(0), layerCopy(1), layerCopy(2), layerCopy(3)};
+  kernels[1].launchSignature = "float written; float written;";
+  kernels[2].arch = "sm_80";
+  kernels[3].options = {"-DUNUSED=1"};
+  const auto result = compileKernels(kernels, nullptr, 2);
+  CHECK(result.summary.compiled == 4);
+  CHECK(result.summary.shared == 0);
+  for (size_t k = 0; k < kernels.size(); ++k) CHECK(result.kernels[k].compiled->name == kernels[k].name);
+}
