@@ -105,7 +105,11 @@ CompiledProgram::~CompiledProgram() = default;
 
 std::string CompiledProgram::ptx() const {
   std::string all;
-  for (const cuda::JitKernel& k : kernels_) all += fmt::format("// kernel {} ({})\n{}\n", k.compiled.name, k.compiled.arch, k.compiled.ptx);
+  for (const cuda::JitKernel& k : kernels_) {
+    // A kernel that shares another's compilation (jit.h) names it, once printed.
+    if (k.shared) all += fmt::format("// kernel {}: runs {}, above\n", k.name, k.compiled->name);
+    else all += fmt::format("// kernel {} ({})\n{}\n", k.compiled->name, k.compiled->arch, k.compiled->ptx);
+  }
   return all;
 }
 

@@ -7,6 +7,9 @@
 //
 // usage: training_step_compile [--set B=32,T=1024,...] [--arch sm_90a|sm_80] [--storage bf16|f32]
 //                              [--threads N] [--in-threads] [--forward] [--nvrtc-option OPTION]... [--slowest N]
+//                              [--classes]
+// --classes: count the launches and the compiles the JIT makes of them (one a class of identical
+// kernels, kernel_classes.h), then stop: no NVRTC.
 // --in-threads: NVRTC in a pool of threads instead of forked worker processes (llmc-train: LLMC_JIT_WORKERS=threads).
 // Defaults: GPT-2 d12's training step (diagrams/gpt2/model.dg --grad) at B=32, T=1024, for sm_90a,
 // bf16, one compile worker per hardware thread. LLMC_SOURCE_DIR: the source tree.
@@ -20,6 +23,7 @@
 #include <optional>
 #include <stdexcept>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -29,8 +33,10 @@
 #include "driver/pipeline.h"
 #include "jit.h"
 #include "kernel_cache.h"
+#include "kernel_classes.h"
 #include "loaded_kernels.h"
 #include "module_cache.h"
+#include "module_executor.h"
 #include "planning/target.h"
 #include "report/pseudocode.h"
 
@@ -62,6 +68,7 @@ int run(int argc, char** argv) {
   unsigned threads = 0;
   std::vector<std::string> nvrtcOptions;  // beside llmc's own, to try one (-pch, -G, ...)
   size_t slowest = 0;                     // list the N kernels NVRTC took longest over
+  bool classesOnly = false;
   llmc::cuda::JitWorkers workers = llmc::cuda::JitWorkers::Processes;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -84,6 +91,7 @@ int run(int argc, char** argv) {
     else if (arg == "--forward") grad = false;
     else if (arg == "--in-threads") workers = llmc::cuda::JitWorkers::Threads;
     else if (arg == "--nvrtc-option") nvrtcOptions.push_back(value());
+    else if (arg == "--classes") classesOnly = true;
     else if (arg == "--slowest") {
       const std::string n = value();
       if (n.empty() || n.find_first_not_of("0123456789") != std::string::npos)
@@ -93,7 +101,7 @@ int run(int argc, char** argv) {
     else {
       fmt::print(stderr,
                  "usage: {} [--set SIZES] [--arch sm_90a|sm_80] [--storage bf16|f32] [--threads N] [--forward] "
-                 "[--in-threads] [--nvrtc-option OPTION]... [--slowest N]\n",
+                 "[--in-threads] [--nvrtc-option OPTION]... [--slowest N] [--classes]\n",
                  argv[0]);
       return 2;
     }
@@ -122,8 +130,17 @@ int run(int argc, char** argv) {
       llmc::emitCuda(graph, planned, target, {.storage = bf16 ? llmc::StorageType::BF16 : llmc::StorageType::F32});
   const double emission = secondsSince(start);
 
-  std::vector<llmc::cuda::KernelSource> sources;
-  for (const llmc::KernelLaunch& l : module.launches) sources.push_back({l.name, l.source, arch, nvrtcOptions});
+  std::vector<llmc::cuda::KernelSource> sources = llmc::cuda::kernelSources(module, arch);
+  for (llmc::cuda::KernelSource& s : sources) s.options = nvrtcOptions;
+  if (classesOnly) {
+    start = std::chrono::steady_clock::now();
+    const llmc::cuda::KernelClasses classes = llmc::cuda::classifyKernels(sources);
+    std::set<std::string> texts;
+    for (const llmc::cuda::KernelSource& s : sources) texts.insert(s.source);
+    fmt::print("{} launches, {} distinct sources, {} NVRTC compiles (classes of identical kernels; {:.3f} s to find)\n",
+               sources.size(), texts.size(), classes.count, secondsSince(start));
+    return 0;
+  }
   const std::filesystem::path cacheDir =
       std::filesystem::temp_directory_path() / fmt::format("llmc-compile-bench-{}", std::random_device{}());
   const llmc::cuda::KernelCache cache(cacheDir);

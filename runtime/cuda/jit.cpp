@@ -19,6 +19,8 @@
 #include <string_view>
 #include <thread>
 
+#include "kernel_classes.h"
+
 namespace llmc::cuda {
 
 namespace {
@@ -31,11 +33,12 @@ JitKernel compileOne(const KernelSource& kernel, const KernelCache* cache) {
   const auto start = std::chrono::steady_clock::now();
   if (cache) {
     if (auto cached = cache->find(kernel))
-      return JitKernel{.compiled = std::move(*cached), .seconds = secondsSince(start), .fromCache = true};
+      return JitKernel{.name = kernel.name, .compiled = std::make_shared<const CompiledKernel>(std::move(*cached)),
+                       .seconds = secondsSince(start), .fromCache = true};
   }
-  JitKernel result{.compiled = compileWithNvrtc(kernel)};
+  JitKernel result{.name = kernel.name, .compiled = std::make_shared<const CompiledKernel>(compileWithNvrtc(kernel))};
   result.seconds = secondsSince(start);
-  if (cache) cache->store(kernel, result.compiled);
+  if (cache) cache->store(kernel, *result.compiled);
   return result;
 }
 
@@ -94,7 +97,8 @@ std::vector<size_t> compileInProcesses(const std::vector<KernelSource>& kernels,
       for (size_t i = next++; i < kernels.size(); i = next++) {
         const auto start = std::chrono::steady_clock::now();
         if (auto found = cache.find(kernels[i])) {
-          out[i] = JitKernel{.compiled = std::move(*found), .seconds = secondsSince(start), .fromCache = true};
+          out[i] = JitKernel{.name = kernels[i].name, .compiled = std::make_shared<const CompiledKernel>(std::move(*found)),
+                             .seconds = secondsSince(start), .fromCache = true};
           cached[i] = 1;
         }
       }
@@ -141,7 +145,9 @@ std::vector<size_t> compileInProcesses(const std::vector<KernelSource>& kernels,
   std::vector<size_t> left;
   for (size_t m = 0; m < missing.size(); ++m) {
     const size_t i = missing[m];
-    if (auto stored = cache.find(kernels[i])) out[i] = JitKernel{.compiled = std::move(*stored), .seconds = seconds[m], .fromCache = false};
+    if (auto stored = cache.find(kernels[i]))
+      out[i] = JitKernel{.name = kernels[i].name, .compiled = std::make_shared<const CompiledKernel>(std::move(*stored)),
+                         .seconds = seconds[m], .fromCache = false};
     else left.push_back(i);
   }
   munmap(shared, bytes);
@@ -151,8 +157,8 @@ std::vector<size_t> compileInProcesses(const std::vector<KernelSource>& kernels,
 }  // namespace
 
 std::string JitSummary::describe() const {
-  return fmt::format("{} kernels: {} compiled, {} from the cache, {:.2f} s", compiled + fromCache, compiled, fromCache,
-                     wallSeconds);
+  return fmt::format("{} kernels: {} compiled, {} from the cache, {}{:.2f} s", compiled + fromCache + shared, compiled,
+                     fromCache, shared ? fmt::format("{} shared, ", shared) : "", wallSeconds);
 }
 
 JitWorkers jitWorkersFromEnvironment() {
@@ -165,20 +171,43 @@ JitWorkers jitWorkersFromEnvironment() {
 JitResult compileKernels(const std::vector<KernelSource>& kernels, const KernelCache* cache, unsigned workers,
                          JitWorkers how) {
   const auto start = std::chrono::steady_clock::now();
+  // One kernel of each class is compiled (or read from the cache); the others
+  // of the class run its compilation, under its entry point's name.
+  const KernelClasses classes = classifyKernels(kernels);
+  std::vector<KernelSource> distinct;
+  std::vector<size_t> slot(kernels.size());  // kernel -> its class's place in `distinct`
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    if (classes.representative[i] == i) {
+      slot[i] = distinct.size();
+      distinct.push_back(kernels[i]);
+    } else {
+      slot[i] = slot[classes.representative[i]];
+    }
+  }
   if (workers == 0) workers = std::max(1u, std::thread::hardware_concurrency());
-  workers = std::min<unsigned>(workers, kernels.size());
+  workers = std::min<unsigned>(workers, distinct.size());
   if (cache && !cache->usable()) cache = nullptr;  // its folder was refused: compile as without one
 
-  JitResult result;
-  result.kernels.resize(kernels.size());
-  std::vector<std::exception_ptr> failures(kernels.size());
-  std::vector<size_t> left(kernels.size());
+  std::vector<JitKernel> compiled(distinct.size());
+  std::vector<std::exception_ptr> failures(distinct.size());
+  std::vector<size_t> left(distinct.size());
   for (size_t i = 0; i < left.size(); ++i) left[i] = i;
-  if (how == JitWorkers::Processes && cache) left = compileInProcesses(kernels, *cache, workers, result.kernels);
-  compileInThreads(kernels, left, cache, workers, result.kernels, failures);
-
+  if (how == JitWorkers::Processes && cache) left = compileInProcesses(distinct, *cache, workers, compiled);
+  compileInThreads(distinct, left, cache, workers, compiled, failures);
   rethrowFailures(failures);
-  for (const JitKernel& kernel : result.kernels) ++(kernel.fromCache ? result.summary.fromCache : result.summary.compiled);
+
+  JitResult result;
+  result.kernels.reserve(kernels.size());
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    if (classes.representative[i] == i) {
+      result.kernels.push_back(std::move(compiled[slot[i]]));
+      ++(result.kernels.back().fromCache ? result.summary.fromCache : result.summary.compiled);
+    } else {
+      result.kernels.push_back({.name = kernels[i].name, .compiled = result.kernels[classes.representative[i]].compiled,
+                                .shared = true});
+      ++result.summary.shared;
+    }
+  }
   result.summary.wallSeconds = secondsSince(start);
   return result;
 }

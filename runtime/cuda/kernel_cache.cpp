@@ -14,6 +14,7 @@
 #include "atomic_file.h"
 #include "cache_folder.h"
 #include "fnv1a.h"
+#include "kernel_classes.h"
 #include "private_folder.h"
 #include "sha256.h"
 
@@ -126,7 +127,9 @@ void warn(const std::string& message) { cacheWarning(message); }
 
 uint64_t kernelCacheKey(const KernelSource& kernel) {
   Fnv1a64 hash;
-  hash.addField(kernel.name).addField(kernel.source).addField(kernel.arch);
+  // The canonical form, not the text: the layers' copies of a kernel, which
+  // differ only in numbered names, share one entry (kernel_classes.h).
+  hash.addField(compiledSourceForm(kernel)).addField(kernel.arch);
   hash.addField(fmt::format("{} options", kernel.options.size()));
   for (const std::string& option : kernel.options) hash.addField(option);
   hash.addField(kKernelLanguageStandard).addField(nvrtcVersionString());
@@ -167,7 +170,9 @@ std::optional<CompiledKernel> KernelCache::find(const KernelSource& kernel) cons
     return std::nullopt;
   }
   auto& compiled = std::get<CompiledKernel>(decoded);
-  if (compiled.name != kernel.name || compiled.arch != kernel.arch) {
+  // Its name may be another's: the entry point of a kernel of the same class,
+  // which this one launches under that name.
+  if (compiled.arch != kernel.arch) {
     warn(fmt::format("kernel cache entry {} holds kernel {} for {}, not {} for {}; compiling it again", path.string(),
                      compiled.name, compiled.arch, kernel.name, kernel.arch));
     return std::nullopt;

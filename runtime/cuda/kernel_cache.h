@@ -22,8 +22,11 @@
 
 namespace llmc::cuda {
 
-// The hash of the kernel's name, source, arch and options, the language
-// standard, NVRTC's version and the contents of llmc's device headers.
+// The hash of the kernel's source in its canonical form (compiledSourceForm:
+// kernels that differ only in the names the emitter numbers share an entry,
+// whose CompiledKernel::name is then the entry point of the one compiled),
+// arch and options, the language standard, NVRTC's version and the contents
+// of llmc's device headers.
 uint64_t kernelCacheKey(const KernelSource& kernel);
 
 class KernelCache {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <memory>
 #include <stdexcept>
 
 namespace llmc::cuda {
@@ -25,11 +26,17 @@ Module loadModule(const CompiledKernel& kernel) {
 
 LoadedKernels::LoadedKernels(const std::vector<JitKernel>& kernels) {
   modules_.reserve(kernels.size());
+  std::map<const CompiledKernel*, Kernel*> loaded;
   for (const JitKernel& kernel : kernels) {
-    const std::string& name = kernel.compiled.name;
-    if (kernels_.contains(name)) throw std::invalid_argument(fmt::format("two kernels are named {}", name));
-    modules_.push_back(loadModule(kernel.compiled));
-    kernels_.emplace(name, modules_.back().kernel(name));
+    if (!kernel.compiled) throw std::invalid_argument(fmt::format("kernel {} was not compiled", kernel.name));
+    if (kernels_.contains(kernel.name)) throw std::invalid_argument(fmt::format("two kernels are named {}", kernel.name));
+    Kernel*& function = loaded[kernel.compiled.get()];
+    if (!function) {
+      modules_.push_back(loadModule(*kernel.compiled));
+      functions_.push_back(std::make_unique<Kernel>(modules_.back().kernel(kernel.compiled->name)));
+      function = functions_.back().get();
+    }
+    kernels_.emplace(kernel.name, function);
   }
 }
 
@@ -40,7 +47,7 @@ Kernel& LoadedKernels::operator[](const std::string& name) {
     for (const auto& [known, kernel] : kernels_) loaded += (loaded.empty() ? "" : ", ") + known;
     throw std::out_of_range(fmt::format("no kernel {} is loaded (loaded: {})", name, loaded.empty() ? "none" : loaded));
   }
-  return found->second;
+  return *found->second;
 }
 
 }  // namespace llmc::cuda

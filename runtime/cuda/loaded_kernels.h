@@ -2,6 +2,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -12,18 +13,24 @@ namespace llmc::cuda {
 
 class LoadedKernels {
  public:
-  // Loads each kernel's module into the current context: its CUBIN when the
-  // GPU can run it, else its PTX, which the driver compiles for the GPU. The
-  // entry point of each module is the function named like the kernel.
+  // Loads each compilation of `kernels` into the current context, once where
+  // kernels share it (jit.h): its CUBIN when the GPU can run it, else its PTX,
+  // which the driver compiles for the GPU. Its entry point is the function
+  // named compiled->name.
   explicit LoadedKernels(const std::vector<JitKernel>& kernels);
 
-  // The kernel named `name`; throws std::out_of_range listing the loaded ones
-  // when there is none.
+  // The kernel named `name` (JitKernel::name); kernels of one class are one
+  // Kernel, whose name() is the entry point's. Throws std::out_of_range
+  // listing the loaded ones when there is none.
   Kernel& operator[](const std::string& name);
 
  private:
   std::vector<Module> modules_;
-  std::map<std::string, Kernel> kernels_;
+  // One per module: shared by the kernels of a class, so that the shared
+  // memory a launch opted into (Kernel::setMaxDynamicSharedMemory) is known
+  // to the next launch of the same function under another name.
+  std::vector<std::unique_ptr<Kernel>> functions_;
+  std::map<std::string, Kernel*> kernels_;
 };
 
 }  // namespace llmc::cuda

@@ -1,6 +1,7 @@
 #include "module_executor.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <stdexcept>
 
@@ -8,10 +9,28 @@
 
 namespace llmc::cuda {
 
+namespace {
+
+// What setArena passes a launch, in order, but the addresses (and the tensor
+// maps' operand names, which the emitter numbers like the parameters):
+// kernels of one source class share a compilation only where these agree
+// (kernel_classes.h).
+std::string launchSignature(const CudaModule& module, const KernelLaunch& l) {
+  std::string signature;
+  for (const TensorMapParam& m : l.tensorMaps)
+    signature += fmt::format("map dims {} strides {} box {} swizzle {}; ", fmt::join(m.dims, ","),
+                             fmt::join(m.stridesBytes, ","), fmt::join(m.box, ","), m.swizzle);
+  for (const LaunchParam& p : l.params)
+    signature += fmt::format("{} {}; ", module.buffers.at(static_cast<size_t>(p.buffer)).ctype, p.written ? "written" : "read");
+  return signature;
+}
+
+}  // namespace
+
 std::vector<KernelSource> kernelSources(const CudaModule& module, const std::string& arch) {
   std::vector<KernelSource> sources;
   sources.reserve(module.launches.size());
-  for (const KernelLaunch& l : module.launches) sources.push_back({l.name, l.source, arch, {}});
+  for (const KernelLaunch& l : module.launches) sources.push_back({l.name, l.source, arch, {}, launchSignature(module, l)});
   return sources;
 }
 

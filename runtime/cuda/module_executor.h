@@ -20,7 +20,8 @@
 
 namespace llmc::cuda {
 
-// One translation unit per launch, for compileKernels.
+// One translation unit per launch, for compileKernels, with what the launch
+// passes it (KernelSource::launchSignature).
 std::vector<KernelSource> kernelSources(const CudaModule& module, const std::string& arch);
 
 // Every launch of `module` compiled for `arch` (NVRTC; no GPU needed) through

@@ -16,6 +16,11 @@ struct KernelSource {
   std::string source = {};
   std::string arch = {};                  // "sm_80", "sm_90", "sm_90a"; "compute_90a" gives PTX alone
   std::vector<std::string> options = {};  // NVRTC options beyond those nvrtcOptions() adds: "-lineinfo", "-DTILE=64"
+  // What a launch passes it, in order (kernelSources: each tensor map's shape,
+  // each pointer's type and access). Not compiled: the JIT shares one
+  // compilation only between kernels whose signatures are equal too
+  // (kernel_classes.h).
+  std::string launchSignature = {};
 };
 
 struct CompiledKernel {

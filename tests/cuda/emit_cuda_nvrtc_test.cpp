@@ -53,10 +53,11 @@ int compilesEverywhere(const EmitCase& c, bool tensorCores = false) {
       int onTensorCores = 0;
       for (size_t i = 0; i < module.launches.size(); ++i) {
         const llmc::KernelLaunch& launch = module.launches[i];
-        const llmc::cuda::CompiledKernel& kernel = compiled.kernels.at(i).compiled;
+        // Launches of one class run one compilation, under its entry point's name.
+        const llmc::cuda::CompiledKernel& kernel = *compiled.kernels.at(i).compiled;
         INFO(launch.name << ": " << launch.instructions.tensorCores);
         CHECK(!kernel.cubin.empty());
-        CHECK(kernel.ptx.find(fmt::format(".entry {}(", launch.name)) != std::string::npos);
+        CHECK(kernel.ptx.find(fmt::format(".entry {}(", kernel.name)) != std::string::npos);
         if (launch.instructions.tensorCores.empty()) continue;
         ++onTensorCores;
         streams += !launch.gemm.has_value();

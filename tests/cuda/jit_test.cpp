@@ -47,16 +47,16 @@ TEST_CASE("eight kernels compile in parallel, then come from the cache", "[jit]"
   CHECK(first.summary.fromCache == 0);
   for (size_t k = 0; k < kernels.size(); ++k) {
     INFO(kernels[k].name);
-    CHECK(first.kernels[k].compiled.name == kernels[k].name);  // in the order asked
-    CHECK_THAT(first.kernels[k].compiled.ptx, Contains(".entry " + kernels[k].name + "("));
-    CHECK_THAT(first.kernels[k].compiled.ptx, Contains(".target " + kernels[k].arch));
+    CHECK(first.kernels[k].compiled->name == kernels[k].name);  // in the order asked
+    CHECK_THAT(first.kernels[k].compiled->ptx, Contains(".entry " + kernels[k].name + "("));
+    CHECK_THAT(first.kernels[k].compiled->ptx, Contains(".target " + kernels[k].arch));
     CHECK(first.kernels[k].seconds > 0);
   }
   CHECK_THAT(first.summary.describe(), Contains("8 kernels: 8 compiled, 0 from the cache, "));
 
   const auto second = compileKernels(kernels, &cache);
   CHECK(second.summary.fromCache == 8);
-  for (size_t k = 0; k < kernels.size(); ++k) CHECK(second.kernels[k].compiled.cubin == first.kernels[k].compiled.cubin);
+  for (size_t k = 0; k < kernels.size(); ++k) CHECK(second.kernels[k].compiled->cubin == first.kernels[k].compiled->cubin);
 }
 
 TEST_CASE("without a cache every kernel is compiled", "[jit]") {
@@ -94,8 +94,8 @@ TEST_CASE("forked workers compile into the cache what it lacks, the same code as
   CHECK(byProcesses.summary.fromCache == 2);
   for (size_t k = 0; k < kernels.size(); ++k) {
     INFO(kernels[k].name);
-    CHECK(byProcesses.kernels[k].compiled.name == kernels[k].name);
-    CHECK(byProcesses.kernels[k].compiled.cubin == byThreads.kernels[k].compiled.cubin);
+    CHECK(byProcesses.kernels[k].compiled->name == kernels[k].name);
+    CHECK(byProcesses.kernels[k].compiled->cubin == byThreads.kernels[k].compiled->cubin);
     if (!byProcesses.kernels[k].fromCache) CHECK(byProcesses.kernels[k].seconds > 0);
   }
 }
@@ -125,4 +125,59 @@ TEST_CASE("LLMC_JIT_WORKERS picks threads or processes, and names itself when wr
   setenv("LLMC_JIT_WORKERS", "forks", 1);
   CHECK_THROWS_WITH(llmc::cuda::jitWorkersFromEnvironment(), Contains("$LLMC_JIT_WORKERS=forks"));
   unsetenv("LLMC_JIT_WORKERS");
+}
+
+namespace {
+
+// Layer `layer`'s copy of a kernel: the names numbered after its nodes.
+KernelSource layerCopy(int layer) {
+  const int node = 200 + 72 * layer;
+  const std::string name = fmt::format("k{}_y", 3 + 12 * layer);
+  return {.name = name,
+          .source = fmt::format("// layer {2}: y = 2 x\n"
+                                "extern \"C\" __global__ void {0}(float* y_{1}, const float* x_{3}, int n) {{\n"
+                                "  const int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                                "  if (i < n) y_{1}[i] = 2.0f * x_{3}[i];\n"
+                                "}}\n",
+                                name, node, layer, node - 1),
+          .arch = "sm_90a",
+          .launchSignature = "float written; float read;"};
+}
+
+}  // namespace
+
+TEST_CASE("copies of a kernel are compiled once and run its entry point", "[jit]") {
+  const std::vector<KernelSource> kernels = {layerCopy(0), layerCopy(1), layerCopy(2)};
+  for (auto how : {llmc::cuda::JitWorkers::Threads, llmc::cuda::JitWorkers::Processes}) {
+    CacheTempDir dir("jit_classes");
+    const KernelCache cache(dir.path);
+    const auto result = compileKernels(kernels, &cache, 2, how);
+    CHECK(result.summary.compiled == 1);
+    CHECK(result.summary.shared == 2);
+    CHECK_THAT(result.summary.describe(), Contains("3 kernels: 1 compiled, 0 from the cache, 2 shared, "));
+    for (size_t k = 0; k < kernels.size(); ++k) {
+      CHECK(result.kernels[k].name == kernels[k].name);
+      CHECK(result.kernels[k].compiled == result.kernels[0].compiled);  // one compilation, shared
+      CHECK(result.kernels[k].shared == (k > 0));
+    }
+    CHECK(result.kernels[0].compiled->name == "k3_y");
+    CHECK_THAT(result.kernels[0].compiled->ptx, Contains(".entry k3_y("));
+    // One cache entry, which a later copy alone finds: under the first one's entry point.
+    CHECK(std::distance(std::filesystem::directory_iterator(dir.path), std::filesystem::directory_iterator()) == 1);
+    const auto warm = compileKernels({layerCopy(5)}, &cache, 1, how);
+    CHECK(warm.summary.fromCache == 1);
+    CHECK(warm.kernels[0].name == "k63_y");
+    CHECK(warm.kernels[0].compiled->name == "k3_y");
+  }
+}
+
+TEST_CASE("copies launched with different arguments, arch or options are compiled apart", "[jit]") {
+  std::vector<KernelSource> kernels = {layerCopy(0), layerCopy(1), layerCopy(2), layerCopy(3)};
+  kernels[1].launchSignature = "float written; float written;";
+  kernels[2].arch = "sm_80";
+  kernels[3].options = {"-DUNUSED=1"};
+  const auto result = compileKernels(kernels, nullptr, 2);
+  CHECK(result.summary.compiled == 4);
+  CHECK(result.summary.shared == 0);
+  for (size_t k = 0; k < kernels.size(); ++k) CHECK(result.kernels[k].compiled->name == kernels[k].name);
 }

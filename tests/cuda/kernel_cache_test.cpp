@@ -59,10 +59,10 @@ TEST_CASE("a kernel is compiled once, then found in the cache with the same byte
   const auto second = compileKernels({addOne()}, &cache);
   CHECK(second.kernels[0].fromCache);
   CHECK(second.summary.fromCache == 1);
-  CHECK(second.kernels[0].compiled.ptx == first.kernels[0].compiled.ptx);
-  CHECK(second.kernels[0].compiled.cubin == first.kernels[0].compiled.cubin);
-  CHECK(second.kernels[0].compiled.name == "add_one");
-  CHECK(second.kernels[0].compiled.arch == "sm_90a");
+  CHECK(second.kernels[0].compiled->ptx == first.kernels[0].compiled->ptx);
+  CHECK(second.kernels[0].compiled->cubin == first.kernels[0].compiled->cubin);
+  CHECK(second.kernels[0].compiled->name == "add_one");
+  CHECK(second.kernels[0].compiled->arch == "sm_90a");
   // Only the entry is left: no temporary files.
   CHECK(std::distance(fs::directory_iterator(dir.path), fs::directory_iterator()) == 1);
 }
@@ -83,14 +83,14 @@ TEST_CASE("a different source, arch, option or name is a different cache entry",
   const auto result = compileKernels({base, otherArch, otherOptions}, &cache);
   CHECK(result.summary.compiled == 3);
   CHECK(std::distance(fs::directory_iterator(dir.path), fs::directory_iterator()) == 3);
-  CHECK_THAT(result.kernels[1].compiled.ptx, Contains(".target sm_80"));
+  CHECK_THAT(result.kernels[1].compiled->ptx, Contains(".target sm_80"));
 }
 
 TEST_CASE("a corrupt, truncated or stale cache entry is reported and rebuilt", "[cache]") {
   CacheTempDir dir("cache_corrupt");
   const KernelCache cache(dir.path);
   const KernelSource kernel = addOne();
-  const std::string good = compileKernels({kernel}, &cache).kernels[0].compiled.ptx;
+  const std::string good = compileKernels({kernel}, &cache).kernels[0].compiled->ptx;
   const fs::path entry = cache.entryPath(kernel);
   const std::string sound = readBytes(entry);
 
@@ -120,7 +120,7 @@ TEST_CASE("a corrupt, truncated or stale cache entry is reported and rebuilt", "
     const auto rebuilt = compileKernels({kernel}, &cache);
     const std::string warning = capture.text();
     CHECK_FALSE(rebuilt.kernels[0].fromCache);
-    CHECK(rebuilt.kernels[0].compiled.ptx == good);
+    CHECK(rebuilt.kernels[0].compiled->ptx == good);
     CHECK_THAT(warning, Contains("llmc: warning: kernel cache entry " + entry.string() + " is " + damage.expected));
     CHECK_THAT(warning, Contains("compiling kernel add_one again\n"));
     CHECK(std::count(warning.begin(), warning.end(), '\n') == 1);
