@@ -281,6 +281,16 @@ def llmc_case(bench, diagram, entry, sizes, grad, reps):
             "launches": launches, "text": out.stdout}
 
 
+def launches_outside_2x(text):
+    """The launches of step_kernels_bench's table measured outside 2x of their own prediction: (name, ratio)."""
+    found = []
+    for line in text.splitlines():
+        m = re.match(r"^(\S+)\s+(tile|stage|copy|clear|scatter)\s+(?:yes\s+)?[0-9.]+r?\s+[0-9.]+\s+([0-9.]+)\s", line)
+        if m and not 0.5 <= float(m.group(3)) <= 2:
+            found.append((m.group(1), float(m.group(3))))
+    return found
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--bench", default="build/bin/step_kernels_bench")
@@ -298,7 +308,8 @@ def main():
         print("run_diagram_benchmark.py: skipped: " + ("PyTorch is not installed" if torch is None else
               "no CUDA GPU is visible to PyTorch"), file=sys.stderr)
         sys.exit(77)
-    rows, details = [], []
+    rows, details, ratios, outside = [], [], [], []
+    kernels_within = kernels_all = 0
     print(f"GPU: {torch.cuda.get_device_name()}, torch {torch.__version__}", flush=True)
     header = (f"{'case':<42} {'llmc us':>9} {'pred us':>9} {'in 2x':>7} {'eager us':>9} {'compile us':>10} "
               f"{'eager gr':>9} {'compile gr':>10} {'best/llmc':>9}")
@@ -319,13 +330,25 @@ def main():
                f"{t.get('compile_graph', nan):>10.1f} {best / l['graph_us']:>9.2f}")
         print(row, flush=True)
         rows.append(row)
+        ratios.append((best / l["graph_us"], name))
+        kernels_within += l["within"]
+        kernels_all += kernels
+        outside += [f"{launch} ({name}) {ratio:.2f}" for launch, ratio in launches_outside_2x(l["text"])]
         details.append(f"== {name} ({diagram} {entry} {sizes}{' --grad' if grad else ''}; torch.compile mode "
                        f"{t.get('compile_mode', '-')})\n{l['text']}")
+    summary = ""
+    if ratios:
+        mean = math.exp(sum(math.log(r) for r, _ in ratios) / len(ratios))
+        low = min(ratios)
+        summary = (f"summary: best/llmc geometric mean {mean:.2f} over {len(ratios)} cases, lowest {low[0]:.2f} "
+                   f"({low[1]}); {kernels_within} of {kernels_all} kernels within 2x of their prediction "
+                   f"(a kernel with its helper launches); launches outside 2x: {', '.join(outside) or 'none'}\n")
+        print(summary, end="", flush=True)
     out = a.out if a.out is not None else os.path.join(HERE, "results", f"{results_file.machine_slug()}-diagrams.txt")
     if out != "-":
         results_file.write(out, ["benchmarks/diagrams/run_diagram_benchmark.py"] + sys.argv[1:],
                            f"GPU: {torch.cuda.get_device_name()}, torch {torch.__version__}\n{header}\n" +
-                           "\n".join(rows) + "\n\n" + "\n".join(details))
+                           "\n".join(rows) + "\n" + summary + "\n" + "\n".join(details))
         print(f"results written to {out}", file=sys.stderr)
 
 
