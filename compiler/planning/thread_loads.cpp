@@ -12,6 +12,13 @@ namespace {
 
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// A group axis' tile: the whole axis where the partition leaves it untiled
+// (an axis of size 1 has no entry).
+int64_t tileOf(const Partition& p, const Axis& a) {
+  const auto it = p.groupTiles.find(a.name);
+  return it == p.groupTiles.end() ? a.size : it->second;
+}
+
 }  // namespace
 
 LaneStream laneStream(const Graph& g, const Kernel& k, const KernelShape& s, const Partition& p, const Target& t,
@@ -59,8 +66,8 @@ LaneStream laneStream(const Graph& g, const Kernel& k, const KernelShape& s, con
   int64_t points = 1;
   bool remainder = false;
   for (const Axis& x : s.groupAxes) {
-    if (kept.count(x.name)) points *= p.groupTiles.at(x.name);
-    remainder = remainder || x.size % p.groupTiles.at(x.name) != 0;
+    if (kept.count(x.name)) points *= tileOf(p, x);
+    remainder = remainder || x.size % tileOf(p, x) != 0;
   }
   out.lanes = 32;
   if (bf16Along && extent % 8 == 0 && extent < 256 && !remainder) {
@@ -127,7 +134,7 @@ double latencySeconds(const Graph& g, const Kernel& k, const KernelShape& s, con
     for (auto a = s.groupAxes.rbegin(); a != s.groupAxes.rend() && o.storageBytes == 2; ++a) {
       if (std::none_of(k.outputs.begin(), k.outputs.end(), [&](NodeId out) { return g.node(out).type.has(a->name); }))
         continue;
-      const int64_t tile = p.groupTiles.count(a->name) ? p.groupTiles.at(a->name) : a->size, step = 8 / whole;
+      const int64_t tile = tileOf(p, *a), step = 8 / whole;
       if (tile % step == 0 && a->size % step == 0) {
         eight = true;
         break;
@@ -151,8 +158,10 @@ double latencySeconds(const Graph& g, const Kernel& k, const KernelShape& s, con
   if (sliced) {
     double points = 1;
     for (const auto& [axis, tile] : p.groupTiles) points *= static_cast<double>(tile);
-    const Axis& last = s.groupAxes.back();
-    const bool eight = o.storageBytes == 2 && p.groupTiles.at(last.name) % 8 == 0 && last.size % 8 == 0;
+    // (No group axis, or a last one the partition leaves untiled: a tile of its whole size.)
+    const Axis* last = s.groupAxes.empty() ? nullptr : &s.groupAxes.back();
+    const int64_t lastTile = last ? tileOf(p, *last) : 1;
+    const bool eight = o.storageBytes == 2 && last && lastTile % 8 == 0 && last->size % 8 == 0;
     const double threadPoints = std::ceil(points / (eight ? 8 : 1));
     const double residentBlocks = std::min<double>(static_cast<double>(in.cost.blocks),
                                                    static_cast<double>(t.smCount) * t.maxBlocksPerSM);
