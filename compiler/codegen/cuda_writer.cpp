@@ -202,8 +202,11 @@ std::string CudaWriter::load(const Node& n, const Env& own, int target) {
     if (isNew) {
       it->second = fresh(names_[static_cast<size_t>(n.id)] + "_8");
       emit(span->scope, fmt::format("float {}[8];", it->second));
-      emit(span->scope, fmt::format("llmc_load_{}x8({} + {}, {});", arr.ctype == "float" ? "f32" : "bf16", arr.param,
-                                    offset(n.id, at), it->second));
+      emit(span->scope, span->remaining.empty()
+                            ? fmt::format("llmc_load_{}x8({} + {}, {});", arr.ctype == "float" ? "f32" : "bf16",
+                                          arr.param, offset(n.id, at), it->second)
+                            : fmt::format("llmc_load_{}x8_upto({} + {}, {}, {});", arr.ctype == "float" ? "f32" : "bf16",
+                                          arr.param, offset(n.id, at), span->remaining, it->second));
     }
     return define(target, "float", names_[static_cast<size_t>(n.id)], it->second + "[e]");
   }
@@ -505,6 +508,12 @@ const CudaWriter::VectorSpan* CudaWriter::vectorSpanOf(const Node& n, const Env&
   // Not from inside a branch among the 8 (a concatenation's part): its loads stay in the branch.
   if (element == vectorElements_.end() || depth(floor_) > depth(element->second.elements)) return nullptr;
   const std::vector<std::string>& spanned = element->second.axes;
+  if (!element->second.elementVars.empty()) {  // flat: exactly the spanned axes, each at its element's position
+    if (n.type.axes.size() != spanned.size()) return nullptr;
+    for (size_t k = 0; k < spanned.size(); ++k)
+      if (n.type.axes[k].name != spanned[k] || env.at(spanned[k]).expr != element->second.elementVars[k]) return nullptr;
+    return &element->second;
+  }
   const size_t inner = std::max<size_t>(1, spanned.size());
   if (n.type.axes.size() < inner) return nullptr;
   const auto outer = n.type.axes.end() - static_cast<std::ptrdiff_t>(inner);
@@ -520,6 +529,10 @@ const CudaWriter::VectorSpan* CudaWriter::vectorSpanOf(const Node& n, const Env&
 // their first positions.
 Env CudaWriter::spanStart(const Node& n, const VectorSpan& span, const Env& env) const {
   Env at = env;
+  if (!span.startVars.empty()) {
+    for (size_t k = 0; k < span.axes.size(); ++k) at[span.axes[k]] = {span.startVars[k], span.scope};
+    return at;
+  }
   if (span.axes.empty()) {
     at[n.type.axes.back().name] = {span.base, span.scope};
     return at;

@@ -277,6 +277,11 @@ class CudaWriter {
   };
   void tile(WrittenKernel& out);
   std::string unrolledAxis() const;
+  // A plain launch whose threads take 8 consecutive elements of the
+  // flattened index (planning/flat_points.h): the partition's blocks, each an
+  // equal run of it.
+  bool flatPoints() const;
+  void flatTile(WrittenKernel& out);
 
   // A plain tile's transposed reads (planning/transposed_reads.h): each
   // array's tile copied into shared memory by threads walking its contiguous
@@ -482,6 +487,15 @@ class CudaWriter {
     // axes must be these to be read or written 16 bytes at once. Empty: the
     // innermost axis alone.
     std::vector<std::string> axes = {};
+    // Flat points (planning/flat_points.h): the 8 run over all the group
+    // axes along the flattened index. Each axis' variable at an element and
+    // at the span's first, in the order of `axes`; an array is read or
+    // written 16 bytes at once where it has exactly these axes at these
+    // positions. `remaining`: how many of the 8 are inside the arrays (8 or
+    // more but at the very end).
+    std::vector<std::string> elementVars = {};
+    std::vector<std::string> startVars = {};
+    std::string remaining = {};
   };
   std::map<std::string, VectorSpan> vectorElements_;
   std::map<int, std::vector<std::string>> afterClose_;  // lines a scope's parent gets after the scope (a span's stores)

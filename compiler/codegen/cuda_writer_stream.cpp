@@ -479,8 +479,11 @@ void CudaWriter::store(int scope, NodeId id, const Env& env) {
     const Env at = spanStart(g_.node(id), *span, env);
     emit(span->scope, fmt::format("float {}[8];", buffer));
     emit(scope, fmt::format("{}[e] = {};", buffer, v));
-    afterClose_[span->elements].push_back(fmt::format("llmc_store_{}x8({} + {}, {});", arr.ctype == "float" ? "f32" : "bf16",
-                                                      arr.param, offset(id, at), buffer));
+    const std::string kind = arr.ctype == "float" ? "f32" : "bf16";
+    afterClose_[span->elements].push_back(
+        span->remaining.empty()
+            ? fmt::format("llmc_store_{}x8({} + {}, {});", kind, arr.param, offset(id, at), buffer)
+            : fmt::format("llmc_store_{}x8_upto({} + {}, {}, {});", kind, arr.param, offset(id, at), span->remaining, buffer));
     return;
   }
   emit(scope, fmt::format("{}[{}] = {};", arr.param, offset(id, env), storeConversion(arr, v)));

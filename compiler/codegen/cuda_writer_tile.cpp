@@ -24,6 +24,7 @@ void CudaWriter::tile(WrittenKernel& out) {
   const std::optional<EightPoints> eightPoints = pointsTake8(streamed);
   const bool eight = eightPoints.has_value();
   if (eight) eight_ = *eightPoints;
+  if (!streamed && !eight && unrolledAxis().empty() && flatPoints()) return flatTile(out);
   const std::string unrolled = eight || streamed ? std::string() : unrolledAxis();
   const int64_t threadPoints = eight ? points / 8 : unrolled.empty() ? points : points / plan_.tiles.at(unrolled);
   std::vector<std::pair<std::string, int64_t>> splits;  // axis, blocks sharing it

@@ -64,6 +64,25 @@ __device__ __forceinline__ void llmc_store_f32x8(float* p, const float (&v)[8]) 
   *reinterpret_cast<float4*>(p + 4) = make_float4(v[4], v[5], v[6], v[7]);
 }
 
+// The same where only the first n of the 8 lie inside the array (n < 8 at its very end; flat points,
+// planning/flat_points.h): the missing values repeat the last one inside, the missing stores are skipped.
+__device__ __forceinline__ void llmc_load_bf16x8_upto(const llmc_bf16* p, int n, float (&v)[8]) {
+  if (n >= 8) return llmc_load_bf16x8(p, v);
+  for (int i = 0; i < 8; ++i) v[i] = llmc_bf16_to_f32(p[i < n ? i : n - 1]);
+}
+__device__ __forceinline__ void llmc_store_bf16x8_upto(llmc_bf16* p, int n, const float (&v)[8]) {
+  if (n >= 8) return llmc_store_bf16x8(p, v);
+  for (int i = 0; i < n; ++i) p[i] = llmc_f32_to_bf16(v[i]);
+}
+__device__ __forceinline__ void llmc_load_f32x8_upto(const float* p, int n, float (&v)[8]) {
+  if (n >= 8) return llmc_load_f32x8(p, v);
+  for (int i = 0; i < 8; ++i) v[i] = p[i < n ? i : n - 1];
+}
+__device__ __forceinline__ void llmc_store_f32x8_upto(float* p, int n, const float (&v)[8]) {
+  if (n >= 8) return llmc_store_f32x8(p, v);
+  for (int i = 0; i < n; ++i) p[i] = v[i];
+}
+
 // 8 floats added atomically to consecutive fp32 values at a 16-byte aligned address: two vector
 // reductions (red.global.add.v4.f32) from sm_90 on, eight scalar ones before.
 __device__ __forceinline__ void llmc_add_f32x8(float* p, const float (&v)[8]) {

@@ -257,7 +257,17 @@ class Differentiator {
           // Each row of the table was read by at most one index (a picked
           // class per position): the adjoint is a one-hot select, computed
           // where it is used, not a scatter into a stored array.
-          NodeId picked = b.compare(CompareOp::Eq, b.pos(axis), b.cast(index, DType::I32));
+          // The mask's axes in the table's order where the operands' order can
+          // give it (a classifier's [n v] logits: [n v], not [v n], whose
+          // transposed gradient could not be written 16 bytes at a time).
+          const auto at = [&](const std::string& name) {
+            return std::find_if(tt.axes.begin(), tt.axes.end(), [&](const Axis& a) { return a.name == name; });
+          };
+          const Type& it = g_.node(index).type;
+          const bool axisFirst = std::all_of(it.axes.begin(), it.axes.end(),
+                                             [&](const Axis& a) { return at(axis.name) < at(a.name); });
+          NodeId position = b.pos(axis), picks = b.cast(index, DType::I32);
+          NodeId picked = axisFirst ? b.compare(CompareOp::Eq, position, picks) : b.compare(CompareOp::Eq, picks, position);
           accumulate(b, table, b.select(picked, grad, zero(b, grad)));
           return;
         }

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "analysis/streamability.h"
+#include "planning/flat_points.h"
 
 namespace llmc {
 
@@ -141,6 +142,12 @@ double latencySeconds(const Graph& g, const Kernel& k, const KernelShape& s, con
       }
       if (tile != a->size || step % a->size != 0) break;
       whole *= a->size;
+    }
+    // (Else flat points, planning/flat_points.h: 8 consecutive elements of the flattened index.)
+    if (!eight && o.storageBytes == 2 && p.splitTiles.empty()) {
+      const std::set<NodeId> computed(k.nodes.begin(), k.nodes.end()), stored(k.inputs.begin(), k.inputs.end());
+      eight = takesFlatPoints(g, computed, stored, k.outputs, s.groupAxes,
+                              [&](NodeId id) -> int64_t { return elementBytes(g.node(id).type, o); });
     }
     const double pointThreads = std::ceil(points / (eight ? 8 : 1));
     threadsUsed = std::max(threadsUsed, std::clamp(pointThreads, static_cast<double>(t.warpSize), static_cast<double>(in.threads)));

@@ -236,6 +236,12 @@ inline std::vector<EmitCase> otherCases() {
        {{"N", 77}, {"V", 1001}, {"C", 80}}, false, {{"t", 1001}}},
       {"transposed read, batched", "tests/diagrams/transposed_reads.dg", "batched", {{"B", 3}, {"N", 45}, {"V", 333}},
        false, {}},
+      // Elementwise launches taking 8 consecutive elements of the flattened index (planning/flat_points.h):
+      // rows of 1001, the array's last 8 cut short; the backward writes a logits gradient so.
+      {"flat points, one-hot rows", "tests/diagrams/flat_points.dg", "one_hot_rows", {{"N", 77}, {"V", 1001}}, false,
+       {{"t", 1001}}},
+      {"flat points, batched rows", "tests/diagrams/flat_points.dg", "batched_rows", {{"B", 3}, {"N", 77}, {"V", 1001}},
+       false, {}},
       // Sums along a long axis of 3 rows: the stream shared out across blocks.
       {"row sums, few long rows", "tests/diagrams/row_reductions.dg", "row_sums", {{"M", 3}, {"N", 100003}}, false, {}},
       {"row log-sum-exp, few long rows", "tests/diagrams/row_reductions.dg", "row_logsumexp", {{"M", 3}, {"N", 100003}},
