@@ -2,6 +2,8 @@
 // the CUDA writer makes is built from.
 #include "codegen/cuda_writer.h"
 
+#include "codegen/constant_bases.h"
+
 namespace llmc::cuda_writer {
 
 WrittenKernel CudaWriter::run() {
@@ -180,7 +182,10 @@ std::string CudaWriter::offset(NodeId id, const Env& env) const {
   const bool wide = t.elementCount() > INT_MAX;
   std::string off;
   for (const Axis& a : t.axes) {
-    const std::string& e = env.at(a.name).expr;
+    std::string e = env.at(a.name).expr;
+    if (off.empty() && t.axes.size() > 1 && !e.empty() && std::all_of(e.begin(), e.end(), ::isdigit))
+      if (auto arr = stored_.find(id); arr != stored_.end())
+        e = constantBaseMarker(arr->second.param, std::stoll(e), std::stoll(e) * (t.elementCount() / a.size));
     if (off.empty()) off = wide ? fmt::format("(long long)({})", e) : e;
     else off = fmt::format("({}) * {} + {}", off, a.size, e);
   }

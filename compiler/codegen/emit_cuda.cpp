@@ -1,5 +1,7 @@
 #include "codegen/emit_cuda.h"
 
+#include "codegen/constant_bases.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -196,7 +198,8 @@ class ModuleWriter {
         try {
           WrittenKernel epilogue = writeGemmEpilogue(graph, p.plan, arrays, names, {gemm.contraction, gemm.batch, gemm.m, gemm.n});
           const int stagedA = stageOperand(launch, gemm.a, "a", gemm), stagedB = stageOperand(launch, gemm.b, "b", gemm);
-          const std::string function = gemmKernelSource(p, gemm, epilogue, stagedA, stagedB, launch);
+          const std::string function =
+              resolveConstantBases(gemmKernelSource(p, gemm, epilogue, stagedA, stagedB, launch), launch.params, paramOf());
           kernelsSource_ += function;
           const char* tileLibrary = gemm.library == TensorCoreGemm::Library::Sm90 ? "llmc/gemm_sm90.cuh" : "llmc/gemm_sm80.cuh";
           tileLibraries_.insert(tileLibrary);
@@ -246,11 +249,12 @@ class ModuleWriter {
     const std::string about = launchComment(p, pw, written, tcStream.stream ? &*tcStream.stream : nullptr);
     const std::string bounds = tcStream.stream ? fmt::format("{}, {}", launch.block, tcStream.stream->residentBlocks)
                                                : fmt::format("{}", launch.block);
-    const std::string function =
+    const std::string function = resolveConstantBases(
         fmt::format("\n// {}: {} blocks x {} threads. Instruction selection: {}.\n{}"
                     "extern \"C\" __global__ void __launch_bounds__({}) {}({}) {{\n{}}}\n",
                     launch.name, launch.grid[0], launch.block, launch.instructions.describe(), about, bounds,
-                    launch.name, params, written.body);
+                    launch.name, params, written.body),
+        launch.params, paramOf());
     kernelsSource_ += function;
     const char* streamLibrary = !tcStream.stream                                   ? nullptr
                                 : tcStream.stream->issuer == MmaIssuer::Warpgroup ? "llmc/stream_wgmma.cuh"
@@ -287,6 +291,17 @@ class ModuleWriter {
 
   // A staged GEMM operand (gemm_staging.h): a scratch buffer and the launch
   // that fills it, before the GEMM's; the buffer's index (-1: not staged).
+  // A buffer's parameter name in the functions (constant_bases.h).
+  std::function<std::string(int)> paramOf() const {
+    std::map<int, std::string> names;
+    for (const auto& [id, b] : list_.bufferOf)
+      if (auto it = list_.arrays.find(id); it != list_.arrays.end()) names[b] = it->second.param;
+    return [names = std::move(names)](int buffer) {
+      auto it = names.find(buffer);
+      return it == names.end() ? std::string() : it->second;
+    };
+  }
+
   int stageOperand(const KernelLaunch& gemmLaunch, const GemmOperandPlacement& operand, const char* role,
                    const TensorCoreGemm& gemm) {
     if (!operand.staged) return -1;

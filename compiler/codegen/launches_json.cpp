@@ -27,6 +27,7 @@ nlohmann::json launchesToJson(const CudaModule& module) {
       params.push_back({{"buffer", p.buffer},
                         {"name", b.name},
                         {"access", p.written ? "write" : "read"},
+                        {"offset_elements", p.offsetElements},
                         {"dtype", b.dtype},
                         {"axes", axesJson(b.axes)}});
     }

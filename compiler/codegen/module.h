@@ -45,10 +45,15 @@ struct BufferDesc {
   std::vector<std::string> graphOutputs;  // graph outputs it holds (an output may be an input)
 };
 
-// One parameter of a launch: a pointer to a buffer.
+// One parameter of a launch: a pointer into a buffer.
 struct LaunchParam {
   int buffer = -1;     // index into CudaModule::buffers
   bool written = false;  // the launch writes it (its outputs); otherwise reads it
+  // The pointer passed is the buffer's address plus this many elements: the
+  // launch reads one position of the buffer's first axis, always the same (a
+  // layer's slice of a stacked parameter), and its code indexes from there
+  // (codegen/constant_bases.h), so that the layers' launches are one source.
+  int64_t offsetElements = 0;
 };
 
 // A TMA tensor map a launch takes by value (a 128-byte CUtensorMap, as a

@@ -34,8 +34,9 @@ std::string readFile(const fs::path& path) {
 
 // Bump when the JSON layout changes, or what the compiler emits for the same diagrams (the key
 // holds the diagrams, options and target file, not the compiler): 5, streams on wgmma and TMA;
-// 6, the entry's first line holds the SHA-256 of the JSON after it.
-constexpr int kFormat = 6;
+// 6, the entry's first line holds the SHA-256 of the JSON after it; 7, a parameter's offset
+// (constant bases) and flat points.
+constexpr int kFormat = 7;
 
 // An entry: this prefix, the SHA-256 of the JSON in hex, a newline, the JSON.
 constexpr std::string_view kEntryPrefix = "llmc plan sha256 ";
@@ -137,7 +138,7 @@ std::string moduleToJson(const CudaModule& module) {
   json launches = json::array();
   for (const KernelLaunch& l : module.launches) {
     json params = json::array();
-    for (const LaunchParam& p : l.params) params.push_back({p.buffer, p.written});
+    for (const LaunchParam& p : l.params) params.push_back({p.buffer, p.written, p.offsetElements});
     json maps = json::array();
     for (const TensorMapParam& m : l.tensorMaps)
       maps.push_back({{"operand", m.operand}, {"buffer", m.buffer}, {"offset_bytes", m.offsetBytes}, {"dims", m.dims},
@@ -193,7 +194,8 @@ CudaModule moduleFromJson(const std::string& text) {
       p.swizzle = t.at("swizzle").get<std::string>();
       k.tensorMaps.push_back(p);
     }
-    for (const json& p : l.at("params")) k.params.push_back({bufferIndex(p.at(0)), p.at(1).get<bool>()});
+    for (const json& p : l.at("params"))
+      k.params.push_back({bufferIndex(p.at(0)), p.at(1).get<bool>(), p.at(2).get<int64_t>()});
     for (const json& p : l.at("in_place")) k.inPlace.push_back({bufferIndex(p.at(0)), bufferIndex(p.at(1))});
     k.instructions.tensorCores = l.at("tensor_cores").get<std::string>();
     k.source = l.at("source").get<std::string>();

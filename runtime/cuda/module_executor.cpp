@@ -88,7 +88,12 @@ void ModuleExecutor::setArena(CUdeviceptr arena, size_t bytes) {
     LaunchArguments& a = arguments_[i];
     for (const TensorMapParam& m : l.tensorMaps)
       a.maps.push_back(encodeTensorMap(m, addresses_.at(static_cast<size_t>(m.buffer))));
-    for (const LaunchParam& p : l.params) a.pointers.push_back(addresses_.at(static_cast<size_t>(p.buffer)));
+    for (const LaunchParam& p : l.params) {
+      const BufferDesc& b = module_.buffers.at(static_cast<size_t>(p.buffer));
+      const int64_t elementBytes = b.elements > 0 ? b.bytes / b.elements : 0;
+      a.pointers.push_back(addresses_.at(static_cast<size_t>(p.buffer)) +
+                           static_cast<CUdeviceptr>(p.offsetElements * elementBytes));
+    }
     // The vectors are complete: pointers into them stay valid.
     for (CUtensorMap& m : a.maps) a.args.push_back(&m);
     for (CUdeviceptr& p : a.pointers) a.args.push_back(&p);
