@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <functional>
 #include <set>
+#include <string>
+#include <tuple>
 #include <utility>
 
 #include "lowering/lowering.h"
@@ -76,6 +78,22 @@ std::set<NodeId> prologuesOffTensorCores(const Graph& graph, const std::vector<P
   return operands;
 }
 
+// Whether two plans fuse the graph into the same kernels (the same nodes,
+// inputs, outputs and stream axes, in any order): then their partitions and
+// lowerings are the same too, and a trial that fuses as the plan it would
+// replace needs no lowering of its own.
+bool sameKernels(const std::vector<PlannedKernel>& a, const std::vector<PlannedKernel>& b) {
+  if (a.size() != b.size()) return false;
+  auto kernels = [](const std::vector<PlannedKernel>& plan) {
+    std::vector<std::tuple<std::vector<NodeId>, std::vector<NodeId>, std::vector<NodeId>, std::string>> out;
+    for (const PlannedKernel& pk : plan)
+      out.emplace_back(pk.kernel.nodes, pk.kernel.inputs, pk.kernel.outputs, pk.kernel.streamAxis);
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  return kernels(a) == kernels(b);
+}
+
 }  // namespace
 
 // Plans the kernels fused with `trial`, then leaves unfused, as well, what
@@ -83,9 +101,10 @@ std::set<NodeId> prologuesOffTensorCores(const Graph& graph, const std::vector<P
 // its first contraction streamed with the mask it sums against), a few
 // rounds, before the plan is compared with the one it would replace.
 std::vector<PlannedKernel> planUnfused(FusionOptions& trial, const CostOptions& cost, const EmitOptions& emit,
-                                       PartitionMemo& memo) {
+                                       PartitionMemo& memo, const std::vector<PlannedKernel>& current) {
   const Graph& graph = memo.graph();
   std::vector<PlannedKernel> kernels = planKernels(cost, trial, memo);
+  if (sameKernels(kernels, current)) return current;  // fusion kept every stream: nothing to lower again
   chooseEngines(kernels, cost, emit, memo);
   for (int round = 0; round < 3; ++round) {
     const std::set<NodeId> streams = streamsOffTensorCores(graph, kernels);
@@ -94,8 +113,10 @@ std::vector<PlannedKernel> planUnfused(FusionOptions& trial, const CostOptions& 
     trial.unstreamed.insert(streams.begin(), streams.end());
     trial.stored.insert(prologues.begin(), prologues.end());
     if (trial.unstreamed.size() + trial.stored.size() == before) break;
-    kernels = planKernels(cost, trial, memo);
-    chooseEngines(kernels, cost, emit, memo);
+    std::vector<PlannedKernel> next = planKernels(cost, trial, memo);
+    if (sameKernels(next, kernels)) break;
+    chooseEngines(next, cost, emit, memo);
+    kernels = std::move(next);
   }
   return kernels;
 }
@@ -120,7 +141,7 @@ std::vector<PlannedKernel> unfuseOffTensorCores(std::vector<PlannedKernel> kerne
     trial.unstreamed.insert(streams.begin(), streams.end());
     trial.stored.insert(prologues.begin(), prologues.end());
     if (trial.unstreamed.size() + trial.stored.size() == before) break;
-    std::vector<PlannedKernel> separate = planUnfused(trial, cost, emit, memo);
+    std::vector<PlannedKernel> separate = planUnfused(trial, cost, emit, memo, kernels);
     if (totalSeconds(separate) >= totalSeconds(kernels)) break;
     fusion = std::move(trial);
     kernels = std::move(separate);
@@ -132,8 +153,10 @@ std::vector<PlannedKernel> unfuseOffTensorCores(std::vector<PlannedKernel> kerne
     FusionOptions trial = fusion;
     trial.unstreamed.insert(stepped.begin(), stepped.end());
     std::vector<PlannedKernel> separate = planKernels(cost, trial, memo);
-    chooseEngines(separate, cost, emit, memo);
-    if (totalSeconds(separate) < totalSeconds(kernels)) kernels = std::move(separate);
+    if (!sameKernels(separate, kernels)) {
+      chooseEngines(separate, cost, emit, memo);
+      if (totalSeconds(separate) < totalSeconds(kernels)) kernels = std::move(separate);
+    }
   }
   return kernels;
 }
