@@ -63,6 +63,23 @@ std::string CudaWriter::define(int s, const std::string& ctype, const std::strin
   return name;
 }
 
+// A value's printed name without the node numbers it ends in (`hidden_2897`
+// -> `hidden`): the functor's members are named so, since a name reached as
+// a member is kept as it is where kernel classes compare sources
+// (runtime/cuda/canonical_kernel.h): the same epilogue in every layer is
+// then one source. fresh() numbers them within the kernel.
+std::string CudaWriter::memberStem(const std::string& printed) {
+  std::string stem = printed;
+  for (;;) {
+    const size_t underscore = stem.rfind('_');
+    if (underscore == std::string::npos || underscore == 0 || underscore + 1 == stem.size() ||
+        !std::all_of(stem.begin() + static_cast<std::ptrdiff_t>(underscore) + 1, stem.end(), ::isdigit))
+      break;
+    stem.resize(underscore);
+  }
+  return stem.empty() ? std::string("v") : stem;
+}
+
 std::string CudaWriter::fresh(const std::string& base) {
   for (;;) {
     std::string name = fmt::format("{}_{}", base, counter_++);
@@ -223,7 +240,7 @@ std::string CudaWriter::load(const Node& n, const Env& own, int target) {
     const std::string key = fmt::format("{}@{}", n.id, offset(n.id, at));
     auto [it, isNew] = vectorLoads_.emplace(key, "");
     if (isNew) {
-      it->second = fresh(names_[static_cast<size_t>(n.id)]);
+      it->second = fresh(memberStem(names_[static_cast<size_t>(n.id)]));
       emit(0, fmt::format("float {}[8];", it->second));
       if (addressedByCoordinates(n, at)) {
         epilogueInputs_.push_back("uint4 " + it->second);
@@ -244,7 +261,7 @@ std::string CudaWriter::load(const Node& n, const Env& own, int target) {
     const std::string key = fmt::format("{}@{}", n.id, offset(n.id, own));
     auto [it, isNew] = vectorLoads_.emplace(key, "");
     if (isNew) {
-      it->second = fresh(names_[static_cast<size_t>(n.id)] + "_in");
+      it->second = fresh(memberStem(names_[static_cast<size_t>(n.id)]) + "_in");
       epilogueInputs_.push_back("float " + it->second);
       const std::string read = fmt::format("{}[{}]", arr.param, offset(n.id, own));
       epilogueLoads_ += fmt::format("in.{} = {};\n", it->second,

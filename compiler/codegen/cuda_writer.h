@@ -99,6 +99,7 @@ class CudaWriter {
   std::string fresh(const std::string& base);
   bool axisVariable(const std::string& name);
   std::string define(int s, const std::string& ctype, const std::string& base, const std::string& expr);
+  static std::string memberStem(const std::string& printed);
   // A loop over a whole axis, binding it in env; over the block's share of
   // an axis split across blocks.
   int loop(int parent, const Axis& axis, Env& env);
