@@ -136,7 +136,10 @@ std::string axisList(const std::vector<Axis>& axes) {
 class ModuleWriter {
  public:
   ModuleWriter(const Graph& graph, const LaunchList& list, const Target& target, const EmitOptions& options)
-      : graph_(graph), list_(list), target_(target), options_(options) {}
+      : graph_(graph), list_(list), target_(target), options_(options) {
+    for (const auto& [id, buffer] : list_.bufferOf)
+      if (auto it = list_.arrays.find(id); it != list_.arrays.end()) paramNames_[buffer] = it->second.param;
+  }
 
   CudaModule run() {
     const DeviceResidency resident{int64_t{target_.smCount} * target_.maxWarpsPerSM * target_.warpSize,
@@ -199,7 +202,7 @@ class ModuleWriter {
           WrittenKernel epilogue = writeGemmEpilogue(graph, p.plan, arrays, names, {gemm.contraction, gemm.batch, gemm.m, gemm.n});
           const int stagedA = stageOperand(launch, gemm.a, "a", gemm), stagedB = stageOperand(launch, gemm.b, "b", gemm);
           const std::string function =
-              resolveConstantBases(gemmKernelSource(p, gemm, epilogue, stagedA, stagedB, launch), launch.params, paramOf());
+              resolveBases(gemmKernelSource(p, gemm, epilogue, stagedA, stagedB, launch), launch);
           kernelsSource_ += function;
           const char* tileLibrary = gemm.library == TensorCoreGemm::Library::Sm90 ? "llmc/gemm_sm90.cuh" : "llmc/gemm_sm80.cuh";
           tileLibraries_.insert(tileLibrary);
@@ -249,12 +252,12 @@ class ModuleWriter {
     const std::string about = launchComment(p, pw, written, tcStream.stream ? &*tcStream.stream : nullptr);
     const std::string bounds = tcStream.stream ? fmt::format("{}, {}", launch.block, tcStream.stream->residentBlocks)
                                                : fmt::format("{}", launch.block);
-    const std::string function = resolveConstantBases(
+    const std::string function = resolveBases(
         fmt::format("\n// {}: {} blocks x {} threads. Instruction selection: {}.\n{}"
                     "extern \"C\" __global__ void __launch_bounds__({}) {}({}) {{\n{}}}\n",
                     launch.name, launch.grid[0], launch.block, launch.instructions.describe(), about, bounds,
                     launch.name, params, written.body),
-        launch.params, paramOf());
+        launch);
     kernelsSource_ += function;
     const char* streamLibrary = !tcStream.stream                                   ? nullptr
                                 : tcStream.stream->issuer == MmaIssuer::Warpgroup ? "llmc/stream_wgmma.cuh"
@@ -289,19 +292,17 @@ class ModuleWriter {
     return about;
   }
 
-  // A staged GEMM operand (gemm_staging.h): a scratch buffer and the launch
-  // that fills it, before the GEMM's; the buffer's index (-1: not staged).
-  // A buffer's parameter name in the functions (constant_bases.h).
-  std::function<std::string(int)> paramOf() const {
-    std::map<int, std::string> names;
-    for (const auto& [id, b] : list_.bufferOf)
-      if (auto it = list_.arrays.find(id); it != list_.arrays.end()) names[b] = it->second.param;
-    return [names = std::move(names)](int buffer) {
-      auto it = names.find(buffer);
-      return it == names.end() ? std::string() : it->second;
-    };
+  // `function` with its constant bases resolved (constant_bases.h), the
+  // launch's pointers moved where they may be.
+  std::string resolveBases(const std::string& function, KernelLaunch& launch) const {
+    return resolveConstantBases(function, launch.params, [this](int buffer) {
+      auto it = paramNames_.find(buffer);
+      return it == paramNames_.end() ? std::string() : it->second;
+    });
   }
 
+  // A staged GEMM operand (gemm_staging.h): a scratch buffer and the launch
+  // that fills it, before the GEMM's; the buffer's index (-1: not staged).
   int stageOperand(const KernelLaunch& gemmLaunch, const GemmOperandPlacement& operand, const char* role,
                    const TensorCoreGemm& gemm) {
     if (!operand.staged) return -1;
@@ -415,6 +416,7 @@ class ModuleWriter {
   const LaunchList& list_;
   const Target& target_;
   const EmitOptions& options_;
+  std::map<int, std::string> paramNames_;  // a buffer's parameter name in the functions
   CudaModule module_;
   std::string kernelsSource_;            // every function, in launch order
   StagingCopies staging_;                // gemm_staging.h: the staging launches and their scratch buffers
