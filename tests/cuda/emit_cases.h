@@ -242,6 +242,10 @@ inline std::vector<EmitCase> otherCases() {
        {{"t", 1001}}},
       {"flat points, batched rows", "tests/diagrams/flat_points.dg", "batched_rows", {{"B", 3}, {"N", 77}, {"V", 1001}},
        false, {}},
+      // A stack of 3 layers read at one position each of their stacked weights: each launch takes a pointer to
+      // its layer's slice (codegen/constant_bases.h), the layers one source; forward and backward.
+      {"layer stack, pointers to a layer's slice", "tests/diagrams/layer_stack.dg", "layer_stack",
+       {{"N", 100}, {"C", 77}, {"L", 3}}, true, {}},
       // Sums along a long axis of 3 rows: the stream shared out across blocks.
       {"row sums, few long rows", "tests/diagrams/row_reductions.dg", "row_sums", {{"M", 3}, {"N", 100003}}, false, {}},
       {"row log-sum-exp, few long rows", "tests/diagrams/row_reductions.dg", "row_logsumexp", {{"M", 3}, {"N", 100003}},
