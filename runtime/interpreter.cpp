@@ -257,6 +257,49 @@ std::vector<T> reduce(const Node& node, const Arg<T>& x) {
   return std::vector<T>(acc.begin(), acc.end());
 }
 
+// The running sum or maximum of x along node.axes[0], which the result calls
+// node.newAxes[0]: each line of the result along that axis walked in order
+// (from the end where node.hi is set), each position taking the aggregate
+// with its own element (inclusive) or before it (exclusive, node.lo).
+template <class T>
+std::vector<T> scanAlong(const Node& node, const Arg<T>& x) {
+  const std::string& along = node.axes.at(0);
+  const std::string& to = node.newAxes.at(0);
+  const Type& out = node.type;
+  Type renamed = *x.type;
+  for (Axis& a : renamed.axes)
+    if (a.name == along) a.name = to;
+  const std::vector<int64_t> read = stridesOver(node, renamed, out);
+  const std::vector<int64_t> write = rowMajorStrides(out);
+  size_t at = 0;
+  while (at < out.axes.size() && out.axes[at].name != to) ++at;
+  if (at == out.axes.size()) fail(node, fmt::format("{} has no axis '{}'", out.str(), to));
+  const int64_t n = out.axes[at].size;
+  using Acc = std::conditional_t<std::is_same_v<T, float>, double, T>;  // as reduce sums
+  const bool isSum = node.reduce == ReduceOp::Sum;
+  const Acc identity = isSum ? Acc(0) : -std::numeric_limits<Acc>::infinity();
+  std::vector<T> result(static_cast<size_t>(out.elementCount()));
+  std::vector<int64_t> index(out.axes.size(), 0);  // the line's position along the other axes
+  for (int64_t line = 0, lines = n == 0 ? 0 : out.elementCount() / n; line < lines; ++line) {
+    int64_t from = 0, into = 0;
+    for (size_t i = 0; i < index.size(); ++i) from += index[i] * read[i], into += index[i] * write[i];
+    Acc acc = identity;
+    for (int64_t k = 0; k < n; ++k) {
+      const int64_t p = node.hi ? n - 1 - k : k;
+      const Acc v = static_cast<Acc>(x.data[from + p * read[at]]);
+      if (node.lo) result[static_cast<size_t>(into + p * write[at])] = static_cast<T>(acc);
+      acc = isSum ? acc + v : (v > acc ? v : acc);
+      if (!node.lo) result[static_cast<size_t>(into + p * write[at])] = static_cast<T>(acc);
+    }
+    for (size_t i = index.size(); i-- > 0;) {  // the next line: odometer over the axes but `at`
+      if (i == at) continue;
+      if (++index[i] < out.axes[i].size) break;
+      index[i] = 0;
+    }
+  }
+  return result;
+}
+
 // Lays src out as the axes `order` (a permutation of its axes) and returns a
 // pointer to it: src itself when it already is, else `buffer`.
 template <class T>
@@ -666,6 +709,9 @@ class Evaluator {
       case Op::Contract:
         requireOperands(node, 2);
         return contract(node, arg(node, 0), arg(node, 1));
+      case Op::Scan:
+        requireOperands(node, 1);
+        return scanAlong(node, arg(node, 0));
       case Op::Gather:
         requireOperands(node, 2);
         return gather(node, arg(node, 0), arg(node, 1));

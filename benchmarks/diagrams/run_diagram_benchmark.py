@@ -124,6 +124,10 @@ def linear_attention(q, k, v):  # q, k [b h t d], v [b h t e]: causal, elu + 1 f
     return o.to(q.dtype)
 
 
+def running_sum(x):  # x [b t c]: the running sum along t
+    return torch.cumsum(x, 1)
+
+
 # name, diagram, entry, sizes, grad, torch function, input shapes (by size names), integer inputs
 CASES = [
     ("gated MLP, odd", "gated_mlp.dg", "gated_mlp", dict(N=1000, C=771, F=2051), False, gated_mlp,
@@ -176,6 +180,14 @@ CASES = [
      False, linear_attention, ["B H T D", "B H T D", "B H T E"]),
     ("causal linear attention by scan, backward", "linear_attention.dg", "linear_attention_loss",
      dict(B=2, H=4, T=256, D=32, E=32), True, linear_attention, ["B H T D", "B H T D", "B H T E"]),
+    ("causal linear attention, long (blocked scan)", "linear_attention.dg", "linear_attention",
+     dict(B=2, H=4, T=4096, D=32, E=32), False, linear_attention, ["B H T D", "B H T D", "B H T E"]),
+    ("causal linear attention, long, backward", "linear_attention.dg", "linear_attention_loss",
+     dict(B=2, H=4, T=4096, D=32, E=32), True, linear_attention, ["B H T D", "B H T D", "B H T E"]),
+    ("running sum, long axis", "running_sum.dg", "running_sum", dict(B=8, T=4096, C=1024), False, running_sum,
+     ["B T C"]),
+    ("running sum, long axis, backward", "running_sum.dg", "running_sum_loss", dict(B=8, T=4096, C=1024), True,
+     running_sum, ["B T C"]),
     ("top-k routing", "topk_routing.dg", "topk_routing", dict(N=2048, C=256, E=8, O=256, R=2), False,
      topk_routing(2), ["N C", "E C", "E C O"]),
     ("top-k routing, backward", "topk_routing.dg", "topk_routing_loss", dict(N=2048, C=256, E=8, O=256, R=2), True,

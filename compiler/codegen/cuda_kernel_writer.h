@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -26,6 +27,7 @@ struct LaunchPlan {
     Tile,     // one block per tile of the group axes, threads over the tile's points
     Scatter,  // a scatter-add: one thread per value, atomic adds into a zeroed f32 array
     Clear,    // zero a stored array (before a scatter-add)
+    Scan,     // a running aggregate with its prologue, as `scan` lays it out (planning/scan_layout.h)
   } kind = Kind::Tile;
   std::string name;
   std::set<NodeId> computed;     // values computed here; others are read from GMEM, or are views/constants
@@ -41,6 +43,8 @@ struct LaunchPlan {
   // Tile: the lowering stage's tile where the launch runs as a tensor-core
   // GEMM (PlannedKernel::gemmTile).
   GemmTile gemmTile;
+  // Scan: the layout the cost model priced (PlannedKernel::scan).
+  std::optional<ScanLayout> scan;
 };
 
 struct WrittenKernel {

@@ -17,6 +17,7 @@ WrittenKernel CudaWriter::run() {
       break;
     case LaunchPlan::Kind::Scatter: scatter(out); break;
     case LaunchPlan::Kind::Clear: clear(out); break;
+    case LaunchPlan::Kind::Scan: scanLines(out); break;
   }
   for (const std::string& l : scopes_[0].lines) out.body += "  " + l + "\n";
   out.reads = reads_;
@@ -457,7 +458,8 @@ std::string CudaWriter::compute(const Node& n, const Env& own, int target) {
     case Op::Input:
     case Op::Constant:
     case Op::Pos:
-    case Op::ScatterAdd: break;
+    case Op::ScatterAdd:
+    case Op::Scan: break;
   }
   throw std::logic_error(fmt::format("emit cuda: {} ({}) cannot be computed in launch {}", name, opName(n.op),
                                      plan_.name));

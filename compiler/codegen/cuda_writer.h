@@ -7,6 +7,7 @@
 //   cuda_writer_tile.cpp           tile launches: the GRID, points, slices
 //   cuda_writer_tensor_stream.cpp  streams on the tensor cores (tensor_core_stream.h)
 //   cuda_writer_launches.cpp       GEMM epilogues, grid sums, scatter-adds, clears
+//   cuda_writer_scan.cpp           scans: a pass over the positions carrying each line's aggregate
 #pragma once
 
 #include <fmt/format.h>
@@ -453,6 +454,11 @@ class CudaWriter {
   void gridSum(WrittenKernel& out);
 
   void scatter(WrittenKernel& out);
+
+  // A scan launch (LaunchPlan::Kind::Scan, planning/scan_layout.h): each
+  // thread its line's slice of positions a round, scanned in registers; the
+  // slices' totals scanned in shared memory; the carry added; stored.
+  void scanLines(WrittenKernel& out);
 
   // Zeroes a whole f32 array: 16-byte stores where it is 4 floats a multiple
   // and 16-byte aligned (a caller may place it anywhere), else 4-byte ones

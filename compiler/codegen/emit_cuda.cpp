@@ -284,6 +284,10 @@ class ModuleWriter {
       about = fmt::format("// GRID: one block per tile of [{}] (size/tile); threads over the tile's points.\n",
                           axes.empty() ? "one point" : axes);
       if (!pw.streamNote.empty()) about += "// " + pw.streamNote + ".\n";
+    } else if (p.plan.kind == LaunchPlan::Kind::Scan) {
+      const ScanLayout& l = p.plan.scan.value();
+      about = fmt::format("// GRID: one block per {} lines (positions of the axes but {}), {} threads a line.\n// {}.\n",
+                          l.linesPerBlock, l.along, l.slices, written.streamNote);
     } else if (p.plan.kind == LaunchPlan::Kind::Scatter) {
       about = "// A scatter-add: one thread per value, atomic adds into the zeroed f32 array.\n";
     } else {

@@ -299,6 +299,10 @@ class LaunchPlanner {
       auto t = pk.partition.groupTiles.find(a.name);
       tile.plan.tiles[a.name] = t == pk.partition.groupTiles.end() ? a.size : std::min(t->second, a.size);
     }
+    if (pk.scan) {
+      tile.plan.kind = LaunchPlan::Kind::Scan;
+      tile.plan.scan = pk.scan;
+    }
     tile.plan.streamAxis = k.streamAxis;
     tile.plan.streamChunk = pk.partition.streamChunk;
     tile.plan.gemmTile = pk.gemmTile;

@@ -1,5 +1,6 @@
 #include "ir/autodiff.h"
 
+#include <stdexcept>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -244,6 +245,17 @@ class Differentiator {
       case Op::Broadcast:
         accumulate(b, operand(0), grad, &n.type);  // accumulate sums over the new axes
         return;
+      case Op::Scan: {
+        // Position s of x is in every running sum from s on (after s where
+        // exclusive): its adjoint is the running sum of the gradient run the
+        // other way. Running maxima are never this op before autodiff (the
+        // masked-sums pass makes sums alone; scan(max, ..) stays the masked
+        // maximum the front end writes).
+        if (n.reduce != ReduceOp::Sum) throw std::logic_error("autodiff: a running maximum as a scan node");
+        NodeId full = b.broadcastTo(grad, n.type);
+        accumulate(b, operand(0), b.scan(ReduceOp::Sum, full, n.newAxes[0], n.axes[0], n.lo != 0, n.hi == 0));
+        return;
+      }
       case Op::Contract:
         contractAdjoint(b, grad, operand(0), operand(1));
         contractAdjoint(b, grad, operand(1), operand(0));

@@ -17,7 +17,7 @@ NodeKey keyOf(const Node& n, const std::vector<NodeId>& operands) {
   int sub = n.op == Op::Unary     ? static_cast<int>(n.unary)
             : n.op == Op::Binary  ? static_cast<int>(n.binary)
             : n.op == Op::Compare ? static_cast<int>(n.compare)
-            : n.op == Op::Reduce  ? static_cast<int>(n.reduce)
+            : n.op == Op::Reduce || n.op == Op::Scan ? static_cast<int>(n.reduce)
                                   : 0;
   return {n.op, n.type.str(), operands, sub, n.value, n.axes, n.newAxes, n.lo, n.hi};
 }

@@ -101,6 +101,22 @@ NodeId GraphBuilder::sum(NodeId x, const std::vector<std::string>& axes) {
   return add(std::move(n));
 }
 
+NodeId GraphBuilder::scan(ReduceOp op, NodeId x, const std::string& axis, const std::string& to, bool exclusive,
+                          bool reverse) {
+  Node n;
+  n.op = Op::Scan;
+  n.reduce = op;
+  n.axes = {axis};
+  n.newAxes = {to};
+  n.lo = exclusive ? 1 : 0;
+  n.hi = reverse ? 1 : 0;
+  n.operands = {x};
+  n.type = type(x);
+  for (Axis& a : n.type.axes)
+    if (a.name == axis) a.name = to;
+  return add(std::move(n));
+}
+
 NodeId GraphBuilder::contract(NodeId x, NodeId y, const std::vector<std::string>& axes) {
   return contract(x, y, axes, {});
 }

@@ -32,6 +32,10 @@ class GraphBuilder {
   // contraction may write its result in any order, so a consumer's order
   // costs no transposed view.
   NodeId contract(NodeId x, NodeId y, const std::vector<std::string>& axes, const std::vector<Axis>& order);
+  // The running `op` of x along `axis`, the result's `to` in its place
+  // (Op::Scan): exclusive leaves each position's own element out, reverse
+  // runs from the end.
+  NodeId scan(ReduceOp op, NodeId x, const std::string& axis, const std::string& to, bool exclusive, bool reverse);
   NodeId gather(NodeId table, NodeId index, const std::string& axis);
   NodeId scatterAdd(NodeId values, NodeId index, const Axis& axis, const std::vector<std::string>& summed);
   NodeId split(NodeId x, const std::string& axis, const std::vector<Axis>& parts);

@@ -91,6 +91,7 @@ const char* opName(Op op) {
     case Op::Broadcast: return "broadcast";
     case Op::ScatterAdd: return "scatter_add";
     case Op::StopGradient: return "stop_gradient";
+    case Op::Scan: return "scan";
   }
   return "?";
 }
@@ -152,6 +153,7 @@ std::vector<std::string> Node::wovenAxes() const {
     case Op::Rename:
     case Op::Broadcast:
     case Op::ScatterAdd:
+    case Op::Scan:
       own.insert(newAxes.begin(), newAxes.end());
       break;
     default:
@@ -186,7 +188,8 @@ bool sameMeaning(const Node& x, const Node& y) {
     case Op::Unary: return x.unary == y.unary;
     case Op::Binary: return x.binary == y.binary;
     case Op::Compare: return x.compare == y.compare;
-    case Op::Reduce: return x.reduce == y.reduce;
+    case Op::Reduce:
+    case Op::Scan: return x.reduce == y.reduce;
     case Op::Constant: return x.value == y.value;
     case Op::Input: return x.name == y.name;
     default: return true;

@@ -67,6 +67,9 @@ enum class Op {
   ScatterAdd,// operands values, index: out[newAxes[0] = index[p], rest] += values[p],
              // summing over axes (index axes the output lacks); Gather's adjoint
   StopGradient, // the operand unchanged; autodiff passes nothing back through it
+  Scan,      // running reduce (sum, max) of the operand along axes[0], which the
+             // result calls newAxes[0]: out[t] = reduce over s <= t of x[s]
+             // (lo = 1: s < t, exclusive; hi = 1: s >= t / s > t, from the end)
 };
 
 // Not, And and Or take and give bool (masks made of comparisons); the rest numbers.

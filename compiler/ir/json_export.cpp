@@ -26,6 +26,11 @@ nlohmann::json nodeToJson(const Node& n) {
     case Op::Binary: j["fn"] = binaryName(n.binary); break;
     case Op::Compare: j["fn"] = compareSymbol(n.compare); break;
     case Op::Reduce: j["fn"] = reduceName(n.reduce); break;
+    case Op::Scan:
+      j["fn"] = reduceName(n.reduce);
+      j["exclusive"] = n.lo != 0;
+      j["reverse"] = n.hi != 0;
+      break;
     case Op::Slice: j["lo"] = n.lo; j["hi"] = n.hi; break;
     case Op::Index: j["position"] = n.lo; break;
     default: break;

@@ -296,7 +296,7 @@ class StreamSplitter {
     std::vector<NodeId> readers;  // in g_'s numbering: a copy reads as its original
     for (NodeId r : readers_[idx(v)]) readers.push_back(originalOf(r));
     const bool movable = n.adjoint && !whole_.count(v) && n.op != Op::Input && !isFree(g_, n) && n.op != Op::Gather &&
-                         n.op != Op::ScatterAdd && !storedForMatmul(g_, originalOf(v), readers);
+                         n.op != Op::ScatterAdd && n.op != Op::Scan && !storedForMatmul(g_, originalOf(v), readers);
     if (byKey.size() < 2 || !movable || !cost_.cheaperThanStoring(v)) {
       keys_[idx(v)] = byKey.size() == 1 ? byKey.begin()->first : "@" + std::to_string(v);
       return;

@@ -132,6 +132,19 @@ class Verifier {
           if (!in(n, 0).has(a)) fail(n, fmt::format("reduces axis '{}' its operand lacks", a));
         expectAxisSet(n, without(in(n, 0), n.axes));
         return;
+      case Op::Scan: {
+        expectOperands(n, 1);
+        if (!isFloat(n.type.dtype) || n.type.dtype != in(n, 0).dtype) fail(n, "is not a float scan of its operand's dtype");
+        const Axis* along = in(n, 0).find(n.axes.at(0));
+        const Axis* made = n.type.find(n.newAxes.at(0));
+        if (!along || !made || along->size != made->size || (n.axes[0] != n.newAxes[0] && in(n, 0).has(n.newAxes[0])))
+          fail(n, "scans along a wrong axis");
+        if (n.lo < 0 || n.lo > 1 || n.hi < 0 || n.hi > 1) fail(n, "has a scan form other than 0 or 1");
+        std::vector<Axis> expected = without(in(n, 0), n.axes);
+        expected.push_back(*made);
+        expectAxisSet(n, expected);
+        return;
+      }
       case Op::Contract: {
         expectOperands(n, 2);
         for (const auto& a : n.axes)

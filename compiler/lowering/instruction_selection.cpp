@@ -40,6 +40,7 @@ bool readsStoredArray(const Graph& g, NodeId id, const std::set<NodeId>& compute
 std::string InstructionChoice::describe() const {
   switch (kind) {
     case Kind::Elementwise: return "elementwise (CUDA cores)";
+    case Kind::Scan: return "running aggregate, blocked scan (CUDA cores)";
     case Kind::Reduction:
       if (!tensorCores.empty()) return "reduction, " + tensorCores;
       return scalarReason.empty() ? "reduction (CUDA cores)" : "reduction (CUDA cores, because " + scalarReason + ")";
@@ -64,6 +65,10 @@ InstructionChoice selectInstructions(const Graph& g, const std::set<NodeId>& com
     reduces |= n.op == Op::Contract || n.op == Op::Reduce || n.op == Op::Gather || n.op == Op::ScatterAdd;
   }
   choice.kind = reduces ? InstructionChoice::Kind::Reduction : InstructionChoice::Kind::Elementwise;
+  if (std::any_of(computed.begin(), computed.end(), [&](NodeId id) { return g.node(id).op == Op::Scan; })) {
+    choice.kind = InstructionChoice::Kind::Scan;
+    return choice;
+  }
   // One contraction whose operands are both arrays in GMEM (through views):
   // the A·B of a tile GEMM, the rest of the launch its prologue-free epilogue.
   if (contractions.size() != 1) return choice;

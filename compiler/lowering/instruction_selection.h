@@ -18,6 +18,7 @@ struct InstructionChoice {
     Elementwise,  // no reduction: plain loads, FMAs, stores
     Reduction,    // sums or maxima (with a stream accumulator or loops), on CUDA cores
     MatmulLike,   // one floating-point contraction of two stored arrays, with elementwise work around it
+    Scan,         // a running sum or maximum (Op::Scan) with its prologue: planning/scan_layout.h
   } kind = Kind::Elementwise;
   NodeId contraction = -1;         // MatmulLike: the contraction
   std::vector<std::string> batch;  // MatmulLike: axes of both operands and the result

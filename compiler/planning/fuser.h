@@ -112,6 +112,13 @@ class Fuser {
  private:
   static size_t idx(NodeId id) { return static_cast<size_t>(id); }
   bool freeNode(NodeId id) const { return free_[idx(id)] != 0; }
+  // Whether the group holds a scan (Op::Scan): a launch of its own kind,
+  // which takes a prologue and no epilogue and joins no stream.
+  bool holdsScan(int group) const {
+    for (NodeId m : membersOfGroup(group))
+      if (g_.node(m).op == Op::Scan) return true;
+    return false;
+  }
   bool light(const Node& n) const { return n.op != Op::Input && !freeNode(n.id) && !viewHere(n) && !isAnchor(n); }
 
   // A view, read through by the kernels that use it; except a concat that a

@@ -7,7 +7,7 @@
 namespace llmc {
 
 bool isAnchor(const Node& n) {
-  return n.op == Op::Contract || n.op == Op::Reduce || n.op == Op::Gather || n.op == Op::ScatterAdd;
+  return n.op == Op::Contract || n.op == Op::Reduce || n.op == Op::Gather || n.op == Op::ScatterAdd || n.op == Op::Scan;
 }
 
 // Free: no Input, anchor or view is reached from n through the nodes that
@@ -321,6 +321,9 @@ void Fuser::attachEpilogues(int& next) {
     // what reads it cannot run in the same kernel.
     for (NodeId o : n.operands)
       if (g_.node(o).op == Op::ScatterAdd && group_[idx(o)] == chosen) chosen = -1;
+    // A scan's launch (planning/scan_layout.h) stores the running aggregate
+    // and nothing else: what follows it reads it from GMEM.
+    if (chosen >= 0 && holdsScan(chosen)) chosen = -1;
     if (chosen >= 0 && spreadsScalarReduction(chosen)) chosen = -1;
     if (chosen >= 0 && forBackwardInForward(n, chosen)) chosen = -1;
     if (chosen >= 0 && readsKernelValueMoved(n, chosen)) chosen = -1;

@@ -355,6 +355,8 @@ void Fuser::mergeStreams() {
         std::set<NodeId> members = membersOf(groups);
         growAlong(groups, members, x);
         if (groups.size() < 2) continue;
+        // A scan's launch takes its prologue alone (planning/scan_layout.h).
+        if (std::any_of(groups.begin(), groups.end(), [&](int gr) { return holdsScan(gr); })) continue;
         // Streamed over x with an accumulator; or, where the axis is short
         // enough to hold whole in a block (a layernorm's channels), with x
         // taken whole and no stream at all.

@@ -52,6 +52,18 @@ std::vector<PlannedKernel> partitionKernels(std::vector<Kernel> kernels, const C
   std::map<std::string, Partition> searched;  // signature -> best partition
   for (Kernel& k : kernels) {
     PlannedKernel p;
+    if (const NodeId scan = scanOf(graph, k); scan >= 0) {
+      // A scan runs as its layout says (scan_layout.h): its lines are its
+      // group, each block taking whole lines; no search.
+      const ScanLayout layout = scanLayout(graph, k, scan, target, options);
+      p.shape.groupAxes = layout.lines;
+      for (const Axis& a : layout.lines) p.partition.groupTiles[a.name] = a.size;
+      p.cost = scanCost(graph, k, layout, target, options);
+      p.scan = layout;
+      p.kernel = std::move(k);
+      planned.push_back(std::move(p));
+      continue;
+    }
     p.shape = kernelShape(graph, k, target, options);
     const std::string signature = kernelSignature(graph, k);
     auto known = searched.find(signature);
@@ -78,6 +90,7 @@ std::string partitionText(const Graph& g, const PlannedKernel& k) {
   // grid-stride loop over every element (fusion.h, isWholeArraySum).
   const std::set<NodeId> members(k.kernel.nodes.begin(), k.kernel.nodes.end());
   if (isWholeArraySum(g, k.kernel.outputs, members)) return "grid sum";
+  if (k.scan) return scanPartitionText(*k.scan);
   std::string out;
   for (const auto& a : k.shape.groupAxes)
     out += fmt::format("{}{}/{}", out.empty() ? "" : " ", a.name, k.partition.groupTiles.at(a.name));

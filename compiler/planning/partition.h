@@ -5,12 +5,14 @@
 // prices the engines it chooses.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "planning/cost_model.h"
 #include "planning/fusion.h"
 #include "planning/partition_memo.h"
+#include "planning/scan_layout.h"
 
 namespace llmc {
 
@@ -32,6 +34,8 @@ struct PlannedKernel {
   Partition partition;
   KernelCost cost;
   GemmTile gemmTile;
+  // A kernel whose anchor is a scan runs as this layout (no partition search).
+  std::optional<ScanLayout> scan;
 };
 
 // Partitions and prices `kernels` (formKernels' result). Kernels that compute

@@ -75,6 +75,8 @@ std::string operation(const Node& n) {
     case Op::Broadcast: return fmt::format("broadcast {}", created);
     case Op::ScatterAdd: return fmt::format("scatter_add into {}", created);
     case Op::StopGradient: return "stop_gradient";
+    case Op::Scan: return fmt::format("{} scan along {} -> {}{}{}", reduceName(n.reduce), axes, created,
+                                      n.lo ? ", exclusive" : "", n.hi ? ", reverse" : "");
   }
   return opName(n.op);
 }

@@ -198,6 +198,18 @@ inline std::vector<EmitCase> otherCases() {
        {{"B", 1}, {"H", 2}, {"T", 77}, {"D", 24}, {"E", 40}}, false, {}},
       {"causal linear attention by scan, training step", "benchmarks/diagrams/linear_attention.dg",
        "linear_attention_loss", {{"B", 1}, {"H", 2}, {"T", 77}, {"D", 24}, {"E", 40}}, true, {}},
+      // Running sums long enough to run as a blocked scan (planning/scan_layout.h): lines side by side, positions
+      // side by side (one line a block, 256 slices), a gradient scanned from the end; linear attention's state.
+      {"blocked scan, lines side by side", "tests/diagrams/blocked_scans.dg", "across_lines",
+       {{"B", 3}, {"T", 2003}, {"C", 1001}}, false, {}},
+      {"blocked scan, positions side by side", "tests/diagrams/blocked_scans.dg", "along_lines",
+       {{"B", 3}, {"C", 5}, {"T", 100003}}, false, {}, 0.1},
+      {"blocked scan, training step", "tests/diagrams/blocked_scans.dg", "running_loss",
+       {{"B", 3}, {"T", 2003}, {"C", 1001}}, true, {}},
+      {"causal linear attention, blocked scan", "benchmarks/diagrams/linear_attention.dg", "linear_attention",
+       {{"B", 2}, {"H", 3}, {"T", 1001}, {"D", 17}, {"E", 33}}, false, {}},
+      {"causal linear attention, blocked scan, training step", "benchmarks/diagrams/linear_attention.dg",
+       "linear_attention_loss", {{"B", 2}, {"H", 3}, {"T", 1001}, {"D", 17}, {"E", 33}}, true, {}},
       {"running sum read by a contraction, training step", "tests/diagrams/recompute.dg", "scanned_products_loss",
        {{"N", 3}, {"T", 256}, {"D", 32}}, true, {}},
       {"top-k routing", "benchmarks/diagrams/topk_routing.dg", "topk_routing",
