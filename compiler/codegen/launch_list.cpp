@@ -300,6 +300,9 @@ class LaunchPlanner {
       tile.plan.tiles[a.name] = t == pk.partition.groupTiles.end() ? a.size : std::min(t->second, a.size);
     }
     if (pk.scan) {
+      // Fusion gives a scan its prologue alone (fusion.cpp, holdsScan).
+      if (tile.plan.outputs != std::vector<NodeId>{pk.scan->scan})
+        throw std::logic_error(fmt::format("emit cuda: scan kernel {} stores more than its scan", k.name));
       tile.plan.kind = LaunchPlan::Kind::Scan;
       tile.plan.scan = pk.scan;
     }

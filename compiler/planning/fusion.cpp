@@ -331,9 +331,16 @@ void Fuser::attachEpilogues(int& next) {
     if (chosen >= 0) join(n.id, chosen, Acyclic::Known);
     else orphans.push_back(n.id);
   }
+  // A scan's kernel takes such a node only where the scan is all that
+  // reads it (through views: a prologue the scan reads renamed).
+  auto prologueOfScan = [&](NodeId id, int gc) {
+    const std::vector<NodeId> readers = readersThroughViews(id);
+    return !isOutput_.count(id) &&
+           std::all_of(readers.begin(), readers.end(), [&](NodeId r) { return group_[idx(r)] == gc; });
+  };
   for (auto it = orphans.rbegin(); it != orphans.rend(); ++it) {
     for (NodeId c : readersThroughViews(*it))
-      if (int gc = group_[idx(c)]; gc >= 0 && !readsScatterIn(*it, gc) && !feedsContraction(*it) &&
+      if (int gc = group_[idx(c)]; gc >= 0 && (!holdsScan(gc) || prologueOfScan(*it, gc)) && !readsScatterIn(*it, gc) && !feedsContraction(*it) &&
                                    !narrowerThanMatmulIn(*it, gc) && !readsKernelValueMoved(g_.node(*it), gc) &&
                                    staysAcyclicWith(*it, gc)) {
         join(*it, group_[idx(c)], Acyclic::Known);

@@ -40,6 +40,10 @@ class Writer {
       gridSum(k, sum, c);
       return out_;
     }
+    if (pk.scan) {
+      scan(k, *pk.scan, c);
+      return out_;
+    }
     std::string grid;
     for (const auto& a : s.groupAxes)
       grid += fmt::format("{}{} in 0..{} step {}", grid.empty() ? "" : ", ", a.name, a.size, p.groupTiles.at(a.name));
@@ -95,6 +99,34 @@ class Writer {
       if (out != sum) line(2, fmt::format("GMEM {} <- [p]", names_[static_cast<size_t>(out)]), "store");
     line(1, "REG  partial = sum of the block's partials", "warp shuffles, shared memory");
     line(1, fmt::format("GMEM {} += partial", names_[static_cast<size_t>(sum)]), "one atomic add per block, zeroed first");
+  }
+
+  // A blocked scan (planning/scan_layout.h), as codegen/cuda_writer_scan.cpp writes it.
+  void scan(const Kernel& k, const ScanLayout& l, const KernelCost& c) {
+    const Node& n = g_.node(l.scan);
+    const std::string& name = names_[static_cast<size_t>(n.id)];
+    const std::string identity = n.reduce == ReduceOp::Sum ? "0" : "-inf";
+    std::string lines;
+    for (const Axis& a : l.lines) lines += fmt::format("{}{}", lines.empty() ? "" : " ", a.name);
+    line(0, fmt::format("parallel lines [{}] in 0..{} step {} over GRID", lines, l.lineCount, l.linesPerBlock),
+         fmt::format("{} blocks of {} threads, {:.0f}% of whole waves", c.blocks, l.threads(), c.waveEfficiency * 100));
+    line(1, fmt::format("REG  carry = {}", identity), "per line");
+    line(1, fmt::format("for {0}0 in 0..{1} step {2}{3}", l.along, l.positions, int64_t{l.slices} * l.perSlice,
+                        n.hi ? ", from the end" : ""),
+         fmt::format("{} rounds", l.rounds));
+    line(2, fmt::format("parallel {} slices of {} positions over the line's threads", l.slices, l.perSlice));
+    for (NodeId in : k.inputs)
+      line(3, fmt::format("REG  {}[{}] <- GMEM {}", names_[static_cast<size_t>(in)], l.perSlice, names_[static_cast<size_t>(in)]), "load");
+    for (NodeId id : k.nodes) {
+      const Node& m = g_.node(id);
+      if (m.op != Op::Input && id != n.id) line(3, fmt::format("REG  {} = {}", names_[static_cast<size_t>(id)], describe(m)));
+    }
+    line(3, fmt::format("REG  v[{}] = running {} of {} over the slice", l.perSlice, reduceName(n.reduce),
+                        names_[static_cast<size_t>(n.operands[0])]));
+    if (l.slices > 1) line(2, fmt::format("SMEM totals[{}] = the slices' totals, scanned", l.threads()), "barriers");
+    line(2, fmt::format("GMEM {} <- carry + the totals before the slice + v{}", name, n.lo ? ", each position's own left out" : ""),
+         "store");
+    line(2, "REG  carry += the round's total");
   }
 
   void line(int depth, const std::string& text, const std::string& note = "") {

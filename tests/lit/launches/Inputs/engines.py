@@ -29,6 +29,7 @@ is GEMM-like.
       B but not A), which is how a contraction fused into a reduction shows
   cuda-core matvec k=..: <instructions>
       a matmul-like contraction without an m or an n axis (a row dot)
+  cuda-core scan               a blocked scan (planning/scan_layout.h): "instructions" say so
   cuda-core <kind>             anything else: elementwise, reduction, copy, ...
 """
 import json
@@ -82,6 +83,8 @@ def engine(launch):
         if m != "-" and n != "-":
             return f"cuda-core gemm-like m={m} n={n} k={k}: {instr}"
         return f"cuda-core matvec k={k}: {instr}"
+    if "blocked scan" in instr:  # a running aggregate: its params (a value over t read, the sums written) no GEMM
+        return "cuda-core scan"
     shape = gemm_like_params(launch) if launch["role"] == "tile" else None
     if shape:
         return "cuda-core gemm-like m={} n={} k={}: {}".format(*shape, instr)
