@@ -33,25 +33,44 @@ void CudaWriter::scanLines(WrittenKernel& out) {
   bindDigits(l.lines, "lineAt", 0, env);
   if (S > 1) emit(0, fmt::format("__shared__ float totals[{}];", l.threads()));
   emit(0, fmt::format("float carry = {};", identity));
+  // The K positions from `first` in scan order, along the axis, clamped
+  // into it (past the end they are read at the last and count as the identity).
+  auto positionsFrom = [&](int scope, const std::string& first) {
+    std::vector<std::string> at;
+    for (int k = 0; k < K; ++k) {
+      const std::string clamped = fmt::format("min({} + {}, {})", first, k, T - 1);
+      at.push_back(define(scope, "int", "at", reverse ? fmt::format("{} - {}", T - 1, clamped) : clamped));
+    }
+    return at;
+  };
+  // The operand at those positions, into the registers `into`.
+  auto readInto = [&](int scope, const std::vector<std::string>& at, const std::vector<std::string>& into, bool declare) {
+    for (int k = 0; k < K; ++k) {
+      Env e = env;
+      e[scan.axes[0]] = {at[static_cast<size_t>(k)], scope};
+      const std::string read = value(x.id, e);
+      emit(scope, fmt::format("{}{} = (float)({});", declare ? "float " : "", into[static_cast<size_t>(k)], read));
+    }
+  };
+  // Each round's loads are issued one round ahead (into `next`), before the
+  // barriers of the round before: their latency overlaps its scan.
+  std::vector<std::string> next(static_cast<size_t>(K)), v(static_cast<size_t>(K));
+  for (int k = 0; k < K; ++k) next[static_cast<size_t>(k)] = fresh("next");
+  readInto(0, positionsFrom(0, fmt::format("slice * {}", K)), next, true);
   const int round = open(0, fmt::format("for (int round = 0; round < {}; ++round)", l.rounds));
   emit(round, fmt::format("const int first = round * {} + slice * {};", int64_t{S} * K, K));
-  // The thread's K positions in scan order (p) and along the axis (at),
-  // clamped into it for the loads; past the end they count as the identity.
-  std::vector<std::string> inside(static_cast<size_t>(K)), at(static_cast<size_t>(K)), v(static_cast<size_t>(K));
+  std::vector<std::string> inside(static_cast<size_t>(K));
+  const std::vector<std::string> at = positionsFrom(round, "first");
   for (int k = 0; k < K; ++k) {
-    const std::string p = fmt::format("(first + {})", k);
-    inside[static_cast<size_t>(k)] = define(round, "bool", "inside", fmt::format("{} < {}", p, T));
-    const std::string clamped = fmt::format("min({}, {})", p, T - 1);
-    at[static_cast<size_t>(k)] =
-        define(round, "int", "at", reverse ? fmt::format("{} - {}", T - 1, clamped) : clamped);
-  }
-  for (int k = 0; k < K; ++k) {
-    Env e = env;
-    e[scan.axes[0]] = {at[static_cast<size_t>(k)], round};
-    const std::string read = value(x.id, e);
+    inside[static_cast<size_t>(k)] = define(round, "bool", "inside", fmt::format("first + {} < {}", k, T));
     v[static_cast<size_t>(k)] = fresh("v");
-    emit(round, fmt::format("float {} = live && {} ? (float)({}) : {};", v[static_cast<size_t>(k)],
-                            inside[static_cast<size_t>(k)], read, identity));
+    emit(round, fmt::format("float {} = live && {} ? {} : {};", v[static_cast<size_t>(k)], inside[static_cast<size_t>(k)],
+                            next[static_cast<size_t>(k)], identity));
+  }
+  if (l.rounds > 1) {
+    const int ahead = open(round, fmt::format("if (round + 1 < {})", l.rounds));
+    readInto(ahead, positionsFrom(ahead, fmt::format("first + {}", int64_t{S} * K)), next, false);
+    close(ahead);
   }
   // The thread's running aggregate over its K positions, in registers.
   for (int k = 1; k < K; ++k)

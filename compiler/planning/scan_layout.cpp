@@ -9,7 +9,11 @@ namespace llmc {
 
 namespace {
 
+// A block of 256 threads, more (up to 1024) where a line's slices need them:
+// the rounds wait on loads, so the threads resident on an SM (its 2048) are
+// what keeps bytes in flight.
 constexpr int kScanBlockThreads = 256;
+constexpr int kScanBlockThreadsMax = 1024;
 // Positions a thread takes a round: its loads of them are independent, so
 // they are in flight at once (Little's law), and scanned in registers. A
 // round waits a load's latency, so more a round means fewer rounds; the
@@ -103,8 +107,10 @@ ScanLayout scanLayout(const Graph& g, const Kernel& k, NodeId scan, const Target
 ScanLayout scanLayout(const Type& result, const std::string& along, double bytes, const Target& t) {
   ScanLayout best;
   double fastest = 0;
-  for (int perSlice : kPerSliceChoices) {
-    const ScanLayout l = layoutWith(result, along, perSlice, t);
+  // From the most positions a thread down: where the bytes bound every
+  // choice, the fewest rounds (the fewest barriers) are kept.
+  for (auto it = std::rbegin(kPerSliceChoices); it != std::rend(kPerSliceChoices); ++it) {
+    const ScanLayout l = layoutWith(result, along, *it, t);
     const double seconds = priced(bytes, 0, l, t).predicted;
     if (best.perSlice == 1 || seconds < fastest) best = l, fastest = seconds;
   }
@@ -126,18 +132,19 @@ ScanLayout layoutWith(const Type& result, const std::string& along, int perSlice
   if (l.positionsInnermost) {
     // Adjacent threads take adjacent runs of one line: as many slices as
     // the line has runs, the rest of the block other lines.
-    l.slices = powerOfTwoAtLeast(ceilDiv(l.positions, l.perSlice), kScanBlockThreads);
+    l.slices = powerOfTwoAtLeast(ceilDiv(l.positions, l.perSlice), kScanBlockThreadsMax);
   } else {
     // Adjacent threads take adjacent lines (a warp's loads one segment);
     // slices where the lines are too few to fill the device, at most as
     // many as leave a warp's 32 lines a block (or all of them), and no more
     // than the positions' runs.
     const int linesAtLeast = powerOfTwoAtLeast(std::min<int64_t>(l.lineCount, 32), 32);
-    const int cap = std::min(kScanBlockThreads / linesAtLeast, powerOfTwoAtMost(ceilDiv(l.positions, l.perSlice)));
+    const int cap = std::min(kScanBlockThreadsMax / linesAtLeast, powerOfTwoAtMost(ceilDiv(l.positions, l.perSlice)));
     l.slices = std::max(1, std::min(cap, powerOfTwoAtLeast(ceilDiv(resident, std::max<int64_t>(1, l.lineCount)), cap)));
   }
-  l.linesPerBlock = static_cast<int>(std::max<int64_t>(
-      1, std::min<int64_t>(kScanBlockThreads / l.slices, powerOfTwoAtLeast(l.lineCount, kScanBlockThreads))));
+  const int linesAtLeast = l.positionsInnermost ? 1 : powerOfTwoAtLeast(std::min<int64_t>(l.lineCount, 32), 32);
+  l.linesPerBlock = static_cast<int>(std::min<int64_t>(powerOfTwoAtLeast(l.lineCount, kScanBlockThreads),
+                                                       std::max(linesAtLeast, kScanBlockThreads / l.slices)));
   l.blocks = ceilDiv(l.lineCount, l.linesPerBlock);
   l.rounds = ceilDiv(l.positions, int64_t{l.slices} * l.perSlice);
   return l;
