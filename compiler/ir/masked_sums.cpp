@@ -147,16 +147,18 @@ class MaskedSums {
 
   // The scan reads the value and writes the sum once (planning/scan_layout.h);
   // the masked reduction visits every pair of positions, the contraction
-  // makes a multiply-add at each on the tensor cores (where it matched).
+  // makes a multiply-add at each on the tensor cores (where it matched), in
+  // a tile-library GEMM that first fills its tiles. Each priced with its
+  // launch, as the scan's price is.
   bool scanIsCheapest(const Node& sum, const RunningSum& r, bool contractionMatched) const {
     const Type& value = type(r.value);
-    const double bytes = storedBytes(value, options_) + storedBytes(sum.type, options_);
-    const double scan = scanSeconds(value, sum.type, scanLayout(sum.type, r.to, bytes, target_), target_, options_);
+    const double scan = scanSeconds(value, sum.type, scanLayout(value, sum.type, r.to, target_, options_), target_, options_);
     const NodeWork reduced = nodeWork(g_, sum, target_, options_);
-    double best = reduced.operations / target_.unit(reduced.unit).attainable;
+    double best = reduced.operations / target_.unit(reduced.unit).attainable + target_.graphLaunchOverhead;
     if (contractionMatched) {
       const double points = static_cast<double>(g_.node(sum.operands[0]).type.elementCount());
-      best = std::min(best, stagedTensorContractionSeconds(2 * points, storedBytes(value, options_), target_, options_));
+      best = std::min(best, stagedTensorContractionSeconds(2 * points, storedBytes(value, options_), target_, options_) +
+                                target_.graphLaunchOverhead + target_.tileFillSeconds);
     }
     return scan < best;
   }

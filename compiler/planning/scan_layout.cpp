@@ -46,14 +46,30 @@ double roundSeconds(const ScanLayout& l, const Target& t) {
   return latency + syncs * t.blockSyncSeconds(std::max(1, l.threads() / std::max(1, t.warpSize)));
 }
 
-KernelCost priced(double bytes, double operations, const ScanLayout& l, const Target& t) {
+// What a scan moves: each array once through HBM, and through L2 to the
+// SMs what its warps access a point (a line at a position): an array along
+// the axis adjacent threads walk its element, one the 32 threads read at
+// one address a 32-byte sector among them (1 byte).
+struct ScanBytes {
+  double hbm = 0;
+  double perPoint = 0;
+};
+
+KernelCost priced(const ScanBytes& b, double operations, const ScanLayout& l, const Target& t) {
   KernelCost cost;
   const MemoryLevel& gmem = t.level("GMEM");
+  const double bytes = b.hbm;
+  const double accessed = b.perPoint * static_cast<double>(l.lineCount) * static_cast<double>(l.positions);
+  // The SMs the grid occupies move those bytes at the rate a scan's warps
+  // reach (Target::scanBytesPerSecondPerSM, fitted on the H200).
+  const double perSM = t.scanBytesPerSecondPerSM > 0 ? t.scanBytesPerSecondPerSM
+                                                     : gmem.attainableBandwidth / std::max(1, t.smCount);
+  const double activeSMs = static_cast<double>(std::min<int64_t>(t.smCount, l.blocks));
   cost.blocks = l.blocks;
   cost.chunks = l.rounds;
   cost.synced = l.slices > 1 ? l.rounds : 0;
   LevelCost global{"GMEM", 0, static_cast<double>(gmem.capacity), bytes, bytes / gmem.attainableBandwidth};
-  LevelCost l2{"L2", 0, static_cast<double>(t.level("L2").capacity), bytes, bytes / t.level("L2").attainableBandwidth};
+  LevelCost l2{"L2", 0, static_cast<double>(t.level("L2").capacity), accessed, accessed / (perSM * activeSMs)};
   const double smemBytes = l.slices > 1 ? 4.0 * l.threads() : 0;
   LevelCost smem{"SMEM", smemBytes, static_cast<double>(t.level("SMEM").maxPerBlock), 0, 0};
   LevelCost reg{"REG", 4.0 * (l.perSlice + 4), static_cast<double>(t.level("REG").maxPerThread), 0, 0};
@@ -66,8 +82,8 @@ KernelCost priced(double bytes, double operations, const ScanLayout& l, const Ta
   // The blocks resident at once step through their rounds side by side; a
   // grid beyond them runs in turns.
   const int warps = std::max(1, l.threads() / std::max(1, t.warpSize));
-  const int64_t perSM = std::max(1, std::min(t.maxBlocksPerSM, t.maxWarpsPerSM / warps));
-  const int64_t waves = ceilDiv(l.blocks, static_cast<int64_t>(t.smCount) * perSM);
+  const int64_t blocksPerSM = std::max(1, std::min(t.maxBlocksPerSM, t.maxWarpsPerSM / warps));
+  const int64_t waves = ceilDiv(l.blocks, static_cast<int64_t>(t.smCount) * blocksPerSM);
   cost.waveEfficiency = static_cast<double>(l.blocks) / static_cast<double>(ceilDiv(l.blocks, t.smCount) * t.smCount);
   cost.seconds["rounds"] = static_cast<double>(waves * l.rounds) * roundSeconds(l, t);
   double busiest = 0;
@@ -79,45 +95,24 @@ KernelCost priced(double bytes, double operations, const ScanLayout& l, const Ta
   return cost;
 }
 
-// The kernel's inputs read and outputs written once.
-double kernelBytes(const Graph& g, const Kernel& k, const CostOptions& o) {
-  double bytes = 0;
-  for (NodeId id : k.inputs) bytes += storedBytes(g.node(id).type, o);
-  for (NodeId id : k.outputs) bytes += storedBytes(g.node(id).type, o);
-  return bytes;
-}
-
-ScanLayout layoutWith(const Type& result, const std::string& along, int perSlice, const Target& t);
-
-}  // namespace
-
-NodeId scanOf(const Graph& g, const Kernel& k) {
-  for (NodeId id : k.nodes)
-    if (g.node(id).op == Op::Scan) return id;
-  return -1;
-}
-
-ScanLayout scanLayout(const Graph& g, const Kernel& k, NodeId scan, const Target& t, const CostOptions& o) {
-  const Node& n = g.node(scan);
-  ScanLayout l = scanLayout(n.type, n.newAxes.at(0), kernelBytes(g, k, o), t);
-  l.scan = scan;
-  return l;
-}
-
-ScanLayout scanLayout(const Type& result, const std::string& along, double bytes, const Target& t) {
-  ScanLayout best;
-  double fastest = 0;
-  // From the most positions a thread down: where the bytes bound every
-  // choice, the fewest rounds (the fewest barriers) are kept.
-  for (auto it = std::rbegin(kPerSliceChoices); it != std::rend(kPerSliceChoices); ++it) {
-    const ScanLayout l = layoutWith(result, along, *it, t);
-    const double seconds = priced(bytes, 0, l, t).predicted;
-    if (best.perSlice == 1 || seconds < fastest) best = l, fastest = seconds;
+// The kernel's bytes (ScanBytes): its inputs read and outputs written once
+// through HBM; a point's accesses by the axis adjacent threads walk.
+ScanBytes kernelBytes(const Graph& g, const Kernel& k, const ScanLayout& l, const CostOptions& o) {
+  const Node& scan = g.node(l.scan);
+  const std::string walked = l.positionsInnermost || l.lines.empty() ? l.along : l.lines.back().name;
+  ScanBytes b;
+  for (NodeId id : k.inputs) {
+    const Type& t = g.node(id).type;
+    b.hbm += storedBytes(t, o);
+    const bool along = t.has(walked) || (walked == l.along && t.has(scan.axes[0]));
+    b.perPoint += along ? elementBytes(t, o) : 1.0;
   }
-  return best;
+  for (NodeId id : k.outputs) {
+    b.hbm += storedBytes(g.node(id).type, o);
+    b.perPoint += elementBytes(g.node(id).type, o);
+  }
+  return b;
 }
-
-namespace {
 
 ScanLayout layoutWith(const Type& result, const std::string& along, int perSlice, const Target& t) {
   ScanLayout l;
@@ -150,17 +145,55 @@ ScanLayout layoutWith(const Type& result, const std::string& along, int perSlice
   return l;
 }
 
+// From the most positions a thread down: where the bytes bound every
+// choice, the fewest rounds (the fewest barriers) are kept.
+template <class Bytes>
+ScanLayout cheapestLayout(const Type& result, const std::string& along, const Target& t, Bytes bytesOf) {
+  ScanLayout best;
+  double fastest = 0;
+  for (auto it = std::rbegin(kPerSliceChoices); it != std::rend(kPerSliceChoices); ++it) {
+    const ScanLayout l = layoutWith(result, along, *it, t);
+    const double seconds = priced(bytesOf(l), 0, l, t).predicted;
+    if (best.perSlice == 1 || seconds < fastest) best = l, fastest = seconds;
+  }
+  return best;
+}
+
+ScanBytes valueBytes(const Type& input, const Type& result, const CostOptions& o) {
+  return {storedBytes(input, o) + storedBytes(result, o), static_cast<double>(elementBytes(input, o) + elementBytes(result, o))};
+}
+
 }  // namespace
+
+NodeId scanOf(const Graph& g, const Kernel& k) {
+  for (NodeId id : k.nodes)
+    if (g.node(id).op == Op::Scan) return id;
+  return -1;
+}
+
+ScanLayout scanLayout(const Graph& g, const Kernel& k, NodeId scan, const Target& t, const CostOptions& o) {
+  const Node& n = g.node(scan);
+  ScanLayout l = cheapestLayout(n.type, n.newAxes.at(0), t, [&](ScanLayout candidate) {
+    candidate.scan = scan;
+    return kernelBytes(g, k, candidate, o);
+  });
+  l.scan = scan;
+  return l;
+}
+
+ScanLayout scanLayout(const Type& input, const Type& result, const std::string& along, const Target& t,
+                      const CostOptions& o) {
+  return cheapestLayout(result, along, t, [&](const ScanLayout&) { return valueBytes(input, result, o); });
+}
 
 KernelCost scanCost(const Graph& g, const Kernel& k, const ScanLayout& l, const Target& t, const CostOptions& o) {
   double operations = 0;
   for (NodeId id : k.nodes) operations += nodeWork(g, g.node(id), t, o).operations;
-  return priced(kernelBytes(g, k, o), operations, l, t);
+  return priced(kernelBytes(g, k, l, o), operations, l, t);
 }
 
 double scanSeconds(const Type& input, const Type& result, const ScanLayout& l, const Target& t, const CostOptions& o) {
-  return priced(storedBytes(input, o) + storedBytes(result, o), static_cast<double>(result.elementCount()), l, t)
-      .predicted;
+  return priced(valueBytes(input, result, o), static_cast<double>(result.elementCount()), l, t).predicted;
 }
 
 std::string scanPartitionText(const ScanLayout& l) {

@@ -56,10 +56,10 @@ NodeId scanOf(const Graph& graph, const Kernel& kernel);
 // cheapest for the kernel's bytes.
 ScanLayout scanLayout(const Graph& graph, const Kernel& kernel, NodeId scan, const Target& target,
                       const CostOptions& options);
-// The same for a scan whose result is `result`, along its axis `along`, that
-// moves `bytes` through GMEM (before the scan node exists:
-// ir/masked_sums.h); `scan` is left -1.
-ScanLayout scanLayout(const Type& result, const std::string& along, double bytes, const Target& target);
+// The same for a scan of `input` whose result is `result`, along its axis
+// `along` (before the scan node exists: ir/masked_sums.h); `scan` is left -1.
+ScanLayout scanLayout(const Type& input, const Type& result, const std::string& along, const Target& target,
+                      const CostOptions& options);
 
 // The kernel's time under its layout: the inputs and the result once through
 // GMEM, or the rounds one after another (each a load's latency and the

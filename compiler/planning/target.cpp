@@ -397,7 +397,7 @@ struct TargetFile {
     Field overheads = root["overheads"];
     overheads.allowOnly({"kernel_launch_s", "graph_kernel_launch_s", "block_sync_base_cycles",
                          "block_sync_cycles_per_warp", "global_f32_atomic_adds_per_s",
-                         "same_address_f32_atomic_add_s", "block_dispatch_s"});
+                         "same_address_f32_atomic_add_s", "block_dispatch_s", "scan_bytes_per_s_per_sm"});
     t.launchOverhead = figures.positive(overheads["kernel_launch_s"]);
     t.graphLaunchOverhead = figures.positive(overheads["graph_kernel_launch_s"]);
     t.blockSyncBaseCycles = figures.positive(overheads["block_sync_base_cycles"]);
@@ -407,6 +407,8 @@ struct TargetFile {
     if (overheads.has("same_address_f32_atomic_add_s"))
       t.sameAddressAtomicSeconds = figures.positive(overheads["same_address_f32_atomic_add_s"]);
     if (overheads.has("block_dispatch_s")) t.blockDispatchSeconds = figures.positive(overheads["block_dispatch_s"]);
+    if (overheads.has("scan_bytes_per_s_per_sm"))
+      t.scanBytesPerSecondPerSM = figures.positive(overheads["scan_bytes_per_s_per_sm"]);
 
     if (root.has("tile_library")) {
       Field tiles = root["tile_library"];

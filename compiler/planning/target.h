@@ -119,6 +119,11 @@ struct Target {
   // small blocks is bound by ceil(blocks / SMs) of them; 0 where the file
   // gives none.
   double blockDispatchSeconds = 0;
+  // What an SM moves a second for a blocked scan (planning/scan_layout.h):
+  // a warp's 2- or 4-byte accesses at one position of 32 lines, 64 or 128
+  // bytes a segment, a read and a write a point; 0 where the file gives none
+  // (GMEM's attainable bandwidth shared by the SMs).
+  double scanBytesPerSecondPerSM = 0;
   // The tensor-core tile library's GEMM on one SM (gemm_sm90.cuh, gemm_sm80.cuh;
   // lowering/gemm_tiles.h prices it): the first stage's load and the last
   // tile's epilogue around a block's work, beyond the launch; the bytes a
