@@ -5,8 +5,10 @@
 // copy. So the interpreter, autodiff, the streamability laws, fusion, the
 // cost model and the CUDA writer need nothing new: the mask is a comparison
 // of positions, whose steps past the diagonal a stream skips. The work is
-// size(a) times x's (half of it skipped where streamed); a blocked scan
-// carrying one aggregate a chunk is not written yet (docs/language.md).
+// size(a) times x's (half of it skipped where streamed); with a target, the
+// masked-sums pass turns a running sum into a contraction with the
+// triangular mask or a blocked scan node (linear) where either is cheaper
+// (ir/masked_sums.h, planning/scan_layout.h).
 #include <limits>
 
 #include "frontend/elaborator.h"
