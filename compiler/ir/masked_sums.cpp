@@ -38,7 +38,7 @@ class MaskedSums {
     return rewriteNodes(g_, [&](const Node& n, GraphBuilder& b, const CopiedNode& copied) -> std::optional<NodeId> {
       const std::optional<RunningSum> running = matchRunningSum(n);
       const std::optional<MaskedSum> m = match(n);
-      if (running && scanIsCheapest(n, *running, m.has_value())) {
+      if (running && (options_.scansAlways || scanIsCheapest(n, *running, m.has_value()))) {
         const NodeId scanned = b.scan(ReduceOp::Sum, copied(running->value), running->along, running->to,
                                       running->exclusive, running->reverse);
         return b.transposeTo(b.cast(scanned, n.type.dtype), n.type);

@@ -39,6 +39,11 @@ struct CostOptions {
   // (lowering.h) prices a kernel whose launch stays on the CUDA cores with
   // this false: its contractions at the FMA units' rate.
   bool tensorCores = true;
+  // Every running sum the masked-sums pass matches becomes a scan node
+  // whatever the prices (ir/masked_sums.h): for the fuzzer, whose diagrams
+  // are too small for a blocked scan to be chosen, so that random diagrams
+  // exercise its launch too.
+  bool scansAlways = false;
 };
 
 struct Partition {

@@ -22,14 +22,16 @@
 
 namespace llmc::fuzz {
 
-std::string Config::str() const { return fmt::format("{} {} {}", arch, storage, grad ? "backward" : "forward"); }
+std::string Config::str() const {
+  return fmt::format("{} {} {}{}", arch, storage, grad ? "backward" : "forward", scansAlways ? ", scans always" : "");
+}
 
 std::vector<Config> configsFor(const DiagramSpec& spec, const CheckOptions& options) {
   std::vector<Config> all;
   for (const std::string& arch : options.archs)
     for (const std::string& storage : options.storages)
       for (bool grad : {false, true})
-        if (grad ? options.backward : options.forward) all.push_back({arch, storage, grad});
+        if (grad ? options.backward : options.forward) all.push_back({arch, storage, grad, spec.seed % 2 == 1});
   if (!options.sampleConfigs || all.empty()) return all;
   return {all[static_cast<size_t>(spec.seed % all.size())]};
 }
@@ -67,7 +69,8 @@ Failure failureFrom(const std::string& check, const std::string& where, const st
           fmt::format("{}: {}: {}", prefix, kind, e.what())};
 }
 
-Graph compileGraph(const DiagramFile& file, const DiagramSpec& spec, bool grad, const Target* target, int storageBytes) {
+Graph compileGraph(const DiagramFile& file, const DiagramSpec& spec, bool grad, const Target* target, int storageBytes,
+                   bool scansAlways) {
   PipelineOptions o;
   o.path = file.path;
   o.grad = grad;
@@ -77,6 +80,7 @@ Graph compileGraph(const DiagramFile& file, const DiagramSpec& spec, bool grad, 
   }
   o.target = target;
   o.cost.storageBytes = storageBytes;
+  o.cost.scansAlways = scansAlways;
   return compileToIR(o);
 }
 
@@ -223,25 +227,26 @@ std::optional<Failure> checkPasses(const DiagramSpec& spec, const DiagramFile& f
     const Graph plain = compileGraph(file, spec, grad, nullptr, 4);
     const std::map<std::string, HostTensor> inputs = randomInputs(plain, spec, spec.seed + 104729, false);
     const std::vector<HostTensor> expected = interpret(plain, inputs, exact);
-    for (const std::string& arch : options.archs) {
-      const Target target = loadTarget(arch);
-      const Graph planned = compileGraph(file, spec, grad, &target, 2);
-      const std::vector<HostTensor> got = interpret(planned, inputs, exact);
-      const std::string where = fmt::format("{} {}", arch, grad ? "backward" : "forward");
-      for (size_t i = 0; i < plain.outputs.size(); ++i) {
-        const std::string& name = plain.outputs[i].name;
-        const HostTensor value = permuteTo(got.at(outputIndex(planned, name)), expected[i].type);
-        double scale = 1;
-        for (double x : expected[i].data)
-          if (std::isfinite(x)) scale = std::max(scale, std::abs(x));
-        for (size_t e = 0; e < value.data.size(); ++e)
-          if (!std::isfinite(expected[i].data[e]) && !std::isfinite(value.data[e])) continue;
-          else if (!(std::abs(value.data[e] - expected[i].data[e]) <= 1e-9 * scale))
-            return Failure{"passes", fmt::format("passes {}: a target's passes change an output", where),
-                           fmt::format("passes {}: output {}[{}] is {:.12g} planned for the target, {:.12g} without one",
-                                       where, name, e, value.data[e], expected[i].data[e])};
+    for (const std::string& arch : options.archs)
+      for (bool scansAlways : {false, true}) {
+        const Target target = loadTarget(arch);
+        const Graph planned = compileGraph(file, spec, grad, &target, 2, scansAlways);
+        const std::vector<HostTensor> got = interpret(planned, inputs, exact);
+        const std::string where = fmt::format("{} {}{}", arch, grad ? "backward" : "forward", scansAlways ? ", scans always" : "");
+        for (size_t i = 0; i < plain.outputs.size(); ++i) {
+          const std::string& name = plain.outputs[i].name;
+          const HostTensor value = permuteTo(got.at(outputIndex(planned, name)), expected[i].type);
+          double scale = 1;
+          for (double x : expected[i].data)
+            if (std::isfinite(x)) scale = std::max(scale, std::abs(x));
+          for (size_t e = 0; e < value.data.size(); ++e)
+            if (!std::isfinite(expected[i].data[e]) && !std::isfinite(value.data[e])) continue;
+            else if (!(std::abs(value.data[e] - expected[i].data[e]) <= 1e-9 * scale))
+              return Failure{"passes", fmt::format("passes {}: a target's passes change an output", where),
+                             fmt::format("passes {}: output {}[{}] is {:.12g} planned for the target, {:.12g} without one",
+                                         where, name, e, value.data[e], expected[i].data[e])};
+        }
       }
-    }
   }
   return std::nullopt;
 }
@@ -252,7 +257,7 @@ std::optional<Failure> checkNvrtc(const DiagramSpec& spec, const DiagramFile& fi
     try {
       const Target target = loadTarget(c.arch);
       const int bytes = c.storage == "bf16" ? 2 : 4;
-      const Graph graph = compileGraph(file, spec, c.grad, &target, bytes);
+      const Graph graph = compileGraph(file, spec, c.grad, &target, bytes, c.scansAlways);
       CostOptions cost;
       cost.storageBytes = bytes;
       // Lowered as llmc-compile and llmc-train lower it (lowering.h).

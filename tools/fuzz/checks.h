@@ -26,7 +26,10 @@ struct Config {
   std::string arch = "sm_90a";
   std::string storage = "f32";
   bool grad = false;
-  std::string str() const;  // "sm_90a f32 forward"
+  // Running sums planned as blocked scans whatever their price
+  // (CostOptions::scansAlways): the diagrams of odd seeds.
+  bool scansAlways = false;
+  std::string str() const;  // "sm_90a f32 forward", ", scans always"
 };
 
 struct CheckOptions {
@@ -77,7 +80,8 @@ std::optional<Failure> runChecks(const DiagramSpec& spec, const CheckOptions& op
 std::map<std::string, HostTensor> randomInputs(const Graph& graph, const DiagramSpec& spec, uint64_t seed,
                                                bool roundToBf16);
 // The graph of `file` planned as llmc-compile plans it (the target's recompute pass with grad).
-Graph compileGraph(const DiagramFile& file, const DiagramSpec& spec, bool grad, const Target* target, int storageBytes);
+Graph compileGraph(const DiagramFile& file, const DiagramSpec& spec, bool grad, const Target* target, int storageBytes,
+                   bool scansAlways = false);
 // Turns an exception from the compiler into a failure of `check`.
 Failure failureFrom(const std::string& check, const std::string& where, const std::exception& e);
 
