@@ -132,3 +132,20 @@ TEST_CASE("a scan's layout covers its lines and positions at sizes no tile divid
         }
   }
 }
+
+TEST_CASE("with scans always, short running sums are scans too, same values", "[scan]") {
+  // The fuzzer's odd seeds plan so (CostOptions::scansAlways): the running
+  // sums of its small random diagrams run as blocked scans.
+  const Target target = loadTarget("sm_90a");
+  PipelineOptions p;
+  p.path = repoPath("tests/diagrams/scans.dg");
+  p.entry = "scans";
+  p.sizes = {{"B", 2}, {"T", 40}, {"C", 5}};
+  const Graph plain = compileToIR(p);
+  p.target = &target;
+  p.cost.scansAlways = true;
+  const Graph planned = compileToIR(p);
+  CHECK(scans(plain) == 0);
+  CHECK(scans(planned) == 2);  // the inclusive and exclusive sums; the running maximum stays masked
+  CHECK(largestRelativeDifference(plain, planned, 5) <= 1e-9);
+}
