@@ -16,6 +16,12 @@
 // the contraction is cheaper. A condition without axes of its own (a mask over
 // the value's own points) is no contraction and stays.
 //
+// A running sum (the condition a comparison of pos(s) with pos(t), the value
+// along s and not t) has a third form: a scan node, run as a blocked scan,
+// one pass along the axis (planning/scan_layout.h). The pass prices the three
+// forms, each with its launch, and keeps the cheapest;
+// CostOptions::scansAlways keeps the scan (the fuzzer).
+//
 // It runs before autodiff: the backward of the contraction is contractions too.
 #pragma once
 
