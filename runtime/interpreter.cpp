@@ -262,7 +262,7 @@ std::vector<T> reduce(const Node& node, const Arg<T>& x) {
 // (from the end where node.hi is set), each position taking the aggregate
 // with its own element (inclusive) or before it (exclusive, node.lo).
 template <class T>
-std::vector<T> scanAlong(const Node& node, const Arg<T>& x) {
+std::vector<T> scanAlong(const Node& node, const Arg<T>& x, const Arg<T>* coefficient) {
   const std::string& along = node.axes.at(0);
   const std::string& to = node.newAxes.at(0);
   const Type& out = node.type;
@@ -270,6 +270,11 @@ std::vector<T> scanAlong(const Node& node, const Arg<T>& x) {
   for (Axis& a : renamed.axes)
     if (a.name == along) a.name = to;
   const std::vector<int64_t> read = stridesOver(node, renamed, out);
+  std::vector<int64_t> readCoefficient;
+  if (coefficient) {
+    if (!(*coefficient->type == *x.type)) fail(node, fmt::format("coefficient {} for values {}", coefficient->type->str(), x.type->str()));
+    readCoefficient = read;
+  }
   const std::vector<int64_t> write = rowMajorStrides(out);
   size_t at = 0;
   while (at < out.axes.size() && out.axes[at].name != to) ++at;
@@ -288,7 +293,14 @@ std::vector<T> scanAlong(const Node& node, const Arg<T>& x) {
       const int64_t p = node.hi ? n - 1 - k : k;
       const Acc v = static_cast<Acc>(x.data[from + p * read[at]]);
       if (node.lo) result[static_cast<size_t>(into + p * write[at])] = static_cast<T>(acc);
-      acc = isSum ? acc + v : (v > acc ? v : acc);
+      if (coefficient) {
+        // h = a * h + x, a read at the position stepped from where lagged;
+        // the first step's a multiplies nothing (h starts at 0).
+        const int64_t stepped = !node.lagged ? p : node.hi ? p + 1 : p - 1;
+        acc = k == 0 ? v : static_cast<Acc>(coefficient->data[from + stepped * read[at]]) * acc + v;
+      } else {
+        acc = isSum ? acc + v : (v > acc ? v : acc);
+      }
       if (!node.lo) result[static_cast<size_t>(into + p * write[at])] = static_cast<T>(acc);
     }
     for (size_t i = index.size(); i-- > 0;) {  // the next line: odometer over the axes but `at`
@@ -709,9 +721,14 @@ class Evaluator {
       case Op::Contract:
         requireOperands(node, 2);
         return contract(node, arg(node, 0), arg(node, 1));
-      case Op::Scan:
+      case Op::Scan: {
+        if (node.operands.size() == 2) {
+          const Arg<T> coefficient = arg(node, 1);
+          return scanAlong(node, arg(node, 0), &coefficient);
+        }
         requireOperands(node, 1);
-        return scanAlong(node, arg(node, 0));
+        return scanAlong<T>(node, arg(node, 0), nullptr);
+      }
       case Op::Gather:
         requireOperands(node, 2);
         return gather(node, arg(node, 0), arg(node, 1));

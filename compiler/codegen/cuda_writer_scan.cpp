@@ -1,19 +1,47 @@
 // A scan launch (planning/scan_layout.h): a pass along the scanned axis in
 // rounds, each line's aggregate carried from one round to the next.
+//
+// The scan's elements are those of a monoid, held in registers: one float
+// for a sum or a maximum; for a linear recurrence (ir.h, isLinearScan) the
+// pair (a, b) standing for the step h -> a h + b, two steps composing to
+// (a1 a2, a2 b1 + b2). Every combination below keeps the earlier element on
+// the left, as the recurrence's composition is not commutative.
 #include "codegen/cuda_writer.h"
 
 namespace llmc::cuda_writer {
 
+namespace {
+
+using Element = std::vector<std::string>;  // one expression per part
+
+struct ScanMonoid {
+  bool linear = false;
+  bool isSum = true;
+  size_t parts() const { return linear ? 2 : 1; }
+  Element identity() const {
+    if (linear) return {"1.0f", "0.0f"};
+    return {isSum ? "0.0f" : "(-LLMC_INF)"};
+  }
+  // The earlier element, then the later.
+  Element combine(const Element& e, const Element& l) const {
+    if (linear) return {fmt::format("({}) * ({})", e[0], l[0]), fmt::format("fmaf({}, {}, {})", l[0], e[1], l[1])};
+    return {isSum ? fmt::format("({}) + ({})", e[0], l[0]) : fmt::format("fmaxf({}, {})", e[0], l[0])};
+  }
+  // The value an element leaves: the sum or maximum, or h after the steps (from h = 0).
+  std::string result(const Element& e) const { return linear ? e[1] : e[0]; }
+};
+
+}  // namespace
+
 void CudaWriter::scanLines(WrittenKernel& out) {
   const ScanLayout& l = plan_.scan.value();
   const Node& scan = g_.node(l.scan);
-  const Node& x = g_.node(scan.operands.at(0));
-  const bool isSum = scan.reduce == ReduceOp::Sum;
+  ScanMonoid monoid;
+  monoid.linear = isLinearScan(scan);
+  monoid.isSum = scan.reduce == ReduceOp::Sum;
+  const size_t P = monoid.parts();
+  const Element identity = monoid.identity();
   const bool exclusive = scan.lo != 0, reverse = scan.hi != 0;
-  const std::string identity = isSum ? "0.0f" : "(-LLMC_INF)";
-  auto combine = [&](const std::string& a, const std::string& b) {
-    return isSum ? fmt::format("{} + {}", a, b) : fmt::format("fmaxf({}, {})", a, b);
-  };
   out.grid = l.blocks;
   out.block = l.threads();
   const int S = l.slices, L = l.linesPerBlock, K = l.perSlice;
@@ -31,41 +59,72 @@ void CudaWriter::scanLines(WrittenKernel& out) {
   emit(0, fmt::format("const {} lineAt = live ? line : {};", itype, l.lineCount - 1));
   Env env;
   bindDigits(l.lines, "lineAt", 0, env);
-  if (S > 1) emit(0, fmt::format("__shared__ float totals[{}];", l.threads()));
-  emit(0, fmt::format("float carry = {};", identity));
-  // The K positions from `first` in scan order, along the axis, clamped
-  // into it (past the end they are read at the last and count as the identity).
-  auto positionsFrom = [&](int scope, const std::string& first) {
-    std::vector<std::string> at;
-    for (int k = 0; k < K; ++k) {
-      const std::string clamped = fmt::format("min({} + {}, {})", first, k, T - 1);
-      at.push_back(define(scope, "int", "at", reverse ? fmt::format("{} - {}", T - 1, clamped) : clamped));
-    }
-    return at;
+  std::vector<std::string> totals(P);
+  for (size_t p = 0; p < P; ++p) {
+    totals[p] = P == 1 ? "totals" : fmt::format("totals{}", p);
+    if (S > 1) emit(0, fmt::format("__shared__ float {}[{}];", totals[p], l.threads()));
+  }
+  Element carry(P);
+  for (size_t p = 0; p < P; ++p) carry[p] = define(0, "float", "carry", identity[p]);
+  // Declares an element's parts as fresh registers holding `value`.
+  auto held = [&](int scope, const std::string& base, const Element& value) {
+    Element e(P);
+    for (size_t p = 0; p < P; ++p) e[p] = define(scope, "float", base, value[p]);
+    return e;
   };
-  // The operand at those positions, into the registers `into`.
-  auto readInto = [&](int scope, const std::vector<std::string>& at, const std::vector<std::string>& into, bool declare) {
+  // The K positions from `first` in scan order, clamped into the axis (past
+  // the end they are read at the last and count as the identity): the scan
+  // order's index and the position along the axis.
+  auto positionsFrom = [&](int scope, const std::string& first) {
+    std::vector<std::string> step, at;
     for (int k = 0; k < K; ++k) {
-      Env e = env;
-      e[scan.axes[0]] = {at[static_cast<size_t>(k)], scope};
-      const std::string read = value(x.id, e);
-      emit(scope, fmt::format("{}{} = (float)({});", declare ? "float " : "", into[static_cast<size_t>(k)], read));
+      step.push_back(define(scope, "int", "step", fmt::format("min({} + {}, {})", first, k, T - 1)));
+      at.push_back(define(scope, "int", "at", reverse ? fmt::format("{} - {}", T - 1, step.back()) : step.back()));
+    }
+    return std::pair{step, at};
+  };
+  auto readAt = [&](int scope, NodeId id, const std::string& position) {
+    Env e = env;
+    e[scan.axes[0]] = {position, scope};
+    return value(id, e);
+  };
+  // The elements at those positions, into the registers `into`. A lagged
+  // recurrence's coefficient is read at the position stepped from; the
+  // first step's coefficient multiplies nothing (h starts at 0) and is 0.
+  auto readInto = [&](int scope, const std::pair<std::vector<std::string>, std::vector<std::string>>& positions,
+                      const std::vector<Element>& into, bool declare) {
+    const auto& [step, at] = positions;
+    for (size_t k = 0; k < static_cast<size_t>(K); ++k) {
+      const std::string decl = declare ? "float " : "";
+      if (monoid.linear) {
+        std::string from = at[k];
+        if (scan.lagged) from = define(scope, "int", "from", reverse ? fmt::format("min({} + 1, {})", at[k], T - 1)
+                                                                      : fmt::format("max({} - 1, 0)", at[k]));
+        emit(scope, fmt::format("{}{} = {} == 0 ? 0.0f : (float)({});", decl, into[k][0], step[k],
+                                readAt(scope, scan.operands[1], from)));
+        emit(scope, fmt::format("{}{} = (float)({});", decl, into[k][1], readAt(scope, scan.operands[0], at[k])));
+      } else {
+        emit(scope, fmt::format("{}{} = (float)({});", decl, into[k][0], readAt(scope, scan.operands[0], at[k])));
+      }
     }
   };
   // Each round's loads are issued one round ahead (into `next`), before the
   // barriers of the round before: their latency overlaps its scan.
-  std::vector<std::string> next(static_cast<size_t>(K)), v(static_cast<size_t>(K));
-  for (int k = 0; k < K; ++k) next[static_cast<size_t>(k)] = fresh("next");
+  std::vector<Element> next(static_cast<size_t>(K), Element(P)), v(static_cast<size_t>(K));
+  for (auto& e : next)
+    for (auto& part : e) part = fresh("next");
   readInto(0, positionsFrom(0, fmt::format("slice * {}", K)), next, true);
   const int round = open(0, fmt::format("for (int round = 0; round < {}; ++round)", l.rounds));
   emit(round, fmt::format("const int first = round * {} + slice * {};", int64_t{S} * K, K));
   std::vector<std::string> inside(static_cast<size_t>(K));
-  const std::vector<std::string> at = positionsFrom(round, "first");
-  for (int k = 0; k < K; ++k) {
-    inside[static_cast<size_t>(k)] = define(round, "bool", "inside", fmt::format("first + {} < {}", k, T));
-    v[static_cast<size_t>(k)] = fresh("v");
-    emit(round, fmt::format("float {} = live && {} ? {} : {};", v[static_cast<size_t>(k)], inside[static_cast<size_t>(k)],
-                            next[static_cast<size_t>(k)], identity));
+  const auto positions = positionsFrom(round, "first");
+  const std::vector<std::string>& at = positions.second;
+  for (size_t k = 0; k < static_cast<size_t>(K); ++k) {
+    inside[k] = define(round, "bool", "inside", fmt::format("first + {} < {}", k, T));
+    Element taken(P);
+    for (size_t p = 0; p < P; ++p)
+      taken[p] = fmt::format("live && {} ? {} : {}", inside[k], next[k][p], identity[p]);
+    v[k] = held(round, "v", taken);
   }
   if (l.rounds > 1) {
     const int ahead = open(round, fmt::format("if (round + 1 < {})", l.rounds));
@@ -73,41 +132,51 @@ void CudaWriter::scanLines(WrittenKernel& out) {
     close(ahead);
   }
   // The thread's running aggregate over its K positions, in registers.
-  for (int k = 1; k < K; ++k)
-    emit(round, fmt::format("{} = {};", v[static_cast<size_t>(k)],
-                            combine(v[static_cast<size_t>(k - 1)], v[static_cast<size_t>(k)])));
-  const std::string& own = v.back();
-  emit(round, fmt::format("float before = {}, total = {};", identity, own));
+  for (size_t k = 1; k < static_cast<size_t>(K); ++k) v[k] = held(round, "v", monoid.combine(v[k - 1], v[k]));
+  const Element& own = v.back();
+  Element before = held(round, "before", identity), total = held(round, "total", own);
   if (S > 1) {
     // The slices' totals scanned across the line (Hillis-Steele, in place:
     // each step reads, waits, then writes).
-    emit(round, fmt::format("totals[threadIdx.x] = {};", own));
+    for (size_t p = 0; p < P; ++p) emit(round, fmt::format("{}[threadIdx.x] = {};", totals[p], own[p]));
     emit(round, "__syncthreads();");
     const int step = open(round, fmt::format("for (int d = 1; d < {}; d *= 2)", S));
-    emit(step, fmt::format("const float other = slice >= d ? totals[threadIdx.x - d * {}] : {};", sliceStride, identity));
+    Element other(P), mine(P);
+    for (size_t p = 0; p < P; ++p) {
+      other[p] = define(step, "const float", "other",
+                        fmt::format("slice >= d ? {}[threadIdx.x - d * {}] : {}", totals[p], sliceStride, identity[p]));
+      mine[p] = define(step, "const float", "mine", fmt::format("{}[threadIdx.x]", totals[p]));
+    }
     emit(step, "__syncthreads();");
-    emit(step, fmt::format("totals[threadIdx.x] = {};", combine("totals[threadIdx.x]", "other")));
+    const Element joined = monoid.combine(other, mine);
+    for (size_t p = 0; p < P; ++p) emit(step, fmt::format("{}[threadIdx.x] = {};", totals[p], joined[p]));
     emit(step, "__syncthreads();");
     close(step);
-    emit(round, fmt::format("if (slice > 0) before = totals[threadIdx.x - {}];", sliceStride));
-    emit(round, fmt::format("total = totals[threadIdx.x + ({} - slice) * {}];", S - 1, sliceStride));
+    const int after = open(round, "if (slice > 0)");
+    for (size_t p = 0; p < P; ++p)
+      emit(after, fmt::format("{} = {}[threadIdx.x - {}];", before[p], totals[p], sliceStride));
+    close(after);
+    for (size_t p = 0; p < P; ++p)
+      emit(round, fmt::format("{} = {}[threadIdx.x + ({} - slice) * {}];", total[p], totals[p], S - 1, sliceStride));
     emit(round, "__syncthreads();");  // every total read before the next round writes them
   }
   const StoredArray& arr = stored_.at(scan.id);
-  for (int k = 0; k < K; ++k) {
-    const std::string taken = exclusive ? (k == 0 ? "before" : combine("before", v[static_cast<size_t>(k - 1)]))
-                                        : combine("before", v[static_cast<size_t>(k)]);
-    const int guarded = open(round, fmt::format("if (live && {})", inside[static_cast<size_t>(k)]));
+  for (size_t k = 0; k < static_cast<size_t>(K); ++k) {
+    const Element taken = exclusive ? (k == 0 ? before : monoid.combine(before, v[k - 1])) : monoid.combine(before, v[k]);
+    const int guarded = open(round, fmt::format("if (live && {})", inside[k]));
     Env e = env;
-    e[scan.newAxes[0]] = {at[static_cast<size_t>(k)], round};
+    e[scan.newAxes[0]] = {at[k], round};
     emit(guarded, fmt::format("{}[{}] = {};", arr.param, offset(scan.id, e),
-                              storeConversion(arr, combine("carry", "(" + taken + ")"))));
+                              storeConversion(arr, monoid.result(monoid.combine(carry, taken)))));
     close(guarded);
   }
-  emit(round, fmt::format("carry = {};", combine("carry", "total")));
+  // The carry takes the round's total (through temporaries: its parts read each other).
+  const Element carried = held(round, "carried", monoid.combine(carry, total));
+  for (size_t p = 0; p < P; ++p) emit(round, fmt::format("{} = {};", carry[p], carried[p]));
   close(round);
-  out.streamNote = fmt::format("a pass along {} in {} rounds of {} slices x {} positions a line, the line's aggregate "
-                               "carried", l.along, l.rounds, S, K);
+  out.streamNote = fmt::format("a pass along {} in {} rounds of {} slices x {} positions a line, the line's {} "
+                               "carried",
+                               l.along, l.rounds, S, K, monoid.linear ? "recurrence" : "aggregate");
 }
 
 }  // namespace llmc::cuda_writer

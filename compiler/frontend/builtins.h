@@ -30,7 +30,7 @@ enum class BuiltinKind {
   StopGradient, // stop_gradient(x)
   Argmax,    // argmax(x, a), argmin(x, a)
   Topk,      // topk(x, a -> k, K)
-  Scan,      // scan(op, x, a[, exclusive])
+  Scan,      // scan(op, x, a[, exclusive]), scan(linear, c, x, a[, exclusive])
 };
 
 struct BuiltinInfo {

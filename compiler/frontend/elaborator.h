@@ -209,6 +209,14 @@ class Elaborator {
 
   // ---------------------------------------------------------------- scans (elaborate_scan.cpp)
   Value evalScan(Frame& f, const Expr& e);
+  // The axis argument at `at` (resolved, along t) and the form after it.
+  std::pair<std::string, bool> scanAxis(Frame& f, const Expr& e, size_t at, const Type& t);
+  NodeId spreadTo(NodeId v, const Type& target, const SourceLoc& loc);
+  // The linear recurrence h = coefficient * h + x along axis (Op::Scan).
+  NodeId recurrence(NodeId coefficient, NodeId x, const std::string& axis, bool exclusive, bool lagged,
+                    const SourceLoc& loc);
+  NodeId productScan(NodeId x, const std::string& axis, bool exclusive, const SourceLoc& loc);
+  NodeId linearScan(Frame& f, const Expr& e);
 
   std::vector<Value> callDiagram(Frame& caller, const Expr& call);
 

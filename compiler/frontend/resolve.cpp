@@ -123,7 +123,7 @@ class Resolver {
       case BuiltinKind::Broadcast: return i >= 1;
       case BuiltinKind::ScatterAdd: return i >= 2;
       case BuiltinKind::Argmax: return i == 1;
-      case BuiltinKind::Scan: return i != 1;  // scan(op, x, a[, exclusive]): op and the form are names too
+      case BuiltinKind::Scan: return i != 1;  // scan(op, x, a[, exclusive]): op and the form are names too (but see linear)
       default: return false;
     }
   }
@@ -171,7 +171,11 @@ class Resolver {
             throw CompileError(a.loc, fmt::format("expected an axis map such as 'a -> b' here: {}", b->usage));
           continue;
         }
-        if (isAxisArgument(b->kind, i) || (b->kind == BuiltinKind::Stack && i + 1 == call.args.size())) {
+        // scan(linear, c, x, a): its coefficient is a value too.
+        const bool linearScan = b->kind == BuiltinKind::Scan && call.args[0]->kind == Expr::Kind::Name &&
+                                call.args[0]->name == "linear";
+        if ((isAxisArgument(b->kind, i) && !(linearScan && i == 2)) ||
+            (b->kind == BuiltinKind::Stack && i + 1 == call.args.size())) {
           if (a.kind != Expr::Kind::Name)
             throw CompileError(a.loc, fmt::format("expected an axis name here: {}", b->usage));
           continue;

@@ -191,6 +191,67 @@ class Differentiator {
     pieces_.erase(found);
   }
 
+  // The adjoints of a scan's operands: scans the other way (ir.h, Op::Scan).
+  // In scan order, h_i = c_i * h_{i-1} + x_i (c = 1 for a sum) gives each
+  // x_i the adjoint G_i of h_i, which gathers the gradient from i on:
+  // G_i = grad_i + c_{i+1} G_{i+1}, a linear scan from the end, lagged;
+  // each coefficient a_i takes G at the step that used it times the h
+  // before that step.
+  void scanAdjoint(GraphBuilder& b, const Node& n, NodeId grad) {
+    const std::string& s = n.axes[0];
+    const std::string& t = n.newAxes[0];
+    const bool exclusive = n.lo != 0, reverse = n.hi != 0;
+    const NodeId x = n.operands[0];
+    const NodeId full = b.broadcastTo(grad, n.type);
+    const auto along = [&](NodeId v, const std::string& from, const std::string& to) {
+      return from == to ? v : b.rename(v, from, to);
+    };
+    if (n.reduce == ReduceOp::Max) return runningMaxAdjoint(b, n, along(full, t, s));
+    if (!isLinearScan(n)) {
+      // A running sum: position s of x is in every sum from s on (after s
+      // where exclusive), the sum of the gradient run the other way.
+      accumulate(b, x, b.scan(ReduceOp::Sum, full, t, s, exclusive, !reverse));
+      return;
+    }
+    const NodeId a = n.operands[1];
+    const NodeId aOnT = along(a, s, t);
+    const NodeId y = along(n.id, t, s);
+    if (!exclusive && !n.lagged) {
+      const NodeId G = b.linearScan(aOnT, full, t, s, false, !reverse, true);
+      accumulate(b, x, G);
+      accumulate(b, a, b.binary(BinaryOp::Mul, G, b.linearScan(a, x, s, s, true, reverse, false)));
+    } else if (!exclusive) {  // lagged: a_i is used at the step after i
+      accumulate(b, x, b.linearScan(aOnT, full, t, s, false, !reverse, false));
+      accumulate(b, a, b.binary(BinaryOp::Mul, b.linearScan(aOnT, full, t, s, true, !reverse, false), y));
+    } else {  // exclusive: out_i is h_{i-1}, so the gradient's scan is exclusive too
+      const NodeId q = b.linearScan(aOnT, full, t, s, true, !reverse, false);
+      accumulate(b, x, q);
+      accumulate(b, a, b.binary(BinaryOp::Mul, q, y));
+    }
+  }
+
+  // A running maximum's adjoint, split evenly between tied positions as a
+  // masked maximum's is, in linear scans: with Y the inclusive running
+  // maximum, x_i takes a share wherever it is the maximum, from i on while
+  // the maximum stays (c_j = [x_j <= the maximum before j]), each share the
+  // gradient over the ties counted so far.
+  void runningMaxAdjoint(GraphBuilder& b, const Node& n, NodeId grad) {
+    const std::string& s = n.axes[0];
+    const bool exclusive = n.lo != 0, reverse = n.hi != 0;
+    const NodeId x = n.operands[0];
+    const DType dtype = n.type.dtype;
+    const NodeId self = s == n.newAxes[0] ? n.id : b.rename(n.id, n.newAxes[0], s);
+    const NodeId Y = exclusive ? b.scan(ReduceOp::Max, x, s, s, false, reverse) : self;
+    const NodeId before = exclusive ? self : b.scan(ReduceOp::Max, x, s, s, true, reverse);
+    const NodeId stays = b.cast(b.compare(CompareOp::Le, x, before), dtype);
+    const NodeId isMax = b.cast(b.compare(CompareOp::Eq, x, Y), dtype);
+    const NodeId ties = b.linearScan(stays, isMax, s, s, exclusive, reverse, false);
+    // Exclusive: no tie before the first position, whose gradient reaches no one.
+    const NodeId share = b.binary(BinaryOp::Div, grad, exclusive ? b.binary(BinaryOp::Maximum, ties, b.constant(1.0, dtype)) : ties);
+    const NodeId G = b.linearScan(stays, share, s, s, exclusive, !reverse, !exclusive);
+    accumulate(b, x, b.binary(BinaryOp::Mul, isMax, G));
+  }
+
   std::string freshAxisName(const std::string& base) const {
     std::set<std::string> used;
     for (const Node& n : g_.nodes)
@@ -245,17 +306,9 @@ class Differentiator {
       case Op::Broadcast:
         accumulate(b, operand(0), grad, &n.type);  // accumulate sums over the new axes
         return;
-      case Op::Scan: {
-        // Position s of x is in every running sum from s on (after s where
-        // exclusive): its adjoint is the running sum of the gradient run the
-        // other way. Running maxima are never this op before autodiff (the
-        // masked-sums pass makes sums alone; scan(max, ..) stays the masked
-        // maximum the front end writes).
-        if (n.reduce != ReduceOp::Sum) throw std::logic_error("autodiff: a running maximum as a scan node");
-        NodeId full = b.broadcastTo(grad, n.type);
-        accumulate(b, operand(0), b.scan(ReduceOp::Sum, full, n.newAxes[0], n.axes[0], n.lo != 0, n.hi == 0));
+      case Op::Scan:
+        scanAdjoint(b, n, grad);
         return;
-      }
       case Op::Contract:
         contractAdjoint(b, grad, operand(0), operand(1));
         contractAdjoint(b, grad, operand(1), operand(0));

@@ -11,7 +11,7 @@ namespace {
 
 // Everything that makes two nodes compute the same array.
 using NodeKey = std::tuple<Op, std::string, std::vector<NodeId>, int, double, std::vector<std::string>,
-                           std::vector<std::string>, int64_t, int64_t>;
+                           std::vector<std::string>, int64_t, int64_t, bool>;
 
 NodeKey keyOf(const Node& n, const std::vector<NodeId>& operands) {
   int sub = n.op == Op::Unary     ? static_cast<int>(n.unary)
@@ -19,7 +19,7 @@ NodeKey keyOf(const Node& n, const std::vector<NodeId>& operands) {
             : n.op == Op::Compare ? static_cast<int>(n.compare)
             : n.op == Op::Reduce || n.op == Op::Scan ? static_cast<int>(n.reduce)
                                   : 0;
-  return {n.op, n.type.str(), operands, sub, n.value, n.axes, n.newAxes, n.lo, n.hi};
+  return {n.op, n.type.str(), operands, sub, n.value, n.axes, n.newAxes, n.lo, n.hi, n.lagged};
 }
 
 }  // namespace

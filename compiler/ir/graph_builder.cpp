@@ -117,6 +117,16 @@ NodeId GraphBuilder::scan(ReduceOp op, NodeId x, const std::string& axis, const 
   return add(std::move(n));
 }
 
+NodeId GraphBuilder::linearScan(NodeId coefficient, NodeId x, const std::string& axis, const std::string& to,
+                                bool exclusive, bool reverse, bool lagged) {
+  const NodeId ordered = transposeTo(coefficient, type(x));
+  const NodeId scanned = scan(ReduceOp::Sum, x, axis, to, exclusive, reverse);
+  Node& n = g_.node(scanned);
+  n.operands.push_back(ordered);
+  n.lagged = lagged;
+  return scanned;
+}
+
 NodeId GraphBuilder::contract(NodeId x, NodeId y, const std::vector<std::string>& axes) {
   return contract(x, y, axes, {});
 }

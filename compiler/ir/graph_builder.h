@@ -36,6 +36,10 @@ class GraphBuilder {
   // (Op::Scan): exclusive leaves each position's own element out, reverse
   // runs from the end.
   NodeId scan(ReduceOp op, NodeId x, const std::string& axis, const std::string& to, bool exclusive, bool reverse);
+  // The linear recurrence h = coefficient * h + x along `axis` (Op::Scan);
+  // the coefficient has x's axes (in any order).
+  NodeId linearScan(NodeId coefficient, NodeId x, const std::string& axis, const std::string& to, bool exclusive,
+                    bool reverse, bool lagged);
   NodeId gather(NodeId table, NodeId index, const std::string& axis);
   NodeId scatterAdd(NodeId values, NodeId index, const Axis& axis, const std::vector<std::string>& summed);
   NodeId split(NodeId x, const std::string& axis, const std::vector<Axis>& parts);

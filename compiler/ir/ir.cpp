@@ -165,6 +165,8 @@ std::vector<std::string> Node::wovenAxes() const {
   return woven;
 }
 
+bool isLinearScan(const Node& n) { return n.op == Op::Scan && n.operands.size() == 2; }
+
 NodeId Graph::add(Node n) {
   n.id = static_cast<NodeId>(nodes.size());
   nodes.push_back(std::move(n));
@@ -182,7 +184,7 @@ namespace {
 // The same op, type and attributes (operands aside).
 bool sameMeaning(const Node& x, const Node& y) {
   if (!(x.op == y.op && x.type == y.type && x.axes == y.axes && x.newAxes == y.newAxes && x.lo == y.lo &&
-        x.hi == y.hi && x.isParam == y.isParam))
+        x.hi == y.hi && x.lagged == y.lagged && x.isParam == y.isParam))
     return false;
   switch (x.op) {
     case Op::Unary: return x.unary == y.unary;

@@ -67,9 +67,12 @@ enum class Op {
   ScatterAdd,// operands values, index: out[newAxes[0] = index[p], rest] += values[p],
              // summing over axes (index axes the output lacks); Gather's adjoint
   StopGradient, // the operand unchanged; autodiff passes nothing back through it
-  Scan,      // running reduce (sum, max) of the operand along axes[0], which the
+  Scan,      // running reduce (sum, max) of operand 0 along axes[0], which the
              // result calls newAxes[0]: out[t] = reduce over s <= t of x[s]
-             // (lo = 1: s < t, exclusive; hi = 1: s >= t / s > t, from the end)
+             // (lo = 1: s < t, exclusive; hi = 1: s >= t / s > t, from the end).
+             // With a second operand a (reduce Sum), the linear recurrence
+             // h = a * h + x, taken in scan order from h = 0 (lagged: each
+             // step's a read at the position stepped from); see isLinearScan
 };
 
 // Not, And and Or take and give bool (masks made of comparisons); the rest numbers.
@@ -80,6 +83,15 @@ inline bool isLogical(UnaryOp op) { return op == UnaryOp::Not; }
 inline bool isLogical(BinaryOp op) { return op == BinaryOp::And || op == BinaryOp::Or; }
 enum class CompareOp { Lt, Le, Gt, Ge, Eq, Ne };
 enum class ReduceOp { Sum, Max };
+
+// A scan with a coefficient operand: the linear recurrence h = a * h + x.
+// In scan order p0, p1, ... (from the end where reverse), with h = 0 before p0:
+//   h_0 = x[p_0]; h_i = a[p_i] * h_{i-1} + x[p_i]   (lagged: a[p_{i-1}] * h_{i-1} + x[p_i])
+//   out[p_i] = h_i (inclusive), h_{i-1} (exclusive; never lagged)
+// A running sum is the recurrence with a = 1; a running product of x the one
+// with a = x and x kept at the first position alone.
+struct Node;
+bool isLinearScan(const Node& n);
 
 const char* opName(Op op);
 const char* unaryName(UnaryOp op);
@@ -104,6 +116,7 @@ struct Node {
   std::vector<std::string> axes;   // axes the primitive acts on
   std::vector<std::string> newAxes;// axes it creates
   int64_t lo = 0, hi = 0;          // Slice bounds, Index position (lo)
+  bool lagged = false;             // Scan with a coefficient: see Op::Scan
 
   // Bookkeeping that is not part of the node's meaning.
   std::string name;                // a readable name (from the diagram) for printing

@@ -1,6 +1,7 @@
 #include "ir/masked_sums.h"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,10 +14,12 @@ namespace llmc {
 namespace {
 
 // A running sum: a sum over s of where(pos(s) REL pos(t), value, 0) (or
-// its negation), value along s and not t, s and t of one extent. The
-// relation of s to t gives the scan's form: s <= t inclusive, s < t
-// exclusive, s >= t and s > t the same from the end.
+// its negation), value along s and not t, s and t of one extent; a running
+// maximum the same with max and -inf. The relation of s to t gives the
+// scan's form: s <= t inclusive, s < t exclusive, s >= t and s > t the same
+// from the end.
 struct RunningSum {
+  ReduceOp op = ReduceOp::Sum;
   NodeId value = -1;
   std::string along, to;  // s, t
   bool exclusive = false, reverse = false;
@@ -39,7 +42,7 @@ class MaskedSums {
       const std::optional<RunningSum> running = matchRunningSum(n);
       const std::optional<MaskedSum> m = match(n);
       if (running && (options_.scansAlways || scanIsCheapest(n, *running, m.has_value()))) {
-        const NodeId scanned = b.scan(ReduceOp::Sum, copied(running->value), running->along, running->to,
+        const NodeId scanned = b.scan(running->op, copied(running->value), running->along, running->to,
                                       running->exclusive, running->reverse);
         return b.transposeTo(b.cast(scanned, n.type.dtype), n.type);
       }
@@ -59,6 +62,12 @@ class MaskedSums {
   bool isZero(NodeId id) const {
     const Node& n = g_.node(id);
     return n.op == Op::Constant && n.value == 0;
+  }
+
+  // What a reduction of `op` leaves unchanged: 0 for a sum, -inf for a max.
+  bool isIdentity(NodeId id, ReduceOp op) const {
+    const Node& n = g_.node(id);
+    return n.op == Op::Constant && (op == ReduceOp::Sum ? n.value == 0 : std::isinf(n.value) && n.value < 0);
   }
 
   std::optional<MaskedSum> match(const Node& n) const {
@@ -107,14 +116,14 @@ class MaskedSums {
   }
 
   std::optional<RunningSum> matchRunningSum(const Node& n) const {
-    if (n.op != Op::Reduce || n.reduce != ReduceOp::Sum || !isFloat(n.type.dtype) || n.axes.size() != 1)
-      return std::nullopt;
+    if (n.op != Op::Reduce || !isFloat(n.type.dtype) || n.axes.size() != 1) return std::nullopt;
     const Node& select = g_.node(n.operands[0]);
     if (select.op != Op::Select) return std::nullopt;
     RunningSum r;
+    r.op = n.reduce;
     bool negated = false;
-    if (isZero(select.operands[2])) r.value = select.operands[1];
-    else if (isZero(select.operands[1])) r.value = select.operands[2], negated = true;
+    if (isIdentity(select.operands[2], r.op)) r.value = select.operands[1];
+    else if (isIdentity(select.operands[1], r.op)) r.value = select.operands[2], negated = true;
     else return std::nullopt;
     const Type& value = type(r.value);
     const Type& cond = type(select.operands[0]);
@@ -145,7 +154,7 @@ class MaskedSums {
     return r;
   }
 
-  // The scan reads the value and writes the sum once (planning/scan_layout.h);
+  // The scan reads the value and writes the sum (maximum) once (planning/scan_layout.h);
   // the masked reduction visits every pair of positions, the contraction
   // makes a multiply-add at each on the tensor cores (where it matched), in
   // a tile-library GEMM that first fills its tiles. Each priced with its

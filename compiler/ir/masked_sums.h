@@ -20,7 +20,9 @@
 // along s and not t) has a third form: a scan node, run as a blocked scan,
 // one pass along the axis (planning/scan_layout.h). The pass prices the three
 // forms, each with its launch, and keeps the cheapest;
-// CostOptions::scansAlways keeps the scan (the fuzzer).
+// CostOptions::scansAlways keeps the scan (the fuzzer). A running maximum
+// (max over s of where(pos(s) REL pos(t), x, -inf)) has two: the masked
+// maximum or the scan.
 //
 // It runs before autodiff: the backward of the contraction is contractions too.
 #pragma once

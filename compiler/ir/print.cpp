@@ -91,8 +91,10 @@ class Printer {
       case Op::Cast: return fmt::format("{}({})", dtypeName(n.type.dtype), operand(n, 0));
       case Op::Reduce: return fmt::format("{}({}, {})", reduceName(n.reduce), operand(n, 0), joinAxes(n.axes, ", "));
       case Op::Scan:
-        return fmt::format("scan({}, {}, {} -> {}{}{})", reduceName(n.reduce), operand(n, 0), n.axes[0], n.newAxes[0],
-                           n.lo ? ", exclusive" : "", n.hi ? ", reverse" : "");
+        // A linear scan's coefficient first, as the language writes it.
+        return fmt::format("scan({}, {}{}, {} -> {}{}{}{})", isLinearScan(n) ? "linear" : reduceName(n.reduce),
+                           isLinearScan(n) ? operand(n, 1) + ", " : "", operand(n, 0), n.axes[0], n.newAxes[0],
+                           n.lo ? ", exclusive" : "", n.hi ? ", reverse" : "", n.lagged ? ", lagged" : "");
       case Op::Contract:
         return fmt::format("contract({}, {}, {})", operand(n, 0), operand(n, 1), joinAxes(n.axes, ", "));
       case Op::Gather: return fmt::format("gather({}, {}, {})", operand(n, 0), operand(n, 1), n.axes[0]);

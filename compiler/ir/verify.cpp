@@ -133,7 +133,15 @@ class Verifier {
         expectAxisSet(n, without(in(n, 0), n.axes));
         return;
       case Op::Scan: {
-        expectOperands(n, 1);
+        if (n.operands.size() == 2) {
+          // A linear recurrence: its coefficient along every axis of the values.
+          if (n.reduce != ReduceOp::Sum) fail(n, "is a linear scan that is not a sum");
+          if (!(in(n, 1) == in(n, 0))) fail(n, "has a coefficient of another type than its values");
+          if (n.lagged && n.lo != 0) fail(n, "is a lagged exclusive scan");
+        } else {
+          expectOperands(n, 1);
+          if (n.lagged) fail(n, "is lagged without a coefficient");
+        }
         if (!isFloat(n.type.dtype) || n.type.dtype != in(n, 0).dtype) fail(n, "is not a float scan of its operand's dtype");
         const Axis* along = in(n, 0).find(n.axes.at(0));
         const Axis* made = n.type.find(n.newAxes.at(0));

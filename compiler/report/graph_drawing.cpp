@@ -75,8 +75,9 @@ std::string operation(const Node& n) {
     case Op::Broadcast: return fmt::format("broadcast {}", created);
     case Op::ScatterAdd: return fmt::format("scatter_add into {}", created);
     case Op::StopGradient: return "stop_gradient";
-    case Op::Scan: return fmt::format("{} scan along {} -> {}{}{}", reduceName(n.reduce), axes, created,
-                                      n.lo ? ", exclusive" : "", n.hi ? ", reverse" : "");
+    case Op::Scan: return fmt::format("{} scan along {} -> {}{}{}{}", isLinearScan(n) ? "linear" : reduceName(n.reduce),
+                                      axes, created, n.lo ? ", exclusive" : "", n.hi ? ", reverse" : "",
+                                      n.lagged ? ", lagged" : "");
   }
   return opName(n.op);
 }
