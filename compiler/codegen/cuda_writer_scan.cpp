@@ -64,22 +64,25 @@ void CudaWriter::scanLines(WrittenKernel& out) {
     totals[p] = P == 1 ? "totals" : fmt::format("totals{}", p);
     if (S > 1) emit(0, fmt::format("__shared__ float {}[{}];", totals[p], l.threads()));
   }
-  Element carry(P);
-  for (size_t p = 0; p < P; ++p) carry[p] = define(0, "float", "carry", identity[p]);
-  // Declares an element's parts as fresh registers holding `value`.
-  auto held = [&](int scope, const std::string& base, const Element& value) {
+  // Declares an element's parts as fresh registers holding `value`
+  // (assignable where `assigned`).
+  auto held = [&](int scope, const std::string& base, const Element& value, bool assigned = false) {
     Element e(P);
-    for (size_t p = 0; p < P; ++p) e[p] = define(scope, "float", base, value[p]);
+    for (size_t p = 0; p < P; ++p) {
+      e[p] = fresh(base);
+      emit(scope, fmt::format("{}float {} = {};", assigned ? "" : "const ", e[p], value[p]));
+    }
     return e;
   };
+  const Element carry = held(0, "carry", identity, true);
   // The K positions from `first` in scan order, clamped into the axis (past
   // the end they are read at the last and count as the identity): the scan
   // order's index and the position along the axis.
   auto positionsFrom = [&](int scope, const std::string& first) {
     std::vector<std::string> step, at;
     for (int k = 0; k < K; ++k) {
-      step.push_back(define(scope, "int", "step", fmt::format("min({} + {}, {})", first, k, T - 1)));
-      at.push_back(define(scope, "int", "at", reverse ? fmt::format("{} - {}", T - 1, step.back()) : step.back()));
+      step.push_back(define(scope, "int", "at", fmt::format("min({} + {}, {})", first, k, T - 1)));
+      at.push_back(reverse ? define(scope, "int", "at", fmt::format("{} - {}", T - 1, step.back())) : step.back());
     }
     return std::pair{step, at};
   };
@@ -134,7 +137,7 @@ void CudaWriter::scanLines(WrittenKernel& out) {
   // The thread's running aggregate over its K positions, in registers.
   for (size_t k = 1; k < static_cast<size_t>(K); ++k) v[k] = held(round, "v", monoid.combine(v[k - 1], v[k]));
   const Element& own = v.back();
-  Element before = held(round, "before", identity), total = held(round, "total", own);
+  const Element before = held(round, "before", identity, true), total = held(round, "total", own, true);
   if (S > 1) {
     // The slices' totals scanned across the line (Hillis-Steele, in place:
     // each step reads, waits, then writes).
@@ -143,9 +146,9 @@ void CudaWriter::scanLines(WrittenKernel& out) {
     const int step = open(round, fmt::format("for (int d = 1; d < {}; d *= 2)", S));
     Element other(P), mine(P);
     for (size_t p = 0; p < P; ++p) {
-      other[p] = define(step, "const float", "other",
+      other[p] = define(step, "float", "other",
                         fmt::format("slice >= d ? {}[threadIdx.x - d * {}] : {}", totals[p], sliceStride, identity[p]));
-      mine[p] = define(step, "const float", "mine", fmt::format("{}[threadIdx.x]", totals[p]));
+      mine[p] = define(step, "float", "mine", fmt::format("{}[threadIdx.x]", totals[p]));
     }
     emit(step, "__syncthreads();");
     const Element joined = monoid.combine(other, mine);
