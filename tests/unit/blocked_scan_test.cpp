@@ -20,24 +20,13 @@ using namespace llmc::testing;
 
 namespace {
 
-NodeId input(Graph& g, const std::string& name, const Type& type, bool param) {
-  Node n;
-  n.op = Op::Input;
-  n.name = name;
-  n.type = type;
-  n.isParam = param;
-  const NodeId id = g.add(std::move(n));
-  g.inputs.push_back(id);
-  return id;
-}
-
 // x: f32[n s c]; y = scan(sum, x, s -> t) in the given form, and the same
 // written as the front end writes it: sum over s of where(pos(s) REL pos(t), x, 0).
 Graph scanAndMaskedSum(bool exclusive, bool reverse) {
   Graph g;
   g.name = "scan_forms";
   const Type xt{DType::F32, {{"n", 3}, {"s", 11}, {"c", 2}}};
-  const NodeId x = input(g, "x", xt, true);
+  const NodeId x = addInput(g, "x", xt, true);
   GraphBuilder b(g, {});
   const NodeId scanned = b.scan(ReduceOp::Sum, x, "s", "t", exclusive, reverse);
   const CompareOp rel = reverse ? (exclusive ? CompareOp::Gt : CompareOp::Ge) : (exclusive ? CompareOp::Lt : CompareOp::Le);
@@ -52,8 +41,8 @@ Graph scanLoss(bool exclusive, bool reverse) {
   Graph g;
   g.name = "scan_loss";
   const Type xt{DType::F32, {{"n", 3}, {"s", 9}, {"c", 2}}};
-  const NodeId x = input(g, "x", xt, true);
-  const NodeId r = input(g, "r", Type{DType::F32, {{"n", 3}, {"t", 9}, {"c", 2}}}, false);
+  const NodeId x = addInput(g, "x", xt, true);
+  const NodeId r = addInput(g, "r", Type{DType::F32, {{"n", 3}, {"t", 9}, {"c", 2}}}, false);
   GraphBuilder b(g, {});
   const NodeId scanned = b.scan(ReduceOp::Sum, x, "s", "t", exclusive, reverse);
   g.outputs = {{"loss", b.sum(b.binary(BinaryOp::Mul, scanned, r), {"n", "t", "c"})}};

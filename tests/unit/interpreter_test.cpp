@@ -18,22 +18,13 @@
 #include "tensor.h"
 
 using namespace llmc;
+using llmc::testing::addInput;
 
 namespace {
 
 Type f64(std::vector<Axis> axes) { return Type{DType::F64, std::move(axes)}; }
 Type f32(std::vector<Axis> axes) { return Type{DType::F32, std::move(axes)}; }
 Type i32(std::vector<Axis> axes) { return Type{DType::I32, std::move(axes)}; }
-
-NodeId addInput(Graph& g, const std::string& name, const Type& type) {
-  Node n;
-  n.op = Op::Input;
-  n.type = type;
-  n.name = name;
-  const NodeId id = g.add(n);
-  g.inputs.push_back(id);
-  return id;
-}
 
 Node makeNode(Op op, const Type& type, std::vector<NodeId> operands) {
   Node n;

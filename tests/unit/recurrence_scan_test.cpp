@@ -24,17 +24,6 @@ namespace {
 
 constexpr int64_t kLines = 3, kPositions = 9, kChannels = 2;  // [n s c]
 
-NodeId input(Graph& g, const std::string& name, const Type& type, bool param) {
-  Node n;
-  n.op = Op::Input;
-  n.name = name;
-  n.type = type;
-  n.isParam = param;
-  const NodeId id = g.add(std::move(n));
-  g.inputs.push_back(id);
-  return id;
-}
-
 Type lines(const std::string& along) {
   return Type{DType::F32, {{"n", kLines}, {along, kPositions}, {"c", kChannels}}};
 }
@@ -68,9 +57,9 @@ template <class Make>
 Graph scanLoss(Make scanned) {
   Graph g;
   g.name = "scan_loss";
-  const NodeId x = input(g, "x", lines("s"), true);
-  const NodeId a = input(g, "a", lines("s"), true);
-  const NodeId r = input(g, "r", lines("t"), false);
+  const NodeId x = addInput(g, "x", lines("s"), true);
+  const NodeId a = addInput(g, "a", lines("s"), true);
+  const NodeId r = addInput(g, "r", lines("t"), false);
   GraphBuilder b(g, {});
   g.outputs = {{"loss", b.sum(b.binary(BinaryOp::Mul, scanned(b, x, a), r), {"n", "t", "c"})}};
   return g;
@@ -96,8 +85,8 @@ TEST_CASE("a linear scan computes the recurrence in each of its forms", "[scan]"
     INFO("exclusive " << f.exclusive << ", reverse " << f.reverse << ", lagged " << f.lagged);
     Graph g;
     g.name = "recurrence";
-    const NodeId x = input(g, "x", lines("s"), false);
-    const NodeId a = input(g, "a", lines("s"), false);
+    const NodeId x = addInput(g, "x", lines("s"), false);
+    const NodeId a = addInput(g, "a", lines("s"), false);
     GraphBuilder b(g, {});
     g.outputs = {{"h", b.linearScan(a, x, "s", "t", f.exclusive, f.reverse, f.lagged)}};
     REQUIRE_NOTHROW(verifyGraph(g));
@@ -114,7 +103,7 @@ TEST_CASE("a linear scan computes the recurrence in each of its forms", "[scan]"
 TEST_CASE("a lagged exclusive scan is refused by the verifier", "[scan]") {
   Graph g;
   g.name = "refused";
-  const NodeId x = input(g, "x", lines("s"), false);
+  const NodeId x = addInput(g, "x", lines("s"), false);
   GraphBuilder b(g, {});
   g.outputs = {{"h", b.linearScan(x, x, "s", "t", true, false, true)}};
   CHECK_THROWS(verifyGraph(g));
@@ -140,7 +129,7 @@ TEST_CASE("a running maximum's scan is the masked maximum, its adjoint matches f
       INFO("exclusive " << exclusive << ", reverse " << reverse);
       Graph g;
       g.name = "running_max";
-      const NodeId x = input(g, "x", lines("s"), true);
+      const NodeId x = addInput(g, "x", lines("s"), true);
       GraphBuilder b(g, {});
       const NodeId scanned = b.scan(ReduceOp::Max, x, "s", "t", exclusive, reverse);
       const CompareOp rel =
@@ -169,8 +158,8 @@ TEST_CASE("a running maximum's adjoint splits between ties as the masked maximum
   auto graphOf = [](bool asScan, bool exclusive) {
     Graph g;
     g.name = "ties";
-    const NodeId x = input(g, "x", lines("s"), true);
-    const NodeId r = input(g, "r", lines("t"), false);
+    const NodeId x = addInput(g, "x", lines("s"), true);
+    const NodeId r = addInput(g, "r", lines("t"), false);
     GraphBuilder b(g, {});
     NodeId y;
     if (asScan) {

@@ -28,6 +28,17 @@ Graph compileFor(const std::string& relative, const std::string& entry, const Si
   return compileToIR(options);
 }
 
+NodeId addInput(Graph& g, const std::string& name, const Type& type, bool param) {
+  Node n;
+  n.op = Op::Input;
+  n.name = name;
+  n.type = type;
+  n.isParam = param;
+  const NodeId id = g.add(std::move(n));
+  g.inputs.push_back(id);
+  return id;
+}
+
 std::map<std::string, HostTensor> randomInputs(const Graph& g, uint64_t seed, double intHigh) {
   std::map<std::string, HostTensor> inputs;
   for (NodeId id : g.inputs) {

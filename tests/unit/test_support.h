@@ -28,6 +28,9 @@ Graph compileFile(const std::string& relative, const SizeBindings& sizes, const 
 Graph compileFor(const std::string& relative, const std::string& entry, const SizeBindings& sizes, bool grad,
                  const Target& target);
 
+// Appends an input (a trainable parameter where `param`) to g's signature.
+NodeId addInput(Graph& g, const std::string& name, const Type& type, bool param = false);
+
 // Random inputs for every input of g: normal floats, integers uniform in
 // [0, intHigh). Each input gets its own seed derived from `seed`.
 std::map<std::string, HostTensor> randomInputs(const Graph& g, uint64_t seed, double intHigh = 2);
