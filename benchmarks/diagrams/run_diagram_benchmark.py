@@ -22,12 +22,14 @@ and the ratio of the best of them to llmc's (> 1: llmc faster). With
 --out FILE the same table and every launch go to FILE.
 
 usage: run_diagram_benchmark.py [--bench build/bin/step_kernels_bench] [--only NAME] [--out FILE] [--reps N]
+                                [--compile-limit SECONDS]
 """
 import argparse
 import json
 import math
 import os
 import re
+import signal
 import statistics
 import subprocess
 import sys
@@ -245,6 +247,28 @@ def time_cuda(fn, reps, batch=10):
     return statistics.median(times)
 
 
+COMPILE_SECONDS = 300  # a bound on one configuration's compile and first calls (--compile-limit)
+
+
+class TooLong(Exception):
+    pass
+
+
+def bounded(seconds, f):
+    """f() within `seconds` of wall time, or TooLong: torch.compile can spend
+    many minutes on one graph (cumprod's backward at T=4096), and one case
+    must not take the run's time from the others."""
+    def expire(signum, frame):
+        raise TooLong(f"gave up after {seconds} s")
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(seconds)
+    try:
+        return f()
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def torch_case(name, sizes, grad, fn, shapes, reps):
     gen = torch.Generator(device="cuda").manual_seed(1)
 
@@ -280,7 +304,7 @@ def torch_case(name, sizes, grad, fn, shapes, reps):
         try:
             torch._dynamo.reset()
             compiled = torch.compile(fn, mode=mode)
-            results["compile"] = time_cuda(make(compiled), reps)
+            results["compile"] = bounded(COMPILE_SECONDS, lambda: time_cuda(make(compiled), reps))
             results["compile_mode"] = mode
             break
         except Exception as e:  # noqa: BLE001
@@ -294,8 +318,7 @@ def torch_case(name, sizes, grad, fn, shapes, reps):
                 torch._dynamo.reset()
                 f = torch.compile(fn, mode="default")
             step = make(f)
-            for _ in range(3):
-                step()
+            bounded(COMPILE_SECONDS, lambda: [step() for _ in range(3)])
             torch.cuda.synchronize()
             for x in inputs:
                 x.grad = None
@@ -338,13 +361,17 @@ def launches_outside_2x(text):
 
 
 def main():
+    global COMPILE_SECONDS
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--bench", default="build/bin/step_kernels_bench")
     p.add_argument("--only", default="")
     p.add_argument("--out", default=None, help="the results file (default results/MACHINE-diagrams.txt beside "
                    "this script, overwritten: earlier runs are in git's history; '-': none)")
     p.add_argument("--reps", type=int, default=50)
+    p.add_argument("--compile-limit", type=int, default=300,
+                   help="seconds one PyTorch configuration may take to compile (default %(default)s)")
     a = p.parse_args()
+    COMPILE_SECONDS = a.compile_limit
     cases = [c for c in CASES if not a.only or a.only in c[0]]
     if not cases:
         sys.exit(f"run_diagram_benchmark.py: no case is named like '{a.only}' (cases: {', '.join(c[0] for c in CASES)})")

@@ -8,6 +8,8 @@
 // the left, as the recurrence's composition is not commutative.
 #include "codegen/cuda_writer.h"
 
+#include <stdexcept>
+
 namespace llmc::cuda_writer {
 
 namespace {
@@ -40,6 +42,8 @@ void CudaWriter::scanLines(WrittenKernel& out) {
   monoid.linear = isLinearScan(scan);
   monoid.isSum = scan.reduce == ReduceOp::Sum;
   const size_t P = monoid.parts();
+  if (P != static_cast<size_t>(l.parts))
+    throw std::logic_error(fmt::format("scan launch: the layout priced {} parts an element, the monoid has {}", l.parts, P));
   const Element identity = monoid.identity();
   const bool exclusive = scan.lo != 0, reverse = scan.hi != 0;
   out.grid = l.blocks;

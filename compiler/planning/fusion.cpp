@@ -488,22 +488,32 @@ std::vector<Kernel> Fuser::collect() const {
     // Reduced axes: the stream axis if the fusion chose one, else the one
     // with the most positions; the rest are consumed whole inside a chunk.
     std::map<std::string, int64_t> reduced;
+    std::vector<std::string> reducedInOrder;  // as the kernel's nodes first reduce them: no name decides
     // (A gather reads one row per index: it reduces nothing worth streaming.)
     for (NodeId id : k.nodes)
       if (g_.node(id).op != Op::Gather)
         for (const auto& a : reducedBy(g_.node(id)))
           for (NodeId o : g_.node(id).operands)
-            if (const Axis* ax = g_.node(o).type.find(a)) reduced[a] = ax->size;
+            if (const Axis* ax = g_.node(o).type.find(a)) {
+              if (!reduced.count(a)) reducedInOrder.push_back(a);
+              reduced[a] = ax->size;
+            }
     // Otherwise the longest reduced axis streams, if the kernel streams over
-    // it and does not hold it whole.
+    // it and does not hold it whole; of several as long, the first the
+    // kernel reduces that it can stream (a running maximum's gradient
+    // reduces t and t_scanned, both of T positions, and streams one).
     auto whole = wholeAxes_.find(gr);
     if (k.streamAxis.empty() && !reduced.empty()) {
-      auto longest = std::max_element(reduced.begin(), reduced.end(), [](auto& a, auto& b) {
-        return a.second < b.second;
-      });
-      bool held = whole != wholeAxes_.end() && whole->second.count(longest->first);
-      std::set<NodeId> members(k.nodes.begin(), k.nodes.end());
-      if (!held && analyzeStream(g_, members, longest->first).streamable) k.streamAxis = longest->first;
+      int64_t longest = 0;
+      for (const auto& [a, size] : reduced) longest = std::max(longest, size);
+      const std::set<NodeId> members(k.nodes.begin(), k.nodes.end());
+      for (const std::string& a : reducedInOrder) {
+        const bool held = whole != wholeAxes_.end() && whole->second.count(a);
+        if (reduced.at(a) == longest && !held && analyzeStream(g_, members, a).streamable) {
+          k.streamAxis = a;
+          break;
+        }
+      }
     }
     for (const auto& [a, size] : reduced)
       if (a != k.streamAxis) k.innerAxes.push_back(a);

@@ -61,7 +61,11 @@ KernelCost priced(const ScanBytes& b, double operations, const ScanLayout& l, co
   const double bytes = b.hbm;
   const double accessed = b.perPoint * static_cast<double>(l.lineCount) * static_cast<double>(l.positions);
   // The SMs the grid occupies move those bytes at the rate a scan's warps
-  // reach (Target::scanBytesPerSecondPerSM, fitted on the H200).
+  // reach (Target::scanBytesPerSecondPerSM, fitted on the H200 on sums: a
+  // pass bound by its instructions a point, not by the bytes). An element of
+  // two parts takes twice them, and twice the registers (H200, 2026-12-04:
+  // 2-part scans of 3 and 4 arrays measured 1.9-2.0x and 1.75x a price
+  // without the factor).
   const double perSM = t.scanBytesPerSecondPerSM > 0 ? t.scanBytesPerSecondPerSM
                                                      : gmem.attainableBandwidth / std::max(1, t.smCount);
   const double activeSMs = static_cast<double>(std::min<int64_t>(t.smCount, l.blocks));
@@ -69,10 +73,11 @@ KernelCost priced(const ScanBytes& b, double operations, const ScanLayout& l, co
   cost.chunks = l.rounds;
   cost.synced = l.slices > 1 ? l.rounds : 0;
   LevelCost global{"GMEM", 0, static_cast<double>(gmem.capacity), bytes, bytes / gmem.attainableBandwidth};
-  LevelCost l2{"L2", 0, static_cast<double>(t.level("L2").capacity), accessed, accessed / (perSM * activeSMs)};
-  const double smemBytes = l.slices > 1 ? 4.0 * l.threads() : 0;
+  LevelCost l2{"L2", 0, static_cast<double>(t.level("L2").capacity), accessed,
+               accessed * l.parts / (perSM * activeSMs)};
+  const double smemBytes = l.slices > 1 ? 4.0 * l.parts * l.threads() : 0;
   LevelCost smem{"SMEM", smemBytes, static_cast<double>(t.level("SMEM").maxPerBlock), 0, 0};
-  LevelCost reg{"REG", 4.0 * (l.perSlice + 4), static_cast<double>(t.level("REG").maxPerThread), 0, 0};
+  LevelCost reg{"REG", 4.0 * (l.perSlice * l.parts + 4), static_cast<double>(t.level("REG").maxPerThread), 0, 0};
   cost.levels = {global, l2, smem, reg};
   cost.onChipBytes = smemBytes + reg.memoryBytes * l.threads();
   cost.work["fp32"] = operations;
@@ -148,11 +153,12 @@ ScanLayout layoutWith(const Type& result, const std::string& along, int perSlice
 // From the most positions a thread down: where the bytes bound every
 // choice, the fewest rounds (the fewest barriers) are kept.
 template <class Bytes>
-ScanLayout cheapestLayout(const Type& result, const std::string& along, const Target& t, Bytes bytesOf) {
+ScanLayout cheapestLayout(const Type& result, const std::string& along, int parts, const Target& t, Bytes bytesOf) {
   ScanLayout best;
   double fastest = 0;
   for (auto it = std::rbegin(kPerSliceChoices); it != std::rend(kPerSliceChoices); ++it) {
-    const ScanLayout l = layoutWith(result, along, *it, t);
+    ScanLayout l = layoutWith(result, along, *it, t);
+    l.parts = parts;
     const double seconds = priced(bytesOf(l), 0, l, t).predicted;
     if (best.perSlice == 1 || seconds < fastest) best = l, fastest = seconds;
   }
@@ -173,7 +179,8 @@ NodeId scanOf(const Graph& g, const Kernel& k) {
 
 ScanLayout scanLayout(const Graph& g, const Kernel& k, NodeId scan, const Target& t, const CostOptions& o) {
   const Node& n = g.node(scan);
-  ScanLayout l = cheapestLayout(n.type, n.newAxes.at(0), t, [&](ScanLayout candidate) {
+  const int parts = isLinearScan(n) ? 2 : 1;
+  ScanLayout l = cheapestLayout(n.type, n.newAxes.at(0), parts, t, [&](ScanLayout candidate) {
     candidate.scan = scan;
     return kernelBytes(g, k, candidate, o);
   });
@@ -183,7 +190,7 @@ ScanLayout scanLayout(const Graph& g, const Kernel& k, NodeId scan, const Target
 
 ScanLayout scanLayout(const Type& input, const Type& result, const std::string& along, const Target& t,
                       const CostOptions& o) {
-  return cheapestLayout(result, along, t, [&](const ScanLayout&) { return valueBytes(input, result, o); });
+  return cheapestLayout(result, along, 1, t, [&](const ScanLayout&) { return valueBytes(input, result, o); });
 }
 
 KernelCost scanCost(const Graph& g, const Kernel& k, const ScanLayout& l, const Target& t, const CostOptions& o) {

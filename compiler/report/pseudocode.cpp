@@ -105,7 +105,10 @@ class Writer {
   void scan(const Kernel& k, const ScanLayout& l, const KernelCost& c) {
     const Node& n = g_.node(l.scan);
     const std::string& name = names_[static_cast<size_t>(n.id)];
-    const std::string identity = n.reduce == ReduceOp::Sum ? "0" : "-inf";
+    // A linear recurrence carries the pair (a, b) of the step h -> a h + b
+    // (ir.h, isLinearScan); a sum or maximum one value.
+    const bool linear = isLinearScan(n);
+    const std::string identity = linear ? "(1, 0)" : n.reduce == ReduceOp::Sum ? "0" : "-inf";
     std::string lines;
     for (const Axis& a : l.lines) lines += fmt::format("{}{}", lines.empty() ? "" : " ", a.name);
     line(0, fmt::format("parallel lines [{}] in 0..{} step {} over GRID", lines, l.lineCount, l.linesPerBlock),
@@ -121,12 +124,18 @@ class Writer {
       const Node& m = g_.node(id);
       if (m.op != Op::Input && id != n.id) line(3, fmt::format("REG  {} = {}", names_[static_cast<size_t>(id)], describe(m)));
     }
-    line(3, fmt::format("REG  v[{}] = running {} of {} over the slice", l.perSlice, reduceName(n.reduce),
-                        names_[static_cast<size_t>(n.operands[0])]));
-    if (l.slices > 1) line(2, fmt::format("SMEM totals[{}] = the slices' totals, scanned", l.threads()), "barriers");
-    line(2, fmt::format("GMEM {} <- carry + the totals before the slice + v{}", name, n.lo ? ", each position's own left out" : ""),
-         "store");
-    line(2, "REG  carry += the round's total");
+    if (linear)
+      line(3, fmt::format("REG  v[{}] = the steps h -> {} h + {} composed over the slice{}", l.perSlice,
+                          names_[static_cast<size_t>(n.operands[1])], names_[static_cast<size_t>(n.operands[0])],
+                          n.lagged ? " (each coefficient the previous position's)" : ""));
+    else
+      line(3, fmt::format("REG  v[{}] = running {} of {} over the slice", l.perSlice, reduceName(n.reduce),
+                          names_[static_cast<size_t>(n.operands[0])]));
+    if (l.slices > 1)
+      line(2, fmt::format("SMEM totals[{}{}] = the slices' totals, scanned", l.threads(), linear ? " x 2" : ""), "barriers");
+    const char* combined = linear ? "the carry, then the steps of the slices before, then v" : "carry + the totals before the slice + v";
+    line(2, fmt::format("GMEM {} <- {}{}", name, combined, n.lo ? ", each position's own left out" : ""), "store");
+    line(2, linear ? "REG  carry = the carry, then the round's steps" : "REG  carry += the round's total");
   }
 
   void line(int depth, const std::string& text, const std::string& note = "") {

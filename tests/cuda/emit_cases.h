@@ -222,6 +222,8 @@ inline std::vector<EmitCase> otherCases() {
        {{"B", 3}, {"T", 1001}, {"C", 77}}, true, {}},
       {"running maximum, training step", "benchmarks/diagrams/recurrences.dg", "running_max_loss",
        {{"B", 3}, {"T", 1001}, {"C", 77}}, true, {}},
+      {"running maximum, short lines (masked), training step", "tests/diagrams/recurrences.dg", "running_max_loss",
+       {{"B", 3}, {"T", 37}, {"C", 44}}, true, {}},
       {"gated recurrence, 4099 positions, training step", "benchmarks/diagrams/recurrences.dg",
        "gated_recurrence_loss", {{"B", 2}, {"T", 4099}, {"C", 33}}, true, {}},
       {"running sum read by a contraction, training step", "tests/diagrams/recompute.dg", "scanned_products_loss",
