@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "analysis/scan_streams.h"
 #include "analysis/streamability.h"
 #include "atomic_file.h"
 #include "command_line.h"
@@ -454,6 +455,8 @@ std::string compile(Invocation& in) {
     for (const auto& n : graph.nodes) everything.insert(n.id);
     for (const auto& axis : llmc::reducedAxes(graph))
       output += llmc::describeStream(graph, llmc::analyzeStream(graph, everything, axis));
+    for (const auto& n : graph.nodes)
+      if (n.op == llmc::Op::Scan) output += llmc::describeScanStream(graph, llmc::analyzeScanStream(n));
     return output;
   }
   return llmc::printGraph(graph, llmc::PrintOptions{in.comments});

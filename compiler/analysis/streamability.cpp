@@ -172,6 +172,14 @@ class Analyzer {
       anyAlongAxis |= g_.node(o).type.has(x_) && region_.count(o);
     }
     const bool alongAxis = n.type.has(x_);
+    if (n.op == Op::Scan && contains(n.axes, x_)) {
+      // Its own stream (analysis/scan_streams.h), carrying each line's
+      // element: not a reduction a region's accumulator holds.
+      fail(n.id, fmt::format("a scan along '{}' streams on its own, carrying each line's element; its positions are "
+                             "not reduced",
+                             x_));
+      return false;
+    }
     if (touchesAxis(n)) {
       fail(n.id, fmt::format("{} changes the stream axis '{}'", opName(n.op), x_));
       return false;

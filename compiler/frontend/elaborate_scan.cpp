@@ -19,6 +19,7 @@
 // elsewhere; an exclusive one, the lagged recurrence of 1 at the first
 // position. Exact at zeros, where a product's gradient by division is not.
 #include <limits>
+#include <set>
 
 #include "frontend/elaborator.h"
 
@@ -30,16 +31,22 @@ Value Elaborator::evalScan(Frame& f, const Expr& e) {
                      (opArg.name == "sum" || opArg.name == "max" || opArg.name == "prod" || opArg.name == "linear");
   if (!known) fail(opArg.loc, "scan's operator is 'sum', 'max', 'prod' or 'linear': scan(sum, x, a)");
   if (opArg.name == "linear") return arrayValue(linearScan(f, e));
-  if (e.args.size() > 4)
-    fail(e.args[4]->loc, fmt::format("scan({}, x, a[, exclusive]) takes at most 4 arguments", opArg.name));
   const NodeId x = requireArray(eval(f, *e.args[1]), e.args[1]->loc, "scan");
   const Type t = typeOf(x);
   if (!isFloat(t.dtype))
     fail(e.args[1]->loc, fmt::format("'scan' needs a floating-point array, but this is {}; cast it with f32(...)",
                                      dtypeName(t.dtype)));
-  const auto [axis, exclusive] = scanAxis(f, e, 2, t);
-  if (opArg.name == "prod") return arrayValue(productScan(x, axis, exclusive, e.loc));
+  const ScanForm form = scanForm(f, e, 2, t);
+  if (form.lagged) fail(e.loc, "'lagged' is a form of scan(linear, ..) alone");
+  if (opArg.name == "prod") {
+    if (form.printed) fail(e.loc, "scan(prod, x, a[, exclusive]) runs along a from its first position; other forms are "
+                                  "scan(linear, ..)'s");
+    return arrayValue(productScan(x, form.axis, form.exclusive, e.loc));
+  }
   const ReduceOp op = opArg.name == "sum" ? ReduceOp::Sum : ReduceOp::Max;
+  if (form.printed) return arrayValue(scanNode(x, op, form, e.loc));
+  const std::string axis = form.axis;
+  const bool exclusive = form.exclusive;
   const Axis along = *t.find(axis);
   // x along `earlier`, a copy of a: position j of it is x's position j.
   const std::string earlier = declareNewAxis(f, axis + "_scanned", along.size, t, e.loc);
@@ -83,19 +90,58 @@ Value Elaborator::evalScan(Frame& f, const Expr& e) {
   return arrayValue(add(std::move(reduced), e.loc));
 }
 
-std::pair<std::string, bool> Elaborator::scanAxis(Frame& f, const Expr& e, size_t at, const Type& t) {
+Elaborator::ScanForm Elaborator::scanForm(Frame& f, const Expr& e, size_t at, const Type& t) {
   const Expr& axisArg = *e.args[at];
-  if (axisArg.kind != Expr::Kind::Name) fail(axisArg.loc, "this argument of scan is the axis it runs along");
-  const std::string axis = resolveAxis(f, axisArg.name, axisArg.loc);
-  if (!t.has(axis)) fail(axisArg.loc, fmt::format("scan along axis '{}' that the array lacks (its type is {})", axis, t.str()));
-  bool exclusive = false;
-  if (e.args.size() > at + 1) {
-    const Expr& form = *e.args[at + 1];
-    if (form.kind != Expr::Kind::Name || (form.name != "inclusive" && form.name != "exclusive"))
-      fail(form.loc, "scan's last argument is 'inclusive' (the default) or 'exclusive'");
-    exclusive = form.name == "exclusive";
+  ScanForm form;
+  if (axisArg.kind == Expr::Kind::AxisMap) {
+    if (axisArg.from.size() != 1 || axisArg.to.size() != 1 || axisArg.to[0].size)
+      fail(axisArg.loc, "a scan's axis map is one axis to one: 's -> t'");
+    form.axis = resolveAxis(f, axisArg.from[0].name, axisArg.from[0].loc);
+    form.resultAxis = axisArg.to[0].name;
+    form.printed = true;
+  } else if (axisArg.kind == Expr::Kind::Name) {
+    form.axis = form.resultAxis = resolveAxis(f, axisArg.name, axisArg.loc);
+  } else {
+    fail(axisArg.loc, "this argument of scan is the axis it runs along");
   }
-  return {axis, exclusive};
+  if (!t.has(form.axis))
+    fail(axisArg.loc, fmt::format("scan along axis '{}' that the array lacks (its type is {})", form.axis, t.str()));
+  if (form.resultAxis != form.axis && t.has(form.resultAxis))
+    fail(axisArg.loc, fmt::format("scan's result axis '{}' is one the array has already (its type is {})",
+                                  form.resultAxis, t.str()));
+  std::set<std::string> seen;
+  for (size_t i = at + 1; i < e.args.size(); ++i) {
+    const Expr& a = *e.args[i];
+    const bool known = a.kind == Expr::Kind::Name && (a.name == "inclusive" || a.name == "exclusive" ||
+                                                      a.name == "reverse" || a.name == "lagged");
+    if (!known) fail(a.loc, "scan's last argument is 'inclusive' (the default) or 'exclusive'");
+    if (!seen.insert(a.name == "inclusive" ? "exclusive" : a.name).second)
+      fail(a.loc, fmt::format("scan's form '{}' is given twice, or with its opposite", a.name));
+    form.exclusive |= a.name == "exclusive";
+    form.reverse |= a.name == "reverse";
+    form.lagged |= a.name == "lagged";
+  }
+  form.printed |= form.reverse || form.lagged;
+  if (form.lagged && form.exclusive)
+    fail(e.loc, "a scan is 'lagged' or 'exclusive', not both (a lagged recurrence is inclusive)");
+  return form;
+}
+
+NodeId Elaborator::scanNode(NodeId x, ReduceOp op, const ScanForm& form, const SourceLoc& loc, NodeId coefficient) {
+  Node n;
+  n.op = Op::Scan;
+  n.reduce = op;
+  n.axes = {form.axis};
+  n.newAxes = {form.resultAxis};
+  n.lo = form.exclusive ? 1 : 0;
+  n.hi = form.reverse ? 1 : 0;
+  n.operands = {x};
+  if (coefficient >= 0) n.operands.push_back(coefficient);
+  n.lagged = form.lagged;
+  n.type = typeOf(x);
+  for (Axis& a : n.type.axes)
+    if (a.name == form.axis) a.name = form.resultAxis;
+  return add(std::move(n), loc);
 }
 
 // v laid out as `target`, broadcast along the axes it lacks.
@@ -110,17 +156,8 @@ NodeId Elaborator::spreadTo(NodeId v, const Type& target, const SourceLoc& loc) 
   return add(std::move(n), loc);
 }
 
-NodeId Elaborator::recurrence(NodeId coefficient, NodeId x, const std::string& axis, bool exclusive, bool lagged,
-                              const SourceLoc& loc) {
-  Node n;
-  n.op = Op::Scan;
-  n.reduce = ReduceOp::Sum;
-  n.axes = n.newAxes = {axis};
-  n.lo = exclusive ? 1 : 0;
-  n.lagged = lagged;
-  n.operands = {x, spreadTo(coefficient, typeOf(x), loc)};
-  n.type = typeOf(x);
-  return add(std::move(n), loc);
+NodeId Elaborator::recurrence(NodeId coefficient, NodeId x, const ScanForm& form, const SourceLoc& loc) {
+  return scanNode(x, ReduceOp::Sum, form, loc, spreadTo(coefficient, typeOf(x), loc));
 }
 
 NodeId Elaborator::productScan(NodeId x, const std::string& axis, bool exclusive, const SourceLoc& loc) {
@@ -138,7 +175,10 @@ NodeId Elaborator::productScan(NodeId x, const std::string& axis, bool exclusive
   start.operands = {atFirst, exclusive ? constant(1, t.dtype, loc) : x, constant(0, t.dtype, loc)};
   start.type = Type{t.dtype, exclusive ? std::vector<Axis>{along} : t.axes};
   const NodeId values = spreadTo(add(std::move(start), loc), t, loc);
-  return recurrence(x, values, axis, false, exclusive, loc);
+  ScanForm form;
+  form.axis = form.resultAxis = axis;
+  form.lagged = exclusive;
+  return recurrence(x, values, form, loc);
 }
 
 NodeId Elaborator::linearScan(Frame& f, const Expr& e) {
@@ -158,8 +198,7 @@ NodeId Elaborator::linearScan(Frame& f, const Expr& e) {
   unifyAxes({c, x}, e.loc);
   for (const Axis& a : typeOf(c).axes)
     if (!t.has(a.name)) t.axes.push_back(a);
-  const auto [axis, exclusive] = scanAxis(f, e, 3, t);
-  return recurrence(c, spreadTo(x, t, e.loc), axis, exclusive, false, e.loc);
+  return recurrence(c, spreadTo(x, t, e.loc), scanForm(f, e, 3, t), e.loc);
 }
 
 }  // namespace llmc::elaboration

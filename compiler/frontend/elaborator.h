@@ -209,12 +209,21 @@ class Elaborator {
 
   // ---------------------------------------------------------------- scans (elaborate_scan.cpp)
   Value evalScan(Frame& f, const Expr& e);
-  // The axis argument at `at` (resolved, along t) and the form after it.
-  std::pair<std::string, bool> scanAxis(Frame& f, const Expr& e, size_t at, const Type& t);
+  // The axis argument at `at` (an axis of t, or `s -> r`: along s, the
+  // result's axis called r, as the IR prints a scan node) and the forms
+  // after it.
+  struct ScanForm {
+    std::string axis, resultAxis;
+    bool exclusive = false, reverse = false, lagged = false;
+    bool printed = false;  // written as the IR prints it: an axis map, reverse or lagged
+  };
+  ScanForm scanForm(Frame& f, const Expr& e, size_t at, const Type& t);
   NodeId spreadTo(NodeId v, const Type& target, const SourceLoc& loc);
-  // The linear recurrence h = coefficient * h + x along axis (Op::Scan).
-  NodeId recurrence(NodeId coefficient, NodeId x, const std::string& axis, bool exclusive, bool lagged,
-                    const SourceLoc& loc);
+  // The linear recurrence h = coefficient * h + x along form.axis (Op::Scan).
+  NodeId recurrence(NodeId coefficient, NodeId x, const ScanForm& form, const SourceLoc& loc);
+  // A scan node: a running sum or maximum of x (the printed form), or with
+  // a coefficient (as x's type) the linear recurrence.
+  NodeId scanNode(NodeId x, ReduceOp op, const ScanForm& form, const SourceLoc& loc, NodeId coefficient = -1);
   NodeId productScan(NodeId x, const std::string& axis, bool exclusive, const SourceLoc& loc);
   NodeId linearScan(Frame& f, const Expr& e);
 

@@ -174,6 +174,7 @@ class Resolver {
         // scan(linear, c, x, a): its coefficient is a value too.
         const bool linearScan = b->kind == BuiltinKind::Scan && call.args[0]->kind == Expr::Kind::Name &&
                                 call.args[0]->name == "linear";
+        if (b->kind == BuiltinKind::Scan && a.kind == Expr::Kind::AxisMap) continue;  // scan(sum, x, s -> t): printed IR
         if ((isAxisArgument(b->kind, i) && !(linearScan && i == 2)) ||
             (b->kind == BuiltinKind::Stack && i + 1 == call.args.size())) {
           if (a.kind != Expr::Kind::Name)
