@@ -311,7 +311,7 @@ std::string Elaborator::firstUnboundSymbol(const Frame& f, const SizeExpr& e) {
 // Checks an argument against an input port of a composite and binds the
 // port's axes and size symbols.
 void Elaborator::matchInput(Frame& f, const Port& port, NodeId arg, const SourceLoc& argLoc) {
-  const Type& t = typeOf(arg);
+  const Type t = typeOf(arg);
   DType want = dtypeOf(port.type);
   if (t.dtype != want)
     failAtArgument(argLoc, fmt::format("dtype mismatch: input '{}' of '{}' is {}, but the argument is {}; "
@@ -361,7 +361,7 @@ std::string Elaborator::typeSpecText(const TypeSpec& s) {
 // transposed to the declared order when `reorder` is set.
 NodeId Elaborator::checkDeclared(Frame& f, const TypeSpec& spec, NodeId value, const std::string& what,
                                  const SourceLoc& loc, bool reorder) {
-  const Type& t = typeOf(value);
+  const Type t = typeOf(value);
   DType want = dtypeOf(spec);
   if (t.dtype != want)
     fail(loc, fmt::format("dtype mismatch: {} is declared {} but its value is {}", what, dtypeName(want),

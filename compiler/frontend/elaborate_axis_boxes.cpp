@@ -83,7 +83,7 @@ Value Elaborator::evalMerge(Frame& f, const Expr& e) {
   NodeId x = requireArray(eval(f, *e.args[0]), e.args[0]->loc, "merge");
   const Expr& m = axisMapArgument(e, 1, 0, 1);
   if (m.from.size() < 2) fail(m.loc, "merge needs at least two axes before '->'");
-  const Type& t = typeOf(x);
+  const Type t = typeOf(x);
   Node n;
   n.op = Op::Merge;
   n.operands = {x};
@@ -120,7 +120,7 @@ Value Elaborator::evalMerge(Frame& f, const Expr& e) {
 Value Elaborator::evalRenameOrSlice(Frame& f, const Expr& e, bool isSlice) {
   NodeId x = requireArray(eval(f, *e.args[0]), e.args[0]->loc, e.name);
   const Expr& m = axisMapArgument(e, 1, 1, 1);
-  const Type& t = typeOf(x);
+  const Type t = typeOf(x);
   std::string axis = resolveAxis(f, m.from[0].name, m.from[0].loc);
   if (!t.has(axis)) fail(m.from[0].loc, fmt::format("{} of axis '{}' that the array lacks (its type is {})", e.name, axis, t.str()));
   int64_t whole = t.find(axis)->size;
@@ -156,9 +156,9 @@ Value Elaborator::evalConcat(Frame& f, const Expr& e) {
   for (size_t i = 0; i + 1 < e.args.size(); ++i)
     n.operands.push_back(requireArray(eval(f, *e.args[i]), e.args[i]->loc, "concat"));
   std::string axis = resolveAxis(f, m.from[0].name, m.from[0].loc);
-  const Type& first = typeOf(n.operands[0]);
+  const Type first = typeOf(n.operands[0]);
   for (size_t i = 0; i < n.operands.size(); ++i) {
-    const Type& t = typeOf(n.operands[i]);
+    const Type t = typeOf(n.operands[i]);
     if (!t.has(axis)) fail(e.args[i]->loc, fmt::format("concat along axis '{}' that this array lacks (its type is {})", axis, t.str()));
     if (!t.sameAxisSet(first))
       fail(e.args[i]->loc, fmt::format("concat of arrays of different types: {} and {}", first.str(), t.str()));
@@ -186,9 +186,9 @@ Value Elaborator::evalStack(Frame& f, const Expr& e) {
   std::vector<NodeId> parts;
   for (size_t i = 0; i + 1 < e.args.size(); ++i)
     parts.push_back(requireArray(eval(f, *e.args[i]), e.args[i]->loc, "stack"));
-  const Type& first = typeOf(parts[0]);
+  const Type first = typeOf(parts[0]);
   for (size_t i = 0; i < parts.size(); ++i) {
-    const Type& t = typeOf(parts[i]);
+    const Type t = typeOf(parts[i]);
     if (!t.sameAxisSet(first) || t.dtype != first.dtype)
       fail(e.args[i]->loc, fmt::format("stack of arrays of different types: {} and {}", first.str(), t.str()));
   }
@@ -313,8 +313,8 @@ Value Elaborator::evalBroadcast(Frame& f, const Expr& e) {
 Value Elaborator::evalScatterAdd(Frame& f, const Expr& e) {
   NodeId values = requireArray(eval(f, *e.args[0]), e.args[0]->loc, "scatter_add's values");
   NodeId index = requireArray(eval(f, *e.args[1]), e.args[1]->loc, "scatter_add's index");
-  const Type& tv = typeOf(values);
-  const Type& ti = typeOf(index);
+  const Type tv = typeOf(values);
+  const Type ti = typeOf(index);
   if (!isInteger(ti.dtype))
     fail(e.args[1]->loc, fmt::format("scatter_add's index must be an integer array (i32 or u16), but it is {}",
                                      dtypeName(ti.dtype)));

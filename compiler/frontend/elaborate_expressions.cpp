@@ -113,7 +113,7 @@ Value Elaborator::evalBinary(Frame& f, const Expr& e) {
 Value Elaborator::evalIndex(Frame& f, const Expr& e) {
   NodeId x = requireArray(eval(f, *e.args[0]), e.loc, "indexing");
   std::string axis = resolveAxis(f, e.name, e.loc);
-  const Type& t = typeOf(x);
+  const Type t = typeOf(x);
   if (!t.has(axis)) fail(e.loc, fmt::format("cannot index axis '{}': the array has axes {}", axis, axesList(t)));
   int64_t i = evalPosition(f, *e.args[1], "an index");
   int64_t n = t.find(axis)->size;
@@ -196,7 +196,7 @@ Value Elaborator::evalBuiltin(Frame& f, const Expr& e) {
     }
     case BuiltinKind::Reduce: {
       NodeId x = requireArray(eval(f, *args[0]), args[0]->loc, fmt::format("'{}'", b.name));
-      const Type& t = typeOf(x);
+      const Type t = typeOf(x);
       if (t.dtype == DType::Bool) fail(e.loc, fmt::format("cannot {} a bool array; cast it with f32(...)", b.name));
       Node n;
       n.op = Op::Reduce;
@@ -268,8 +268,8 @@ double Elaborator::foldUnary(UnaryOp op, double x) {
 Value Elaborator::evalContract(Frame& f, const Expr& e) {
   NodeId x = requireArray(eval(f, *e.args[0]), e.args[0]->loc, "contract");
   NodeId y = requireArray(eval(f, *e.args[1]), e.args[1]->loc, "contract");
-  const Type& tx = typeOf(x);
-  const Type& ty = typeOf(y);
+  const Type tx = typeOf(x);
+  const Type ty = typeOf(y);
   if (tx.dtype != ty.dtype)
     fail(e.loc, fmt::format("dtype mismatch: contract of {} and {}; insert a cast such as {}(x)",
                             dtypeName(tx.dtype), dtypeName(ty.dtype), dtypeName(tx.dtype)));
@@ -298,8 +298,8 @@ Value Elaborator::evalGather(Frame& f, const Expr& e) {
   NodeId table = requireArray(eval(f, *e.args[0]), e.args[0]->loc, "gather's table");
   NodeId index = requireArray(eval(f, *e.args[1]), e.args[1]->loc, "gather's index");
   std::string axis = axisArgument(f, *e.args[2]);
-  const Type& tt = typeOf(table);
-  const Type& ti = typeOf(index);
+  const Type tt = typeOf(table);
+  const Type ti = typeOf(index);
   if (!isInteger(ti.dtype))
     fail(e.args[1]->loc, fmt::format("gather's index must be an integer array (i32 or u16), but it is {}",
                                      dtypeName(ti.dtype)));

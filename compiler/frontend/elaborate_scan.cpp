@@ -185,7 +185,7 @@ NodeId Elaborator::linearScan(Frame& f, const Expr& e) {
   if (e.args.size() < 4) fail(e.loc, "scan(linear, c, x, a[, exclusive]): the coefficient, the values and the axis");
   const Value cv = eval(f, *e.args[1]);
   const NodeId x = requireArray(eval(f, *e.args[2]), e.args[2]->loc, "scan");
-  const Type& xt = typeOf(x);
+  const Type xt = typeOf(x);
   if (!isFloat(xt.dtype))
     fail(e.args[2]->loc, fmt::format("'scan' needs a floating-point array, but this is {}; cast it with f32(...)",
                                      dtypeName(xt.dtype)));

@@ -95,7 +95,7 @@ NodeId Elaborator::positions(const Axis& axis, const SourceLoc& loc) {
 NodeId Elaborator::selectionSource(Frame& f, const Expr& e, const std::string& axisName, const SourceLoc& axisLoc,
                                    std::string& axis) {
   NodeId x = requireArray(eval(f, *e.args[0]), e.args[0]->loc, e.name);
-  const Type& t = typeOf(x);
+  const Type t = typeOf(x);
   if (!isFloat(t.dtype))
     fail(e.args[0]->loc, fmt::format("'{}' needs a floating-point array, but this is {}; cast it with f32(...)",
                                      e.name, dtypeName(t.dtype)));

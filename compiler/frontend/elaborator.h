@@ -107,6 +107,8 @@ class Elaborator {
 
   // ---------------------------------------------------------------- nodes
   NodeId add(Node n, const SourceLoc& loc);
+  // A reference into the graph's nodes: adding a node may move them, so
+  // callers that add nodes keep a copy (const Type t = typeOf(x)).
   const Type& typeOf(NodeId id) const { return graph_.node(id).type; }
 
   NodeId constant(double v, DType dtype, const SourceLoc& loc);

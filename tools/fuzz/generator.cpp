@@ -244,18 +244,7 @@ bool Generator::reduce() {
     const std::string other = choose(v.axes);
     if (other != axes[0]) axes.push_back(other);
   }
-  if (chance(0.15) && v.dtype != "i32" && !v.masked) {  // a running sum or maximum along the axis
-    const bool isSum = chance(0.6), exclusive = isSum && chance(0.4);  // (an exclusive maximum starts at -inf)
-    Value r = derived(v);
-    if (isSum) {
-      r.bound = v.bound * double(elements({axes[0]}));
-      r.lo = v.lo >= 0 ? (exclusive ? 0 : v.lo) : -1;
-      if (r.bound > kMaxBound) return false;
-    }
-    emit(r, {x}, fmt::format("scan({}, $0, {}{})", isSum ? "sum" : "max", axes[0], exclusive ? ", exclusive" : ""),
-         "scan");
-    return true;
-  }
+  if (chance(0.15) && v.dtype != "i32" && !v.masked) return runningScan(x, axes[0]);
   const bool isSum = chance(0.6);
   Value r = derived(v);
   r.axes = without(v.axes, axes);
@@ -265,6 +254,52 @@ bool Generator::reduce() {
     if (r.bound > kMaxBound) return false;
   }
   emit(r, {x}, fmt::format("{}($0, {})", isSum ? "sum" : "max", fmt::join(axes, ", ")), isSum ? "sum" : "max");
+  return true;
+}
+
+// A scan of value x along one of its axes: a running sum or maximum, a
+// running product, or a linear recurrence h = c h + x with |c| <= 1; now
+// and then in the IR's printed form (s -> s, reverse, lagged), which makes a
+// scan node at once. Products are of factors near 1 (their bound
+// e^(1/2) at any length) or of tanh's, which may hold zeros.
+bool Generator::runningScan(int x, const std::string& axis) {
+  const Value& v = value(x);
+  const double n = double(elements({axis}));
+  const double u = std::uniform_real_distribution<double>(0, 1)(rng_);
+  const std::string op = u < 0.35 ? "sum" : u < 0.55 ? "max" : u < 0.75 ? "prod" : "linear";
+  const bool exclusive = op != "max" && chance(0.4);  // (an exclusive maximum starts at -inf)
+  const bool printed = op != "prod" && chance(0.3);
+  const bool lagged = printed && op == "linear" && !exclusive && chance(0.5);
+  std::string form = printed ? fmt::format("{0} -> {0}", axis) : axis;
+  if (exclusive) form += ", exclusive";
+  if (printed && chance(0.6)) form += ", reverse";
+  if (lagged) form += ", lagged";
+  Value r = derived(v);
+  if (op == "sum") {
+    r.bound = v.bound * n;
+    r.lo = v.lo >= 0 ? (exclusive ? 0 : v.lo) : -1;
+  } else if (op == "prod") {
+    const bool nearOne = chance(0.5);
+    r.bound = nearOne ? 1.7 : 1;
+    r.lo = nearOne ? 0.3 : -1;
+    const std::string factor = nearOne ? fmt::format("1 + {} * tanh($0)", 0.5 / n) : "tanh($0)";
+    emit(r, {x}, fmt::format("scan(prod, {}, {})", factor, form), "scan");
+    return true;
+  } else if (op == "linear") {
+    r.bound = v.bound * n;
+    r.lo = v.lo >= 0 ? 0 : -1;
+    const int c = chance(0.3) ? -1 : pick([&](const Value& w) { return fits(unionAxes(v.axes, w.axes)); });
+    if (r.bound > kMaxBound) return false;
+    if (c < 0) {
+      emit(r, {x}, fmt::format("scan(linear, 0.9, $0, {})", form), "scan");
+      return true;
+    }
+    r.axes = unionAxes(v.axes, value(c).axes);
+    emit(r, {x, c}, fmt::format("scan(linear, 0.5 * tanh({}) + 0.5, $0, {})", operand(c, v.dtype, 1), form), "scan");
+    return true;
+  }
+  if (r.bound > kMaxBound) return false;
+  emit(r, {x}, fmt::format("scan({}, $0, {})", op, form), "scan");
   return true;
 }
 

@@ -51,6 +51,7 @@ class Generator {
   bool divide();
   bool extremum();
   bool reduce();
+  bool runningScan(int x, const std::string& axis);  // scan(sum|max|prod|linear, ..) along axis
   bool contraction();
   bool gatherOp();
   bool routedGather(int table, const std::string& along);
