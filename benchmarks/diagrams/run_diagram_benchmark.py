@@ -21,7 +21,7 @@ many of its kernels lie within 2x of their prediction, PyTorch's four times,
 and the ratio of the best of them to llmc's (> 1: llmc faster). With
 --out FILE the same table and every launch go to FILE.
 
-usage: run_diagram_benchmark.py [--bench build/bin/step_kernels_bench] [--only NAME] [--out FILE] [--reps N]
+usage: run_diagram_benchmark.py [--bench build/bin/step_kernels_bench] [--only NAME]... [--out FILE] [--reps N]
                                 [--compile-limit SECONDS]
 """
 import argparse
@@ -360,11 +360,20 @@ def launches_outside_2x(text):
     return found
 
 
+def selects(name, case_name):
+    """--only NAME: the case of that exact name if there is one, else every case whose name contains it."""
+    if any(name == c[0] for c in CASES):
+        return name == case_name
+    return name in case_name
+
+
 def main():
     global COMPILE_SECONDS
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--bench", default="build/bin/step_kernels_bench")
-    p.add_argument("--only", default="")
+    p.add_argument("--only", action="append", default=[],
+                   help="run the cases whose name contains NAME, or only the case named exactly NAME "
+                   "(repeatable: the union)")
     p.add_argument("--out", default=None, help="the results file (default results/MACHINE-diagrams.txt beside "
                    "this script, overwritten: earlier runs are in git's history; '-': none)")
     p.add_argument("--reps", type=int, default=50)
@@ -372,9 +381,10 @@ def main():
                    help="seconds one PyTorch configuration may take to compile (default %(default)s)")
     a = p.parse_args()
     COMPILE_SECONDS = a.compile_limit
-    cases = [c for c in CASES if not a.only or a.only in c[0]]
+    cases = [c for c in CASES if not a.only or any(selects(name, c[0]) for name in a.only)]
     if not cases:
-        sys.exit(f"run_diagram_benchmark.py: no case is named like '{a.only}' (cases: {', '.join(c[0] for c in CASES)})")
+        sys.exit(f"run_diagram_benchmark.py: no case is named like {' or '.join(repr(n) for n in a.only)} "
+                 f"(cases: {', '.join(c[0] for c in CASES)})")
     if not os.access(a.bench, os.X_OK):
         sys.exit(f"run_diagram_benchmark.py: {a.bench} is not an executable (build step_kernels_bench, or give --bench)")
     if torch is None or not torch.cuda.is_available():
