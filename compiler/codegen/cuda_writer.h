@@ -284,6 +284,14 @@ class CudaWriter {
   // equal run of it.
   bool flatPoints() const;
   void flatTile(WrittenKernel& out);
+  // A run of 8 consecutive elements of the flattened index, opened inside a
+  // point's scope (cuda_writer_flat.cpp): the loop over the 8 (`e`) and the
+  // variable saying how many of them are inside the arrays.
+  struct FlatRun {
+    int elements = 0;
+    std::string inside;
+  };
+  FlatRun flatRun(int point, const std::vector<Axis>& axes, const std::string& first, int64_t total, bool wide, Env& env);
 
   // A plain tile's transposed reads (planning/transposed_reads.h): each
   // array's tile copied into shared memory by threads walking its contiguous

@@ -16,6 +16,41 @@ bool CudaWriter::flatPoints() const {
   });
 }
 
+// The 8 consecutive elements of the flattened [axes] from `first` (a
+// multiple of 8, below `total`) inside scope `point`: each axis' position at
+// the run's first element and at each of the 8 (those past the end at the
+// last element) bound in env, the span registered so that an array laid out
+// over exactly these axes is read and written 16 bytes at a time.
+CudaWriter::FlatRun CudaWriter::flatRun(int point, const std::vector<Axis>& axes, const std::string& first,
+                                        int64_t total, bool wide, Env& env) {
+  const std::string index = wide ? "long long" : "int";
+  const std::string remaining = define(point, "int", "inside", fmt::format("(int)min(({}){} - {}, ({})8)", index, total, first, index));
+  auto positions = [&](int scope, const std::string& f, const std::string& prefix) {
+    std::vector<std::string> vars(axes.size());
+    int64_t inner = 1;
+    for (size_t i = axes.size(); i-- > 0;) {
+      const Axis& a = axes[i];
+      std::string pos = inner == 1 ? f : fmt::format("{} / {}", f, inner);
+      if (i > 0) pos = fmt::format("({}) % {}", pos, a.size);
+      vars[i] = define(scope, "int", prefix + a.name, wide ? fmt::format("(int)({})", pos) : pos);
+      inner *= a.size;
+    }
+    return vars;
+  };
+  const std::vector<std::string> startVars = positions(point, first, "s_");
+  const int at = open(point, "_Pragma(\"unroll\") for (int e = 0; e < 8; ++e)");
+  const std::string f = define(at, index, "f", fmt::format("{} + min(e, {} - 1)", first, remaining));
+  const std::vector<std::string> elementVars = positions(at, f, "i_");
+  VectorSpan span{"", point, at, {}, elementVars, startVars, remaining};
+  for (size_t i = 0; i < axes.size(); ++i) {
+    span.axes.push_back(axes[i].name);
+    env[axes[i].name] = {elementVars[i], at};
+    pointVars_[axes[i].name] = elementVars[i];
+  }
+  vectorElements_[elementVars.back()] = span;
+  return {at, remaining};
+}
+
 void CudaWriter::flatTile(WrittenKernel& out) {
   int64_t total = 1;
   for (const Axis& a : plan_.groupAxes) total *= a.size;
@@ -35,35 +70,10 @@ void CudaWriter::flatTile(WrittenKernel& out) {
   floor_ = point;
   const std::string first = define(point, index, "f8", std::string("f_block + p * 8"));
   emit(point, fmt::format("if ({} >= {}) break;  // past the end: the last block's run is shorter", first, total));
-  const std::string remaining = define(point, "int", "inside", fmt::format("(int)min(({}){} - {}, ({})8)", index, total, first, index));
-  // Each axis' position at the run's first element and at each of the 8 (those past the end at the last element).
-  auto positions = [&](int scope, const std::string& f, const std::string& prefix) {
-    std::vector<std::string> vars(plan_.groupAxes.size());
-    int64_t inner = 1;
-    for (size_t i = plan_.groupAxes.size(); i-- > 0;) {
-      const Axis& a = plan_.groupAxes[i];
-      std::string pos = inner == 1 ? f : fmt::format("{} / {}", f, inner);
-      if (i > 0) pos = fmt::format("({}) % {}", pos, a.size);
-      vars[i] = define(scope, "int", prefix + a.name, wide ? fmt::format("(int)({})", pos) : pos);
-      inner *= a.size;
-    }
-    return vars;
-  };
-  const std::vector<std::string> startVars = positions(point, first, "s_");
-  const int at = open(point, "_Pragma(\"unroll\") for (int e = 0; e < 8; ++e)");
-  const std::string f = define(at, index, "f", fmt::format("{} + min(e, {} - 1)", first, remaining));
-  const std::vector<std::string> elementVars = positions(at, f, "i_");
-  VectorSpan span{"", point, at, {}, elementVars, startVars, remaining};
   Env env;
-  for (size_t i = 0; i < plan_.groupAxes.size(); ++i) {
-    const std::string& name = plan_.groupAxes[i].name;
-    span.axes.push_back(name);
-    env[name] = {elementVars[i], at};
-    pointVars_[name] = elementVars[i];
-  }
-  vectorElements_[elementVars.back()] = span;
-  storeOutputs(at, env);
-  close(at);
+  const FlatRun run = flatRun(point, plan_.groupAxes, first, total, wide, env);
+  storeOutputs(run.elements, env);
+  close(run.elements);
   close(point);
   out.streamNote += fmt::format("{}8 consecutive elements a thread of the flattened [{}]: 16-byte accesses at any row length",
                                 out.streamNote.empty() ? "" : "; ", [&] {

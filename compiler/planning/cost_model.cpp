@@ -372,11 +372,13 @@ int64_t blocksAndChunks(const Graph& g, const Kernel& k, const KernelShape& s, c
   }
   cost.blocks = sizeProduct(cost.blocks, splits, "a kernel's blocks");
   // A whole array summed to one value runs over the whole grid, each thread
-  // through its grid-strided share: no chunks, no stream in one block.
+  // through its grid-strided share, 8 consecutive elements at a time (a
+  // scalar's 1): no chunks, no stream in one block.
   if (wholeArraySum) {
-    int64_t elements = 1;
-    for (NodeId in : k.inputs) elements = std::max(elements, g.node(in).type.elementCount());
-    cost.blocks = std::clamp<int64_t>(ceilDiv(elements, 256), 1, kWholeArraySumBlocks);
+    const Type& summed = g.node(g.node(wholeArraySumOf(g, k.outputs, std::set<NodeId>(k.nodes.begin(), k.nodes.end())))
+                                    .operands.at(0)).type;
+    const int64_t runs = summed.axes.empty() ? 1 : ceilDiv(summed.elementCount(), 8);
+    cost.blocks = std::clamp<int64_t>(ceilDiv(runs, 256), 1, kWholeArraySumBlocks);
     cost.chunks = cost.synced = 1;
   }
   return splits;

@@ -85,11 +85,17 @@ class Writer {
   // as codegen/cuda_writer_launches.cpp writes it.
   void gridSum(const Kernel& k, NodeId sum, const KernelCost& c) {
     const Node& x = g_.node(g_.node(sum).operands[0]);
+    const bool runs = !x.type.axes.empty();  // 8 consecutive elements a step, as the writer takes them
     line(0, fmt::format("parallel p in 0..{} grid-strided over GRID", x.type.elementCount()),
          fmt::format("{} blocks, {:.0f}% of whole waves", c.blocks, c.waveEfficiency * 100));
     line(1, "REG  partial = 0", "per thread");
-    line(1, "for each p of the thread's share", "grid-stride loop");
-    for (NodeId in : k.inputs) line(2, fmt::format("REG  {} <- GMEM {}", names_[static_cast<size_t>(in)], names_[static_cast<size_t>(in)]), "load");
+    line(1, runs ? "for each run of 8 consecutive p of the thread's share" : "for each p of the thread's share",
+         "grid-stride loop");
+    for (NodeId in : k.inputs) {  // laid out as the summed array: its 8 at once; else a value an element
+      const bool eight = runs && g_.node(in).type.axes == x.type.axes;
+      line(2, fmt::format("REG  {}{} <- GMEM {}", names_[static_cast<size_t>(in)], eight ? "[8]" : "", names_[static_cast<size_t>(in)]),
+           eight ? "8 at once, 16-byte loads" : "load");
+    }
     for (NodeId id : k.nodes) {
       const Node& n = g_.node(id);
       if (n.op != Op::Input && id != sum) line(2, fmt::format("REG  {} = {}", names_[static_cast<size_t>(id)], describe(n)));
