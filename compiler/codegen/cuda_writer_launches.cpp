@@ -135,7 +135,7 @@ void CudaWriter::gridSum(WrittenKernel& out) {
   } else {
     const int64_t n = x.type.elementCount();
     const int64_t runs = ceilDiv(n, 8);
-    out.grid = std::clamp<int64_t>(ceilDiv(runs, 256), 1, kWholeArraySumBlocks);
+    out.grid = wholeArraySumBlocks(x.type);
     out.block = 256;
     const bool wide = n > INT_MAX - 8;
     const std::string index = wide ? "long long" : "int";

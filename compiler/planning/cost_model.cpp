@@ -351,8 +351,9 @@ struct Traffic {
 };
 
 // The blocks and the chunks each runs (cost.blocks, cost.chunks); returns
-// the blocks sharing one output tile (split-K).
-int64_t blocksAndChunks(const Graph& g, const Kernel& k, const KernelShape& s, const Partition& p, bool wholeArraySum,
+// the blocks sharing one output tile (split-K). wholeArraySum: the kernel's
+// whole-array sum (fusion.h), or -1.
+int64_t blocksAndChunks(const Graph& g, const Kernel& k, const KernelShape& s, const Partition& p, NodeId wholeArraySum,
                         KernelCost& cost) {
   cost.blocks = 1;
   for (const auto& a : s.groupAxes) cost.blocks = sizeProduct(cost.blocks, ceilDiv(a.size, p.groupTiles.at(a.name)), "a kernel's blocks");
@@ -374,11 +375,8 @@ int64_t blocksAndChunks(const Graph& g, const Kernel& k, const KernelShape& s, c
   // A whole array summed to one value runs over the whole grid, each thread
   // through its grid-strided share, 8 consecutive elements at a time (a
   // scalar's 1): no chunks, no stream in one block.
-  if (wholeArraySum) {
-    const Type& summed = g.node(g.node(wholeArraySumOf(g, k.outputs, std::set<NodeId>(k.nodes.begin(), k.nodes.end())))
-                                    .operands.at(0)).type;
-    const int64_t runs = summed.axes.empty() ? 1 : ceilDiv(summed.elementCount(), 8);
-    cost.blocks = std::clamp<int64_t>(ceilDiv(runs, 256), 1, kWholeArraySumBlocks);
+  if (wholeArraySum >= 0) {
+    cost.blocks = wholeArraySumBlocks(g.node(g.node(wholeArraySum).operands.at(0)).type);
     cost.chunks = cost.synced = 1;
   }
   return splits;
@@ -547,8 +545,9 @@ KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const
                     const CostOptions& o) {
   KernelCost cost;
   const std::set<NodeId> members(k.nodes.begin(), k.nodes.end());
-  const bool wholeArraySum = isWholeArraySum(g, k.outputs, members);
-  const int64_t splits = blocksAndChunks(g, k, s, p, wholeArraySum, cost);
+  const NodeId summed = wholeArraySumOf(g, k.outputs, members);
+  const bool wholeArraySum = summed >= 0;
+  const int64_t splits = blocksAndChunks(g, k, s, p, summed, cost);
   // A thread's load: 16 bytes of bf16 storage (8 values), one value of f32
   // storage (emit_cuda's loads).
   const double loadBytes = o.storageBytes == 2 ? t.vectorAccessBytes : 4;

@@ -551,6 +551,11 @@ NodeId wholeArraySumOf(const Graph& g, const std::vector<NodeId>& outputs, const
   return r.id;
 }
 
+int64_t wholeArraySumBlocks(const Type& summed) {
+  const int64_t runs = summed.axes.empty() ? 1 : (summed.elementCount() + 7) / 8;
+  return std::clamp<int64_t>((runs + 255) / 256, 1, kWholeArraySumBlocks);
+}
+
 bool isWholeArraySum(const Graph& g, const std::vector<NodeId>& outputs, const std::set<NodeId>& nodes) {
   return wholeArraySumOf(g, outputs, nodes) >= 0;
 }

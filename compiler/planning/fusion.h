@@ -82,6 +82,10 @@ bool storedForMatmul(const Graph& g, NodeId id, const std::vector<NodeId>& reade
 // the emitter writes it so (cuda_kernel_writer.h, isGridSum) and the cost
 // model counts it so. wholeArraySumOf: that sum, or -1.
 constexpr int64_t kWholeArraySumBlocks = 1024;
+// The blocks of 256 threads a whole-array sum of `summed` runs in: a thread
+// takes 8 consecutive elements a step (a scalar's one), as many blocks as
+// give each thread one step, at most kWholeArraySumBlocks.
+int64_t wholeArraySumBlocks(const Type& summed);
 NodeId wholeArraySumOf(const Graph& g, const std::vector<NodeId>& outputs, const std::set<NodeId>& nodes);
 bool isWholeArraySum(const Graph& g, const std::vector<NodeId>& outputs, const std::set<NodeId>& nodes);
 
