@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include "batched_matmul.h"
+#include "ir/scalar_function.h"
 #include "low_precision.h"
 #include "strided_loop.h"
 
@@ -298,6 +299,8 @@ std::vector<T> scanAlong(const Node& node, const Arg<T>& x, const Arg<T>* coeffi
         // the first step's a multiplies nothing (h starts at 0).
         const int64_t stepped = !node.lagged ? p : node.hi ? p + 1 : p - 1;
         acc = k == 0 ? v : static_cast<Acc>(coefficient->data[from + stepped * read[at]]) * acc + v;
+      } else if (node.combine) {  // a user's monoid: a fold from the first element
+        acc = k == 0 ? v : static_cast<Acc>(evaluateScalarFunction(*node.combine, acc, v));
       } else {
         acc = isSum ? acc + v : (v > acc ? v : acc);
       }

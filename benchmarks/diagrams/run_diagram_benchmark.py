@@ -138,6 +138,10 @@ def running_max(x):  # x [b t c]: the running maximum along t
     return torch.cummax(x, 1).values
 
 
+def running_logsumexp(x):  # x [b t c]: log of the running sum of exp along t
+    return torch.logcumsumexp(x, 1)
+
+
 def gated_recurrence(x, g):  # h = sigmoid(g) * h + x along t, by torch's associative scan
     from torch._higher_order_ops.associative_scan import associative_scan
 
@@ -221,6 +225,10 @@ CASES = [
      gated_recurrence, ["B T C", "B T C"]),
     ("gated linear recurrence, backward", "recurrences.dg", "gated_recurrence_loss", dict(B=8, T=4096, C=1024),
      True, gated_recurrence, ["B T C", "B T C"]),
+    ("running logsumexp, user's operator", "recurrences.dg", "running_logsumexp", dict(B=8, T=4096, C=1024), False,
+     running_logsumexp, ["B T C"]),
+    ("running logsumexp, user's operator, backward", "recurrences.dg", "running_logsumexp_loss",
+     dict(B=8, T=4096, C=1024), True, running_logsumexp, ["B T C"]),
     ("top-k routing", "topk_routing.dg", "topk_routing", dict(N=2048, C=256, E=8, O=256, R=2), False,
      topk_routing(2), ["N C", "E C", "E C O"]),
     ("top-k routing, backward", "topk_routing.dg", "topk_routing_loss", dict(N=2048, C=256, E=8, O=256, R=2), True,

@@ -11,7 +11,11 @@ ScanStream analyzeScanStream(const Node& n) {
   s.node = n.id;
   s.axis = n.newAxes.at(0);
   s.operandAxis = n.axes.at(0);
-  if (isLinearScan(n)) {
+  if (n.combine) {
+    s.element = "x, or none";
+    s.identity = "none";
+    s.combine = fmt::format("{}(e, l) (the other where one is none)", n.combine->name);
+  } else if (isLinearScan(n)) {
     s.element = "(a, b): the step h -> a h + b";
     s.identity = "(1, 0)";
     s.combine = "(a_e, b_e) then (a_l, b_l) = (a_e a_l, a_l b_e + b_l)";

@@ -11,7 +11,11 @@
 //  - linear recurrence h = a h + x (ir.h, isLinearScan): elements the
 //    steps h -> a h + b as pairs (a, b), identity (1, 0), the earlier step
 //    then the later (a1, b1) then (a2, b2) = (a1 a2, a2 b1 + b2): associative,
-//    not commutative, so the chunks are combined in scan order.
+//    not commutative, so the chunks are combined in scan order;
+//  - a user's operator f (ir.h, isMonoidScan): elements (x, present), the
+//    head the empty element, e then l = f(e, l) where both are present,
+//    else the present one; associative by the front end's check, so a
+//    fold from the first element regroups into chunks.
 // This is the blocked scan planning/scan_layout.h lays out and prices.
 #pragma once
 

@@ -467,6 +467,7 @@ class CudaWriter {
   // thread its line's slice of positions a round, scanned in registers; the
   // slices' totals scanned in shared memory; the carry added; stored.
   void scanLines(WrittenKernel& out);
+  std::string operatorLambda(const Graph& op) const;
 
   // Zeroes a whole f32 array: 16-byte stores where it is 4 floats a multiple
   // and 16-byte aligned (a caller may place it anywhere), else 4-byte ones

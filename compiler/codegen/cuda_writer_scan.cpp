@@ -4,8 +4,11 @@
 // The scan's elements are those of a monoid, held in registers: one float
 // for a sum or a maximum; for a linear recurrence (ir.h, isLinearScan) the
 // pair (a, b) standing for the step h -> a h + b, two steps composing to
-// (a1 a2, a2 b1 + b2). Every combination below keeps the earlier element on
-// the left, as the recurrence's composition is not commutative.
+// (a1 a2, a2 b1 + b2); for a user's operator f (ir.h, isMonoidScan) the
+// pair (present, x), the empty element (0, 0) standing in for an identity f
+// need not have: f applies where both are present, else the present one
+// passes. Every combination below keeps the earlier element on the left, as
+// the recurrence's composition (and a user's f) need not commute.
 #include "codegen/cuda_writer.h"
 
 #include <stdexcept>
@@ -19,21 +22,83 @@ using Element = std::vector<std::string>;  // one expression per part
 struct ScanMonoid {
   bool linear = false;
   bool isSum = true;
-  size_t parts() const { return linear ? 2 : 1; }
+  std::string userOp;  // the lambda spelling a user's operator, "" for the built-in ones
+  size_t parts() const { return linear || !userOp.empty() ? 2 : 1; }
   Element identity() const {
     if (linear) return {"1.0f", "0.0f"};
+    if (!userOp.empty()) return {"0.0f", "0.0f"};
     return {isSum ? "0.0f" : "(-LLMC_INF)"};
   }
   // The earlier element, then the later.
   Element combine(const Element& e, const Element& l) const {
     if (linear) return {fmt::format("({}) * ({})", e[0], l[0]), fmt::format("fmaf({}, {}, {})", l[0], e[1], l[1])};
+    if (!userOp.empty())
+      return {fmt::format("fmaxf({}, {})", e[0], l[0]),
+              fmt::format("{} == 0.0f ? ({}) : {} == 0.0f ? ({}) : {}({}, {})", e[0], l[1], l[0], e[1], userOp, e[1], l[1])};
     return {isSum ? fmt::format("({}) + ({})", e[0], l[0]) : fmt::format("fmaxf({}, {})", e[0], l[0])};
   }
-  // The value an element leaves: the sum or maximum, or h after the steps (from h = 0).
-  std::string result(const Element& e) const { return linear ? e[1] : e[0]; }
+  // The value an element leaves: the sum or maximum, h after the steps
+  // (from h = 0), or the fold of the user's operator.
+  std::string result(const Element& e) const { return linear || !userOp.empty() ? e[1] : e[0]; }
 };
 
 }  // namespace
+
+// A user's operator as a device lambda of two floats: one statement a node
+// of its graph (ir/scalar_function.h), in float as the scan's elements are.
+std::string CudaWriter::operatorLambda(const Graph& f) const {
+  std::vector<std::string> v(f.nodes.size());
+  std::string body;
+  for (const Node& n : f.nodes) {
+    const auto in = [&](size_t k) { return v[static_cast<size_t>(n.operands.at(k))]; };
+    std::string expr;
+    switch (n.op) {
+      case Op::Input: v[static_cast<size_t>(n.id)] = n.id == f.inputs[0] ? "a" : "b"; continue;
+      case Op::Constant:
+        v[static_cast<size_t>(n.id)] = n.type.dtype == DType::Bool ? (n.value != 0 ? "true" : "false")
+                                       : isInteger(n.type.dtype)   ? fmt::format("{}", static_cast<int64_t>(n.value))
+                                                                   : floatLiteral(n.value);
+        continue;
+      case Op::StopGradient: v[static_cast<size_t>(n.id)] = in(0); continue;
+      case Op::Unary:
+        switch (n.unary) {
+          case UnaryOp::Neg: expr = "-" + in(0); break;
+          case UnaryOp::Exp: expr = exp(in(0)); break;
+          case UnaryOp::Log: expr = fmt::format("logf({})", in(0)); break;
+          case UnaryOp::Tanh: expr = fmt::format(fmt::runtime(approximate_ ? "llmc_fast_tanh({})" : "tanhf({})"), in(0)); break;
+          case UnaryOp::Sqrt: expr = fmt::format("sqrtf({})", in(0)); break;
+          case UnaryOp::Rsqrt: expr = reciprocalSqrt(in(0)); break;
+          case UnaryOp::Abs: expr = fmt::format("fabsf({})", in(0)); break;
+          case UnaryOp::Not: expr = "!" + in(0); break;
+        }
+        break;
+      case Op::Binary:
+        switch (n.binary) {
+          case BinaryOp::Add: expr = fmt::format("{} + {}", in(0), in(1)); break;
+          case BinaryOp::Sub: expr = fmt::format("{} - {}", in(0), in(1)); break;
+          case BinaryOp::Mul: expr = fmt::format("{} * {}", in(0), in(1)); break;
+          case BinaryOp::Div: expr = divide(in(0), in(1)); break;
+          case BinaryOp::Maximum: expr = fmt::format("fmaxf({}, {})", in(0), in(1)); break;
+          case BinaryOp::Minimum: expr = fmt::format("fminf({}, {})", in(0), in(1)); break;
+          case BinaryOp::And: expr = fmt::format("{} && {}", in(0), in(1)); break;
+          case BinaryOp::Or: expr = fmt::format("{} || {}", in(0), in(1)); break;
+        }
+        break;
+      case Op::Compare: expr = fmt::format("{} {} {}", in(0), compareSymbol(n.compare), in(1)); break;
+      case Op::Select: expr = fmt::format("{} ? {} : {}", in(0), in(1), in(2)); break;
+      case Op::Cast:
+        expr = n.type.dtype == DType::Bool   ? fmt::format("{} != 0", in(0))
+               : isInteger(n.type.dtype)     ? fmt::format("(int)({})", in(0))
+                                             : fmt::format("(float)({})", in(0));
+        break;
+      default: throw std::logic_error(fmt::format("scan operator '{}' uses {}", f.name, opName(n.op)));
+    }
+    const std::string name = fmt::format("v{}", n.id);
+    body += fmt::format(" const {} {} = {};", valueType(n.type.dtype), name, expr);
+    v[static_cast<size_t>(n.id)] = name;
+  }
+  return fmt::format("[](float a, float b) -> float {{{} return {}; }}", body, v[static_cast<size_t>(f.outputs.at(0).node)]);
+}
 
 void CudaWriter::scanLines(WrittenKernel& out) {
   const ScanLayout& l = plan_.scan.value();
@@ -41,6 +106,11 @@ void CudaWriter::scanLines(WrittenKernel& out) {
   ScanMonoid monoid;
   monoid.linear = isLinearScan(scan);
   monoid.isSum = scan.reduce == ReduceOp::Sum;
+  if (scan.combine) {
+    monoid.userOp = fresh(scan.combine->name);
+    emit(0, fmt::format("const auto {} = {};  // scan's operator '{}'", monoid.userOp, operatorLambda(*scan.combine),
+                        scan.combine->name));
+  }
   const size_t P = monoid.parts();
   if (P != static_cast<size_t>(l.parts))
     throw std::logic_error(fmt::format("scan launch: the layout priced {} parts an element, the monoid has {}", l.parts, P));
@@ -109,6 +179,9 @@ void CudaWriter::scanLines(WrittenKernel& out) {
                                                                       : fmt::format("max({} - 1, 0)", at[k]));
         emit(scope, fmt::format("{}{} = {} == 0 ? 0.0f : (float)({});", decl, into[k][0], step[k],
                                 readAt(scope, scan.operands[1], from)));
+        emit(scope, fmt::format("{}{} = (float)({});", decl, into[k][1], readAt(scope, scan.operands[0], at[k])));
+      } else if (!monoid.userOp.empty()) {
+        emit(scope, fmt::format("{}{} = 1.0f;", decl, into[k][0]));
         emit(scope, fmt::format("{}{} = (float)({});", decl, into[k][1], readAt(scope, scan.operands[0], at[k])));
       } else {
         emit(scope, fmt::format("{}{} = (float)({});", decl, into[k][0], readAt(scope, scan.operands[0], at[k])));
@@ -183,7 +256,8 @@ void CudaWriter::scanLines(WrittenKernel& out) {
   close(round);
   out.streamNote = fmt::format("a pass along {} in {} rounds of {} slices x {} positions a line, the line's {} "
                                "carried",
-                               l.along, l.rounds, S, K, monoid.linear ? "recurrence" : "aggregate");
+                               l.along, l.rounds, S, K,
+                               monoid.linear ? "recurrence" : scan.combine ? scan.combine->name + " fold" : "aggregate");
 }
 
 }  // namespace llmc::cuda_writer

@@ -42,7 +42,7 @@ const BuiltinInfo kBuiltins[] = {
     {"argmax", K::Argmax, 2, 2, "argmax(x, a)"},
     {"argmin", K::Argmax, 2, 2, "argmin(x, a)"},
     {"topk", K::Topk, 3, 3, "topk(x, a -> k, K)"},
-    {"scan", K::Scan, 3, 6, "scan(sum|max|prod, x, a[, exclusive]) or scan(linear, c, x, a[, exclusive])"},
+    {"scan", K::Scan, 3, 6, "scan(sum|max|prod, x, a[, exclusive]), scan(linear, c, x, a[, exclusive]) or scan(f, x, a[, exclusive, v])"},
 };
 }  // namespace
 

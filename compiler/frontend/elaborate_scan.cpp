@@ -29,7 +29,11 @@ Value Elaborator::evalScan(Frame& f, const Expr& e) {
   const Expr& opArg = *e.args[0];
   const bool known = opArg.kind == Expr::Kind::Name &&
                      (opArg.name == "sum" || opArg.name == "max" || opArg.name == "prod" || opArg.name == "linear");
-  if (!known) fail(opArg.loc, "scan's operator is 'sum', 'max', 'prod' or 'linear': scan(sum, x, a)");
+  const DiagramDecl* userOp = opArg.kind == Expr::Kind::Name && !known ? program_.find(opArg.name) : nullptr;
+  if (userOp) return arrayValue(monoidScan(f, e, *userOp));
+  if (!known)
+    fail(opArg.loc, "scan's operator is 'sum', 'max', 'prod', 'linear' or a diagram of two numbers giving one: "
+                    "scan(sum, x, a)");
   if (opArg.name == "linear") return arrayValue(linearScan(f, e));
   const NodeId x = requireArray(eval(f, *e.args[1]), e.args[1]->loc, "scan");
   const Type t = typeOf(x);
@@ -90,7 +94,7 @@ Value Elaborator::evalScan(Frame& f, const Expr& e) {
   return arrayValue(add(std::move(reduced), e.loc));
 }
 
-Elaborator::ScanForm Elaborator::scanForm(Frame& f, const Expr& e, size_t at, const Type& t) {
+Elaborator::ScanForm Elaborator::scanForm(Frame& f, const Expr& e, size_t at, const Type& t, int end) {
   const Expr& axisArg = *e.args[at];
   ScanForm form;
   if (axisArg.kind == Expr::Kind::AxisMap) {
@@ -110,7 +114,7 @@ Elaborator::ScanForm Elaborator::scanForm(Frame& f, const Expr& e, size_t at, co
     fail(axisArg.loc, fmt::format("scan's result axis '{}' is one the array has already (its type is {})",
                                   form.resultAxis, t.str()));
   std::set<std::string> seen;
-  for (size_t i = at + 1; i < e.args.size(); ++i) {
+  for (size_t i = at + 1; i < (end < 0 ? e.args.size() : static_cast<size_t>(end)); ++i) {
     const Expr& a = *e.args[i];
     const bool known = a.kind == Expr::Kind::Name && (a.name == "inclusive" || a.name == "exclusive" ||
                                                       a.name == "reverse" || a.name == "lagged");
@@ -127,8 +131,10 @@ Elaborator::ScanForm Elaborator::scanForm(Frame& f, const Expr& e, size_t at, co
   return form;
 }
 
-NodeId Elaborator::scanNode(NodeId x, ReduceOp op, const ScanForm& form, const SourceLoc& loc, NodeId coefficient) {
+NodeId Elaborator::scanNode(NodeId x, ReduceOp op, const ScanForm& form, const SourceLoc& loc, NodeId coefficient,
+                            std::shared_ptr<const Graph> combine) {
   Node n;
+  n.combine = std::move(combine);
   n.op = Op::Scan;
   n.reduce = op;
   n.axes = {form.axis};

@@ -219,13 +219,22 @@ class Elaborator {
     bool exclusive = false, reverse = false, lagged = false;
     bool printed = false;  // written as the IR prints it: an axis map, reverse or lagged
   };
-  ScanForm scanForm(Frame& f, const Expr& e, size_t at, const Type& t);
+  // The forms are the arguments from at + 1 to `end` (all that follow where -1).
+  ScanForm scanForm(Frame& f, const Expr& e, size_t at, const Type& t, int end = -1);
   NodeId spreadTo(NodeId v, const Type& target, const SourceLoc& loc);
   // The linear recurrence h = coefficient * h + x along form.axis (Op::Scan).
   NodeId recurrence(NodeId coefficient, NodeId x, const ScanForm& form, const SourceLoc& loc);
   // A scan node: a running sum or maximum of x (the printed form), or with
   // a coefficient (as x's type) the linear recurrence.
-  NodeId scanNode(NodeId x, ReduceOp op, const ScanForm& form, const SourceLoc& loc, NodeId coefficient = -1);
+  NodeId scanNode(NodeId x, ReduceOp op, const ScanForm& form, const SourceLoc& loc, NodeId coefficient = -1,
+                  std::shared_ptr<const Graph> combine = nullptr);
+  // scan(f, x, a[, exclusive, v]) over the user's monoid f (elaborate_monoid_scan.cpp).
+  NodeId monoidScan(Frame& f, const Expr& e, const DiagramDecl& op);
+  // The operator's graph: `op` instantiated on two numbers of `dtype`
+  // (ir/scalar_function.h), checked there, and for associativity.
+  std::shared_ptr<const Graph> operatorGraph(const DiagramDecl& op, DType dtype, const SourceLoc& at);
+  // y moved one position along `axis` in scan order, `first` where nothing precedes.
+  NodeId shiftedAlong(Frame& f, NodeId y, const std::string& axis, bool reverse, double first, const SourceLoc& loc);
   NodeId productScan(NodeId x, const std::string& axis, bool exclusive, const SourceLoc& loc);
   NodeId linearScan(Frame& f, const Expr& e);
 
@@ -239,6 +248,9 @@ class Elaborator {
   std::vector<std::pair<std::string, SourceLoc>> callStack_;
   std::map<std::string, int64_t> graphAxisSizes_;  // every axis name in the graph -> its size
   int64_t loopIterations_ = 0;                      // unrolled so far, in all loops
+  // Scan operators elaborated so far, by diagram and dtype: scans over one
+  // operator share its graph (so equal scans merge and it prints once).
+  std::map<std::pair<const DiagramDecl*, DType>, std::shared_ptr<const Graph>> operators_;
 };
 
 }  // namespace llmc::elaboration

@@ -175,6 +175,14 @@ class Resolver {
         const bool linearScan = b->kind == BuiltinKind::Scan && call.args[0]->kind == Expr::Kind::Name &&
                                 call.args[0]->name == "linear";
         if (b->kind == BuiltinKind::Scan && a.kind == Expr::Kind::AxisMap) continue;  // scan(sum, x, s -> t): printed IR
+        // scan(f, x, a, exclusive, v) over a user's operator f: v, the value before the first position.
+        const bool userScanValue = b->kind == BuiltinKind::Scan && call.args[0]->kind == Expr::Kind::Name &&
+                                   program_.find(call.args[0]->name) && i >= 3 && i + 1 == call.args.size() &&
+                                   a.kind != Expr::Kind::Name;
+        if (userScanValue) {
+          checkExpr(a, scope);
+          continue;
+        }
         if ((isAxisArgument(b->kind, i) && !(linearScan && i == 2)) ||
             (b->kind == BuiltinKind::Stack && i + 1 == call.args.size())) {
           if (a.kind != Expr::Kind::Name)

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "ir/graph_builder.h"
+#include "ir/scalar_function.h"
 
 namespace llmc {
 
@@ -206,6 +207,7 @@ class Differentiator {
     const auto along = [&](NodeId v, const std::string& from, const std::string& to) {
       return from == to ? v : b.rename(v, from, to);
     };
+    if (n.combine) return monoidScanAdjoint(b, n, full);
     if (n.reduce == ReduceOp::Max) return runningMaxAdjoint(b, n, along(full, t, s));
     if (!isLinearScan(n)) {
       // A running sum: position s of x is in every sum from s on (after s
@@ -228,6 +230,33 @@ class Differentiator {
       accumulate(b, x, q);
       accumulate(b, a, b.binary(BinaryOp::Mul, q, y));
     }
+  }
+
+  // A user's monoid scan y_i = f(y_{i-1}, x_i), y_0 = x_0 (in scan order):
+  // with A_i, B_i f's partials by its earlier and later input there, the
+  // gradient reaching y_i is G_i = grad_i + A_{i+1} G_{i+1} (a linear scan
+  // from the end, lagged, as a recurrence's) and x_i takes G_i B_i; at the
+  // first position y is x itself (B = 1) and no A is read.
+  void monoidScanAdjoint(GraphBuilder& b, const Node& n, NodeId grad) {
+    const std::string s = n.axes[0], t = n.newAxes[0];
+    const bool reverse = n.hi != 0;
+    const NodeId x = n.operands[0];
+    const Type tx = g_.node(x).type;
+    const int64_t size = tx.find(s)->size;
+    const NodeId y = s == t ? n.id : b.rename(n.id, t, s);
+    // y one position back in scan order; x where nothing precedes (a
+    // number f is defined at, the partials there masked below).
+    const Axis twice{freshAxisName(s + "_shifted"), 2 * size};
+    const NodeId joined = b.concat(reverse ? std::vector<NodeId>{b.transposeTo(y, tx), x}
+                                           : std::vector<NodeId>{x, b.transposeTo(y, tx)}, s, twice);
+    const NodeId before = b.slice(joined, twice.name, s, reverse ? 1 : size - 1, (reverse ? 1 : size - 1) + size);
+    const auto [byEarlier, byLater] = inlineScalarPartials(b, *n.combine, before, x);
+    const NodeId first = b.compare(CompareOp::Eq, b.pos(Axis{s, size}),
+                                   b.constant(static_cast<double>(reverse ? size - 1 : 0), DType::I32));
+    const NodeId A = b.select(first, zero(b, x), byEarlier);
+    const NodeId B = b.select(first, b.constant(1.0, tx.dtype), byLater);
+    const NodeId G = b.linearScan(s == t ? A : b.rename(A, s, t), grad, t, s, false, !reverse, true);
+    accumulate(b, x, b.binary(BinaryOp::Mul, G, B));
   }
 
   // A running maximum's adjoint, split evenly between tied positions as a

@@ -10,8 +10,10 @@ namespace llmc {
 namespace {
 
 // Everything that makes two nodes compute the same array.
+// A user's monoid by its graph's address: scans over one elaborated operator
+// are merged, over two copies of it kept apart (harmless).
 using NodeKey = std::tuple<Op, std::string, std::vector<NodeId>, int, double, std::vector<std::string>,
-                           std::vector<std::string>, int64_t, int64_t, bool>;
+                           std::vector<std::string>, int64_t, int64_t, bool, const Graph*>;
 
 NodeKey keyOf(const Node& n, const std::vector<NodeId>& operands) {
   int sub = n.op == Op::Unary     ? static_cast<int>(n.unary)
@@ -19,7 +21,7 @@ NodeKey keyOf(const Node& n, const std::vector<NodeId>& operands) {
             : n.op == Op::Compare ? static_cast<int>(n.compare)
             : n.op == Op::Reduce || n.op == Op::Scan ? static_cast<int>(n.reduce)
                                   : 0;
-  return {n.op, n.type.str(), operands, sub, n.value, n.axes, n.newAxes, n.lo, n.hi, n.lagged};
+  return {n.op, n.type.str(), operands, sub, n.value, n.axes, n.newAxes, n.lo, n.hi, n.lagged, n.combine.get()};
 }
 
 }  // namespace

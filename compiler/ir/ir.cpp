@@ -166,6 +166,10 @@ std::vector<std::string> Node::wovenAxes() const {
 }
 
 bool isLinearScan(const Node& n) { return n.op == Op::Scan && n.operands.size() == 2; }
+bool isMonoidScan(const Node& n) { return n.op == Op::Scan && n.combine != nullptr; }
+std::string scanOperatorName(const Node& n) {
+  return n.combine ? n.combine->name : isLinearScan(n) ? "linear" : reduceName(n.reduce);
+}
 
 NodeId Graph::add(Node n) {
   n.id = static_cast<NodeId>(nodes.size());
@@ -190,8 +194,10 @@ bool sameMeaning(const Node& x, const Node& y) {
     case Op::Unary: return x.unary == y.unary;
     case Op::Binary: return x.binary == y.binary;
     case Op::Compare: return x.compare == y.compare;
-    case Op::Reduce:
-    case Op::Scan: return x.reduce == y.reduce;
+    case Op::Reduce: return x.reduce == y.reduce;
+    case Op::Scan:
+      return x.reduce == y.reduce && (x.combine == y.combine ||
+                                      (x.combine && y.combine && structurallyEqual(*x.combine, *y.combine)));
     case Op::Constant: return x.value == y.value;
     case Op::Input: return x.name == y.name;
     default: return true;

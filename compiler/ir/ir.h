@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -72,7 +73,10 @@ enum class Op {
              // (lo = 1: s < t, exclusive; hi = 1: s >= t / s > t, from the end).
              // With a second operand a (reduce Sum), the linear recurrence
              // h = a * h + x, taken in scan order from h = 0 (lagged: each
-             // step's a read at the position stepped from); see isLinearScan
+             // step's a read at the position stepped from); see isLinearScan.
+             // With a combine (a user's monoid, ir/scalar_function.h), the
+             // running fold h = combine(h, x) from h = the first element
+             // (inclusive; exclusive forms are built around it); see isMonoidScan
 };
 
 // Not, And and Or take and give bool (masks made of comparisons); the rest numbers.
@@ -92,6 +96,10 @@ enum class ReduceOp { Sum, Max };
 // with a = x and x kept at the first position alone.
 struct Node;
 bool isLinearScan(const Node& n);
+// A scan whose operator is a user's diagram of two numbers (Node::combine).
+bool isMonoidScan(const Node& n);
+// A scan's operator as the language names it: sum, max, linear, or the user's diagram.
+std::string scanOperatorName(const Node& n);
 
 const char* opName(Op op);
 const char* unaryName(UnaryOp op);
@@ -100,6 +108,7 @@ const char* compareSymbol(CompareOp op);
 const char* reduceName(ReduceOp op);
 
 using NodeId = int;
+struct Graph;
 
 struct Node {
   NodeId id = -1;
@@ -117,6 +126,10 @@ struct Node {
   std::vector<std::string> newAxes;// axes it creates
   int64_t lo = 0, hi = 0;          // Slice bounds, Index position (lo)
   bool lagged = false;             // Scan with a coefficient: see Op::Scan
+  // Scan: the operator when it is a user's monoid, a graph of two rank-0
+  // inputs (earlier, later) and one output (ir/scalar_function.h); shared by
+  // copies of the node, never changed.
+  std::shared_ptr<const Graph> combine;
 
   // Bookkeeping that is not part of the node's meaning.
   std::string name;                // a readable name (from the diagram) for printing

@@ -27,7 +27,7 @@ nlohmann::json nodeToJson(const Node& n) {
     case Op::Compare: j["fn"] = compareSymbol(n.compare); break;
     case Op::Reduce: j["fn"] = reduceName(n.reduce); break;
     case Op::Scan:
-      j["fn"] = isLinearScan(n) ? "linear" : reduceName(n.reduce);
+      j["fn"] = scanOperatorName(n);
       if (isLinearScan(n)) j["lagged"] = n.lagged;
       j["exclusive"] = n.lo != 0;
       j["reverse"] = n.hi != 0;

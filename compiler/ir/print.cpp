@@ -31,9 +31,31 @@ std::string number(double v) {
   return fmt::format("{}", v);  // the shortest text that reads back as the same double
 }
 
+// The name each scan operator (Node::combine) is printed under: its
+// diagram's, numbered where two different operators share one.
+using OperatorNames = std::map<const Graph*, std::string>;
+
+OperatorNames operatorNames(const Graph& g) {
+  OperatorNames names;
+  std::map<std::string, const Graph*> byName;
+  for (const Node& n : g.nodes) {
+    if (!n.combine || names.count(n.combine.get())) continue;
+    const Graph* op = n.combine.get();
+    std::string name = sanitize(op->name);
+    for (int k = 2; byName.count(name) && !structurallyEqual(*byName[name], *op); ++k)
+      name = fmt::format("{}_{}", sanitize(op->name), k);
+    byName.emplace(name, op);
+    names[op] = name;
+  }
+  return names;
+}
+
 class Printer {
  public:
-  Printer(const Graph& g, const PrintOptions& o) : g_(g), options_(o) { nameNodes(); }
+  Printer(const Graph& g, const PrintOptions& o, const OperatorNames* operators = nullptr)
+      : g_(g), options_(o), operators_(operators) {
+    nameNodes();
+  }
 
   std::string run() {
     std::string out = fmt::format("diagram {}(", g_.name);
@@ -92,7 +114,10 @@ class Printer {
       case Op::Reduce: return fmt::format("{}({}, {})", reduceName(n.reduce), operand(n, 0), joinAxes(n.axes, ", "));
       case Op::Scan:
         // A linear scan's coefficient first, as the language writes it.
-        return fmt::format("scan({}, {}{}, {} -> {}{}{}{})", isLinearScan(n) ? "linear" : reduceName(n.reduce),
+        return fmt::format("scan({}, {}{}, {} -> {}{}{}{})",
+                           n.combine && operators_ ? operators_->at(n.combine.get())
+                           : isLinearScan(n)       ? "linear"
+                                                   : reduceName(n.reduce),
                            isLinearScan(n) ? operand(n, 1) + ", " : "", operand(n, 0), n.axes[0], n.newAxes[0],
                            n.lo ? ", exclusive" : "", n.hi ? ", reverse" : "", n.lagged ? ", lagged" : "");
       case Op::Contract:
@@ -143,6 +168,7 @@ class Printer {
 
   const Graph& g_;
   PrintOptions options_;
+  const OperatorNames* operators_;
   std::vector<std::string> names_;
 };
 
@@ -179,8 +205,21 @@ std::vector<std::string> printedNames(const Graph& g) {
   return names;
 }
 
+// Scan operators are printed first, each as its own diagram, so that the
+// text reads back (its last diagram, the graph, is the default entry).
 std::string printGraph(const Graph& graph, const PrintOptions& options) {
-  return Printer(graph, options).run();
+  const OperatorNames operators = operatorNames(graph);
+  std::string out;
+  std::set<std::string> printed;
+  for (const Node& n : graph.nodes) {  // in the order the graph uses them
+    if (!n.combine) continue;
+    const std::string& name = operators.at(n.combine.get());
+    if (!printed.insert(name).second) continue;
+    Graph named = *n.combine;
+    named.name = name;
+    out += Printer(named, options).run() + "\n";
+  }
+  return out + Printer(graph, options, &operators).run();
 }
 
 }  // namespace llmc

@@ -1,4 +1,5 @@
 #include "ir/verify.h"
+#include "ir/scalar_function.h"
 
 #include <fmt/format.h>
 
@@ -141,6 +142,13 @@ class Verifier {
         } else {
           expectOperands(n, 1);
           if (n.lagged) fail(n, "is lagged without a coefficient");
+        }
+        if (n.combine) {
+          if (n.operands.size() != 1 || n.lo != 0) fail(n, "is a scan over an operator with a coefficient or exclusive");
+          if (const std::string problem = scalarFunctionProblem(*n.combine); !problem.empty())
+            fail(n, fmt::format("has an operator that {}", problem));
+          if (n.combine->node(n.combine->inputs[0]).type.dtype != n.type.dtype)
+            fail(n, "has an operator of another dtype than its values");
         }
         if (!isFloat(n.type.dtype) || n.type.dtype != in(n, 0).dtype) fail(n, "is not a float scan of its operand's dtype");
         const Axis* along = in(n, 0).find(n.axes.at(0));

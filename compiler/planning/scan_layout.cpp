@@ -179,7 +179,7 @@ NodeId scanOf(const Graph& g, const Kernel& k) {
 
 ScanLayout scanLayout(const Graph& g, const Kernel& k, NodeId scan, const Target& t, const CostOptions& o) {
   const Node& n = g.node(scan);
-  const int parts = isLinearScan(n) ? 2 : 1;
+  const int parts = isLinearScan(n) || isMonoidScan(n) ? 2 : 1;
   ScanLayout l = cheapestLayout(n.type, n.newAxes.at(0), parts, t, [&](ScanLayout candidate) {
     candidate.scan = scan;
     return kernelBytes(g, k, candidate, o);

@@ -44,7 +44,8 @@ struct ScanLayout {
   int64_t blocks = 1;
   int64_t rounds = 1;  // per block: ceil(positions / (slices x perSlice))
   // Registers a monoid element takes: 1 for a sum or maximum, 2 for a
-  // linear recurrence's pair (a, b) (ir.h's isLinearScan). A thread's work
+  // linear recurrence's pair (a, b) (ir.h's isLinearScan) or a user
+  // operator's (present, x) (isMonoidScan). A thread's work
   // a point, its registers and the totals in shared memory grow with them.
   int parts = 1;
   int threads() const { return linesPerBlock * slices; }

@@ -75,7 +75,7 @@ std::string operation(const Node& n) {
     case Op::Broadcast: return fmt::format("broadcast {}", created);
     case Op::ScatterAdd: return fmt::format("scatter_add into {}", created);
     case Op::StopGradient: return "stop_gradient";
-    case Op::Scan: return fmt::format("{} scan along {} -> {}{}{}{}", isLinearScan(n) ? "linear" : reduceName(n.reduce),
+    case Op::Scan: return fmt::format("{} scan along {} -> {}{}{}{}", scanOperatorName(n),
                                       axes, created, n.lo ? ", exclusive" : "", n.hi ? ", reverse" : "",
                                       n.lagged ? ", lagged" : "");
   }

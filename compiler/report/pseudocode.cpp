@@ -114,7 +114,8 @@ class Writer {
     // A linear recurrence carries the pair (a, b) of the step h -> a h + b
     // (ir.h, isLinearScan); a sum or maximum one value.
     const bool linear = isLinearScan(n);
-    const std::string identity = linear ? "(1, 0)" : n.reduce == ReduceOp::Sum ? "0" : "-inf";
+    // A user's operator (isMonoidScan) carries its value and whether it has one.
+    const std::string identity = linear ? "(1, 0)" : n.combine ? "(none)" : n.reduce == ReduceOp::Sum ? "0" : "-inf";
     std::string lines;
     for (const Axis& a : l.lines) lines += fmt::format("{}{}", lines.empty() ? "" : " ", a.name);
     line(0, fmt::format("parallel lines [{}] in 0..{} step {} over GRID", lines, l.lineCount, l.linesPerBlock),
@@ -135,7 +136,7 @@ class Writer {
                           names_[static_cast<size_t>(n.operands[1])], names_[static_cast<size_t>(n.operands[0])],
                           n.lagged ? " (each coefficient the previous position's)" : ""));
     else
-      line(3, fmt::format("REG  v[{}] = running {} of {} over the slice", l.perSlice, reduceName(n.reduce),
+      line(3, fmt::format("REG  v[{}] = running {} of {} over the slice", l.perSlice, scanOperatorName(n),
                           names_[static_cast<size_t>(n.operands[0])]));
     if (l.slices > 1)
       line(2, fmt::format("SMEM totals[{}{}] = the slices' totals, scanned", l.threads(), linear ? " x 2" : ""), "barriers");

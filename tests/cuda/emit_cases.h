@@ -226,6 +226,16 @@ inline std::vector<EmitCase> otherCases() {
        {{"B", 3}, {"T", 37}, {"C", 44}}, true, {}},
       {"gated recurrence, 4099 positions, training step", "benchmarks/diagrams/recurrences.dg",
        "gated_recurrence_loss", {{"B", 2}, {"T", 4099}, {"C", 33}}, true, {}},
+      // Scans over a user's operator (ir.h, isMonoidScan): a running logsumexp, a hypotenuse and a
+      // non-commutative "last above 0.5", in each form, at odd sizes; lines across and along.
+      {"user-operator scans, training step", "tests/diagrams/monoid_scans.dg", "forms_loss",
+       {{"B", 3}, {"T", 1001}, {"C", 77}}, true, {}},
+      {"user-operator scans, short lines", "tests/diagrams/monoid_scans.dg", "forms",
+       {{"B", 2}, {"T", 7}, {"C", 3}}, false, {}},
+      {"user-operator scans, long lines innermost", "tests/diagrams/monoid_scans.dg", "along",
+       {{"B", 2}, {"C", 5}, {"T", 40003}}, false, {}},
+      {"running logsumexp, 4099 positions, training step", "benchmarks/diagrams/recurrences.dg",
+       "running_logsumexp_loss", {{"B", 2}, {"T", 4099}, {"C", 33}}, true, {}},
       {"running sum read by a contraction, training step", "tests/diagrams/recompute.dg", "scanned_products_loss",
        {{"N", 3}, {"T", 256}, {"D", 32}}, true, {}},
       {"top-k routing", "benchmarks/diagrams/topk_routing.dg", "topk_routing",
