@@ -289,7 +289,9 @@ std::vector<T> scanAlong(const Node& node, const Arg<T>& x, const Arg<T>* coeffi
   for (int64_t line = 0, lines = n == 0 ? 0 : out.elementCount() / n; line < lines; ++line) {
     int64_t from = 0, into = 0;
     for (size_t i = 0; i < index.size(); ++i) from += index[i] * read[i], into += index[i] * write[i];
-    Acc acc = identity;
+    // A user's operator has no identity: an exclusive scan starts from the
+    // value it gives for the first position, and the fold from the first element.
+    Acc acc = node.combine ? static_cast<Acc>(node.value) : identity;
     for (int64_t k = 0; k < n; ++k) {
       const int64_t p = node.hi ? n - 1 - k : k;
       const Acc v = static_cast<Acc>(x.data[from + p * read[at]]);

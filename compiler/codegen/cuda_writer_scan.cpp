@@ -23,6 +23,7 @@ struct ScanMonoid {
   bool linear = false;
   bool isSum = true;
   std::string userOp;  // the lambda spelling a user's operator, "" for the built-in ones
+  std::string first;   // an exclusive scan over it: the value where nothing precedes, else 
   size_t parts() const { return linear || !userOp.empty() ? 2 : 1; }
   Element identity() const {
     if (linear) return {"1.0f", "0.0f"};
@@ -39,7 +40,10 @@ struct ScanMonoid {
   }
   // The value an element leaves: the sum or maximum, h after the steps
   // (from h = 0), or the fold of the user's operator.
-  std::string result(const Element& e) const { return linear || !userOp.empty() ? e[1] : e[0]; }
+  std::string result(const Element& e) const {
+    if (!first.empty()) return fmt::format("{} == 0.0f ? {} : {}", e[0], first, e[1]);
+    return linear || !userOp.empty() ? e[1] : e[0];
+  }
 };
 
 }  // namespace
@@ -108,6 +112,7 @@ void CudaWriter::scanLines(WrittenKernel& out) {
   monoid.isSum = scan.reduce == ReduceOp::Sum;
   if (scan.combine) {
     monoid.userOp = fresh(scan.combine->name);
+    if (scan.lo) monoid.first = floatLiteral(scan.value);
     emit(0, fmt::format("const auto {} = {};  // scan's operator '{}'", monoid.userOp, operatorLambda(*scan.combine),
                         scan.combine->name));
   }
@@ -241,13 +246,16 @@ void CudaWriter::scanLines(WrittenKernel& out) {
     emit(round, "__syncthreads();");  // every total read before the next round writes them
   }
   const StoredArray& arr = stored_.at(scan.id);
+  // Everything before the thread's run, combined once (associativity): a
+  // position then takes one combination more, of it and the run up to it.
+  const Element prefix = held(round, "prefix", monoid.combine(carry, before));
   for (size_t k = 0; k < static_cast<size_t>(K); ++k) {
-    const Element taken = exclusive ? (k == 0 ? before : monoid.combine(before, v[k - 1])) : monoid.combine(before, v[k]);
+    const Element taken = exclusive ? (k == 0 ? prefix : monoid.combine(prefix, v[k - 1])) : monoid.combine(prefix, v[k]);
     const int guarded = open(round, fmt::format("if (live && {})", inside[k]));
     Env e = env;
     e[scan.newAxes[0]] = {at[k], round};
     emit(guarded, fmt::format("{}[{}] = {};", arr.param, offset(scan.id, e),
-                              storeConversion(arr, monoid.result(monoid.combine(carry, taken)))));
+                              storeConversion(arr, monoid.result(taken))));
     close(guarded);
   }
   // The carry takes the round's total (through temporaries: its parts read each other).

@@ -4,11 +4,11 @@
 //
 // The scan node holds f's own graph (Node::combine, ir/scalar_function.h),
 // elaborated here on two numbers of x's dtype and checked: elementwise
-// arithmetic only, and associative at a set of sample numbers. The node is
-// inclusive, its fold starting from the first element, so the operator's
-// identity is never needed (nor evaluated, where a user's formula would not
-// be defined at it). The exclusive form moves that scan one position along
-// a, with the value the user gives for the first position.
+// arithmetic only, and associative at a set of sample numbers. The fold
+// starts from the first element, so the operator's identity is never
+// needed (nor evaluated, where a user's formula would not be defined at
+// it); an exclusive scan gives the value the user writes at its first
+// position.
 #include "frontend/elaborator.h"
 #include "ir/scalar_function.h"
 
@@ -68,41 +68,6 @@ std::shared_ptr<const Graph> Elaborator::operatorGraph(const DiagramDecl& op, DT
   return graph;
 }
 
-NodeId Elaborator::shiftedAlong(Frame& f, NodeId y, const std::string& axis, bool reverse, double first,
-                                const SourceLoc& loc) {
-  const Type t = typeOf(y);
-  const int64_t n = t.find(axis)->size;
-  Node fill;
-  fill.op = Op::Broadcast;
-  fill.operands = {constant(first, t.dtype, loc)};
-  fill.type = t;
-  for (const Axis& a : t.axes) fill.newAxes.push_back(a.name);
-  const NodeId filler = add(std::move(fill), loc);
-  Type rest = t;
-  std::erase_if(rest.axes, [&](const Axis& a) { return a.name == axis; });
-  // [first.., y] (forward) or [y, first..] (reverse) along a 2n axis, cut
-  // to the n positions that start one before y's (after, in reverse).
-  const std::string twice = declareNewAxis(f, axis + "_shifted", 2 * n, rest, loc);
-  Node joined;
-  joined.op = Op::Concat;
-  joined.operands = reverse ? std::vector<NodeId>{y, filler} : std::vector<NodeId>{filler, y};
-  joined.axes = {axis};
-  joined.newAxes = {twice};
-  joined.type = t;
-  for (Axis& a : joined.type.axes)
-    if (a.name == axis) a = {twice, 2 * n};
-  const NodeId both = add(std::move(joined), loc);
-  Node cut;
-  cut.op = Op::Slice;
-  cut.operands = {both};
-  cut.axes = {twice};
-  cut.newAxes = {axis};
-  cut.lo = reverse ? 1 : n - 1;
-  cut.hi = cut.lo + n;
-  cut.type = t;
-  return add(std::move(cut), loc);
-}
-
 NodeId Elaborator::monoidScan(Frame& f, const Expr& e, const DiagramDecl& op) {
   if (e.args.size() < 3) fail(e.loc, fmt::format("scan({}, x, a[, exclusive, v]): the values and the axis", op.name));
   const NodeId x = requireArray(eval(f, *e.args[1]), e.args[1]->loc, "scan");
@@ -129,10 +94,9 @@ NodeId Elaborator::monoidScan(Frame& f, const Expr& e, const DiagramDecl& op) {
     fail(e.loc, fmt::format("an exclusive scan over '{}' takes the value before the first position (its identity, "
                             "which the compiler does not guess): scan({}, x, a, exclusive, v)", op.name, op.name));
   }
-  ScanForm inclusive = form;
-  inclusive.exclusive = false;
-  const NodeId y = scanNode(x, ReduceOp::Sum, inclusive, e.loc, -1, operatorGraph(op, t.dtype, e.args[0]->loc));
-  return form.exclusive ? shiftedAlong(f, y, form.resultAxis, form.reverse, first, e.loc) : y;
+  const NodeId y = scanNode(x, ReduceOp::Sum, form, e.loc, -1, operatorGraph(op, t.dtype, e.args[0]->loc));
+  graph_.node(y).value = first;
+  return y;
 }
 
 }  // namespace llmc::elaboration

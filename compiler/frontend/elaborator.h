@@ -233,8 +233,7 @@ class Elaborator {
   // The operator's graph: `op` instantiated on two numbers of `dtype`
   // (ir/scalar_function.h), checked there, and for associativity.
   std::shared_ptr<const Graph> operatorGraph(const DiagramDecl& op, DType dtype, const SourceLoc& at);
-  // y moved one position along `axis` in scan order, `first` where nothing precedes.
-  NodeId shiftedAlong(Frame& f, NodeId y, const std::string& axis, bool reverse, double first, const SourceLoc& loc);
+
   NodeId productScan(NodeId x, const std::string& axis, bool exclusive, const SourceLoc& loc);
   NodeId linearScan(Frame& f, const Expr& e);
 

@@ -236,26 +236,31 @@ class Differentiator {
   // with A_i, B_i f's partials by its earlier and later input there, the
   // gradient reaching y_i is G_i = grad_i + A_{i+1} G_{i+1} (a linear scan
   // from the end, lagged, as a recurrence's) and x_i takes G_i B_i; at the
-  // first position y is x itself (B = 1) and no A is read.
+  // first position y is x itself (B = 1) and no A is read. Exclusive, the
+  // output at i is y_{i-1}: G_i = grad_{i+1} + A_{i+1} G_{i+1}, the linear
+  // scan from the end exclusive, and the output is the y before each x.
   void monoidScanAdjoint(GraphBuilder& b, const Node& n, NodeId grad) {
     const std::string s = n.axes[0], t = n.newAxes[0];
-    const bool reverse = n.hi != 0;
+    const bool exclusive = n.lo != 0, reverse = n.hi != 0;
     const NodeId x = n.operands[0];
     const Type tx = g_.node(x).type;
     const int64_t size = tx.find(s)->size;
-    const NodeId y = s == t ? n.id : b.rename(n.id, t, s);
-    // y one position back in scan order; x where nothing precedes (a
-    // number f is defined at, the partials there masked below).
-    const Axis twice{freshAxisName(s + "_shifted"), 2 * size};
-    const NodeId joined = b.concat(reverse ? std::vector<NodeId>{b.transposeTo(y, tx), x}
-                                           : std::vector<NodeId>{x, b.transposeTo(y, tx)}, s, twice);
-    const NodeId before = b.slice(joined, twice.name, s, reverse ? 1 : size - 1, (reverse ? 1 : size - 1) + size);
+    const NodeId y = b.transposeTo(s == t ? n.id : b.rename(n.id, t, s), tx);
+    // y one position back in scan order, x where nothing precedes (a number
+    // f is defined at, the partials there masked below): inclusive, y
+    // moved along s; exclusive, the output itself (its first position aside).
+    NodeId before = y;
+    if (!exclusive) {
+      const Axis twice{freshAxisName(s + "_shifted"), 2 * size};
+      const NodeId joined = b.concat(reverse ? std::vector<NodeId>{y, x} : std::vector<NodeId>{x, y}, s, twice);
+      before = b.slice(joined, twice.name, s, reverse ? 1 : size - 1, (reverse ? 1 : size - 1) + size);
+    }
     const auto [byEarlier, byLater] = inlineScalarPartials(b, *n.combine, before, x);
     const NodeId first = b.compare(CompareOp::Eq, b.pos(Axis{s, size}),
                                    b.constant(static_cast<double>(reverse ? size - 1 : 0), DType::I32));
     const NodeId A = b.select(first, zero(b, x), byEarlier);
     const NodeId B = b.select(first, b.constant(1.0, tx.dtype), byLater);
-    const NodeId G = b.linearScan(s == t ? A : b.rename(A, s, t), grad, t, s, false, !reverse, true);
+    const NodeId G = b.linearScan(s == t ? A : b.rename(A, s, t), grad, t, s, exclusive, !reverse, !exclusive);
     accumulate(b, x, b.binary(BinaryOp::Mul, G, B));
   }
 

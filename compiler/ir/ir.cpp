@@ -196,7 +196,7 @@ bool sameMeaning(const Node& x, const Node& y) {
     case Op::Compare: return x.compare == y.compare;
     case Op::Reduce: return x.reduce == y.reduce;
     case Op::Scan:
-      return x.reduce == y.reduce && (x.combine == y.combine ||
+      return x.reduce == y.reduce && x.value == y.value && (x.combine == y.combine ||
                                       (x.combine && y.combine && structurallyEqual(*x.combine, *y.combine)));
     case Op::Constant: return x.value == y.value;
     case Op::Input: return x.name == y.name;

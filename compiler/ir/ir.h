@@ -75,8 +75,9 @@ enum class Op {
              // h = a * h + x, taken in scan order from h = 0 (lagged: each
              // step's a read at the position stepped from); see isLinearScan.
              // With a combine (a user's monoid, ir/scalar_function.h), the
-             // running fold h = combine(h, x) from h = the first element
-             // (inclusive; exclusive forms are built around it); see isMonoidScan
+             // running fold h = combine(h, x) from h = the first element;
+             // exclusive, each position's h before it and `value` at the
+             // first; see isMonoidScan
 };
 
 // Not, And and Or take and give bool (masks made of comparisons); the rest numbers.
@@ -121,7 +122,7 @@ struct Node {
   BinaryOp binary = BinaryOp::Add;
   CompareOp compare = CompareOp::Lt;
   ReduceOp reduce = ReduceOp::Sum;
-  double value = 0;                // Constant
+  double value = 0;                // Constant; an exclusive Scan with a combine: its first position
   std::vector<std::string> axes;   // axes the primitive acts on
   std::vector<std::string> newAxes;// axes it creates
   int64_t lo = 0, hi = 0;          // Slice bounds, Index position (lo)

@@ -31,6 +31,10 @@ nlohmann::json nodeToJson(const Node& n) {
       if (isLinearScan(n)) j["lagged"] = n.lagged;
       j["exclusive"] = n.lo != 0;
       j["reverse"] = n.hi != 0;
+      if (n.combine && n.lo) {
+        if (std::isinf(n.value)) j["first"] = n.value > 0 ? "inf" : "-inf";
+        else j["first"] = n.value;
+      }
       break;
     case Op::Slice: j["lo"] = n.lo; j["hi"] = n.hi; break;
     case Op::Index: j["position"] = n.lo; break;

@@ -119,7 +119,8 @@ class Printer {
                            : isLinearScan(n)       ? "linear"
                                                    : reduceName(n.reduce),
                            isLinearScan(n) ? operand(n, 1) + ", " : "", operand(n, 0), n.axes[0], n.newAxes[0],
-                           n.lo ? ", exclusive" : "", n.hi ? ", reverse" : "", n.lagged ? ", lagged" : "");
+                           n.lo ? ", exclusive" : "", n.hi ? ", reverse" : "",
+                           n.lagged ? ", lagged" : n.combine && n.lo ? ", " + number(n.value) : "");
       case Op::Contract:
         return fmt::format("contract({}, {}, {})", operand(n, 0), operand(n, 1), joinAxes(n.axes, ", "));
       case Op::Gather: return fmt::format("gather({}, {}, {})", operand(n, 0), operand(n, 1), n.axes[0]);

@@ -144,7 +144,7 @@ class Verifier {
           if (n.lagged) fail(n, "is lagged without a coefficient");
         }
         if (n.combine) {
-          if (n.operands.size() != 1 || n.lo != 0) fail(n, "is a scan over an operator with a coefficient or exclusive");
+          if (n.operands.size() != 1) fail(n, "is a scan over an operator with a coefficient");
           if (const std::string problem = scalarFunctionProblem(*n.combine); !problem.empty())
             fail(n, fmt::format("has an operator that {}", problem));
           if (n.combine->node(n.combine->inputs[0]).type.dtype != n.type.dtype)

@@ -115,9 +115,9 @@ NodeWork nodeWork(const Graph& g, const Node& n, const Target& t, const CostOpti
             2 * elements};
   }
   if (isSpecialFunction(n)) return {"sfu", elements};
-  // A user's scan operator is applied about three times an element by the
-  // blocked scan: in the thread's run, then with the slices' and the
-  // carried aggregates (codegen/cuda_writer_scan.cpp).
+  // A user's scan operator is applied two to three times an element by the
+  // blocked scan: in the thread's run, with everything before the run, and
+  // in the slices' scan of their totals (codegen/cuda_writer_scan.cpp).
   if (n.combine) return {"fp32", 3 * elements * (scalarFunctionOperations(*n.combine) + 1)};
   return {"fp32", elements};
 }

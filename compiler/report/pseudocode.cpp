@@ -139,10 +139,15 @@ class Writer {
       line(3, fmt::format("REG  v[{}] = running {} of {} over the slice", l.perSlice, scanOperatorName(n),
                           names_[static_cast<size_t>(n.operands[0])]));
     if (l.slices > 1)
-      line(2, fmt::format("SMEM totals[{}{}] = the slices' totals, scanned", l.threads(), linear ? " x 2" : ""), "barriers");
-    const char* combined = linear ? "the carry, then the steps of the slices before, then v" : "carry + the totals before the slice + v";
+      line(2, fmt::format("SMEM totals[{}{}] = the slices' totals, scanned", l.threads(), l.parts > 1 ? " x 2" : ""), "barriers");
+    const std::string op = scanOperatorName(n);
+    const std::string combined = linear      ? "the carry, then the steps of the slices before, then v"
+                                 : n.combine ? fmt::format("{} over the carry, the totals before the slice, v", op)
+                                             : "carry + the totals before the slice + v";
     line(2, fmt::format("GMEM {} <- {}{}", name, combined, n.lo ? ", each position's own left out" : ""), "store");
-    line(2, linear ? "REG  carry = the carry, then the round's steps" : "REG  carry += the round's total");
+    line(2, linear      ? "REG  carry = the carry, then the round's steps"
+            : n.combine ? fmt::format("REG  carry = {}(carry, the round's total)", op)
+                        : "REG  carry += the round's total");
   }
 
   void line(int depth, const std::string& text, const std::string& note = "") {

@@ -110,9 +110,18 @@ TEST_CASE("a scan operator's graph evaluates, counts and is checked for associat
   CHECK(wrong->right == Approx(wrong->a - (wrong->b - wrong->c)));
 }
 
-TEST_CASE("the verifier refuses an exclusive scan over a user's operator", "[scan]") {
-  Graph g = compileFile("tests/diagrams/monoid_scans.dg", kSizes, "forms");
-  for (Node& n : g.nodes)
-    if (n.combine) n.lo = 1;
-  CHECK_THROWS(verifyGraph(g));
+TEST_CASE("the verifier refuses a scan over a user's operator with a coefficient or a wrong operator", "[scan]") {
+  const Graph g = compileFile("tests/diagrams/monoid_scans.dg", kSizes, "forms");
+  Graph coefficient = g, widened = g;
+  for (Node& n : coefficient.nodes)
+    if (n.combine) n.operands.push_back(n.operands[0]);
+  CHECK_THROWS(verifyGraph(coefficient));
+  for (Node& n : widened.nodes)
+    if (n.combine) {
+      auto op = std::make_shared<Graph>(*n.combine);
+      op->node(op->outputs[0].node).type.axes.push_back({"k", 2});  // gives an array, not a number
+      n.combine = op;
+    }
+  CHECK_THROWS(verifyGraph(widened));
+  CHECK_NOTHROW(verifyGraph(g));
 }

@@ -133,6 +133,8 @@ std::string expand(const DiagramSpec& spec, const Statement& s) {
 std::string printDiagram(const DiagramSpec& spec, const std::string& header) {
   if (!spec.fileText.empty()) return spec.fileText;
   std::string text = header;
+  for (const Statement& s : spec.statements)
+    if (!s.helper.empty()) text += s.helper + "\n";
   const Value& y = spec.values.at(static_cast<size_t>(spec.output));
   Value weights{.name = "wy", .dtype = "f32", .axes = y.axes, .input = true};
   std::vector<std::string> inputs;

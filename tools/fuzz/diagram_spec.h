@@ -63,6 +63,9 @@ struct Statement {
   // Axes the text names that the diagram must know (broadcast's, scatter_add's
   // target axis), and axes it creates (split, merge, rename, slice, concat).
   std::vector<std::string> needs = {}, creates = {};
+  // A diagram the text calls, printed before the fuzzed one (a scan's
+  // operator); it goes with the statement when the shrinker drops it.
+  std::string helper = {};
 };
 
 struct DiagramSpec {

@@ -266,7 +266,8 @@ bool Generator::runningScan(int x, const std::string& axis) {
   const Value& v = value(x);
   const double n = double(elements({axis}));
   const double u = std::uniform_real_distribution<double>(0, 1)(rng_);
-  const std::string op = u < 0.35 ? "sum" : u < 0.55 ? "max" : u < 0.75 ? "prod" : "linear";
+  const std::string op = u < 0.3 ? "sum" : u < 0.45 ? "max" : u < 0.6 ? "prod" : u < 0.8 ? "linear" : "user";
+  if (op == "user") return userOperatorScan(x, axis);
   const bool exclusive = op != "max" && chance(0.4);  // (an exclusive maximum starts at -inf)
   const bool printed = op != "prod" && chance(0.3);
   const bool lagged = printed && op == "linear" && !exclusive && chance(0.5);
@@ -300,6 +301,46 @@ bool Generator::runningScan(int x, const std::string& axis) {
   }
   if (r.bound > kMaxBound) return false;
   emit(r, {x}, fmt::format("scan({}, $0, {})", op, form), "scan");
+  return true;
+}
+
+// A scan over an operator the diagram writes (a diagram of two numbers),
+// of a family associative by construction: g^-1(g(a) + g(b)) for a
+// logsumexp (g = exp), a + b + k a b = ((1 + k a)(1 + k b) - 1) / k with
+// k small for the axis (the running value stays within e^(1/2) of a sum's
+// bound), and "the later where it passes a threshold, else the earlier",
+// which does not commute. Smooth where the oracle differentiates (no
+// square roots at 0); inclusive or exclusive with a value, now and then
+// reversed in the printed form.
+bool Generator::userOperatorScan(int x, const std::string& axis) {
+  const Value& v = value(x);
+  const double n = double(elements({axis}));
+  const std::string name = fmt::format("op{}", nextValue_);
+  const int family = std::uniform_int_distribution<int>(0, 2)(rng_);
+  std::string body;
+  Value r = derived(v);
+  r.dtype = "f32";
+  r.lo = -1;
+  if (family == 0) {
+    body = "  m = maximum(a, b)\n  c = m + log(exp(a - m) + exp(b - m))\n";
+    r.bound = v.bound + std::log(n);
+  } else if (family == 1) {
+    const double k = 0.5 / (n * std::max(1.0, v.bound));
+    body = fmt::format("  c = a + b + {} * a * b\n", k);
+    r.bound = v.bound * n * 1.7;
+  } else {
+    body = fmt::format("  c = where(b > {}, b, a)\n", chance(0.5) ? 0.25 : -0.5);
+    r.bound = v.bound;
+  }
+  if (r.bound > kMaxBound) return false;
+  std::string form = chance(0.3) ? fmt::format("{0} -> {0}, reverse", axis) : axis;
+  if (chance(0.4)) {
+    const double first = family == 0 ? -1.5 : 0;  // any number: the value before the first position
+    form += fmt::format(", exclusive, {}", first);
+    r.bound = std::max(r.bound, 1.5);
+  }
+  emit(r, {x}, fmt::format("scan({}, {}, {})", name, operand(x, "f32", 0), form), "scan");
+  spec_.statements.back().helper = fmt::format("diagram {}(a: f32[], b: f32[]) -> c: f32[]\n{}end\n", name, body);
   return true;
 }
 

@@ -52,6 +52,7 @@ class Generator {
   bool extremum();
   bool reduce();
   bool runningScan(int x, const std::string& axis);  // scan(sum|max|prod|linear, ..) along axis
+  bool userOperatorScan(int x, const std::string& axis);  // scan(f, ..) over an operator the diagram writes
   bool contraction();
   bool gatherOp();
   bool routedGather(int table, const std::string& along);
