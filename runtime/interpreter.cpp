@@ -13,114 +13,18 @@
 #include "batched_matmul.h"
 #include "ir/scalar_function.h"
 #include "low_precision.h"
+#include "interpreter_arrays.h"
+#include "interpreter_axis_boxes.h"
 #include "strided_loop.h"
 
 namespace llmc {
 
 namespace {
 
-// ---------------------------------------------------------------------------
-// Errors and layouts
-
-[[noreturn]] void fail(const Node& node, const std::string& message) {
-  const std::string what =
-      node.name.empty() ? opName(node.op) : fmt::format("{} '{}'", opName(node.op), node.name);
-  throw std::runtime_error(
-      fmt::format("{}: {} (node {}): {}", node.loc.str(), what, node.id, message));
-}
-
-std::vector<int64_t> shapeOf(const Type& type) {
-  std::vector<int64_t> shape;
-  for (const Axis& axis : type.axes) shape.push_back(axis.size);
-  return shape;
-}
-
-// The strides of `array` (row-major in its own layout) when walked over the
-// index space of `space`: for each axis of space, the array's stride along it,
-// or 0 where the array lacks the axis (it is broadcast). Every axis of the
-// array but those in `skipped` must be in space with the same size; anything
-// else is a malformed graph.
-std::vector<int64_t> stridesOver(const Node& node, const Type& array, const Type& space,
-                                 const std::vector<std::string>& skipped = {}) {
-  const std::vector<int64_t> own = rowMajorStrides(array);
-  for (const Axis& axis : array.axes) {
-    if (std::find(skipped.begin(), skipped.end(), axis.name) != skipped.end()) continue;
-    const Axis* there = space.find(axis.name);
-    if (!there || there->size != axis.size)
-      fail(node,
-           fmt::format("operand {} does not fit the index space {}", array.str(), space.str()));
-  }
-  std::vector<int64_t> strides;
-  for (const Axis& axis : space.axes) strides.push_back(strideOf(array, own, axis.name));
-  return strides;
-}
-
-const Axis& axisOf(const Node& node, const Type& type, const std::string& name) {
-  const Axis* axis = type.find(name);
-  if (!axis) fail(node, fmt::format("{} has no axis '{}'", type.str(), name));
-  return *axis;
-}
-
-// `type` with its axis `from` replaced, in place, by the axes `to`.
-Type replaceAxis(const Type& type, const std::string& from, const std::vector<Axis>& to) {
-  Type out{type.dtype, {}};
-  for (const Axis& axis : type.axes) {
-    if (axis.name == from)
-      out.axes.insert(out.axes.end(), to.begin(), to.end());
-    else
-      out.axes.push_back(axis);
-  }
-  return out;
-}
-
-// An operand as the kernels see it: its type and values.
-template <class T>
-struct Arg {
-  const Type* type;
-  const T* data;
-};
-
-// Copies src into dst laid out as dstType; both hold the same axes (names and
-// sizes, dtypes aside), matched by name.
-template <class T>
-void copyByName(const Node& node, const Arg<T>& src, const Type& dstType, T* dst) {
-  if (src.type->axes.size() != dstType.axes.size())
-    fail(node, fmt::format("cannot lay out {} as {}", src.type->str(), dstType.str()));
-  stridedCopy(shapeOf(dstType), dst, rowMajorStrides(dstType), src.data,
-              stridesOver(node, *src.type, dstType));
-}
+using namespace interpreter_detail;
 
 // ---------------------------------------------------------------------------
-// Elementwise maps, broadcasting operands by axis name
-
-template <class T, size_t N, class F>
-std::vector<T> mapElementwise(const Node& node, const std::array<Arg<T>, N>& args, F f) {
-  const Type& out = node.type;
-  std::vector<T> result(static_cast<size_t>(out.elementCount()));
-  std::array<std::vector<int64_t>, N + 1> strides;
-  strides[0] = rowMajorStrides(out);
-  for (size_t k = 0; k < N; ++k) strides[k + 1] = stridesOver(node, *args[k].type, out);
-  T* base = result.data();
-  // The output is walked in its own layout, so its rows are contiguous.
-  forEachRow<N + 1>(shapeOf(out), strides,
-                    [&](const Offsets<N + 1>& at, int64_t n, const Offsets<N + 1>& step) {
-                      T* o = base + at[0];
-                      const T* x = args[0].data + at[1];
-                      if constexpr (N == 1) {
-                        for (int64_t i = 0; i < n; ++i) o[i] = f(x[i * step[1]]);
-                      } else if constexpr (N == 2) {
-                        const T* y = args[1].data + at[2];
-                        for (int64_t i = 0; i < n; ++i) o[i] = f(x[i * step[1]], y[i * step[2]]);
-                      } else {
-                        static_assert(N == 3);
-                        const T* y = args[1].data + at[2];
-                        const T* z = args[2].data + at[3];
-                        for (int64_t i = 0; i < n; ++i)
-                          o[i] = f(x[i * step[1]], y[i * step[2]], z[i * step[3]]);
-                      }
-                    });
-  return result;
-}
+// Elementwise boxes (mapElementwise broadcasts their operands by axis name)
 
 template <class T>
 std::vector<T> unary(const Node& node, const Arg<T>& x) {
@@ -329,11 +233,6 @@ const T* packed(const Node& node, const Arg<T>& src, const std::vector<Axis>& or
   return buffer.data();
 }
 
-int64_t product(const std::vector<Axis>& axes) {
-  int64_t n = 1;
-  for (const Axis& axis : axes) n *= axis.size;
-  return n;
-}
 
 // out = sum over the contracted axes of A * B, as a batched matrix product
 // C[batch, m, n] = A[batch, m, k] . B[batch, k, n]: batch axes are the output
@@ -440,129 +339,6 @@ std::vector<T> scatterAdd(const Node& node, const Arg<T>& values, const Arg<T>& 
                     o[i * step[0] + static_cast<int64_t>(position) * rowStride] += v[i * step[1]];
                   }
                 });
-  return result;
-}
-
-// ---------------------------------------------------------------------------
-// Axis operations
-
-// Split and merge keep the row-major order of the elements: the input of a
-// split, read as if its axis a were the new axes in its place, already is the
-// output in some axis order; likewise the output of a merge.
-template <class T>
-std::vector<T> split(const Node& node, const Arg<T>& x) {
-  std::vector<Axis> parts;
-  for (const std::string& name : node.newAxes) parts.push_back(axisOf(node, node.type, name));
-  const std::string& whole = node.axes.at(0);
-  if (product(parts) != axisOf(node, *x.type, whole).size)
-    fail(node, fmt::format("{} cannot be split into {}", x.type->str(), node.type.str()));
-  const Type view = replaceAxis(*x.type, whole, parts);
-  std::vector<T> result(static_cast<size_t>(node.type.elementCount()));
-  copyByName(node, Arg<T>{&view, x.data}, node.type, result.data());
-  return result;
-}
-
-template <class T>
-std::vector<T> merge(const Node& node, const Arg<T>& x) {
-  std::vector<Axis> parts;
-  for (const std::string& name : node.axes) parts.push_back(axisOf(node, *x.type, name));
-  const std::string& whole = node.newAxes.at(0);
-  if (product(parts) != axisOf(node, node.type, whole).size)
-    fail(node, fmt::format("{} cannot be merged into {}", x.type->str(), node.type.str()));
-  const Type view = replaceAxis(node.type, whole, parts);
-  std::vector<T> result(static_cast<size_t>(node.type.elementCount()));
-  copyByName(node, x, view, result.data());
-  return result;
-}
-
-template <class T>
-std::vector<T> renameAxis(const Node& node, const Arg<T>& x) {
-  const std::string& from = node.axes.at(0);
-  const Type view =
-      replaceAxis(*x.type, from, {{node.newAxes.at(0), axisOf(node, *x.type, from).size}});
-  std::vector<T> result(static_cast<size_t>(node.type.elementCount()));
-  copyByName(node, Arg<T>{&view, x.data}, node.type, result.data());
-  return result;
-}
-
-// The operand repeated along the output's axes it lacks.
-template <class T>
-std::vector<T> broadcast(const Node& node, const Arg<T>& x) {
-  return mapElementwise<T, 1>(node, {x}, [](T v) { return v; });
-}
-
-template <class T>
-std::vector<T> transpose(const Node& node, const Arg<T>& x) {
-  std::vector<T> result(static_cast<size_t>(node.type.elementCount()));
-  copyByName(node, x, node.type, result.data());
-  return result;
-}
-
-// The part of x from position lo along axis `along`, as the output type:
-// `along` becomes the output axis `kept` (slice), or disappears (index).
-template <class T>
-std::vector<T> window(const Node& node, const Arg<T>& x, const std::string& along,
-                      const std::optional<Axis>& kept) {
-  const Type& out = node.type;
-  const Type expected =
-      replaceAxis(*x.type, along, kept ? std::vector<Axis>{*kept} : std::vector<Axis>{});
-  Type outAxes = out;
-  outAxes.dtype = expected.dtype;
-  if (!outAxes.sameAxisSet(expected))
-    fail(node, fmt::format("{} does not fit the input {}", out.str(), x.type->str()));
-  const std::vector<int64_t> inStrides = rowMajorStrides(*x.type);
-  const int64_t alongStride = strideOf(*x.type, inStrides, along);
-  std::vector<int64_t> readStrides;
-  for (const Axis& axis : out.axes)
-    readStrides.push_back(
-        kept && axis.name == kept->name ? alongStride : strideOf(*x.type, inStrides, axis.name));
-  std::vector<T> result(static_cast<size_t>(out.elementCount()));
-  stridedCopy(shapeOf(out), result.data(), rowMajorStrides(out), x.data + node.lo * alongStride,
-              readStrides);
-  return result;
-}
-
-template <class T>
-std::vector<T> slice(const Node& node, const Arg<T>& x) {
-  const std::string& from = node.axes.at(0);
-  const int64_t size = axisOf(node, *x.type, from).size;
-  if (node.lo < 0 || node.lo > node.hi || node.hi > size)
-    fail(node,
-         fmt::format("slice [{}:{}] is out of range for axis {}:{}", node.lo, node.hi, from, size));
-  return window(node, x, from, Axis{node.newAxes.at(0), node.hi - node.lo});
-}
-
-template <class T>
-std::vector<T> indexAt(const Node& node, const Arg<T>& x) {
-  const std::string& from = node.axes.at(0);
-  const int64_t size = axisOf(node, *x.type, from).size;
-  if (node.lo < 0 || node.lo >= size)
-    fail(node, fmt::format("position {} is out of range for axis {}:{}", node.lo, from, size));
-  return window(node, x, from, std::nullopt);
-}
-
-// Operand k fills positions k*size(a) .. (k+1)*size(a) of the new axis.
-template <class T>
-std::vector<T> concatenate(const Node& node, const std::vector<Arg<T>>& parts) {
-  const std::string& from = node.axes.at(0);
-  const Type& out = node.type;
-  const std::string& joined = node.newAxes.at(0);
-  const std::vector<int64_t> outStrides = rowMajorStrides(out);
-  const int64_t joinedStride = strideOf(out, outStrides, joined);
-  std::vector<T> result(static_cast<size_t>(out.elementCount()));
-  int64_t start = 0;
-  for (const Arg<T>& part : parts) {
-    const int64_t size = axisOf(node, *part.type, from).size;
-    const Type view = replaceAxis(*part.type, from, {{joined, size}});
-    Type region = out;  // the output restricted to this part's positions
-    for (Axis& axis : region.axes)
-      if (axis.name == joined) axis.size = size;
-    stridedCopy(shapeOf(region), result.data() + start * joinedStride, outStrides, part.data,
-                stridesOver(node, view, region));
-    start += size;
-  }
-  if (start != axisOf(node, out, joined).size)
-    fail(node, fmt::format("the parts add up to {} positions along '{}'", start, joined));
   return result;
 }
 
