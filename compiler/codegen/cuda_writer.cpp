@@ -49,7 +49,7 @@ bool CudaWriter::underLanes(int s) const {
 void CudaWriter::close(int s) {
   Scope& sc = scopes_[static_cast<size_t>(s)];
   auto& out = scopes_[static_cast<size_t>(sc.parent)].lines;
-  out.push_back(sc.header + " {");
+  out.push_back(sc.header.empty() ? "{" : sc.header + " {");  // a bare block where there is no header
   for (const std::string& l : sc.lines) out.push_back("  " + l);
   out.push_back("}");
   sc.lines.clear();
@@ -126,11 +126,21 @@ int CudaWriter::loop(int parent, const Axis& axis, Env& env) {
   }
   std::string var = fresh("i_" + axis.name);
   auto split = tcs_ ? plan_.splitTiles.end() : plan_.splitTiles.find(axis.name);
+  // A block's share of a split axis that divides it has a count known here:
+  // one position is no loop, more a loop of that count. A bound the compiler
+  // cannot see (min(..)) would keep it from issuing the loads of the
+  // unrolled positions around it together (a layernorm's column sums, split
+  // one row of b a block, held one position's loads in flight).
+  const bool whole = split != plan_.splitTiles.end() && axis.size % split->second == 0;
   int s = laneLoop(axis.name, parent) ? openLanes(parent, fmt::format("for (int {0} = lane; {0} < {1}; {0} += {2})", var, axis.size, lanes_))
           : split == plan_.splitTiles.end()
               ? open(parent, fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", var, axis.size))
-              : open(parent, fmt::format("for (int {0} = split_{2}; {0} < min(split_{2} + {3}, {1}); ++{0})", var,
-                                         axis.size, axis.name, split->second));
+          : whole && split->second == 1 ? open(parent, "")
+          : whole ? open(parent, fmt::format("for (int {0} = split_{1}; {0} < split_{1} + {2}; ++{0})", var, axis.name,
+                                             split->second))
+                  : open(parent, fmt::format("for (int {0} = split_{2}; {0} < min(split_{2} + {3}, {1}); ++{0})", var,
+                                             axis.size, axis.name, split->second));
+  if (whole && split->second == 1) emit(s, fmt::format("const int {} = split_{};", var, axis.name));
   env[axis.name] = {var, s};
   return s;
 }
