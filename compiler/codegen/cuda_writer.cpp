@@ -337,39 +337,16 @@ std::string CudaWriter::compute(const Node& n, const Env& own, int target) {
   auto def = [&](const std::string& expr) { return define(target, ctype, name, expr); };
   switch (n.op) {
     case Op::Unary: {
-      std::string x = operand(0);
-      switch (n.unary) {
-        case UnaryOp::Neg: return def(fmt::format("-{}", x));
-        case UnaryOp::Exp: {
-          // exp(a - b): a - b's rounding and exp's multiply by log2(e) become one fused multiply-add.
-          const Node& arg = g_.node(n.operands[0]);
-          if (approximate_ && arg.op == Op::Binary && arg.binary == BinaryOp::Sub)
-            return def(fmt::format("llmc_fast_exp_difference({}, {})", value(arg.operands[0], own),
-                                   value(arg.operands[1], own)));
-          return def(exp(x));
-        }
-        case UnaryOp::Log: return def(fmt::format("logf({})", x));
-        case UnaryOp::Tanh: return def(fmt::format(fmt::runtime(approximate_ ? "llmc_fast_tanh({})" : "tanhf({})"), x));
-        case UnaryOp::Sqrt: return def(fmt::format("sqrtf({})", x));
-        case UnaryOp::Rsqrt: return def(reciprocalSqrt(x));
-        case UnaryOp::Abs: return def(fmt::format(fmt::runtime(isF ? "fabsf({})" : "abs({})"), x));
-        case UnaryOp::Not: return def(fmt::format("!{}", x));
-      }
-      break;
+      const std::string x = operand(0);
+      // exp(a - b): a - b's rounding and exp's multiply by log2(e) become one fused multiply-add.
+      const Node& arg = g_.node(n.operands[0]);
+      if (n.unary == UnaryOp::Exp && approximate_ && arg.op == Op::Binary && arg.binary == BinaryOp::Sub)
+        return def(fmt::format("llmc_fast_exp_difference({}, {})", value(arg.operands[0], own), value(arg.operands[1], own)));
+      return def(unaryExpression(n.unary, x, isF));
     }
     case Op::Binary: {
-      std::string x = operand(0), y = operand(1);
-      switch (n.binary) {
-        case BinaryOp::Add: return def(fmt::format("{} + {}", x, y));
-        case BinaryOp::Sub: return def(fmt::format("{} - {}", x, y));
-        case BinaryOp::Mul: return def(fmt::format("{} * {}", x, y));
-        case BinaryOp::Div: return def(divide(x, y));
-        case BinaryOp::Maximum: return def(fmt::format(fmt::runtime(isF ? "fmaxf({}, {})" : "max({}, {})"), x, y));
-        case BinaryOp::Minimum: return def(fmt::format(fmt::runtime(isF ? "fminf({}, {})" : "min({}, {})"), x, y));
-        case BinaryOp::And: return def(fmt::format("{} && {}", x, y));
-        case BinaryOp::Or: return def(fmt::format("{} || {}", x, y));
-      }
-      break;
+      const std::string x = operand(0), y = operand(1);  // in this order: each may define what it reads
+      return def(binaryExpression(n.binary, x, y, isF));
     }
     case Op::Compare: {
       // With bf16 storage, floats are compared at bf16's precision: a value is
@@ -573,6 +550,34 @@ Env CudaWriter::spanStart(const Node& n, const VectorSpan& span, const Env& env)
   }
   for (size_t k = 0; k < span.axes.size(); ++k) at[span.axes[k]] = {k == 0 ? span.base : std::string("0"), span.scope};
   return at;
+}
+
+std::string CudaWriter::unaryExpression(UnaryOp op, const std::string& x, bool isF) const {
+  switch (op) {
+    case UnaryOp::Neg: return fmt::format("-{}", x);
+    case UnaryOp::Exp: return exp(x);
+    case UnaryOp::Log: return fmt::format("logf({})", x);
+    case UnaryOp::Tanh: return fmt::format(fmt::runtime(approximate_ ? "llmc_fast_tanh({})" : "tanhf({})"), x);
+    case UnaryOp::Sqrt: return fmt::format("sqrtf({})", x);
+    case UnaryOp::Rsqrt: return reciprocalSqrt(x);
+    case UnaryOp::Abs: return fmt::format(fmt::runtime(isF ? "fabsf({})" : "abs({})"), x);
+    case UnaryOp::Not: return fmt::format("!{}", x);
+  }
+  throw std::logic_error("emit cuda: unknown unary operation");
+}
+
+std::string CudaWriter::binaryExpression(BinaryOp op, const std::string& x, const std::string& y, bool isF) const {
+  switch (op) {
+    case BinaryOp::Add: return fmt::format("{} + {}", x, y);
+    case BinaryOp::Sub: return fmt::format("{} - {}", x, y);
+    case BinaryOp::Mul: return fmt::format("{} * {}", x, y);
+    case BinaryOp::Div: return divide(x, y);
+    case BinaryOp::Maximum: return fmt::format(fmt::runtime(isF ? "fmaxf({}, {})" : "max({}, {})"), x, y);
+    case BinaryOp::Minimum: return fmt::format(fmt::runtime(isF ? "fminf({}, {})" : "min({}, {})"), x, y);
+    case BinaryOp::And: return fmt::format("{} && {}", x, y);
+    case BinaryOp::Or: return fmt::format("{} || {}", x, y);
+  }
+  throw std::logic_error("emit cuda: unknown binary operation");
 }
 
 std::string CudaWriter::exp(const std::string& x) const {

@@ -541,6 +541,9 @@ class CudaWriter {
   // expf, IEEE division and 1.0f / sqrtf (the f32 oracle's 1e-5).
   const bool approximate_;
   std::string exp(const std::string& x) const;
+  // An elementwise operation's C spelling (isF: on floats), for compute() and a scan's operator.
+  std::string unaryExpression(UnaryOp op, const std::string& x, bool isF) const;
+  std::string binaryExpression(BinaryOp op, const std::string& x, const std::string& y, bool isF) const;
   std::string divide(const std::string& x, const std::string& y) const;
   const char* rescale() const { return approximate_ ? "llmc_fast_rescale" : "llmc_rescale"; }
   std::string reciprocalSqrt(const std::string& x) const;

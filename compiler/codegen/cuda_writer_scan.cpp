@@ -64,30 +64,8 @@ std::string CudaWriter::operatorLambda(const Graph& f) const {
                                                                    : floatLiteral(n.value);
         continue;
       case Op::StopGradient: v[static_cast<size_t>(n.id)] = in(0); continue;
-      case Op::Unary:
-        switch (n.unary) {
-          case UnaryOp::Neg: expr = "-" + in(0); break;
-          case UnaryOp::Exp: expr = exp(in(0)); break;
-          case UnaryOp::Log: expr = fmt::format("logf({})", in(0)); break;
-          case UnaryOp::Tanh: expr = fmt::format(fmt::runtime(approximate_ ? "llmc_fast_tanh({})" : "tanhf({})"), in(0)); break;
-          case UnaryOp::Sqrt: expr = fmt::format("sqrtf({})", in(0)); break;
-          case UnaryOp::Rsqrt: expr = reciprocalSqrt(in(0)); break;
-          case UnaryOp::Abs: expr = fmt::format("fabsf({})", in(0)); break;
-          case UnaryOp::Not: expr = "!" + in(0); break;
-        }
-        break;
-      case Op::Binary:
-        switch (n.binary) {
-          case BinaryOp::Add: expr = fmt::format("{} + {}", in(0), in(1)); break;
-          case BinaryOp::Sub: expr = fmt::format("{} - {}", in(0), in(1)); break;
-          case BinaryOp::Mul: expr = fmt::format("{} * {}", in(0), in(1)); break;
-          case BinaryOp::Div: expr = divide(in(0), in(1)); break;
-          case BinaryOp::Maximum: expr = fmt::format("fmaxf({}, {})", in(0), in(1)); break;
-          case BinaryOp::Minimum: expr = fmt::format("fminf({}, {})", in(0), in(1)); break;
-          case BinaryOp::And: expr = fmt::format("{} && {}", in(0), in(1)); break;
-          case BinaryOp::Or: expr = fmt::format("{} || {}", in(0), in(1)); break;
-        }
-        break;
+      case Op::Unary: expr = unaryExpression(n.unary, in(0), isFloat(n.type.dtype)); break;
+      case Op::Binary: expr = binaryExpression(n.binary, in(0), in(1), isFloat(n.type.dtype)); break;  // (in() defines nothing)
       case Op::Compare: expr = fmt::format("{} {} {}", in(0), compareSymbol(n.compare), in(1)); break;
       case Op::Select: expr = fmt::format("{} ? {} : {}", in(0), in(1), in(2)); break;
       case Op::Cast:

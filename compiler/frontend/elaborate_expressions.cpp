@@ -143,7 +143,7 @@ Value Elaborator::evalBuiltin(Frame& f, const Expr& e) {
   switch (b.kind) {
     case BuiltinKind::Unary: {
       Value x = eval(f, *args[0]);
-      if (x.isNumber) return numberValue(foldUnary(b.unary, x.number), false);
+      if (x.isNumber) return numberValue(applyUnary(b.unary, x.number), false);
       if (!isFloat(typeOf(x.node).dtype))
         fail(e.loc, fmt::format("'{}' needs a floating-point array, but the argument is {}", b.name,
                                 dtypeName(typeOf(x.node).dtype)));
@@ -249,20 +249,6 @@ Value Elaborator::evalBuiltin(Frame& f, const Expr& e) {
     }
   }
   fail(e.loc, "unhandled built-in");
-}
-
-double Elaborator::foldUnary(UnaryOp op, double x) {
-  switch (op) {
-    case UnaryOp::Neg: return -x;
-    case UnaryOp::Exp: return std::exp(x);
-    case UnaryOp::Log: return std::log(x);
-    case UnaryOp::Tanh: return std::tanh(x);
-    case UnaryOp::Sqrt: return std::sqrt(x);
-    case UnaryOp::Rsqrt: return 1.0 / std::sqrt(x);
-    case UnaryOp::Abs: return std::abs(x);
-    case UnaryOp::Not: return x == 0 ? 1 : 0;  // (not reached: `not` takes bool arrays only)
-  }
-  return x;
 }
 
 Value Elaborator::evalContract(Frame& f, const Expr& e) {

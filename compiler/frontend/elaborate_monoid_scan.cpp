@@ -10,7 +10,6 @@
 // it); an exclusive scan gives the value the user writes at its first
 // position.
 #include "frontend/elaborator.h"
-#include "ir/scalar_function.h"
 
 namespace llmc::elaboration {
 

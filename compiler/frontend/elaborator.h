@@ -26,6 +26,7 @@
 #include "frontend/builtins.h"
 #include "frontend/elaborate.h"
 #include "frontend/resource_limits.h"
+#include "ir/scalar_function.h"
 
 namespace llmc::elaboration {
 
@@ -173,8 +174,6 @@ class Elaborator {
   std::string axisArgument(Frame& f, const Expr& a);
 
   Value evalBuiltin(Frame& f, const Expr& e);
-
-  static double foldUnary(UnaryOp op, double x);
 
   Value evalContract(Frame& f, const Expr& e);
 

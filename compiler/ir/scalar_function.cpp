@@ -28,7 +28,9 @@ bool isElementwise(Op op) {
   }
 }
 
-double unaryAt(UnaryOp op, double x) {
+}  // namespace
+
+double applyUnary(UnaryOp op, double x) {
   switch (op) {
     case UnaryOp::Neg: return -x;
     case UnaryOp::Exp: return std::exp(x);
@@ -41,6 +43,8 @@ double unaryAt(UnaryOp op, double x) {
   }
   throw std::logic_error("unknown unary operation");
 }
+
+namespace {
 
 double binaryAt(BinaryOp op, double a, double b) {
   switch (op) {
@@ -106,7 +110,7 @@ double evaluateScalarFunction(const Graph& f, double earlier, double later) {
     switch (n.op) {
       case Op::Input: out = n.id == f.inputs[0] ? earlier : later; break;
       case Op::Constant: out = n.value; break;
-      case Op::Unary: out = unaryAt(n.unary, at(n, 0)); break;
+      case Op::Unary: out = applyUnary(n.unary, at(n, 0)); break;
       case Op::Binary: out = castTo(n.type.dtype, binaryAt(n.binary, at(n, 0), at(n, 1))); break;
       case Op::Compare: out = compareAt(n.compare, at(n, 0), at(n, 1)) ? 1 : 0; break;
       case Op::Select: out = at(n, 0) != 0 ? at(n, 1) : at(n, 2); break;

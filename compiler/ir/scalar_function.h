@@ -23,6 +23,10 @@ namespace llmc {
 // gets the offending node's location, where there is one.
 std::string scalarFunctionProblem(const Graph& f, SourceLoc* where = nullptr);
 
+// A unary operation on a number, in double (the front end folds numbers
+// with it too; `not` of a number is 1 at 0, else 0).
+double applyUnary(UnaryOp op, double x);
+
 // f at (earlier, later), in double (casts to an integer type truncate).
 double evaluateScalarFunction(const Graph& f, double earlier, double later);
 
