@@ -171,7 +171,7 @@ bool isOneOf(const std::string& name, const std::vector<std::string>& names) {
 
 // The passes of the front end that make IR, which --dump-after prints.
 const std::vector<std::string> kPassesWithIR = {"elaborate", "canonicalize", "one-hot-gathers", "masked-sums",
-                                                 "autodiff",  "reassociate",  "recompute"};
+                                                 "autodiff",  "reassociate",  "collect-terms", "recompute"};
 // The passes whose rewrites are priced on a target: they run only with one.
 const std::vector<std::string> kPassesForATarget = {"one-hot-gathers", "masked-sums", "recompute"};
 

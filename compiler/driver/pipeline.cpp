@@ -12,6 +12,7 @@
 #include "frontend/resource_limits.h"
 #include "ir/autodiff.h"
 #include "ir/canonicalize.h"
+#include "ir/collect_terms.h"
 #include "ir/masked_sums.h"
 #include "ir/one_hot_gathers.h"
 #include "ir/print.h"
@@ -52,7 +53,8 @@ SizeBindings parseSizeBindings(const std::string& text) {
 
 const std::vector<std::string>& passNames() {
   static const std::vector<std::string> names = {"parse",           "resolve",  "elaborate",   "canonicalize",
-                                                 "one-hot-gathers", "masked-sums", "autodiff", "reassociate", "recompute"};
+                                                 "one-hot-gathers", "masked-sums", "autodiff", "reassociate", "collect-terms",
+                                                 "recompute"};
   return names;
 }
 
@@ -93,6 +95,10 @@ Graph compileToIR(const PipelineOptions& options) {
     afterIR(passes, "canonicalize", graph);
     graph = passes.run("reassociate", [&] { return canonicalize(reassociate(graph)); });
     afterIR(passes, "reassociate", graph);
+    if (options.collectTerms) {
+      graph = passes.run("collect-terms", [&] { return canonicalize(collectTerms(graph)); });
+      afterIR(passes, "collect-terms", graph);
+    }
     if (options.target && options.recompute) {
       graph = passes.run("recompute", [&] { return recompute(graph, *options.target, options.cost); });
       afterIR(passes, "recompute", graph);

@@ -26,6 +26,7 @@ struct PipelineOptions {
   const Target* target = nullptr;
   CostOptions cost;
   bool recompute = true;         // with grad and a target: run the recompute pass (false: store what the backward reads)
+  bool collectTerms = true;      // with grad: collect like terms of the backward's sums (ir/collect_terms.h)
   PassReporting reporting;       // --dump-after (the IR after a pass) and --time-passes
   // If given: filled with the names of `sizes` the diagrams read (a size
   // given on a command line that nothing reads is a mistake worth saying).
