@@ -337,6 +337,7 @@ class Fuser {
   // union streams over x or holds it whole, and still spreads over blocks
   // (kFewestMergedBlocks).
   void mergeStreams();
+  bool tryMerge(const Node& r, const std::string& x, const std::set<int>& groups, const std::set<NodeId>& members);
 
   // The groups in an order in which every kernel runs after those whose
   // values it reads (through views too); among the ready ones, the one whose

@@ -318,6 +318,80 @@ int64_t Fuser::gridPositions(const std::set<NodeId>& members, const std::string&
 // A reduction over x merges with the kernels that make the values it
 // reduces, and with the other reductions over x of those values, when the
 // union streams over x.
+// Merges `groups` (their nodes `members`) into one kernel for r's reduction
+// over x where the union streams over x or holds it whole, still spreads over
+// blocks, and stays acyclic; false, with nothing changed, where it may not.
+bool Fuser::tryMerge(const Node& r, const std::string& x, const std::set<int>& groups, const std::set<NodeId>& members) {
+  if (groups.size() < 2) return false;
+  // A scan's launch takes its prologue alone (planning/scan_layout.h).
+  if (std::any_of(groups.begin(), groups.end(), [&](int gr) { return holdsScan(gr); })) return false;
+  // Streamed over x with an accumulator; or, where the axis is short
+  // enough to hold whole in a block (a layernorm's channels), with x
+  // taken whole and no stream at all.
+  // A sum to one value takes in no other reduction (a mean loss over
+  // rows of a log-sum-exp, or of a sum over channels): the kernel would
+  // have no axis left to spread over blocks and run in one. Apart, the
+  // rows' kernel spreads over the grid, and the sum of its results is
+  // a grid-wide sum (isWholeArraySum).
+  if (r.type.axes.empty() && std::any_of(members.begin(), members.end(), [&](NodeId m) {
+        return m != r.id && isAnchor(g_.node(m));
+      }))
+    return false;
+  bool streams = analyzeStream(g_, members, x).streamable;
+  // Holding x whole suits statistics over a short axis (a layernorm),
+  // not kernels with contractions: those are matmuls, tiled on their own.
+  bool contracts = std::any_of(members.begin(), members.end(),
+                               [&](NodeId m) { return g_.node(m).op == Op::Contract; });
+  if (!streams && (reducedExtent(r, x) > kWholeAxisLimit || contracts)) return false;
+  // Nor may it gather into one kernel, inside each block, other axes
+  // that spread the kernels it merges over many blocks: held whole,
+  // below kFewestMergedBlocks; streamed, into a single block (outputs
+  // over different axes, the weight gradients of a chain of matmuls
+  // and its forward value, leave no axis common to them all).
+  {
+    int64_t largestPart = 0;
+    for (int gr : groups) largestPart = std::max(largestPart, gridPositions(membersOfGroup(gr), x));
+    const int64_t fewest = streams ? 2 : kFewestMergedBlocks;
+    if (gridPositions(members, x) < std::min(largestPart, fewest)) return false;
+  }
+  // Nothing may be redone for every tile of r's kernel (redoneInside).
+  if (std::any_of(members.begin(), members.end(), [&](NodeId m) { return redoneInStream(m, r, x); }))
+    return false;
+  if (!staysAcyclic([&](NodeId m) { return members.count(m) > 0; }, *members.begin(), *members.rbegin()))
+    return false;
+  // Nor may one member read another at other positions (a gather of a
+  // maximum, a slice of a sum): the kernel holds each value at its own points.
+  if (std::any_of(members.begin(), members.end(), [&](NodeId m) {
+        return readsValueMoved(g_.node(m), [&](NodeId id) { return members.count(id) > 0; });
+      }))
+    return false;
+  int keep = *groups.begin();
+  std::map<int, std::set<NodeId>> membersBefore;
+  std::map<int, std::vector<NodeId>> matmulsBefore;
+  for (int gr : groups) membersBefore[gr] = members_[gr], matmulsBefore[gr] = matmuls_[gr];
+  const bool keepVerified = verified_.count(keep) > 0;
+  for (int gr : groups)
+    if (gr != keep) moveMembers(gr, keep);
+  // staysAcyclic sees the merged kernel's own paths; the kernels
+  // around it can still close a loop through it (an RMSNorm's
+  // gradient: its statistics' kernel, the data gradient's and the
+  // weight gradients' stream). Such a merge is taken back.
+  if (!runsInOrder()) {
+    for (const auto& [gr, nodes] : membersBefore) {
+      members_[gr] = nodes;
+      matmuls_[gr] = matmulsBefore[gr];
+      for (NodeId m : nodes) group_[idx(m)] = gr;
+    }
+    if (!keepVerified) verified_.erase(keep);
+    return false;
+  }
+  verified_.insert(keep);  // staysAcyclic and runsInOrder said so, just above
+  for (int gr : groups) streamAxis_.erase(gr);
+  if (streams) streamAxis_[keep] = x;
+  else wholeAxes_[keep].insert(x);
+  return true;
+}
+
 void Fuser::mergeStreams() {
   bool changed = true;
   while (changed) {
@@ -352,76 +426,16 @@ void Fuser::mergeStreams() {
           }
         // Every other reduction over x of a value in those kernels, with the
         // kernels between (the softmax's normaliser feeding the contraction).
-        std::set<NodeId> members = membersOf(groups);
-        growAlong(groups, members, x);
-        if (groups.size() < 2) continue;
-        // A scan's launch takes its prologue alone (planning/scan_layout.h).
-        if (std::any_of(groups.begin(), groups.end(), [&](int gr) { return holdsScan(gr); })) continue;
-        // Streamed over x with an accumulator; or, where the axis is short
-        // enough to hold whole in a block (a layernorm's channels), with x
-        // taken whole and no stream at all.
-        // A sum to one value takes in no other reduction (a mean loss over
-        // rows of a log-sum-exp, or of a sum over channels): the kernel would
-        // have no axis left to spread over blocks and run in one. Apart, the
-        // rows' kernel spreads over the grid, and the sum of its results is
-        // a grid-wide sum (isWholeArraySum).
-        if (r.type.axes.empty() && std::any_of(members.begin(), members.end(), [&](NodeId m) {
-              return m != r.id && isAnchor(g_.node(m));
-            }))
-          continue;
-        bool streams = analyzeStream(g_, members, x).streamable;
-        // Holding x whole suits statistics over a short axis (a layernorm),
-        // not kernels with contractions: those are matmuls, tiled on their own.
-        bool contracts = std::any_of(members.begin(), members.end(),
-                                     [&](NodeId m) { return g_.node(m).op == Op::Contract; });
-        if (!streams && (reducedExtent(r, x) > kWholeAxisLimit || contracts)) continue;
-        // Nor may it gather into one kernel, inside each block, other axes
-        // that spread the kernels it merges over many blocks: held whole,
-        // below kFewestMergedBlocks; streamed, into a single block (outputs
-        // over different axes, the weight gradients of a chain of matmuls
-        // and its forward value, leave no axis common to them all).
-        {
-          int64_t largestPart = 0;
-          for (int gr : groups) largestPart = std::max(largestPart, gridPositions(membersOfGroup(gr), x));
-          const int64_t fewest = streams ? 2 : kFewestMergedBlocks;
-          if (gridPositions(members, x) < std::min(largestPart, fewest)) continue;
-        }
-        // Nothing may be redone for every tile of r's kernel (redoneInside).
-        if (std::any_of(members.begin(), members.end(), [&](NodeId m) { return redoneInStream(m, r, x); }))
-          continue;
-        if (!staysAcyclic([&](NodeId m) { return members.count(m) > 0; }, *members.begin(), *members.rbegin()))
-          continue;
-        // Nor may one member read another at other positions (a gather of a
-        // maximum, a slice of a sum): the kernel holds each value at its own points.
-        if (std::any_of(members.begin(), members.end(), [&](NodeId m) {
-              return readsValueMoved(g_.node(m), [&](NodeId id) { return members.count(id) > 0; });
-            }))
-          continue;
-        int keep = *groups.begin();
-        std::map<int, std::set<NodeId>> membersBefore;
-        std::map<int, std::vector<NodeId>> matmulsBefore;
-        for (int gr : groups) membersBefore[gr] = members_[gr], matmulsBefore[gr] = matmuls_[gr];
-        const bool keepVerified = verified_.count(keep) > 0;
-        for (int gr : groups)
-          if (gr != keep) moveMembers(gr, keep);
-        // staysAcyclic sees the merged kernel's own paths; the kernels
-        // around it can still close a loop through it (an RMSNorm's
-        // gradient: its statistics' kernel, the data gradient's and the
-        // weight gradients' stream). Such a merge is taken back.
-        if (!runsInOrder()) {
-          for (const auto& [gr, nodes] : membersBefore) {
-            members_[gr] = nodes;
-            matmuls_[gr] = matmulsBefore[gr];
-            for (NodeId m : nodes) group_[idx(m)] = gr;
-          }
-          if (!keepVerified) verified_.erase(keep);
-          continue;
-        }
-        verified_.insert(keep);  // staysAcyclic and runsInOrder said so, just above
-        for (int gr : groups) streamAxis_.erase(gr);
-        if (streams) streamAxis_[keep] = x;
-        else wholeAxes_[keep].insert(x);
-        changed = true;
+        // Grown so, the kernel can take in too much (the residual stream
+        // chains every layer's layernorm gradient over the channels, with
+        // matmuls between them that close a loop): then the kernels r reads
+        // from alone are tried.
+        std::set<int> grown = groups;
+        std::set<NodeId> grownMembers = membersOf(grown);
+        growAlong(grown, grownMembers, x);
+        if (tryMerge(r, x, grown, grownMembers) ||
+            (grown != groups && tryMerge(r, x, groups, membersOf(groups))))
+          changed = true;
       }
     }
   }
