@@ -445,8 +445,27 @@ std::set<NodeId> withStopGradients(const Graph& graph, std::set<NodeId> nodes) {
   return nodes;
 }
 
+std::vector<NodeId> stopGradientNodes(const Graph& graph) {
+  std::vector<NodeId> ids;
+  for (const Node& n : graph.nodes)
+    if (n.op == Op::StopGradient) ids.push_back(n.id);
+  return ids;
+}
+
+std::set<NodeId> withStopGradients(const Graph& graph, const std::vector<NodeId>& stopGradients, std::set<NodeId> nodes) {
+  if (nodes.empty()) return nodes;
+  for (NodeId id : stopGradients)
+    if (id > *nodes.begin() && nodes.count(graph.node(id).operands[0])) nodes.insert(id);
+  return nodes;
+}
+
 StreamAnalysis analyzeStream(const Graph& graph, const std::set<NodeId>& region, const std::string& axis) {
   return Analyzer(graph, withStopGradients(graph, region), axis).run();
+}
+
+StreamAnalysis analyzeStream(const Graph& graph, const std::vector<NodeId>& stopGradients, const std::set<NodeId>& region,
+                             const std::string& axis) {
+  return Analyzer(graph, withStopGradients(graph, stopGradients, region), axis).run();
 }
 
 std::vector<std::string> reducedAxes(const Graph& graph) {

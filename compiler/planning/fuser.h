@@ -59,7 +59,8 @@ bool remadeFromShortContraction(const Graph& g, NodeId id);
 class Fuser {
  public:
   Fuser(const Graph& g, const FusionOptions& options)
-      : g_(g), options_(options), free_(freeNodesUnlessMatrixOperands(g)), group_(g.nodes.size(), -1), consumers_(g.nodes.size()) {
+      : g_(g), options_(options), free_(freeNodesUnlessMatrixOperands(g)), stopGradients_(stopGradientNodes(g)),
+        group_(g.nodes.size(), -1), consumers_(g.nodes.size()), feedsContraction_(g.nodes.size(), -1) {
     for (const Node& n : g.nodes)
       for (NodeId o : n.operands) consumers_[static_cast<size_t>(o)].push_back(n.id);
     for (const auto& o : g.outputs) isOutput_.insert(o.node);
@@ -348,6 +349,7 @@ class Fuser {
 
   // Whether the groups as they stand can run one after another.
   bool runsInOrder() const;
+  std::vector<std::pair<int, int>> groupEdges() const;
 
   int64_t reducedExtent(const Node& r, const std::string& x) const;
 
@@ -356,6 +358,7 @@ class Fuser {
   const Graph& g_;
   const FusionOptions& options_;
   std::vector<char> free_;                  // per node: freeNodesUnlessMatrixOperands
+  std::vector<NodeId> stopGradients_;       // the graph's stop_gradients, for its many stream analyses
   std::vector<char> viewHere_;              // per node: viewHere
   std::vector<int> group_;                  // per node: its kernel's group, -1 for none (yet)
   std::map<int, std::set<NodeId>> members_;  // per group: its nodes (join, moveMembers)
@@ -364,6 +367,7 @@ class Fuser {
   std::map<NodeId, std::vector<NodeId>> twins_;  // nodes with the same op, operands and axes as others, with them
   mutable std::map<NodeId, bool> remadeFromShort_;  // remadeFromShortContraction, once per node
   std::vector<std::vector<NodeId>> consumers_;
+  mutable std::vector<signed char> feedsContraction_;  // per node: feedsContraction, -1 until asked
   std::set<NodeId> isOutput_;
   std::map<int, std::string> streamAxis_;
   std::map<int, NodeId> anchorOf_;  // each anchor's own group, before merging

@@ -276,11 +276,16 @@ void Fuser::attachPrologues() {
 // In the backward pass, only what storedForMatmul says; the operand chains
 // the recompute pass built stay prologues.
 bool Fuser::feedsContraction(NodeId id) const {
+  // Of the graph and the views alone, which the fuser does not change: asked once a node.
+  signed char& known = feedsContraction_[idx(id)];
+  if (known >= 0) return known != 0;
   const std::vector<NodeId> readers = readersThroughViews(id);
-  if (g_.node(id).adjoint) return storedForMatmul(g_, id, readers);
-  return std::any_of(readers.begin(), readers.end(), [&](NodeId c) {
-    return g_.node(c).op == Op::Contract && isFloat(g_.node(c).type.dtype);
-  });
+  if (g_.node(id).adjoint) known = storedForMatmul(g_, id, readers);
+  else
+    known = std::any_of(readers.begin(), readers.end(), [&](NodeId c) {
+      return g_.node(c).op == Op::Contract && isFloat(g_.node(c).type.dtype);
+    });
+  return known != 0;
 }
 
 // Whether n is backward work (a copy the recompute pass made, computed
@@ -359,11 +364,12 @@ std::vector<int> Fuser::runOrder(const std::map<int, Kernel>& byGroup) const {
   return order;
 }
 
-std::vector<int> Fuser::placeableOrder(const std::map<int, Kernel>& byGroup) const {
-  // The kernels a node's value comes from: its own, or for a view outside
-  // every kernel its operands' (a concatenation of several kernels' values).
-  // Flat vectors: the fusion asks this after every merge of a graph of tens
-  // of thousands of nodes.
+// Which group reads which: (producer, reader) pairs, sorted, each once. A
+// node's value comes from its own group, or for a view outside every kernel
+// from its operands' (a concatenation of several kernels' values). Flat
+// vectors: the fusion asks this after every merge of a graph of tens of
+// thousands of nodes.
+std::vector<std::pair<int, int>> Fuser::groupEdges() const {
   std::vector<std::vector<int>> viewProducers(g_.nodes.size());
   auto producersOf = [&](NodeId id, auto&& visit) {
     if (const int gr = group_[idx(id)]; gr >= 0) visit(gr);
@@ -377,7 +383,7 @@ std::vector<int> Fuser::placeableOrder(const std::map<int, Kernel>& byGroup) con
     std::sort(mine.begin(), mine.end());
     mine.erase(std::unique(mine.begin(), mine.end()), mine.end());
   }
-  std::vector<std::pair<int, int>> edges;  // (producer, reader)
+  std::vector<std::pair<int, int>> edges;
   for (const Node& n : g_.nodes) {
     const int gr = group_[idx(n.id)];
     if (gr < 0) continue;
@@ -388,6 +394,11 @@ std::vector<int> Fuser::placeableOrder(const std::map<int, Kernel>& byGroup) con
   }
   std::sort(edges.begin(), edges.end());
   edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
+  return edges;
+}
+
+std::vector<int> Fuser::placeableOrder(const std::map<int, Kernel>& byGroup) const {
+  const std::vector<std::pair<int, int>> edges = groupEdges();
   std::unordered_map<int, size_t> index;
   std::vector<int> groups;
   for (const auto& [gr, k] : byGroup) index.emplace(gr, groups.size()), groups.push_back(gr);
@@ -415,15 +426,34 @@ std::vector<int> Fuser::placeableOrder(const std::map<int, Kernel>& byGroup) con
 
 // Whether the groups as they stand can run one after another.
 bool Fuser::runsInOrder() const {
-  std::map<int, Kernel> byGroup;
-  for (const Node& n : g_.nodes)
-    if (group_[idx(n.id)] >= 0) byGroup[group_[idx(n.id)]].nodes.push_back(n.id);
-  try {
-    runOrder(byGroup);
-  } catch (const std::logic_error&) {
-    return false;
+  // Kahn's algorithm over groupEdges, as runOrder places the groups, but
+  // only counting them: asked after every merge, it needs no order.
+  int groups = 0;
+  for (int gr : group_) groups = std::max(groups, gr + 1);
+  std::vector<char> present(static_cast<size_t>(groups), 0);
+  for (int gr : group_)
+    if (gr >= 0) present[static_cast<size_t>(gr)] = 1;
+  const std::vector<std::pair<int, int>> edges = groupEdges();  // sorted by producer
+  std::vector<size_t> first(static_cast<size_t>(groups) + 1, edges.size());
+  for (size_t e = edges.size(); e-- > 0;) first[static_cast<size_t>(edges[e].first)] = e;
+  for (size_t g = static_cast<size_t>(groups); g-- > 0;) first[g] = std::min(first[g], first[g + 1]);
+  std::vector<int> waiting(static_cast<size_t>(groups), 0);
+  for (const auto& [p, r] : edges) ++waiting[static_cast<size_t>(r)];
+  std::vector<int> ready;
+  int left = 0;
+  for (int gr = 0; gr < groups; ++gr) {
+    if (!present[static_cast<size_t>(gr)]) continue;
+    ++left;
+    if (waiting[static_cast<size_t>(gr)] == 0) ready.push_back(gr);
   }
-  return true;
+  while (!ready.empty()) {
+    const int p = ready.back();
+    ready.pop_back();
+    --left;
+    for (size_t e = first[static_cast<size_t>(p)]; e < edges.size() && edges[e].first == p; ++e)
+      if (--waiting[static_cast<size_t>(edges[e].second)] == 0) ready.push_back(edges[e].second);
+  }
+  return left == 0;
 }
 
 int64_t Fuser::reducedExtent(const Node& r, const std::string& x) const {
@@ -470,7 +500,7 @@ std::vector<Kernel> Fuser::collect() const {
     Kernel& k = byGroup[gr];
     // The kernel's values, read through stop_gradients: one of them read
     // inside is no input, and what it passes out of the kernel is an output.
-    const std::set<NodeId> inside = withStopGradients(g_, {k.nodes.begin(), k.nodes.end()});
+    const std::set<NodeId> inside = withStopGradients(g_, stopGradients_, {k.nodes.begin(), k.nodes.end()});
     std::set<NodeId> inputs, leaving;
     for (auto it = inside.rbegin(); it != inside.rend(); ++it) {
       const NodeId id = *it;
@@ -509,7 +539,7 @@ std::vector<Kernel> Fuser::collect() const {
       const std::set<NodeId> members(k.nodes.begin(), k.nodes.end());
       for (const std::string& a : reducedInOrder) {
         const bool held = whole != wholeAxes_.end() && whole->second.count(a);
-        if (reduced.at(a) == longest && !held && analyzeStream(g_, members, a).streamable) {
+        if (reduced.at(a) == longest && !held && analyzeStream(g_, stopGradients_, members, a).streamable) {
           k.streamAxis = a;
           break;
         }

@@ -337,7 +337,7 @@ bool Fuser::tryMerge(const Node& r, const std::string& x, const std::set<int>& g
         return m != r.id && isAnchor(g_.node(m));
       }))
     return false;
-  bool streams = analyzeStream(g_, members, x).streamable;
+  bool streams = analyzeStream(g_, stopGradients_, members, x).streamable;
   // Holding x whole suits statistics over a short axis (a layernorm),
   // not kernels with contractions: those are matmuls, tiled on their own.
   bool contracts = std::any_of(members.begin(), members.end(),
