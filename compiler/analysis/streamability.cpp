@@ -437,35 +437,14 @@ class Analyzer {
 
 std::set<NodeId> withStopGradients(const Graph& graph, std::set<NodeId> nodes) {
   if (nodes.empty()) return nodes;
-  // Topological: a stop_gradient of one is seen after it (and after the first).
-  for (size_t i = static_cast<size_t>(*nodes.begin()); i < graph.nodes.size(); ++i) {
-    const Node& n = graph.nodes[i];
-    if (n.op == Op::StopGradient && nodes.count(n.operands[0])) nodes.insert(n.id);
-  }
-  return nodes;
-}
-
-std::vector<NodeId> stopGradientNodes(const Graph& graph) {
-  std::vector<NodeId> ids;
-  for (const Node& n : graph.nodes)
-    if (n.op == Op::StopGradient) ids.push_back(n.id);
-  return ids;
-}
-
-std::set<NodeId> withStopGradients(const Graph& graph, const std::vector<NodeId>& stopGradients, std::set<NodeId> nodes) {
-  if (nodes.empty()) return nodes;
-  for (NodeId id : stopGradients)
+  // In order: a stop_gradient of one is seen after it (and after the first).
+  for (NodeId id : graph.stopGradients)
     if (id > *nodes.begin() && nodes.count(graph.node(id).operands[0])) nodes.insert(id);
   return nodes;
 }
 
 StreamAnalysis analyzeStream(const Graph& graph, const std::set<NodeId>& region, const std::string& axis) {
   return Analyzer(graph, withStopGradients(graph, region), axis).run();
-}
-
-StreamAnalysis analyzeStream(const Graph& graph, const std::vector<NodeId>& stopGradients, const std::set<NodeId>& region,
-                             const std::string& axis) {
-  return Analyzer(graph, withStopGradients(graph, stopGradients, region), axis).run();
 }
 
 std::vector<std::string> reducedAxes(const Graph& graph) {

@@ -86,18 +86,11 @@ struct StreamAnalysis {
 // `nodes` and every stop_gradient of one of them (of those, too). A kernel
 // computes no stop_gradient (it is a view) but holds its value: its operand's.
 std::set<NodeId> withStopGradients(const Graph& graph, std::set<NodeId> nodes);
-// The same from `stopGradients`, the graph's stop_gradient nodes in order
-// (stopGradientNodes): for a caller that asks many times, each answer then
-// costs those nodes, not the graph's.
-std::vector<NodeId> stopGradientNodes(const Graph& graph);
-std::set<NodeId> withStopGradients(const Graph& graph, const std::vector<NodeId>& stopGradients, std::set<NodeId> nodes);
 
 // Analyses `region` (node ids; values from outside it are available before
 // the stream starts) streamed over `axis`. The region reads through the
 // stop_gradients of its values.
 StreamAnalysis analyzeStream(const Graph& graph, const std::set<NodeId>& region, const std::string& axis);
-StreamAnalysis analyzeStream(const Graph& graph, const std::vector<NodeId>& stopGradients, const std::set<NodeId>& region,
-                             const std::string& axis);
 
 // The axes some node of the graph reduces (sum, max, contraction, gather).
 std::vector<std::string> reducedAxes(const Graph& graph);

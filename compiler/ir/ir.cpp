@@ -173,6 +173,7 @@ std::string scanOperatorName(const Node& n) {
 
 NodeId Graph::add(Node n) {
   n.id = static_cast<NodeId>(nodes.size());
+  if (n.op == Op::StopGradient) stopGradients.push_back(n.id);
   nodes.push_back(std::move(n));
   return nodes.back().id;
 }

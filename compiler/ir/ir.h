@@ -154,6 +154,9 @@ struct Graph {
   std::vector<Node> nodes;          // topological order; nodes[i].id == i
   std::vector<NodeId> inputs;       // Input nodes, in signature order
   std::vector<GraphOutput> outputs; // in signature order
+  // The StopGradient nodes, in order (add keeps it): the stream analysis asks
+  // for a region's stop_gradients thousands of times in a plan.
+  std::vector<NodeId> stopGradients;
 
   const Node& node(NodeId id) const { return nodes.at(static_cast<size_t>(id)); }
   Node& node(NodeId id) { return nodes.at(static_cast<size_t>(id)); }

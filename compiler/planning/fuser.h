@@ -59,8 +59,7 @@ bool remadeFromShortContraction(const Graph& g, NodeId id);
 class Fuser {
  public:
   Fuser(const Graph& g, const FusionOptions& options)
-      : g_(g), options_(options), free_(freeNodesUnlessMatrixOperands(g)), stopGradients_(stopGradientNodes(g)),
-        group_(g.nodes.size(), -1), consumers_(g.nodes.size()), feedsContraction_(g.nodes.size(), -1) {
+      : g_(g), options_(options), free_(freeNodesUnlessMatrixOperands(g)), group_(g.nodes.size(), -1), consumers_(g.nodes.size()), feedsContraction_(g.nodes.size(), -1) {
     for (const Node& n : g.nodes)
       for (NodeId o : n.operands) consumers_[static_cast<size_t>(o)].push_back(n.id);
     for (const auto& o : g.outputs) isOutput_.insert(o.node);
@@ -358,7 +357,6 @@ class Fuser {
   const Graph& g_;
   const FusionOptions& options_;
   std::vector<char> free_;                  // per node: freeNodesUnlessMatrixOperands
-  std::vector<NodeId> stopGradients_;       // the graph's stop_gradients, for its many stream analyses
   std::vector<char> viewHere_;              // per node: viewHere
   std::vector<int> group_;                  // per node: its kernel's group, -1 for none (yet)
   std::map<int, std::set<NodeId>> members_;  // per group: its nodes (join, moveMembers)

@@ -500,7 +500,7 @@ std::vector<Kernel> Fuser::collect() const {
     Kernel& k = byGroup[gr];
     // The kernel's values, read through stop_gradients: one of them read
     // inside is no input, and what it passes out of the kernel is an output.
-    const std::set<NodeId> inside = withStopGradients(g_, stopGradients_, {k.nodes.begin(), k.nodes.end()});
+    const std::set<NodeId> inside = withStopGradients(g_, {k.nodes.begin(), k.nodes.end()});
     std::set<NodeId> inputs, leaving;
     for (auto it = inside.rbegin(); it != inside.rend(); ++it) {
       const NodeId id = *it;
@@ -539,7 +539,7 @@ std::vector<Kernel> Fuser::collect() const {
       const std::set<NodeId> members(k.nodes.begin(), k.nodes.end());
       for (const std::string& a : reducedInOrder) {
         const bool held = whole != wholeAxes_.end() && whole->second.count(a);
-        if (reduced.at(a) == longest && !held && analyzeStream(g_, stopGradients_, members, a).streamable) {
+        if (reduced.at(a) == longest && !held && analyzeStream(g_, members, a).streamable) {
           k.streamAxis = a;
           break;
         }

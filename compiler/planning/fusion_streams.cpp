@@ -325,6 +325,19 @@ bool Fuser::tryMerge(const Node& r, const std::string& x, const std::set<int>& g
   if (groups.size() < 2) return false;
   // A scan's launch takes its prologue alone (planning/scan_layout.h).
   if (std::any_of(groups.begin(), groups.end(), [&](int gr) { return holdsScan(gr); })) return false;
+  // (These checks come before the stream analysis, the costliest: a merge
+  // grown along a residual stream fails them most often.)
+  // Nothing may be redone for every tile of r's kernel (redoneInside).
+  if (std::any_of(members.begin(), members.end(), [&](NodeId m) { return redoneInStream(m, r, x); }))
+    return false;
+  if (!staysAcyclic([&](NodeId m) { return members.count(m) > 0; }, *members.begin(), *members.rbegin()))
+    return false;
+  // Nor may one member read another at other positions (a gather of a
+  // maximum, a slice of a sum): the kernel holds each value at its own points.
+  if (std::any_of(members.begin(), members.end(), [&](NodeId m) {
+        return readsValueMoved(g_.node(m), [&](NodeId id) { return members.count(id) > 0; });
+      }))
+    return false;
   // Streamed over x with an accumulator; or, where the axis is short
   // enough to hold whole in a block (a layernorm's channels), with x
   // taken whole and no stream at all.
@@ -337,7 +350,7 @@ bool Fuser::tryMerge(const Node& r, const std::string& x, const std::set<int>& g
         return m != r.id && isAnchor(g_.node(m));
       }))
     return false;
-  bool streams = analyzeStream(g_, stopGradients_, members, x).streamable;
+  bool streams = analyzeStream(g_, members, x).streamable;
   // Holding x whole suits statistics over a short axis (a layernorm),
   // not kernels with contractions: those are matmuls, tiled on their own.
   bool contracts = std::any_of(members.begin(), members.end(),
@@ -362,17 +375,6 @@ bool Fuser::tryMerge(const Node& r, const std::string& x, const std::set<int>& g
     const int64_t fewest = streams ? 2 : kFewestMergedBlocks;
     if (gridPositions(members, x) < std::min(largestPart, fewest)) return false;
   }
-  // Nothing may be redone for every tile of r's kernel (redoneInside).
-  if (std::any_of(members.begin(), members.end(), [&](NodeId m) { return redoneInStream(m, r, x); }))
-    return false;
-  if (!staysAcyclic([&](NodeId m) { return members.count(m) > 0; }, *members.begin(), *members.rbegin()))
-    return false;
-  // Nor may one member read another at other positions (a gather of a
-  // maximum, a slice of a sum): the kernel holds each value at its own points.
-  if (std::any_of(members.begin(), members.end(), [&](NodeId m) {
-        return readsValueMoved(g_.node(m), [&](NodeId id) { return members.count(id) > 0; });
-      }))
-    return false;
   int keep = *groups.begin();
   std::map<int, std::set<NodeId>> membersBefore;
   std::map<int, std::vector<NodeId>> matmulsBefore;
