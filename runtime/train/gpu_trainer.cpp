@@ -95,91 +95,10 @@ GpuTrainer::GpuTrainer(const std::string& diagramsDir, const Gpt2Config& config,
   shardCount_ = sharded ? packedCount_ / processes : packedCount_;
   shardOffset_ = sharded ? options_.dataParallel->rank * shardCount_ : 0;
 
-  // Plan and emit every module from its diagram.
-  auto planStart = Clock::now();
-  const StorageType storage = options_.bf16 ? StorageType::BF16 : StorageType::F32;
-  CostOptions cost;
-  cost.storageBytes = options_.bf16 ? 2 : 4;
-  CostOptions costF32;
-  costF32.storageBytes = 4;
-  // Each module planned from its diagram, or read back from the module
-  // cache when the same diagrams, sizes and options were planned before.
-  const cuda::ModuleCache plans(options_.kernelCache.empty() ? cuda::ModuleCache::defaultDirectory()
-                                                             : options_.kernelCache / "plans");
-  struct ModulePlan {
-    std::string name, file, entry;
-    SizeBindings sizes;
-    bool grad;
-    StorageType storage;
-    CostOptions cost;
-    std::set<std::string> f32Values;
-  };
-  auto emit = [&](const ModulePlan& plan, bool& hit) {
-    std::string description = fmt::format("{} {} grad={} storage={} cost={} recompute={}", plan.file, plan.entry,
-                                          plan.grad, plan.storage == StorageType::BF16 ? "bf16" : "f32",
-                                          plan.cost.storageBytes, options_.recompute);
-    for (const auto& [name, size] : plan.sizes) description += fmt::format(" {}={}", name, size);
-    for (const std::string& v : plan.f32Values) description += " f32:" + v;
-    auto m = std::make_unique<Module>();
-    m->code = plans.findOrPlan(
-        cuda::moduleCacheKey(diagramsDir, description, target.file),
-        [&] {
-          PipelineOptions p;
-          p.path = diagramsDir + "/" + plan.file;
-          p.entry = plan.entry;
-          p.sizes = plan.sizes;
-          p.grad = plan.grad;
-          p.target = &target;
-          p.cost = plan.cost;
-          p.recompute = options_.recompute;
-          const Graph graph = compileToIR(p);
-          EmitOptions e;
-          e.storage = plan.storage;
-          e.f32Values = plan.f32Values;
-          return emitCuda(graph, lowerKernels(graph, target, plan.cost, e), target, e);
-        },
-        &hit);
-    return m;
-  };
   std::set<std::string> gradients;
   for (const Slice& s : slices_) gradients.insert("grad_" + s.name);
-  const SizeBindings packedSize = {{"N", packedCount_}}, shardSize = {{"N", shardCount_}};
-  std::vector<ModulePlan> toPlan = {
-      {"step", "gpt2/model.dg", "gpt2", config_.sizes(B, T), true, storage, cost, gradients},
-      {"eval", "gpt2/model.dg", "gpt2", config_.sizes(B, T), false, storage, cost, {}},
-      {"logits", "gpt2/model.dg", "gpt2_logits", config_.sizes(1, T), false, storage, cost, {"logits"}}};
+  planModules(diagramsDir, target, B, T, sharded, gradients);
   const int64_t evalRows = options_.tokenLossRows;
-  if (evalRows > 0)
-    toPlan.push_back({"token_losses", "gpt2/model.dg", "gpt2_token_losses", config_.sizes(evalRows, T), false, storage,
-                      cost, {"losses"}});
-  if (sharded) {
-    toPlan.push_back({"squares", "gpt2/optimizer.dg", "gradient_squares", shardSize, false, StorageType::F32, costF32, {}});
-    toPlan.push_back({"optimizer", "gpt2/optimizer.dg", "clipped_adamw", shardSize, false, StorageType::F32, costF32, {}});
-  } else {
-    toPlan.push_back(
-        {"optimizer", "gpt2/optimizer.dg", "optimizer_step", packedSize, false, StorageType::F32, costF32, {}});
-  }
-  toPlan.push_back({"to_params", "gpt2/mixed_precision.dg", "master_to_params", shardSize, false, storage, cost, {"w"}});
-  toPlan.push_back({"accumulate", "gpt2/mixed_precision.dg", "accumulate_gradient", packedSize, false, StorageType::F32,
-                    costF32, {}});
-  // The modules are planned at once, a thread each: the step's takes longest
-  // (d48: most of the planning), the others finish beside it. Planning is a
-  // pure function of its diagram, sizes and target.
-  std::vector<char> hits(toPlan.size(), 0);
-  std::vector<std::future<std::unique_ptr<Module>>> planned;
-  for (size_t i = 0; i < toPlan.size(); ++i)
-    planned.push_back(std::async(std::launch::async, [&, i] {
-      bool hit = false;
-      auto m = emit(toPlan[i], hit);
-      hits[i] = hit;
-      return m;
-    }));
-  for (size_t i = 0; i < toPlan.size(); ++i) {
-    modules_[toPlan[i].name] = planned[i].get();
-    startup_.plansFromCache += hits[i];
-  }
-  startup_.planSeconds = secondsSince(planStart);
-  startup_.modules = static_cast<int>(modules_.size());
   startup_.stepLaunches = static_cast<int64_t>(module("step").code.launches.size());
 
   // Device memory: the packed arrays, then the arena. Checked against what
@@ -373,6 +292,92 @@ GpuTrainer::GpuTrainer(const std::string& diagramsDir, const Gpt2Config& config,
   gatherParameters();
   stream_->synchronize();
   startup_.weightsSeconds = secondsSince(weightsStart);
+}
+
+// Every module planned and emitted from its diagram, or read back from the
+// module cache when the same diagrams, sizes and options were planned before.
+void GpuTrainer::planModules(const std::string& diagramsDir, const Target& target, int64_t B, int64_t T,
+                             bool sharded, const std::set<std::string>& gradients) {
+  auto planStart = Clock::now();
+  const StorageType storage = options_.bf16 ? StorageType::BF16 : StorageType::F32;
+  CostOptions cost;
+  cost.storageBytes = options_.bf16 ? 2 : 4;
+  CostOptions costF32;
+  costF32.storageBytes = 4;
+  const cuda::ModuleCache plans(options_.kernelCache.empty() ? cuda::ModuleCache::defaultDirectory()
+                                                             : options_.kernelCache / "plans");
+  struct ModulePlan {
+    std::string name, file, entry;
+    SizeBindings sizes;
+    bool grad;
+    StorageType storage;
+    CostOptions cost;
+    std::set<std::string> f32Values;
+  };
+  auto emit = [&](const ModulePlan& plan, bool& hit) {
+    std::string description = fmt::format("{} {} grad={} storage={} cost={} recompute={}", plan.file, plan.entry,
+                                          plan.grad, plan.storage == StorageType::BF16 ? "bf16" : "f32",
+                                          plan.cost.storageBytes, options_.recompute);
+    for (const auto& [name, size] : plan.sizes) description += fmt::format(" {}={}", name, size);
+    for (const std::string& v : plan.f32Values) description += " f32:" + v;
+    auto m = std::make_unique<Module>();
+    m->code = plans.findOrPlan(
+        cuda::moduleCacheKey(diagramsDir, description, target.file),
+        [&] {
+          PipelineOptions p;
+          p.path = diagramsDir + "/" + plan.file;
+          p.entry = plan.entry;
+          p.sizes = plan.sizes;
+          p.grad = plan.grad;
+          p.target = &target;
+          p.cost = plan.cost;
+          p.recompute = options_.recompute;
+          const Graph graph = compileToIR(p);
+          EmitOptions e;
+          e.storage = plan.storage;
+          e.f32Values = plan.f32Values;
+          return emitCuda(graph, lowerKernels(graph, target, plan.cost, e), target, e);
+        },
+        &hit);
+    return m;
+  };
+  const SizeBindings packedSize = {{"N", packedCount_}}, shardSize = {{"N", shardCount_}};
+  std::vector<ModulePlan> toPlan = {
+      {"step", "gpt2/model.dg", "gpt2", config_.sizes(B, T), true, storage, cost, gradients},
+      {"eval", "gpt2/model.dg", "gpt2", config_.sizes(B, T), false, storage, cost, {}},
+      {"logits", "gpt2/model.dg", "gpt2_logits", config_.sizes(1, T), false, storage, cost, {"logits"}}};
+  const int64_t evalRows = options_.tokenLossRows;
+  if (evalRows > 0)
+    toPlan.push_back({"token_losses", "gpt2/model.dg", "gpt2_token_losses", config_.sizes(evalRows, T), false, storage,
+                      cost, {"losses"}});
+  if (sharded) {
+    toPlan.push_back({"squares", "gpt2/optimizer.dg", "gradient_squares", shardSize, false, StorageType::F32, costF32, {}});
+    toPlan.push_back({"optimizer", "gpt2/optimizer.dg", "clipped_adamw", shardSize, false, StorageType::F32, costF32, {}});
+  } else {
+    toPlan.push_back(
+        {"optimizer", "gpt2/optimizer.dg", "optimizer_step", packedSize, false, StorageType::F32, costF32, {}});
+  }
+  toPlan.push_back({"to_params", "gpt2/mixed_precision.dg", "master_to_params", shardSize, false, storage, cost, {"w"}});
+  toPlan.push_back({"accumulate", "gpt2/mixed_precision.dg", "accumulate_gradient", packedSize, false, StorageType::F32,
+                    costF32, {}});
+  // The modules are planned at once, a thread each: the step's takes longest
+  // (d48: most of the planning), the others finish beside it. Planning is a
+  // pure function of its diagram, sizes and target.
+  std::vector<char> hits(toPlan.size(), 0);
+  std::vector<std::future<std::unique_ptr<Module>>> planned;
+  for (size_t i = 0; i < toPlan.size(); ++i)
+    planned.push_back(std::async(std::launch::async, [&, i] {
+      bool hit = false;
+      auto m = emit(toPlan[i], hit);
+      hits[i] = hit;
+      return m;
+    }));
+  for (size_t i = 0; i < toPlan.size(); ++i) {
+    modules_[toPlan[i].name] = planned[i].get();
+    startup_.plansFromCache += hits[i];
+  }
+  startup_.planSeconds = secondsSince(planStart);
+  startup_.modules = static_cast<int>(modules_.size());
 }
 
 std::vector<float> GpuTrainer::packed(const std::vector<double>& perParameter) const {

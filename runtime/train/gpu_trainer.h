@@ -30,6 +30,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,8 @@
 #include "trainer.h"
 
 namespace llmc {
+
+struct Target;
 
 struct GpuTrainerOptions {
   bool bf16 = true;        // storage of the step's arrays (false: fp32 everywhere)
@@ -133,6 +136,8 @@ class GpuTrainer final : public DeviceTrainer {
   struct Module;
 
   Module& module(const std::string& name);
+  void planModules(const std::string& diagramsDir, const Target& target, int64_t B, int64_t T, bool sharded,
+                   const std::set<std::string>& gradients);
   std::vector<float> packed(const std::vector<double>& perParameter) const;  // parameter order -> padded
   std::vector<double> unpacked(const cuda::DeviceBuffer& buffer) const;     // padded -> parameter order
   void uploadTokens(cuda::DeviceBuffer& buffer, const std::vector<int32_t>& tokens, int64_t expected);
