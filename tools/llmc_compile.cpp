@@ -174,6 +174,8 @@ const std::vector<std::string> kPassesWithIR = {"elaborate", "canonicalize", "on
                                                  "autodiff",  "reassociate",  "collect-terms", "recompute"};
 // The passes whose rewrites are priced on a target: they run only with one.
 const std::vector<std::string> kPassesForATarget = {"one-hot-gathers", "masked-sums", "recompute"};
+// The passes of the backward: they run only with --grad.
+const std::vector<std::string> kPassesForGrad = {"autodiff", "reassociate", "collect-terms", "recompute"};
 
 // Checks what the options say together. Exits with status 2 for a bad combination.
 void checkInvocation(const Invocation& in) {
@@ -192,6 +194,8 @@ void checkInvocation(const Invocation& in) {
   if (isOneOf(dumpAfter, llmc::backendStageNames()) && !in.needsTarget())
     usageError(fmt::format("--dump-after {}: the back end's stages run for a target (--emit pseudocode, perf, cuda, "
                            "launches, ptx or memory)", dumpAfter));
+  if (isOneOf(dumpAfter, kPassesForGrad) && !options.grad)
+    usageError(fmt::format("--dump-after {}: the pass runs on the backward, with --grad", dumpAfter));
   if (isOneOf(dumpAfter, kPassesForATarget) && !in.needsTarget())
     usageError(fmt::format("--dump-after {}: the pass is priced on a target and runs only with one (--emit "
                            "pseudocode, perf, cuda, launches, ptx or memory)", dumpAfter));

@@ -439,7 +439,8 @@ std::set<NodeId> withStopGradients(const Graph& graph, std::set<NodeId> nodes) {
   if (nodes.empty()) return nodes;
   // In order: a stop_gradient of one is seen after it (and after the first).
   for (NodeId id : graph.stopGradients)
-    if (id > *nodes.begin() && nodes.count(graph.node(id).operands[0])) nodes.insert(id);
+    if (id > *nodes.begin() && graph.node(id).op == Op::StopGradient && nodes.count(graph.node(id).operands[0]))
+      nodes.insert(id);
   return nodes;
 }
 
