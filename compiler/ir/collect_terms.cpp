@@ -62,8 +62,7 @@ class TermWriter {
   virtual int negate(int x) = 0;
 };
 
-// Counts operations and follows the axes by the builder's rule (the operand
-// of more axes first, then the other's new ones).
+// Counts operations and follows the axes by the builder's rule (elementwiseAxes).
 class CountingWriter : public TermWriter {
  public:
   explicit CountingWriter(const Graph& g) : g_(g) {}
@@ -74,12 +73,7 @@ class CountingWriter : public TermWriter {
   int constant(double) override { return push({}); }
   int binary(BinaryOp, int x, int y) override {
     ++operations;
-    const std::vector<Axis>& a = axes(x).size() >= axes(y).size() ? axes(x) : axes(y);
-    const std::vector<Axis>& b = axes(x).size() >= axes(y).size() ? axes(y) : axes(x);
-    std::vector<Axis> out = a;
-    for (const Axis& axis : b)
-      if (std::none_of(out.begin(), out.end(), [&](const Axis& o) { return o.name == axis.name; })) out.push_back(axis);
-    return push(out);
+    return push(elementwiseAxes({&axes(x), &axes(y)}));
   }
   int negate(int x) override {
     ++operations;

@@ -17,15 +17,20 @@ NodeId GraphBuilder::add(Node n) {
   return g_.add(std::move(n));
 }
 
-std::vector<Axis> GraphBuilder::elementwiseAxes(const std::vector<NodeId>& operands) const {
-  std::vector<NodeId> byRank = operands;
-  std::stable_sort(byRank.begin(), byRank.end(),
-                   [&](NodeId a, NodeId b) { return type(a).axes.size() > type(b).axes.size(); });
+std::vector<Axis> elementwiseAxes(const std::vector<const std::vector<Axis>*>& operands) {
+  std::vector<const std::vector<Axis>*> byRank = operands;
+  std::stable_sort(byRank.begin(), byRank.end(), [](const auto* a, const auto* b) { return a->size() > b->size(); });
   std::vector<Axis> out;
-  for (NodeId operand : byRank)
-    for (const auto& a : type(operand).axes)
+  for (const auto* axes : byRank)
+    for (const auto& a : *axes)
       if (std::none_of(out.begin(), out.end(), [&](const Axis& b) { return b.name == a.name; })) out.push_back(a);
   return out;
+}
+
+std::vector<Axis> GraphBuilder::elementwiseAxes(const std::vector<NodeId>& operands) const {
+  std::vector<const std::vector<Axis>*> axes;
+  for (NodeId o : operands) axes.push_back(&type(o).axes);
+  return llmc::elementwiseAxes(axes);
 }
 
 NodeId GraphBuilder::constant(double value, DType dtype) {

@@ -10,6 +10,10 @@
 
 namespace llmc {
 
+// The axes of an elementwise result, by the language's rule: the operand of
+// most axes first (the first of those on a tie), then each other's new ones.
+std::vector<Axis> elementwiseAxes(const std::vector<const std::vector<Axis>*>& operands);
+
 class GraphBuilder {
  public:
   // New nodes take `origin` as their composite path.
