@@ -107,6 +107,13 @@ options:
                       the gradient of every param input (grad_NAME); with a
                       target (pseudocode, perf, cuda, launches, ptx) the cost
                       model then decides what the backward recomputes
+  --hold-less 0|1     with --grad and a target: 1 (default) remakes in the
+                      backward, for the price of writing it again, a value
+                      the forward stores and the backward reads that is made
+                      elementwise from what the backward holds anyway (GPT-2's
+                      GELU output, beside its derivative), so that it is not
+                      held from the forward to the backward; 0: time alone
+                      decides what is remade
   --loss NAME         with --grad: the output to differentiate (default: the
                       only output)
   --wrt A,B,...       with --grad: differentiate against these inputs instead
@@ -249,6 +256,10 @@ std::optional<Invocation> parseCommandLine(int argc, char** argv) {
       std::string storage = value();
       if (storage != "f32" && storage != "bf16") usageError("--storage expects f32 or bf16");
       in.cost.storageBytes = storage == "bf16" ? 2 : 4;
+    } else if (arg == "--hold-less") {
+      const std::string hold = value();
+      if (hold != "0" && hold != "1") usageError("--hold-less expects 0 or 1");
+      in.options.remaking.holdLess = hold == "1";
     } else if (arg == "--json") {
       in.json = true;
     } else if (arg == "--measured") {

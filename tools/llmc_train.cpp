@@ -253,7 +253,7 @@ class TrainingRun {
         std::unique_ptr<DeviceTrainer> gpu = startGpuTrainer(
             diagramsDir(), model.config, [&model]() -> const Gpt2Weights& { return model.weights.get(); },
             o_.batchSize, o_.seqLen,
-            {.bf16 = o_.bf16, .cudaGraph = o_.cudaGraph, .recompute = o_.recompute != 0,
+            {.bf16 = o_.bf16, .cudaGraph = o_.cudaGraph, .recompute = o_.recompute != 0, .holdLess = o_.holdLess,
              .tokenLossRows = o_.hellaswag ? hellaswagRows(o_.batchSize) : 0, .place = place_,
              .zeroStage = o_.zeroStage, .overlap = o_.overlap, .quiet = o_.quiet});
         gpu_ = gpu.get();

@@ -64,6 +64,12 @@ std::string CudaWriter::define(int s, const std::string& ctype, const std::strin
   return name;
 }
 
+std::string CudaWriter::defineValue(int s, const std::string& ctype, const std::string& base, const std::string& expr) {
+  auto [it, added] = valueDefined_.try_emplace({s, ctype, expr});
+  if (added) it->second = define(s, ctype, base, expr);
+  return it->second;
+}
+
 // A value's printed name without the node numbers it ends in (`hidden_2897`
 // -> `hidden`): the functor's members are named so, since a name reached as
 // a member is kept as it is where kernel classes compare sources
@@ -334,7 +340,7 @@ std::string CudaWriter::compute(const Node& n, const Env& own, int target) {
   const char* ctype = valueType(n.type.dtype);
   const bool isF = isFloat(n.type.dtype);
   auto operand = [&](size_t k) { return value(n.operands[k], own); };
-  auto def = [&](const std::string& expr) { return define(target, ctype, name, expr); };
+  auto def = [&](const std::string& expr) { return defineValue(target, ctype, name, expr); };
   switch (n.op) {
     case Op::Unary: {
       const std::string x = operand(0);

@@ -20,6 +20,7 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "analysis/streamability.h"
@@ -100,6 +101,13 @@ class CudaWriter {
   std::string fresh(const std::string& base);
   bool axisVariable(const std::string& name);
   std::string define(int s, const std::string& ctype, const std::string& base, const std::string& expr);
+  // define() for an elementwise node's value: an expression already defined
+  // in the same scope is read from there. The recompute pass gives each
+  // stream its own copy of a value (ir/recompute.h), and where copies land in
+  // one kernel (GELU and its derivative in one GEMM's epilogue) they would be
+  // computed twice: the compiler keeps a second tanh.approx, which is not
+  // known to be pure. Operands are const values, so equal text is equal value.
+  std::string defineValue(int s, const std::string& ctype, const std::string& base, const std::string& expr);
   static std::string memberStem(const std::string& printed);
   // A loop over a whole axis, binding it in env; over the block's share of
   // an axis split across blocks.
@@ -479,6 +487,7 @@ class CudaWriter {
   const LaunchPlan& plan_;
   const std::map<NodeId, StoredArray>& stored_;
   const std::vector<std::string>& names_;  // printedNames(g_)
+  std::map<std::tuple<int, std::string, std::string>, std::string> valueDefined_;  // defineValue's (scope, type, expression)
   const DeviceResidency resident_;         // the device's threads and blocks at once (0 threads: not known, no slices)
   std::vector<Scope> scopes_;
   std::set<int> laneScopes_;  // openLanes: scopes whose lanes do not run in step

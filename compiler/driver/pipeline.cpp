@@ -100,7 +100,7 @@ Graph compileToIR(const PipelineOptions& options) {
       afterIR(passes, "collect-terms", graph);
     }
     if (options.target && options.recompute) {
-      graph = passes.run("recompute", [&] { return recompute(graph, *options.target, options.cost); });
+      graph = passes.run("recompute", [&] { return recompute(graph, *options.target, options.cost, options.remaking); });
       afterIR(passes, "recompute", graph);
     }
   }

@@ -9,6 +9,7 @@
 #include "driver/pass_runner.h"
 #include "frontend/program.h"
 #include "ir/ir.h"
+#include "ir/recompute.h"
 #include "planning/cost_model.h"
 #include "planning/target.h"
 
@@ -26,6 +27,7 @@ struct PipelineOptions {
   const Target* target = nullptr;
   CostOptions cost;
   bool recompute = true;         // with grad and a target: run the recompute pass (false: store what the backward reads)
+  RecomputeOptions remaking;     // the recompute pass's policy (ir/recompute.h)
   bool collectTerms = true;      // with grad: collect like terms of the backward's sums (ir/collect_terms.h)
   PassReporting reporting;       // --dump-after (the IR after a pass) and --time-passes
   // If given: filled with the names of `sizes` the diagrams read (a size

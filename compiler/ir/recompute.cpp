@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -66,6 +67,25 @@ class RemakeCost {
     if (isView(n) || isFree(g_, n)) return true;
     const double remaking = estimate_ == Estimate::Fused ? seconds(remake(v)) : everyOperandSeconds(v);
     return remaking < havingSeconds(v);
+  }
+
+  // Whether v, a value the forward stores for its own kernels, is made
+  // elementwise from values in `held` alone, its work taking no longer than
+  // writing it (with the Fused estimate).
+  bool elementwiseFrom(NodeId v, const std::set<NodeId>& held) {
+    if (!stored_.count(v) || remake(v).workSeconds > readSeconds(v)) return false;
+    constexpr size_t kLongestChain = 4096;  // nodes walked, at most
+    std::vector<NodeId> work(g_.node(v).operands.begin(), g_.node(v).operands.end());
+    std::set<NodeId> seen;
+    while (!work.empty()) {
+      const NodeId id = work.back();
+      work.pop_back();
+      const Node& n = g_.node(id);
+      if (held.count(id) || isFree(g_, n) || !seen.insert(id).second) continue;
+      if (n.op == Op::Input || isAnchor(n) || seen.size() > kLongestChain) return false;
+      work.insert(work.end(), n.operands.begin(), n.operands.end());
+    }
+    return true;
   }
 
  private:
@@ -141,10 +161,13 @@ class RemakeCost {
 class Recomputer {
  public:
   // `kept`: forward values read as stored, whatever remaking them costs.
+  // `held`: forward values the backward reads as stored anyway; with it, a
+  // value the forward stores for itself is remade where it is made
+  // elementwise from those alone, to hold less (RecomputeOptions::holdLess).
   Recomputer(const Graph& g, const Target& t, const CostOptions& o, const std::set<NodeId>& forwardStores,
-             std::set<NodeId> kept)
+             std::set<NodeId> kept, const std::set<NodeId>* held = nullptr)
       : g_(g), cost_(g, t, o, RemakeCost::Estimate::Fused, forwardStores), remap_(g.nodes.size(), -1),
-        readers_(g.nodes.size()), kept_(std::move(kept)) {
+        readers_(g.nodes.size()), kept_(std::move(kept)), held_(held) {
     for (const Node& n : g.nodes)
       for (NodeId operand : n.operands) readers_[idx(operand)].push_back(n.id);
   }
@@ -164,6 +187,10 @@ class Recomputer {
 
   // Forward graph id -> its remade copy in the graph run() made.
   const std::map<NodeId, NodeId>& copies() const { return copies_; }
+  // The forward values the backward reads as stored (graph inputs among them).
+  const std::set<NodeId>& readStored() const { return readStored_; }
+  // The forward values remade to hold less, not because remaking is faster.
+  const std::set<NodeId>& remadeToHoldLess() const { return remadeToHoldLess_; }
 
  private:
   static size_t idx(NodeId id) { return static_cast<size_t>(id); }
@@ -173,8 +200,12 @@ class Recomputer {
   NodeId materialize(NodeId v) {
     if (auto it = copies_.find(v); it != copies_.end()) return it->second;
     const Node& n = g_.node(v);
-    if (n.op == Op::Input || isFree(g_, n) || masksItsMaximum(v) || kept_.count(v) || !cost_.cheaperThanStoring(v))
+    if (isFree(g_, n)) return remap_[idx(v)];
+    if (n.op == Op::Input || masksItsMaximum(v) || kept_.count(v) ||
+        !(cost_.cheaperThanStoring(v) || holdsLessRemade(v))) {
+      if (!isView(n)) readStored_.insert(v);
       return remap_[idx(v)];
+    }
     Node copy = n;
     bool changed = false;
     for (NodeId& operand : copy.operands) {
@@ -188,6 +219,12 @@ class Recomputer {
     NodeId id = out_.add(std::move(copy));
     copies_[v] = id;
     return id;
+  }
+
+  bool holdsLessRemade(NodeId v) {
+    if (!held_ || !cost_.elementwiseFrom(v, *held_)) return false;
+    remadeToHoldLess_.insert(v);
+    return true;
   }
 
   // Whether v is a maximum over some axes, or what one reduces,
@@ -215,6 +252,8 @@ class Recomputer {
   std::vector<std::vector<NodeId>> readers_;  // forward graph id -> the nodes that read it
   std::map<NodeId, NodeId> copies_; // forward graph id -> its recomputed copy in out_
   const std::set<NodeId> kept_;
+  const std::set<NodeId>* held_;
+  std::set<NodeId> readStored_, remadeToHoldLess_;
 };
 
 // A value read by reductions over different axes cannot be made inside both
@@ -241,6 +280,8 @@ class StreamSplitter {
 
   // Per value of g_ that was split: its node and its copies' in the graph run() made.
   const std::map<NodeId, std::vector<NodeId>>& splitValues() const { return placed_; }
+  // A node of g_ in the graph run() made.
+  NodeId placed(NodeId id) const { return newId_[idx(id)]; }
 
  private:
   static size_t idx(NodeId id) { return static_cast<size_t>(id); }
@@ -326,7 +367,8 @@ class StreamSplitter {
   Graph renumbered() {
     Graph out;
     out.name = g_.name;
-    std::vector<NodeId> newId(nodes_.size(), -1);
+    std::vector<NodeId>& newId = newId_;
+    newId.assign(nodes_.size(), -1);
     auto place = [&](NodeId id) {
       Node n = nodes_[idx(id)];
       for (NodeId& operand : n.operands) operand = newId[idx(operand)];
@@ -355,14 +397,117 @@ class StreamSplitter {
   std::set<NodeId> outputs_;
   const std::set<NodeId> whole_;
   std::map<NodeId, std::vector<NodeId>> placed_;
+  std::vector<NodeId> newId_;  // per node of nodes_: its id in the graph run() made
 };
 
-// The values fusion (planning/fusion.h) writes to GMEM.
-std::set<NodeId> storedValues(const Graph& g) {
-  std::set<NodeId> stored;
-  for (const Kernel& k : formKernels(g))
-    stored.insert(k.outputs.begin(), k.outputs.end());
+// The values fusion (planning/fusion.h) writes to GMEM, and those of them
+// written by kernels of elementwise work alone.
+struct StoredValues {
+  std::set<NodeId> all, alone;
+};
+
+StoredValues storedValues(const Graph& g, const std::vector<Kernel>& kernels) {
+  StoredValues stored;
+  for (const Kernel& k : kernels) {
+    stored.all.insert(k.outputs.begin(), k.outputs.end());
+    if (std::none_of(k.nodes.begin(), k.nodes.end(), [&](NodeId id) { return isAnchor(g.node(id)); }))
+      stored.alone.insert(k.outputs.begin(), k.outputs.end());
+  }
   return stored;
+}
+
+// What the recompute rounds made: the graph, what its first round read as
+// stored, and whether values were remade to hold less.
+struct Remade {
+  Graph graph;
+  std::set<NodeId> readStored;
+  bool heldLess = false;
+};
+
+// The Recomputer's rounds, each correcting the last by what fusion stores.
+// `held` null: time alone decides; else what the backward holds anyway,
+// from which values are remade to hold less (none found: heldLess false, at
+// once).
+Remade remakeForBackward(const Graph& graph, const Target& target, const CostOptions& options,
+                         const std::set<NodeId>& forwardStores, const std::set<NodeId>* held) {
+  constexpr int kRounds = 3;
+  std::set<NodeId> kept;
+  Remade out;
+  for (int round = 0; round < kRounds; ++round) {
+    Recomputer recomputer(graph, target, options, forwardStores, kept, held);
+    out.graph = recomputer.run();
+    if (round == 0) out.readStored = recomputer.readStored();
+    out.heldLess = !recomputer.remadeToHoldLess().empty();
+    if (held && !out.heldLess) return out;
+    // Values remade to hold less are placed as the streams are split (a
+    // copy each; shared with other backward work before): asked there.
+    std::optional<StreamSplitter> splitter;
+    if (out.heldLess) splitter.emplace(out.graph, target, options, std::set<NodeId>{});
+    Graph split;
+    if (splitter) split = splitter->run();
+    const Graph& asked = splitter ? split : out.graph;
+    const StoredValues stored = storedValues(asked, formKernels(asked));
+    auto placed = [&](NodeId id) { return splitter ? splitter->placed(id) : id; };
+    const size_t before = kept.size();
+    for (const auto& [value, copy] : recomputer.copies()) {
+      if (recomputer.remadeToHoldLess().count(value)) {
+        if (stored.alone.count(placed(copy))) kept.insert(value);
+      } else if ((forwardStores.count(value) || graph.node(value).op == Op::Contract) && stored.all.count(placed(copy))) {
+        kept.insert(value);
+      }
+    }
+    if (kept.size() == before) break;
+  }
+  return out;
+}
+
+// The StreamSplitter's rounds: a value of which more than one copy is
+// stored is made once. The graph, with the kernels fusion makes of it.
+struct Split {
+  Graph graph;
+  std::vector<Kernel> kernels;
+};
+
+Split splitStreams(const Graph& remade, const Target& target, const CostOptions& options) {
+  constexpr int kRounds = 3;
+  std::set<NodeId> whole;
+  Split split;
+  for (int round = 0; round < kRounds; ++round) {
+    StreamSplitter splitter(remade, target, options, whole);
+    split.graph = splitter.run();
+    split.kernels = formKernels(split.graph);
+    const std::set<NodeId> stored = storedValues(split.graph, split.kernels).all;
+    const size_t before = whole.size();
+    for (const auto& [value, made] : splitter.splitValues())
+      if (std::count_if(made.begin(), made.end(), [&](NodeId id) { return stored.count(id); }) > 1) whole.insert(value);
+    if (whole.size() == before) break;
+  }
+  return split;
+}
+
+// The most bytes the kernels' stored values hold at once, the kernels run
+// in fusion's order: a value lives from the kernel that writes it to the
+// last that reads it (a graph output to the end). Inputs are left out,
+// held the same whatever is remade. The memory plan (planning/memory_plan.h)
+// places the launches' arrays the same way.
+double peakHeldBytes(const Graph& g, const std::vector<Kernel>& kernels, const CostOptions& options) {
+  std::map<NodeId, std::pair<size_t, size_t>> lifetime;  // value -> (written, last read)
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    for (NodeId v : kernels[k].outputs) lifetime[v] = {k, k};
+    for (NodeId v : kernels[k].inputs)
+      if (auto it = lifetime.find(v); it != lifetime.end()) it->second.second = k;
+  }
+  for (const GraphOutput& o : g.outputs)
+    if (auto it = lifetime.find(o.node); it != lifetime.end()) it->second.second = kernels.size();
+  std::vector<double> change(kernels.size() + 2, 0);
+  for (const auto& [v, life] : lifetime) {
+    const double bytes = storedBytes(g.node(v).type, options);
+    change[life.first] += bytes;
+    change[life.second + 1] -= bytes;
+  }
+  double alive = 0, peak = 0;
+  for (double c : change) peak = std::max(peak, alive += c);
+  return peak;
 }
 
 }  // namespace
@@ -374,34 +519,27 @@ std::set<NodeId> storedValues(const Graph& g) {
 // where the forward stores it anyway or it is a contraction (stored by the
 // forward too, it costs a write there against a whole contraction here:
 // linear attention's running state, 6.5 us), and such a split value is
-// made once.
+// made once. A value remade to hold less is stored again where a kernel
+// with other work makes it (the GEMM of GELU's derivative, beside which it
+// costs that one write) and read as stored where it would be a kernel of
+// its own, which would read its operands once more.
 // Fusion is asked again after each correction, a few rounds at most.
-Graph recompute(const Graph& graph, const Target& target, const CostOptions& options) {
+// Remaking to hold less is planned after time alone has said what the
+// backward holds anyway, and kept where it lowers the most the step holds
+// at once (a value held from the forward to the backward of one layer of
+// many is alive at that peak; in a lone layer the peak may lie elsewhere,
+// and the write would buy nothing).
+Graph recompute(const Graph& graph, const Target& target, const CostOptions& options, const RecomputeOptions& policy) {
   const std::set<NodeId> forwardStores = storedByForward(graph);
-  constexpr int kRounds = 3;
-  std::set<NodeId> kept;
-  Graph remade;
-  for (int round = 0; round < kRounds; ++round) {
-    Recomputer recomputer(graph, target, options, forwardStores, kept);
-    remade = recomputer.run();
-    const std::set<NodeId> stored = storedValues(remade);
-    const size_t before = kept.size();
-    for (const auto& [value, copy] : recomputer.copies())
-      if ((forwardStores.count(value) || graph.node(value).op == Op::Contract) && stored.count(copy)) kept.insert(value);
-    if (kept.size() == before) break;
-  }
-  std::set<NodeId> whole;
-  Graph split;
-  for (int round = 0; round < kRounds; ++round) {
-    StreamSplitter splitter(remade, target, options, whole);
-    split = splitter.run();
-    const std::set<NodeId> stored = storedValues(split);
-    const size_t before = whole.size();
-    for (const auto& [value, made] : splitter.splitValues())
-      if (std::count_if(made.begin(), made.end(), [&](NodeId id) { return stored.count(id); }) > 1) whole.insert(value);
-    if (whole.size() == before) break;
-  }
-  return split;
+  const Remade timeAlone = remakeForBackward(graph, target, options, forwardStores, nullptr);
+  Split split = splitStreams(timeAlone.graph, target, options);
+  if (!policy.holdLess) return std::move(split.graph);
+  const Remade holdingLess = remakeForBackward(graph, target, options, forwardStores, &timeAlone.readStored);
+  if (!holdingLess.heldLess) return std::move(split.graph);
+  Split splitHoldingLess = splitStreams(holdingLess.graph, target, options);
+  const bool holdsLess = peakHeldBytes(splitHoldingLess.graph, splitHoldingLess.kernels, options) <
+                         peakHeldBytes(split.graph, split.kernels, options);
+  return std::move(holdsLess ? splitHoldingLess.graph : split.graph);
 }
 
 }  // namespace llmc

@@ -33,6 +33,19 @@
 
 namespace llmc {
 
-Graph recompute(const Graph& graph, const Target& target, const CostOptions& options);
+struct RecomputeOptions {
+  // Hold less memory for a write: a value the forward stores for its own
+  // kernels and the backward reads, made elementwise from values the
+  // backward holds anyway, is remade in the backward even where that costs
+  // writing it again (for a matmul, which reads stored operands) in a kernel
+  // with other work. It is then no longer held from the forward to the
+  // backward, across the step's peak of memory: GPT-2's GELU output, remade
+  // beside its derivative from the stored pre-activation, 4·C values a token
+  // a layer. false: time alone decides.
+  bool holdLess = true;
+};
+
+Graph recompute(const Graph& graph, const Target& target, const CostOptions& options,
+                const RecomputeOptions& policy = {});
 
 }  // namespace llmc

@@ -4,6 +4,7 @@
 //
 //   fusion.cpp          the vocabulary, anchors, prologues and epilogues, the kernels collected
 //   fusion_streams.cpp  reductions merged into the streams that make what they reduce
+//   fusion_siblings.cpp elementwise kernels taken into a sibling GEMM's epilogue
 #pragma once
 
 #include <fmt/format.h>
@@ -174,6 +175,13 @@ class Fuser {
   // from inputs and constants alone (a mask from positions) join the kernel of
   // a consumer; what is left starts a kernel of its own.
   void attachEpilogues(int& next);
+
+  // An elementwise kernel over a GEMM's output points, from stored values
+  // the GEMM's epilogue reads too, joins that epilogue (fusion_siblings.cpp).
+  void joinSiblingEpilogues();
+  bool sameAxesAsMatmuls(const std::set<NodeId>& members, const std::vector<NodeId>& matmuls) const;
+  bool readsEachInEpilogue(int group, const std::set<NodeId>& values) const;
+  bool pathThroughOthers(int from, int to) const;
 
   // Whether the nodes `inKernel` accepts, all with ids from `first` to
   // `last`, can run as one kernel: no path leaves them and comes back

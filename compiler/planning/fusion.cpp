@@ -124,6 +124,7 @@ std::vector<Kernel> Fuser::run() {
     if (isAnchor(n)) anchorOf_[next] = n.id, join(n.id, next++, Acyclic::Known);
   attachPrologues();
   attachEpilogues(next);
+  joinSiblingEpilogues();
   mergeStreams();
   separateMaximumMasks(next);
   separateScatterValues(next);

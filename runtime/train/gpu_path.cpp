@@ -111,6 +111,7 @@ std::unique_ptr<DeviceTrainer> startGpuTrainer(const std::string& diagramsDir, c
   g.bf16 = options.bf16;
   g.cudaGraph = options.cudaGraph;
   g.recompute = options.recompute;
+  g.holdLess = options.holdLess;
   g.tokenLossRows = options.tokenLossRows;
   g.gpu = options.place.gpu;
   const ProcessPlace& place = options.place;

@@ -58,6 +58,7 @@ struct GpuPathOptions {
   bool bf16 = true;
   bool cudaGraph = true;
   bool recompute = true;
+  bool holdLess = true;  // --hold-less
   int64_t tokenLossRows = 0;  // > 0: per-position losses of this many rows (HellaSwag)
   ProcessPlace place;  // size > 1: data-parallel, the NCCL id exchanged through place.rendezvousDir
   int zeroStage = 0;

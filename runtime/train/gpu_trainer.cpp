@@ -315,9 +315,10 @@ void GpuTrainer::planModules(const std::string& diagramsDir, const Target& targe
     std::set<std::string> f32Values;
   };
   auto emit = [&](const ModulePlan& plan, bool& hit) {
-    std::string description = fmt::format("{} {} grad={} storage={} cost={} recompute={}", plan.file, plan.entry,
-                                          plan.grad, plan.storage == StorageType::BF16 ? "bf16" : "f32",
-                                          plan.cost.storageBytes, options_.recompute);
+    std::string description = fmt::format("{} {} grad={} storage={} cost={} recompute={} hold-less={}",
+                                          plan.file, plan.entry, plan.grad,
+                                          plan.storage == StorageType::BF16 ? "bf16" : "f32", plan.cost.storageBytes,
+                                          options_.recompute, options_.holdLess);
     for (const auto& [name, size] : plan.sizes) description += fmt::format(" {}={}", name, size);
     for (const std::string& v : plan.f32Values) description += " f32:" + v;
     auto m = std::make_unique<Module>();
@@ -332,6 +333,7 @@ void GpuTrainer::planModules(const std::string& diagramsDir, const Target& targe
           p.target = &target;
           p.cost = plan.cost;
           p.recompute = options_.recompute;
+          p.remaking.holdLess = options_.holdLess;
           const Graph graph = compileToIR(p);
           EmitOptions e;
           e.storage = plan.storage;

@@ -50,6 +50,7 @@ struct GpuTrainerOptions {
   bool bf16 = true;        // storage of the step's arrays (false: fp32 everywhere)
   bool cudaGraph = true;   // replay the step as a CUDA graph
   bool recompute = true;   // the recompute pass decides what the backward remakes (false: it reads stored values)
+  bool holdLess = true;    // and remakes, for a write, what would be held across the step's peak (ir/recompute.h)
   // > 0: also plan the per-position losses of this many rows of T tokens
   // (gpt2_token_losses), which HellaSwag scores (-h 1); 0: none, nothing planned.
   int64_t tokenLossRows = 0;

@@ -82,6 +82,11 @@ execution:
                              recomputes (attention's scores, GELU); 0 stores all it reads.
                              llm.c's 2 (GELU and layernorm) is taken as 1: llmc has no
                              fixed levels, the cost model decides
+      --hold-less 0|1        GPU path, with -r 1: 1 (default) remakes in the backward, for
+                             the price of writing it again, what the step would hold from
+                             the forward to the backward where that lowers its peak memory
+                             (GPT-2's GELU output, beside its derivative); 0: time alone
+                             decides
       --precision bf16|fp32  GPU path: bf16 activations and parameters with fp32 master
                              weights, gradients and optimizer state (default), or fp32 throughout
   -w, --master-weights 0|1   1 (default): fp32 master weights, as llmc always keeps; 0 (llm.c:
@@ -240,6 +245,11 @@ std::vector<Flag> valueFlags(TrainOptions& o) {
          if (v != "0" && v != "1" && v != "2")
            throw std::invalid_argument(fmt::format("{} expects 0, 1 or 2, got '{}'", f, v));
          o.recompute = std::stoi(v);
+       }},
+      {"", "--hold-less",
+       [&o](auto& f, auto& v) {
+         if (v != "0" && v != "1") throw std::invalid_argument(fmt::format("{} expects 0 or 1, got '{}'", f, v));
+         o.holdLess = v == "1";
        }},
       {"", "--precision",
        [&o](auto& f, auto& v) {

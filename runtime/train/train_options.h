@@ -46,6 +46,7 @@ struct TrainOptions {
   double skipUpdateLossZ = 0;       // -sl: skip the update when the loss's z-score exceeds this (0: never)
   double skipUpdateGradZ = 0;       // -sg: skip the update when the gradient norm's z-score exceeds this (0: never)
   bool resume = false;              // -y 1: continue from the newest checkpoint in -o
+  bool holdLess = true;             // --hold-less (GPU path)
   int recompute = 1;                // -r: 0 store all, 1 or 2 the cost model chooses what the backward recomputes (GPU path)
   bool masterWeights = true;        // -w: fp32 master weights; 0 is refused where the weights are bf16 (GPU path)
   DeviceChoice device = DeviceChoice::Auto;

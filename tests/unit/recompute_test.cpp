@@ -147,3 +147,71 @@ TEST_CASE("the recomputing training step computes the same values", "[recompute]
     CHECK(got[i].data == expected[i].data);
   }
 }
+
+TEST_CASE("a stack of layers remakes each activation beside its derivative instead of holding it", "[recompute]") {
+  // Each layer's a = h·(1 + 0.1·h³) is stored by the forward (w2's matmul
+  // reads it) and read by the backward (w2's gradient). Made elementwise
+  // from h, which the backward reads anyway, it is remade in the GEMM that
+  // computes a's derivative from h, written there once more for the weight
+  // gradient, and no longer held from the forward to the backward: the
+  // least memory any placement needs drops by a layer's a for each layer
+  // but the last. Sizes no tile divides.
+  const Target target = loadTarget("sm_90a");
+  const SizeBindings sizes = {{"N", 1000}, {"C", 771}, {"F", 2051}, {"L", 3}};
+  PipelineOptions options;
+  options.path = testing::repoPath("tests/diagrams/recompute.dg");
+  options.entry = "cubic_mlp_stack_loss";
+  options.sizes = sizes;
+  options.grad = true;
+  options.target = &target;
+  // The forward's elementwise values over (n, f) that a backward node reads.
+  auto heldActivations = [](const Graph& g) {
+    int held = 0;
+    for (const Node& n : g.nodes)
+      if (n.adjoint)
+        for (NodeId o : n.operands) {
+          const Node& operand = g.node(o);
+          held += !operand.adjoint && operand.op == Op::Binary && operand.type.has("n") && operand.type.has("f") &&
+                  !operand.type.has("c");
+        }
+    return held;
+  };
+  options.remaking.holdLess = false;
+  const Graph timeAlone = compileToIR(options);
+  CHECK(heldActivations(timeAlone) == 3);
+  options.remaking.holdLess = true;
+  const Graph holdingLess = compileToIR(options);
+  CHECK(heldActivations(holdingLess) == 0);
+  // Each remade a is stored by a kernel that holds a contraction (the GEMM
+  // of its derivative), not by a kernel of its own that would read h again.
+  int remadeStored = 0;
+  for (const Kernel& k : formKernels(holdingLess)) {
+    const bool contracts = std::any_of(k.nodes.begin(), k.nodes.end(), [&](NodeId id) {
+      return holdingLess.node(id).op == Op::Contract;
+    });
+    for (NodeId id : k.outputs) {
+      const Node& n = holdingLess.node(id);
+      if (!n.adjoint || n.op != Op::Binary || n.type.has("c") || !n.type.has("n") || !n.type.has("f")) continue;
+      const bool readByWeightGradient = std::any_of(holdingLess.nodes.begin(), holdingLess.nodes.end(), [&](const Node& r) {
+        return r.op == Op::Contract && std::count(r.operands.begin(), r.operands.end(), id) && r.type.has("c2");
+      });
+      if (!readByWeightGradient) continue;
+      ++remadeStored;
+      CHECK(contracts);
+    }
+  }
+  CHECK(remadeStored == 3);
+  // And the values are those of the step as written, at sizes small enough
+  // for the interpreter where the pass still remakes some layer's a.
+  options.sizes = {{"N", 300}, {"C", 384}, {"F", 1000}, {"L", 2}};
+  const Graph remade = compileToIR(options);
+  options.remaking.holdLess = false;
+  REQUIRE(heldActivations(remade) < heldActivations(compileToIR(options)));
+  options.target = nullptr;
+  const Graph plain = compileToIR(options);
+  const auto inputs = testing::randomInputs(plain, 3, 1);
+  const auto expected = interpret(plain, inputs);
+  const auto got = interpret(remade, inputs);
+  REQUIRE(got.size() == expected.size());
+  for (size_t i = 0; i < got.size(); ++i) CHECK(got[i].data == expected[i].data);
+}
