@@ -138,6 +138,11 @@ inline std::vector<EmitCase> otherCases() {
       // A residual MLP trained: a whole-array sum to the loss, the GEMMs'
       // data and weight gradients.
       {"residual MLP training step", "tests/lit/memory/residual_mlp.dg", "", {{"N", 100}, {"C", 40}}, true, {}},
+      // A stack of MLPs whose activation the backward remakes to hold less
+      // (ir/recompute.h): the GEMM of its derivative stores it a second time
+      // for the weight gradient (planning/fusion_siblings.cpp).
+      {"MLP stack, activation remade beside its derivative", "tests/diagrams/recompute.dg", "cubic_mlp_stack_loss",
+       {{"N", 300}, {"C", 384}, {"F", 1000}, {"L", 2}}, true, {}, 0.1},
       {"matmul", "tests/lit/pseudocode/matmul.dg", "", {{"M", 1000}, {"K", 80}, {"N", 771}}, false, {}, 1, 1},
       // Tensor cores at shapes that are not multiples of the tiles; a K that
       // is not a multiple of 8 leaves rows misaligned for the library: CUDA cores.
