@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <future>
 #include <map>
 #include <optional>
 #include <set>
@@ -416,12 +417,33 @@ StoredValues storedValues(const Graph& g, const std::vector<Kernel>& kernels) {
   return stored;
 }
 
-// What the recompute rounds made: the graph, what its first round read as
-// stored, and whether values were remade to hold less.
+// One split of a remade graph's streams (StreamSplitter), `whole` left
+// whole: the graph, the kernels fusion makes of it, and per value split,
+// its node and its copies' in that graph.
+struct Split {
+  Graph graph;
+  std::vector<Kernel> kernels;
+  std::map<NodeId, std::vector<NodeId>> splitValues;
+};
+
+Split splitOnce(const Graph& remade, const Target& target, const CostOptions& options, const std::set<NodeId>& whole,
+                std::vector<NodeId>* placed = nullptr) {
+  StreamSplitter splitter(remade, target, options, whole);
+  Split split;
+  split.graph = splitter.run();
+  split.kernels = formKernels(split.graph);
+  split.splitValues = splitter.splitValues();
+  if (placed)
+    for (size_t id = 0; id < remade.nodes.size(); ++id) placed->push_back(splitter.placed(static_cast<NodeId>(id)));
+  return split;
+}
+
+// What the recompute rounds made: the graph and whether values were remade
+// to hold less; then, where they were, its first split.
 struct Remade {
   Graph graph;
-  std::set<NodeId> readStored;
   bool heldLess = false;
+  std::optional<Split> firstSplit;
 };
 
 // The Recomputer's rounds, each correcting the last by what fusion stores.
@@ -436,18 +458,17 @@ Remade remakeForBackward(const Graph& graph, const Target& target, const CostOpt
   for (int round = 0; round < kRounds; ++round) {
     Recomputer recomputer(graph, target, options, forwardStores, kept, held);
     out.graph = recomputer.run();
-    if (round == 0) out.readStored = recomputer.readStored();
     out.heldLess = !recomputer.remadeToHoldLess().empty();
     if (held && !out.heldLess) return out;
     // Values remade to hold less are placed as the streams are split (a
     // copy each; shared with other backward work before): asked there.
-    std::optional<StreamSplitter> splitter;
-    if (out.heldLess) splitter.emplace(out.graph, target, options, std::set<NodeId>{});
-    Graph split;
-    if (splitter) split = splitter->run();
-    const Graph& asked = splitter ? split : out.graph;
-    const StoredValues stored = storedValues(asked, formKernels(asked));
-    auto placed = [&](NodeId id) { return splitter ? splitter->placed(id) : id; };
+    std::vector<NodeId> placedAt;
+    std::vector<Kernel> kernels;
+    if (out.heldLess) out.firstSplit = splitOnce(out.graph, target, options, {}, &placedAt);
+    else kernels = formKernels(out.graph);
+    const StoredValues stored = out.heldLess ? storedValues(out.firstSplit->graph, out.firstSplit->kernels)
+                                             : storedValues(out.graph, kernels);
+    auto placed = [&](NodeId id) { return out.heldLess ? placedAt[static_cast<size_t>(id)] : id; };
     const size_t before = kept.size();
     for (const auto& [value, copy] : recomputer.copies()) {
       if (recomputer.remadeToHoldLess().count(value)) {
@@ -462,23 +483,17 @@ Remade remakeForBackward(const Graph& graph, const Target& target, const CostOpt
 }
 
 // The StreamSplitter's rounds: a value of which more than one copy is
-// stored is made once. The graph, with the kernels fusion makes of it.
-struct Split {
-  Graph graph;
-  std::vector<Kernel> kernels;
-};
-
-Split splitStreams(const Graph& remade, const Target& target, const CostOptions& options) {
+// stored is made once. `first`: the first round's split, where known.
+Split splitStreams(const Graph& remade, const Target& target, const CostOptions& options,
+                   std::optional<Split> first = std::nullopt) {
   constexpr int kRounds = 3;
   std::set<NodeId> whole;
   Split split;
   for (int round = 0; round < kRounds; ++round) {
-    StreamSplitter splitter(remade, target, options, whole);
-    split.graph = splitter.run();
-    split.kernels = formKernels(split.graph);
+    split = round == 0 && first ? std::move(*first) : splitOnce(remade, target, options, whole);
     const std::set<NodeId> stored = storedValues(split.graph, split.kernels).all;
     const size_t before = whole.size();
-    for (const auto& [value, made] : splitter.splitValues())
+    for (const auto& [value, made] : split.splitValues)
       if (std::count_if(made.begin(), made.end(), [&](NodeId id) { return stored.count(id); }) > 1) whole.insert(value);
     if (whole.size() == before) break;
   }
@@ -531,15 +546,22 @@ double peakHeldBytes(const Graph& g, const std::vector<Kernel>& kernels, const C
 // and the write would buy nothing).
 Graph recompute(const Graph& graph, const Target& target, const CostOptions& options, const RecomputeOptions& policy) {
   const std::set<NodeId> forwardStores = storedByForward(graph);
-  const Remade timeAlone = remakeForBackward(graph, target, options, forwardStores, nullptr);
-  Split split = splitStreams(timeAlone.graph, target, options);
-  if (!policy.holdLess) return std::move(split.graph);
-  const Remade holdingLess = remakeForBackward(graph, target, options, forwardStores, &timeAlone.readStored);
-  if (!holdingLess.heldLess) return std::move(split.graph);
-  Split splitHoldingLess = splitStreams(holdingLess.graph, target, options);
-  const bool holdsLess = peakHeldBytes(splitHoldingLess.graph, splitHoldingLess.kernels, options) <
+  auto timeAlone = [&] { return splitStreams(remakeForBackward(graph, target, options, forwardStores, nullptr).graph, target, options); };
+  if (!policy.holdLess) return timeAlone().graph;
+  // What the backward reads stored when time alone decides, before fusion
+  // corrects it; the two plans are then made side by side.
+  Recomputer first(graph, target, options, forwardStores, {});
+  first.run();
+  const std::set<NodeId> held = first.readStored();
+  std::future<Split> timeAloneSplit = std::async(std::launch::async, timeAlone);
+  Remade holdingLess = remakeForBackward(graph, target, options, forwardStores, &held);
+  std::optional<Split> splitHoldingLess;
+  if (holdingLess.heldLess) splitHoldingLess = splitStreams(holdingLess.graph, target, options, std::move(holdingLess.firstSplit));
+  Split split = timeAloneSplit.get();
+  if (!splitHoldingLess) return std::move(split.graph);
+  const bool holdsLess = peakHeldBytes(splitHoldingLess->graph, splitHoldingLess->kernels, options) <
                          peakHeldBytes(split.graph, split.kernels, options);
-  return std::move(holdsLess ? splitHoldingLess.graph : split.graph);
+  return std::move(holdsLess ? splitHoldingLess->graph : split.graph);
 }
 
 }  // namespace llmc

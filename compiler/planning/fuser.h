@@ -332,7 +332,9 @@ class Fuser {
   // members), so the rounds find what rescanning every member would, in time
   // linear in what they add instead of in that times the number of rounds
   // (the residual stream chains every layer's kernels over the channels).
-  void growAlong(std::set<int>& groups, std::set<NodeId>& members, const std::string& x) const;
+  // `looked`: where given, every group whose consumers were weighed.
+  void growAlong(std::set<int>& groups, std::set<NodeId>& members, const std::string& x,
+                 std::set<int>* looked = nullptr) const;
 
   // The positions a kernel of these members spreads over blocks: the
   // product of its values' axes that no member reduces (each reduced axis is
@@ -343,7 +345,11 @@ class Fuser {
   // A reduction over x merges with the kernels that make the values it
   // reduces, and with the other reductions over x of those values, when the
   // union streams over x or holds it whole, and still spreads over blocks
-  // (kFewestMergedBlocks).
+  // (kFewestMergedBlocks). Rounds repeat while a merge is made; a
+  // reduction's attempt that merged nothing is not made again while the
+  // groups it looked at are as they were (groupVersion_): what refused it
+  // is a property of those groups, or a loop through other kernels, which
+  // merges elsewhere never undo.
   void mergeStreams();
   bool tryMerge(const Node& r, const std::string& x, const std::set<int>& groups, const std::set<NodeId>& members);
 
@@ -376,6 +382,7 @@ class Fuser {
   mutable std::vector<signed char> feedsContraction_;  // per node: feedsContraction, -1 until asked
   std::set<NodeId> isOutput_;
   std::map<int, std::string> streamAxis_;
+  std::map<int, uint64_t> groupVersion_;  // per group: changes when its members do (join, moveMembers)
   std::map<int, NodeId> anchorOf_;  // each anchor's own group, before merging
   std::map<int, std::set<std::string>> wholeAxes_;  // reduced axes a kernel holds whole
 };

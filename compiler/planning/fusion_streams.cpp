@@ -235,8 +235,10 @@ void Fuser::join(NodeId id, int group, Acyclic acyclic) {
     matmuls.erase(std::remove(matmuls.begin(), matmuls.end(), id), matmuls.end());
     verified_.erase(current);  // a node taken out may have been a path's only way back in
   }
+  if (current >= 0) ++groupVersion_[current];
   current = group;
   if (group < 0) return;
+  ++groupVersion_[group];
   members_[group].insert(id);
   if (isLongContraction(g_, g_.node(id))) matmuls_[group].push_back(id);
   if (acyclic == Acyclic::Known) verified_.insert(group);
@@ -249,6 +251,8 @@ void Fuser::moveMembers(int from, int to) {
   if (it == members_.end()) return;
   std::set<NodeId> moved = std::move(it->second);
   members_.erase(it);
+  ++groupVersion_[from];
+  ++groupVersion_[to];
   for (NodeId m : moved) group_[idx(m)] = to;
   members_[to].insert(moved.begin(), moved.end());
   if (auto matmuls = matmuls_.find(from); matmuls != matmuls_.end()) {
@@ -272,7 +276,8 @@ bool Fuser::reducesSeveralAxes(int group) const {
 // members), so the rounds find what rescanning every member would, in time
 // linear in what they add instead of in that times the number of rounds
 // (the residual stream chains every layer's kernels over the channels).
-void Fuser::growAlong(std::set<int>& groups, std::set<NodeId>& members, const std::string& x) const {
+void Fuser::growAlong(std::set<int>& groups, std::set<NodeId>& members, const std::string& x,
+                      std::set<int>* looked) const {
   std::vector<NodeId> fresh(members.begin(), members.end());
   while (!fresh.empty()) {
     std::vector<int> added;
@@ -280,6 +285,7 @@ void Fuser::growAlong(std::set<int>& groups, std::set<NodeId>& members, const st
       if (!g_.node(m).type.has(x)) continue;
       for (NodeId c : consumers_[idx(m)]) {
         int gc = group_[idx(c)];
+        if (looked && gc >= 0) looked->insert(gc);
         if (gc < 0 || groups.count(gc) || copiesAMember(c, members) || storedForTensorCores(g_.node(c), m))
           continue;
         if (reducesSeveralAxes(gc)) continue;
@@ -378,7 +384,9 @@ bool Fuser::tryMerge(const Node& r, const std::string& x, const std::set<int>& g
   int keep = *groups.begin();
   std::map<int, std::set<NodeId>> membersBefore;
   std::map<int, std::vector<NodeId>> matmulsBefore;
-  for (int gr : groups) membersBefore[gr] = members_[gr], matmulsBefore[gr] = matmuls_[gr];
+  std::map<int, uint64_t> versionsBefore;
+  for (int gr : groups)
+    membersBefore[gr] = members_[gr], matmulsBefore[gr] = matmuls_[gr], versionsBefore[gr] = groupVersion_[gr];
   const bool keepVerified = verified_.count(keep) > 0;
   for (int gr : groups)
     if (gr != keep) moveMembers(gr, keep);
@@ -390,6 +398,7 @@ bool Fuser::tryMerge(const Node& r, const std::string& x, const std::set<int>& g
     for (const auto& [gr, nodes] : membersBefore) {
       members_[gr] = nodes;
       matmuls_[gr] = matmulsBefore[gr];
+      groupVersion_[gr] = versionsBefore[gr];  // as they were: the attempt left nothing changed
       for (NodeId m : nodes) group_[idx(m)] = gr;
     }
     if (!keepVerified) verified_.erase(keep);
@@ -403,6 +412,11 @@ bool Fuser::tryMerge(const Node& r, const std::string& x, const std::set<int>& g
 }
 
 void Fuser::mergeStreams() {
+  // Attempts that merged nothing: the groups each looked at, with their versions.
+  std::map<std::pair<NodeId, std::string>, std::vector<std::pair<int, uint64_t>>> refused;
+  auto unchanged = [&](const std::vector<std::pair<int, uint64_t>>& seen) {
+    return std::all_of(seen.begin(), seen.end(), [&](const auto& gv) { return groupVersion_[gv.first] == gv.second; });
+  };
   bool changed = true;
   while (changed) {
     changed = false;
@@ -412,16 +426,20 @@ void Fuser::mergeStreams() {
       // it would leave them nothing to spread over blocks.
       if (!isAnchor(r) || reducedBy(r).size() != 1 || options_.unstreamed.count(r.id)) continue;
       for (const std::string& x : reducedBy(r)) {
+        if (auto it = refused.find({r.id, x}); it != refused.end() && unchanged(it->second)) continue;
+        std::set<int> looked = {group_[idx(r.id)]};
         // The kernels that make what r's kernel reads along x (r's operands,
         // and those of its prologue).
         std::set<int> groups = {group_[idx(r.id)]};
         for (NodeId m : membersOfGroup(group_[idx(r.id)]))
-          for (NodeId o : g_.node(m).operands)
+          for (NodeId o : g_.node(m).operands) {
+            if (group_[idx(o)] >= 0) looked.insert(group_[idx(o)]);
             if (g_.node(o).type.has(x) && group_[idx(o)] >= 0 && !reducesSeveralAxes(group_[idx(o)]) &&
                 !holdsRedoneWork(group_[idx(o)], r, x) &&
                 !holdsStoredBackwardOperand(group_[idx(o)]) && !storedForTensorCores(r, o) &&
                 !copiesAMember(r.id, membersOfGroup(group_[idx(o)])))
               groups.insert(group_[idx(o)]);
+          }
         // A statistic over x of what r's kernel reads along x (the maximum
         // of stored logits, which the sum of exp(logits - max) reads with
         // them): one stream makes both, the sum rescaled as the maximum
@@ -430,6 +448,7 @@ void Fuser::mergeStreams() {
           for (NodeId read : g_.node(m).operands) {
             const NodeId o = throughViews(read);
             const int go = group_[idx(o)];
+            if (go >= 0) looked.insert(go);
             if (go >= 0 && !groups.count(go) && g_.node(o).adjoint == r.adjoint &&
                 isStatisticOf(go, o, x) && readsAlongWithin(go, group_[idx(r.id)], x))
               groups.insert(go);
@@ -442,10 +461,17 @@ void Fuser::mergeStreams() {
         // from alone are tried.
         std::set<int> grown = groups;
         std::set<NodeId> grownMembers = membersOf(grown);
-        growAlong(grown, grownMembers, x);
+        growAlong(grown, grownMembers, x, &looked);
+        looked.insert(grown.begin(), grown.end());
         if (tryMerge(r, x, grown, grownMembers) ||
-            (grown != groups && tryMerge(r, x, groups, membersOf(groups))))
+            (grown != groups && tryMerge(r, x, groups, membersOf(groups)))) {
           changed = true;
+          refused.erase({r.id, x});
+        } else {
+          std::vector<std::pair<int, uint64_t>>& seen = refused[{r.id, x}];
+          seen.clear();
+          for (int g : looked) seen.push_back({g, groupVersion_[g]});
+        }
       }
     }
   }
