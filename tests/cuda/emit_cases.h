@@ -143,6 +143,10 @@ inline std::vector<EmitCase> otherCases() {
       // for the weight gradient (planning/fusion_siblings.cpp).
       {"MLP stack, activation remade beside its derivative", "tests/diagrams/recompute.dg", "cubic_mlp_stack_loss",
        {{"N", 300}, {"C", 384}, {"F", 1000}, {"L", 2}}, true, {}, 0.1},
+      // An elementwise value for a matmul made in another GEMM's epilogue,
+      // which reads what it is made from (planning/fusion_siblings.cpp).
+      {"elementwise value in a sibling GEMM's epilogue", "tests/lit/backend/sibling_epilogue.dg", "siblings",
+       {{"N", 300}, {"F", 517}, {"O", 300}, {"C", 77}}, false, {}},
       {"matmul", "tests/lit/pseudocode/matmul.dg", "", {{"M", 1000}, {"K", 80}, {"N", 771}}, false, {}, 1, 1},
       // Tensor cores at shapes that are not multiples of the tiles; a K that
       // is not a multiple of 8 leaves rows misaligned for the library: CUDA cores.
