@@ -333,8 +333,12 @@ class Fuser {
   // linear in what they add instead of in that times the number of rounds
   // (the residual stream chains every layer's kernels over the channels).
   // `looked`: where given, every group whose consumers were weighed.
-  void growAlong(std::set<int>& groups, std::set<NodeId>& members, const std::string& x,
-                 std::set<int>* looked = nullptr) const;
+  void growAlong(std::set<int>& groups, const std::string& x, std::set<int>* looked = nullptr) const;
+  // Groups with their versions: the key of what is known of their union.
+  std::vector<std::pair<int, uint64_t>> versionsOf(const std::set<int>& groups) const;
+  // Whether the union of these groups, as they stand, is known to close a
+  // loop through another kernel (staysAcyclic, asked by tryMerge).
+  bool knownToLoop(const std::set<int>& groups) const;
 
   // The positions a kernel of these members spreads over blocks: the
   // product of its values' axes that no member reduces (each reduced axis is
@@ -360,8 +364,15 @@ class Fuser {
   // runOrder's order of the groups it can place (all of them unless some wait for each other).
   std::vector<int> placeableOrder(const std::map<int, Kernel>& byGroup) const;
 
-  // Whether the groups as they stand can run one after another.
-  bool runsInOrder() const;
+  // Whether the groups can run one after another with `merged` made one, `keep`.
+  // `mergedEdges`: where given, the edges with the merged groups renamed,
+  // which are groupEdges once the merge is made (mergeKnownEdges).
+  bool runsInOrderMerging(const std::set<int>& merged, int keep,
+                          std::vector<std::pair<int, int>>* mergedEdges = nullptr) const;
+  void mergeKnownEdges(std::vector<std::pair<int, int>> edges);
+  // groupEdges of the groups as they stand, made again only after a member
+  // moves (most merges asked about are not made).
+  const std::vector<std::pair<int, int>>& currentEdges() const;
   std::vector<std::pair<int, int>> groupEdges() const;
 
   int64_t reducedExtent(const Node& r, const std::string& x) const;
@@ -383,6 +394,13 @@ class Fuser {
   std::set<NodeId> isOutput_;
   std::map<int, std::string> streamAxis_;
   std::map<int, uint64_t> groupVersion_;  // per group: changes when its members do (join, moveMembers)
+  uint64_t versionClock_ = 0;             // the last version given: versions never repeat
+  // groupEdges as of versionClock_ edgesVersion_ (runsInOrderMerging).
+  mutable std::vector<std::pair<int, int>> edges_;
+  mutable uint64_t edgesVersion_ = 0;
+  mutable bool edgesKnown_ = false;
+  // Per union of groups at their versions: whether it stays acyclic (tryMerge).
+  std::map<std::vector<std::pair<int, uint64_t>>, bool> regionAcyclic_;
   std::map<int, NodeId> anchorOf_;  // each anchor's own group, before merging
   std::map<int, std::set<std::string>> wholeAxes_;  // reduced axes a kernel holds whole
 };

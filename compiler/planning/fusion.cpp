@@ -425,16 +425,24 @@ std::vector<int> Fuser::placeableOrder(const std::map<int, Kernel>& byGroup) con
   return order;
 }
 
-// Whether the groups as they stand can run one after another.
-bool Fuser::runsInOrder() const {
-  // Kahn's algorithm over groupEdges, as runOrder places the groups, but
-  // only counting them: asked after every merge, it needs no order.
+// Whether the groups would run one after another with `merged` made one
+// group, `keep`: Kahn's algorithm over the edges of the groups as they stand
+// (kept until a member moves: most merges asked about are not made) with
+// the merged groups' ends renamed, as runOrder places the groups, but only
+// counting them: asked before every merge, it needs no order.
+bool Fuser::runsInOrderMerging(const std::set<int>& merged, int keep, std::vector<std::pair<int, int>>* mergedEdges) const {
+  auto into = [&](int gr) { return merged.count(gr) ? keep : gr; };
   int groups = 0;
   for (int gr : group_) groups = std::max(groups, gr + 1);
   std::vector<char> present(static_cast<size_t>(groups), 0);
   for (int gr : group_)
-    if (gr >= 0) present[static_cast<size_t>(gr)] = 1;
-  const std::vector<std::pair<int, int>> edges = groupEdges();  // sorted by producer
+    if (gr >= 0) present[static_cast<size_t>(into(gr))] = 1;
+  std::vector<std::pair<int, int>> edges;
+  edges.reserve(edges_.size());
+  for (const auto& [p, r] : currentEdges())
+    if (into(p) != into(r)) edges.push_back({into(p), into(r)});
+  std::sort(edges.begin(), edges.end());
+  edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
   std::vector<size_t> first(static_cast<size_t>(groups) + 1, edges.size());
   for (size_t e = edges.size(); e-- > 0;) first[static_cast<size_t>(edges[e].first)] = e;
   for (size_t g = static_cast<size_t>(groups); g-- > 0;) first[g] = std::min(first[g], first[g + 1]);
@@ -454,7 +462,23 @@ bool Fuser::runsInOrder() const {
     for (size_t e = first[static_cast<size_t>(p)]; e < edges.size() && edges[e].first == p; ++e)
       if (--waiting[static_cast<size_t>(edges[e].second)] == 0) ready.push_back(edges[e].second);
   }
+  if (mergedEdges) *mergedEdges = std::move(edges);
   return left == 0;
+}
+
+void Fuser::mergeKnownEdges(std::vector<std::pair<int, int>> edges) {
+  edges_ = std::move(edges);
+  edgesVersion_ = versionClock_;
+  edgesKnown_ = true;
+}
+
+const std::vector<std::pair<int, int>>& Fuser::currentEdges() const {
+  if (!edgesKnown_ || edgesVersion_ != versionClock_) {
+    edges_ = groupEdges();
+    edgesVersion_ = versionClock_;
+    edgesKnown_ = true;
+  }
+  return edges_;
 }
 
 int64_t Fuser::reducedExtent(const Node& r, const std::string& x) const {

@@ -87,7 +87,7 @@ bool Fuser::readsEachInEpilogue(int k, const std::set<NodeId>& values) const {
 // settle that later; this asks about the loop the merge would make.)
 bool Fuser::pathThroughOthers(int from, int to) const {
   std::map<int, std::vector<int>> readers;
-  for (const auto& [p, r] : groupEdges()) readers[p].push_back(r);
+  for (const auto& [p, r] : currentEdges()) readers[p].push_back(r);
   std::vector<int> work;
   for (int r : readers[from])
     if (r != to && r != from) work.push_back(r);

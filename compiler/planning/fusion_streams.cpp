@@ -235,10 +235,10 @@ void Fuser::join(NodeId id, int group, Acyclic acyclic) {
     matmuls.erase(std::remove(matmuls.begin(), matmuls.end(), id), matmuls.end());
     verified_.erase(current);  // a node taken out may have been a path's only way back in
   }
-  if (current >= 0) ++groupVersion_[current];
+  if (current >= 0) groupVersion_[current] = ++versionClock_;
   current = group;
   if (group < 0) return;
-  ++groupVersion_[group];
+  groupVersion_[group] = ++versionClock_;
   members_[group].insert(id);
   if (isLongContraction(g_, g_.node(id))) matmuls_[group].push_back(id);
   if (acyclic == Acyclic::Known) verified_.insert(group);
@@ -251,8 +251,8 @@ void Fuser::moveMembers(int from, int to) {
   if (it == members_.end()) return;
   std::set<NodeId> moved = std::move(it->second);
   members_.erase(it);
-  ++groupVersion_[from];
-  ++groupVersion_[to];
+  groupVersion_[from] = ++versionClock_;
+  groupVersion_[to] = ++versionClock_;
   for (NodeId m : moved) group_[idx(m)] = to;
   members_[to].insert(moved.begin(), moved.end());
   if (auto matmuls = matmuls_.find(from); matmuls != matmuls_.end()) {
@@ -276,9 +276,19 @@ bool Fuser::reducesSeveralAxes(int group) const {
 // members), so the rounds find what rescanning every member would, in time
 // linear in what they add instead of in that times the number of rounds
 // (the residual stream chains every layer's kernels over the channels).
-void Fuser::growAlong(std::set<int>& groups, std::set<NodeId>& members, const std::string& x,
-                      std::set<int>* looked) const {
-  std::vector<NodeId> fresh(members.begin(), members.end());
+void Fuser::growAlong(std::set<int>& groups, const std::string& x, std::set<int>* looked) const {
+  // The groups whose members the rounds so far have seen (groups gains a
+  // round's additions at once, its members at the round's end).
+  std::set<int> seenGroups = groups;
+  std::vector<NodeId> fresh;
+  for (int g : groups)
+    for (NodeId m : membersOfGroup(g)) fresh.push_back(m);
+  auto copiesASeenMember = [&](NodeId c) {
+    auto twins = twins_.find(c);
+    return twins != twins_.end() && std::any_of(twins->second.begin(), twins->second.end(), [&](NodeId t) {
+             return t != c && group_[idx(t)] >= 0 && seenGroups.count(group_[idx(t)]);
+           });
+  };
   while (!fresh.empty()) {
     std::vector<int> added;
     for (NodeId m : fresh) {
@@ -286,7 +296,7 @@ void Fuser::growAlong(std::set<int>& groups, std::set<NodeId>& members, const st
       for (NodeId c : consumers_[idx(m)]) {
         int gc = group_[idx(c)];
         if (looked && gc >= 0) looked->insert(gc);
-        if (gc < 0 || groups.count(gc) || copiesAMember(c, members) || storedForTensorCores(g_.node(c), m))
+        if (gc < 0 || groups.count(gc) || copiesASeenMember(c) || storedForTensorCores(g_.node(c), m))
           continue;
         if (reducesSeveralAxes(gc)) continue;
         const auto axes = reducedBy(g_.node(c));
@@ -300,10 +310,26 @@ void Fuser::growAlong(std::set<int>& groups, std::set<NodeId>& members, const st
     // The next round sees this round's kernels as members (as a rescan of
     // membersOf(groups) would).
     fresh.clear();
-    for (int gc : added)
-      for (NodeId m : members_.at(gc))
-        if (members.insert(m).second) fresh.push_back(m);
+    for (int gc : added) {
+      seenGroups.insert(gc);
+      for (NodeId m : members_.at(gc)) fresh.push_back(m);
+    }
   }
+}
+
+std::vector<std::pair<int, uint64_t>> Fuser::versionsOf(const std::set<int>& groups) const {
+  std::vector<std::pair<int, uint64_t>> out;
+  out.reserve(groups.size());
+  for (int g : groups) {
+    auto it = groupVersion_.find(g);
+    out.push_back({g, it == groupVersion_.end() ? 0 : it->second});
+  }
+  return out;
+}
+
+bool Fuser::knownToLoop(const std::set<int>& groups) const {
+  auto it = regionAcyclic_.find(versionsOf(groups));
+  return it != regionAcyclic_.end() && !it->second;
 }
 
 int64_t Fuser::gridPositions(const std::set<NodeId>& members, const std::string& streamed) const {
@@ -336,8 +362,12 @@ bool Fuser::tryMerge(const Node& r, const std::string& x, const std::set<int>& g
   // Nothing may be redone for every tile of r's kernel (redoneInside).
   if (std::any_of(members.begin(), members.end(), [&](NodeId m) { return redoneInStream(m, r, x); }))
     return false;
-  if (!staysAcyclic([&](NodeId m) { return members.count(m) > 0; }, *members.begin(), *members.rbegin()))
-    return false;
+  {
+    auto [known, added] = regionAcyclic_.try_emplace(versionsOf(groups), false);
+    if (added)
+      known->second = staysAcyclic([&](NodeId m) { return members.count(m) > 0; }, *members.begin(), *members.rbegin());
+    if (!known->second) return false;
+  }
   // Nor may one member read another at other positions (a gather of a
   // maximum, a slice of a sum): the kernel holds each value at its own points.
   if (std::any_of(members.begin(), members.end(), [&](NodeId m) {
@@ -381,30 +411,17 @@ bool Fuser::tryMerge(const Node& r, const std::string& x, const std::set<int>& g
     const int64_t fewest = streams ? 2 : kFewestMergedBlocks;
     if (gridPositions(members, x) < std::min(largestPart, fewest)) return false;
   }
-  int keep = *groups.begin();
-  std::map<int, std::set<NodeId>> membersBefore;
-  std::map<int, std::vector<NodeId>> matmulsBefore;
-  std::map<int, uint64_t> versionsBefore;
-  for (int gr : groups)
-    membersBefore[gr] = members_[gr], matmulsBefore[gr] = matmuls_[gr], versionsBefore[gr] = groupVersion_[gr];
-  const bool keepVerified = verified_.count(keep) > 0;
-  for (int gr : groups)
-    if (gr != keep) moveMembers(gr, keep);
+  const int keep = *groups.begin();
   // staysAcyclic sees the merged kernel's own paths; the kernels
   // around it can still close a loop through it (an RMSNorm's
   // gradient: its statistics' kernel, the data gradient's and the
-  // weight gradients' stream). Such a merge is taken back.
-  if (!runsInOrder()) {
-    for (const auto& [gr, nodes] : membersBefore) {
-      members_[gr] = nodes;
-      matmuls_[gr] = matmulsBefore[gr];
-      groupVersion_[gr] = versionsBefore[gr];  // as they were: the attempt left nothing changed
-      for (NodeId m : nodes) group_[idx(m)] = gr;
-    }
-    if (!keepVerified) verified_.erase(keep);
-    return false;
-  }
-  verified_.insert(keep);  // staysAcyclic and runsInOrder said so, just above
+  // weight gradients' stream). Such a merge is not made.
+  std::vector<std::pair<int, int>> mergedEdges;
+  if (!runsInOrderMerging(groups, keep, &mergedEdges)) return false;
+  for (int gr : groups)
+    if (gr != keep) moveMembers(gr, keep);
+  mergeKnownEdges(std::move(mergedEdges));  // groupEdges of the merged groups, renamed as they now are
+  verified_.insert(keep);  // staysAcyclic and runsInOrderMerging said so, just above
   for (int gr : groups) streamAxis_.erase(gr);
   if (streams) streamAxis_[keep] = x;
   else wholeAxes_[keep].insert(x);
@@ -459,12 +476,14 @@ void Fuser::mergeStreams() {
         // chains every layer's layernorm gradient over the channels, with
         // matmuls between them that close a loop): then the kernels r reads
         // from alone are tried.
+        // (A grown set known to close a loop through other kernels, as the
+        // residual stream's does for each of its reductions, is not tried
+        // again: its members are not even gathered.)
         std::set<int> grown = groups;
-        std::set<NodeId> grownMembers = membersOf(grown);
-        growAlong(grown, grownMembers, x, &looked);
+        growAlong(grown, x, &looked);
         looked.insert(grown.begin(), grown.end());
-        if (tryMerge(r, x, grown, grownMembers) ||
-            (grown != groups && tryMerge(r, x, groups, membersOf(groups)))) {
+        if ((!knownToLoop(grown) && tryMerge(r, x, grown, membersOf(grown))) ||
+            (grown != groups && !knownToLoop(groups) && tryMerge(r, x, groups, membersOf(groups)))) {
           changed = true;
           refused.erase({r.id, x});
         } else {
