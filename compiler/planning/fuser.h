@@ -47,6 +47,11 @@ inline constexpr int64_t kGridPositionsCap = int64_t{1} << 40;
 
 // The axes an anchor reduces.
 std::vector<std::string> reducedBy(const Node& n);
+// Whether n reduces x, and how many axes it reduces: reducedBy without a
+// copy of the axes (asked for every consumer of every member as fusion grows
+// a merge).
+bool reducesAlong(const Node& n, const std::string& x);
+size_t reducedCount(const Node& n);
 
 int64_t operandExtent(const Graph& g, const Node& r, const std::string& x);
 

@@ -81,6 +81,24 @@ std::vector<std::string> reducedBy(const Node& n) {
   }
 }
 
+bool reducesAlong(const Node& n, const std::string& x) {
+  switch (n.op) {
+    case Op::Contract:
+    case Op::Reduce: return std::find(n.axes.begin(), n.axes.end(), x) != n.axes.end();
+    case Op::Gather: return n.axes[0] == x;
+    default: return false;
+  }
+}
+
+size_t reducedCount(const Node& n) {
+  switch (n.op) {
+    case Op::Contract:
+    case Op::Reduce: return n.axes.size();
+    case Op::Gather: return 1;
+    default: return 0;
+  }
+}
+
 int64_t operandExtent(const Graph& g, const Node& r, const std::string& x) {
   for (NodeId o : r.operands)
     if (const Axis* a = g.node(o).type.find(x)) return a->size;

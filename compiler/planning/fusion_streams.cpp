@@ -147,11 +147,8 @@ bool Fuser::copiesAMember(NodeId c, const std::set<NodeId>& members) const {
 }
 
 bool Fuser::reducesIn(int group, const std::string& x) const {
-  for (NodeId m : membersOfGroup(group)) {
-    const auto axes = reducedBy(g_.node(m));
-    if (std::find(axes.begin(), axes.end(), x) != axes.end()) return true;
-  }
-  return false;
+  const std::set<NodeId>& members = membersOfGroup(group);
+  return std::any_of(members.begin(), members.end(), [&](NodeId m) { return reducesAlong(g_.node(m), x); });
 }
 
 // Whether `group` makes only `o`, a sum or maximum over x (one axis) of
@@ -266,7 +263,7 @@ void Fuser::moveMembers(int from, int to) {
 // spread over blocks.
 bool Fuser::reducesSeveralAxes(int group) const {
   const auto anchor = anchorOf_.find(group);
-  return anchor != anchorOf_.end() && reducedBy(g_.node(anchor->second)).size() > 1;
+  return anchor != anchorOf_.end() && reducedCount(g_.node(anchor->second)) > 1;
 }
 
 // Adds to `groups` (whose nodes are `members`) every kernel that reduces
@@ -299,8 +296,7 @@ void Fuser::growAlong(std::set<int>& groups, const std::string& x, std::set<int>
         if (gc < 0 || groups.count(gc) || copiesASeenMember(c) || storedForTensorCores(g_.node(c), m))
           continue;
         if (reducesSeveralAxes(gc)) continue;
-        const auto axes = reducedBy(g_.node(c));
-        if (std::find(axes.begin(), axes.end(), x) != axes.end() ||
+        if (reducesAlong(g_.node(c), x) ||
             (!isAnchor(g_.node(c)) && g_.node(c).type.has(x) && reducesIn(gc, x))) {
           groups.insert(gc);
           added.push_back(gc);
@@ -441,7 +437,7 @@ void Fuser::mergeStreams() {
       // A reduction over several axes at once (a loss summed over every
       // axis) stays a kernel of its own: fused into the kernels it reads,
       // it would leave them nothing to spread over blocks.
-      if (!isAnchor(r) || reducedBy(r).size() != 1 || options_.unstreamed.count(r.id)) continue;
+      if (!isAnchor(r) || reducedCount(r) != 1 || options_.unstreamed.count(r.id)) continue;
       for (const std::string& x : reducedBy(r)) {
         if (auto it = refused.find({r.id, x}); it != refused.end() && unchanged(it->second)) continue;
         std::set<int> looked = {group_[idx(r.id)]};
