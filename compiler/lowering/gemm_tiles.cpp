@@ -1,7 +1,10 @@
 #include "lowering/gemm_tiles.h"
 
 #include <algorithm>
+#include <map>
 #include <numeric>
+#include <tuple>
+#include <vector>
 
 namespace llmc {
 
@@ -36,13 +39,15 @@ double pingPongSeconds(int64_t units, double kSteps, double epilogue) {
 // (the traffic through each level over the whole device): a block walks its
 // units (tiles, or a tile's slice of the k-steps) one after another, each
 // k-step as long as its wgmmas or filling its stage from L2 take on one SM,
-// each unit's accumulators then drained by the epilogue (beside the other
+// each unit's accumulators then drained by the epilogue and its elementwise
+// work done there, at the rate its warps issue it (beside the other
 // consumer's k-steps where they ping-pong); the first stage's load and the
 // last epilogue are not hidden behind anything. The TMA reads rows whose
 // starts are not 128-byte aligned at a device-wide rate of their own
 // (target.unalignedRowBandwidth). Without that, 1000x2056x776 GEMMs were
 // predicted at 11 us and ran 20 (H200, 2026-12-02).
-void addTilePipeline(KernelCost& cost, const TensorCoreGemm& gemm, const GemmTile& tile, const Target& t) {
+void addTilePipeline(KernelCost& cost, const TensorCoreGemm& gemm, const GemmTile& tile, const Target& t,
+                     double epilogueOps) {
   if (t.tileLoadBytesPerSecondPerSM <= 0 || t.tileEpilogueBytesPerSecondPerSM <= 0 || !t.hasUnit("tensor_bf16")) return;
   const int64_t tilesM = ceilDiv(gemm.M, tile.bm), tilesN = ceilDiv(gemm.N, tile.bn);
   const int64_t units = tilesM * tilesN * gemm.batches() * tile.splits;
@@ -54,7 +59,8 @@ void addTilePipeline(KernelCost& cost, const TensorCoreGemm& gemm, const GemmTil
   const double tensorPerSM = t.unit("tensor_bf16").attainable / t.smCount;
   const double step = std::max(2 * bm * bn * bk / tensorPerSM, 2 * (bm + bn) * bk / t.tileLoadBytesPerSecondPerSM);
   const double kStepSeconds = static_cast<double>(unitsPerSM * kSteps) * step;
-  const double epilogue = 4 * bm * bn / t.tileEpilogueBytesPerSecondPerSM;
+  const double epilogue = 4 * bm * bn / t.tileEpilogueBytesPerSecondPerSM +
+                          (t.tileEpilogueOpsPerSecondPerSM > 0 ? epilogueOps * bm * bn / t.tileEpilogueOpsPerSecondPerSM : 0);
   // Cooperative consumers drain each unit together after its k-steps;
   // ping-pong ones each drain a whole unit alone (twice as long) beside the
   // other's k-steps, which hides it only where those are as long.
@@ -112,6 +118,30 @@ std::map<std::string, int64_t> splitTilesOf(const PlannedKernel& kernel, const T
   return out;
 }
 
+// The elementwise operations the epilogue makes at each output point: the
+// kernel's elementwise nodes over the contraction's output points (a
+// prologue's have a k axis), each expression counted once, as the CUDA writer
+// defines it once (per-stream copies the recompute pass made of one chain
+// land in one epilogue).
+double epilogueOperations(const Graph& graph, const PlannedKernel& kernel, const TensorCoreGemm& gemm) {
+  const Node& c = graph.node(gemm.contraction);
+  using Expression = std::tuple<Op, int, int, int, double, std::vector<NodeId>>;
+  std::map<Expression, NodeId> first;  // each expression's first node
+  std::map<NodeId, NodeId> same;       // a later node -> the first of its expression
+  for (NodeId id : kernel.kernel.nodes) {
+    const Node& n = graph.node(id);
+    if (n.op != Op::Unary && n.op != Op::Binary && n.op != Op::Select && n.op != Op::Compare && n.op != Op::Cast)
+      continue;
+    if (std::any_of(c.axes.begin(), c.axes.end(), [&](const std::string& a) { return n.type.has(a); })) continue;
+    std::vector<NodeId> operands;
+    for (NodeId o : n.operands) operands.push_back(same.count(o) ? same.at(o) : o);
+    const Expression e{n.op, static_cast<int>(n.unary), static_cast<int>(n.binary), static_cast<int>(n.compare),
+                       n.value, std::move(operands)};
+    if (auto [it, added] = first.try_emplace(e, id); !added) same[id] = it->second;
+  }
+  return static_cast<double>(first.size());
+}
+
 }  // namespace
 
 Partition gemmTilePartition(const PlannedKernel& kernel, const TensorCoreGemm& gemm, const GemmTile& tile) {
@@ -133,7 +163,7 @@ KernelCost priceGemmTile(const Graph& graph, const PlannedKernel& kernel, const 
   // registers assume 256 threads a block, where the library's consumers hold
   // up to 128 accumulators each (a 256 x 128 tile over two warpgroups).
   cost.fits = true;
-  addTilePipeline(cost, gemm, tile, target);
+  addTilePipeline(cost, gemm, tile, target, epilogueOperations(graph, kernel, gemm));
   return cost;
 }
 

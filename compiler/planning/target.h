@@ -132,6 +132,11 @@ struct Target {
   double tileFillSeconds = 0;
   double tileLoadBytesPerSecondPerSM = 0;
   double tileEpilogueBytesPerSecondPerSM = 0;
+  // The epilogue's elementwise operations a second on one SM: its consumer
+  // warps issue them one instruction a lane at a time, between the
+  // accumulators' drain and the stores (a GELU and its derivative: 20 a
+  // point); 0 where the file gives none.
+  double tileEpilogueOpsPerSecondPerSM = 0;
   // A tensor-core stream's step (tensor_core_stream.h) beyond its products:
   // the wait for them, the elementwise work between, the next stage; 0
   // where the file gives none.

@@ -87,3 +87,29 @@ TEST_CASE("a GEMM's tile and split-K are the cheapest priced and the ones writte
   CHECK(streams >= 4);
   CHECK(split >= 1);
 }
+
+TEST_CASE("a GEMM's epilogue is priced by the operations it makes", "[lowering][gemm]") {
+  // Two GEMMs of one shape (sizes no tile divides), one storing the product,
+  // one making a GELU of it with a bias, priced with the same tile: the
+  // second's epilogue is longer by its operations at the target's rate, and
+  // without that rate in the target the two cost the same.
+  const SizeBindings sizes = {{"M", 8000}, {"N", 3001}, {"K", 771}};
+  const GemmTile tile = {.bm = 128, .bn = 128, .splits = 1, .pingPong = false};
+  auto epilogueOf = [&](const std::string& entry, const Target& target) {
+    const Graph g = testing::compileFor("tests/diagrams/epilogue_work.dg", entry, sizes, false, target);
+    const std::vector<PlannedKernel> kernels = lowerKernels(g, target, CostOptions{}, EmitOptions{});
+    for (const KernelLaunch& l : emitCuda(g, kernels, target, EmitOptions{}).launches)
+      if (l.gemm && l.kernel >= 0)
+        return priceGemmTile(g, kernels.at(static_cast<size_t>(l.kernel)), *l.gemm, tile, target, CostOptions{})
+            .seconds.at("epilogue");
+    FAIL("no tile-library GEMM in " << entry);
+    return 0.0;
+  };
+  Target target = loadTarget("sm_90a");
+  REQUIRE(target.tileEpilogueOpsPerSecondPerSM > 0);
+  const double plain = epilogueOf("plain_product", target), activated = epilogueOf("activated_product", target);
+  INFO("epilogue seconds: plain " << plain << ", activated " << activated);
+  CHECK(activated > 1.5 * plain);
+  target.tileEpilogueOpsPerSecondPerSM = 0;
+  CHECK(epilogueOf("activated_product", target) == Approx(epilogueOf("plain_product", target)).epsilon(1e-9));
+}
