@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
+#include <optional>
 #include <stdexcept>
 
 namespace llmc {
@@ -51,16 +53,10 @@ MemoryPlan planMemory(const CudaModule& module, const std::vector<bool>& placedB
   }
 
   MemoryPlan plan;
-  plan.offsets.assign(count, MemoryPlan::kOutside);
-  std::vector<size_t> order;
+  std::vector<size_t> arena;  // the arrays the plan places
   for (size_t b = 0; b < count; ++b)
-    if (!placedByCaller[b] && lifetimes[b].first <= lifetimes[b].last) order.push_back(b);
-  // Largest first, then by first use: big arrays get the low offsets and the
-  // small ones fill the gaps between them.
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    if (module.buffers[a].bytes != module.buffers[b].bytes) return module.buffers[a].bytes > module.buffers[b].bytes;
-    return lifetimes[a].first < lifetimes[b].first;
-  });
+    if (!placedByCaller[b] && lifetimes[b].first <= lifetimes[b].last) arena.push_back(b);
+  auto bytesOf = [&](size_t b) { return roundUp(std::max<int64_t>(module.buffers[b].bytes, 1), alignment); };
 
   // An output its first launch may write over an input whose last use that launch is
   // (KernelLaunch::inPlace): the two need not be apart at that launch. Both in the arena, the
@@ -74,43 +70,93 @@ MemoryPlan planMemory(const CudaModule& module, const std::vector<bool>& placedB
         partner[o] = input, partner[x] = output;
       if (placedByCaller[o] && placedByCaller[x]) plan.callerInPlace.push_back({output, input});
     }
+
+  // Each array in turn at the lowest offset that no array alive with it
+  // holds (its in-place partner's very bytes where nothing else holds them).
+  struct Placement {
+    std::vector<int64_t> offsets;
+    std::vector<std::pair<int, int>> inPlace;
+    int64_t arenaBytes = 0;
+  };
+  auto place = [&](const std::vector<size_t>& order) {
+    Placement out;
+    out.offsets.assign(count, MemoryPlan::kOutside);
+    std::vector<size_t> placed;
+    for (size_t b : order) {
+      const int64_t bytes = bytesOf(b);
+      std::vector<std::pair<int64_t, int64_t>> busy;  // [offset, offset + bytes) of the arrays alive with b
+      for (size_t p : placed)
+        if (lifetimes[p].overlaps(lifetimes[b]) && static_cast<int>(p) != partner[b])
+          busy.push_back({out.offsets[p], addBytes(out.offsets[p], bytesOf(p))});
+      const int other = partner[b];
+      const bool partnerPlaced = other >= 0 && out.offsets[static_cast<size_t>(other)] != MemoryPlan::kOutside;
+      int64_t offset = partnerPlaced ? out.offsets[static_cast<size_t>(other)] : 0;
+      const bool inPlace = partnerPlaced && std::none_of(busy.begin(), busy.end(), [&](const auto& r) {
+                             return offset < r.second && r.first < offset + bytes;
+                           });
+      if (!inPlace) {
+        if (partnerPlaced) busy.push_back({offset, addBytes(offset, bytes)});  // apart, then: not even in part
+        std::sort(busy.begin(), busy.end());
+        offset = 0;
+        for (const auto& [from, to] : busy) {
+          if (offset + bytes <= from) break;
+          offset = std::max(offset, to);
+        }
+      }
+      out.offsets[b] = offset;
+      if (inPlace) out.inPlace.push_back(lifetimes[b].first > lifetimes[static_cast<size_t>(other)].first
+                                             ? std::pair<int, int>{static_cast<int>(b), other}
+                                             : std::pair<int, int>{other, static_cast<int>(b)});
+      out.arenaBytes = std::max(out.arenaBytes, addBytes(offset, bytes));
+      placed.push_back(b);
+    }
+    return out;
+  };
+
+  // Placing is a packing problem; a few orders are tried and the smallest
+  // arena kept (the first of equals). Largest first, then by first use: big
+  // arrays get the low offsets and the small ones fill the gaps between
+  // them. Longest-lived first, or by first use: arrays whose lifetimes chain
+  // stack on one another (odd-sized operands staged beside a layer's
+  // matmuls, which largest-first leaves gaps between).
+  auto span = [&](size_t b) { return lifetimes[b].last - lifetimes[b].first; };
+  const std::vector<std::function<bool(size_t, size_t)>> orders = {
+      [&](size_t a, size_t b) {
+        if (module.buffers[a].bytes != module.buffers[b].bytes) return module.buffers[a].bytes > module.buffers[b].bytes;
+        return lifetimes[a].first < lifetimes[b].first;
+      },
+      [&](size_t a, size_t b) {
+        if (span(a) != span(b)) return span(a) > span(b);
+        if (module.buffers[a].bytes != module.buffers[b].bytes) return module.buffers[a].bytes > module.buffers[b].bytes;
+        return a < b;
+      },
+      [&](size_t a, size_t b) {
+        if (lifetimes[a].first != lifetimes[b].first) return lifetimes[a].first < lifetimes[b].first;
+        if (module.buffers[a].bytes != module.buffers[b].bytes) return module.buffers[a].bytes > module.buffers[b].bytes;
+        return a < b;
+      },
+      [&](size_t a, size_t b) {
+        const double areaA = static_cast<double>(bytesOf(a)) * static_cast<double>(span(a) + 1),
+                     areaB = static_cast<double>(bytesOf(b)) * static_cast<double>(span(b) + 1);
+        if (areaA != areaB) return areaA > areaB;
+        return a < b;
+      },
+  };
+  std::optional<Placement> best;
+  for (const auto& before : orders) {
+    std::vector<size_t> order = arena;
+    std::sort(order.begin(), order.end(), before);
+    Placement tried = place(order);
+    if (!best || tried.arenaBytes < best->arenaBytes) best = std::move(tried);
+  }
+  plan.offsets = best ? std::move(best->offsets) : std::vector<int64_t>(count, MemoryPlan::kOutside);
+  if (best) plan.inPlace = std::move(best->inPlace), plan.arenaBytes = best->arenaBytes;
+  for (size_t b : arena) plan.separateBytes = addBytes(plan.separateBytes, bytesOf(b));
   auto sharing = [&](size_t b) {  // b's in-place partner at b's own offset
     const int p = partner[b];
     return p >= 0 && plan.offsets[b] != MemoryPlan::kOutside && plan.offsets[static_cast<size_t>(p)] == plan.offsets[b];
   };
-
-  std::vector<size_t> placed;
-  for (size_t b : order) {
-    const int64_t bytes = roundUp(std::max<int64_t>(module.buffers[b].bytes, 1), alignment);
-    plan.separateBytes = addBytes(plan.separateBytes, bytes);
-    // The arrays alive with this one, by offset; its in-place partner's very
-    // bytes where nothing else holds them, else the lowest gap that fits.
-    std::vector<std::pair<int64_t, int64_t>> busy;  // [offset, offset + bytes)
-    for (size_t p : placed)
-      if (lifetimes[p].overlaps(lifetimes[b]) && static_cast<int>(p) != partner[b])
-        busy.push_back({plan.offsets[p], addBytes(plan.offsets[p], roundUp(std::max<int64_t>(module.buffers[p].bytes, 1), alignment))});
-    const int other = partner[b];
-    const bool partnerPlaced = other >= 0 && plan.offsets[static_cast<size_t>(other)] != MemoryPlan::kOutside;
-    int64_t offset = partnerPlaced ? plan.offsets[static_cast<size_t>(other)] : 0;
-    const bool inPlace = partnerPlaced && std::none_of(busy.begin(), busy.end(), [&](const auto& r) {
-                           return offset < r.second && r.first < offset + bytes;
-                         });
-    if (!inPlace) {
-      if (partnerPlaced) busy.push_back({offset, addBytes(offset, bytes)});  // apart, then: not even in part
-      std::sort(busy.begin(), busy.end());
-      offset = 0;
-      for (const auto& [from, to] : busy) {
-        if (offset + bytes <= from) break;
-        offset = std::max(offset, to);
-      }
-    }
-    plan.offsets[b] = offset;
-    if (inPlace) plan.inPlace.push_back(lifetimes[b].first > lifetimes[static_cast<size_t>(other)].first
-                                            ? std::pair<int, int>{static_cast<int>(b), other}
-                                            : std::pair<int, int>{other, static_cast<int>(b)});
-    plan.arenaBytes = std::max(plan.arenaBytes, addBytes(offset, bytes));
-    placed.push_back(b);
-  }
+  const std::vector<size_t>& order = arena;
 
   for (int64_t i = -1; i <= end; ++i) {
     int64_t live = 0;

@@ -5,7 +5,9 @@
 // an array lives from the first launch that touches it to the last (inputs
 // from before the first, outputs until after the last), so a step's
 // activations, its backward's temporaries and its gradients' partial sums
-// reuse the same memory, with no allocation while the step runs.
+// reuse the same memory, with no allocation while the step runs. Each array
+// takes the lowest offset free over its lifetime; the arrays are placed in
+// each of a few orders and the smallest arena is kept.
 #pragma once
 
 #include <cstdint>
