@@ -28,6 +28,52 @@ int64_t addBytes(int64_t a, int64_t b) {
   return sum;
 }
 
+// Each array of `order` in turn at the lowest offset that no array alive
+// with it holds; its in-place partner's very bytes where nothing else holds
+// them.
+struct Placement {
+  std::vector<int64_t> offsets;
+  std::vector<std::pair<int, int>> inPlace;
+  int64_t arenaBytes = 0;
+};
+
+Placement placeInOrder(const CudaModule& module, const std::vector<Lifetime>& lifetimes, const std::vector<int>& partner,
+                       const std::vector<size_t>& order, int64_t alignment) {
+  auto bytesOf = [&](size_t b) { return roundUp(std::max<int64_t>(module.buffers[b].bytes, 1), alignment); };
+  Placement out;
+  out.offsets.assign(module.buffers.size(), MemoryPlan::kOutside);
+  std::vector<size_t> placed;
+  for (size_t b : order) {
+    const int64_t bytes = bytesOf(b);
+    std::vector<std::pair<int64_t, int64_t>> busy;  // [offset, offset + bytes) of the arrays alive with b
+    for (size_t p : placed)
+      if (lifetimes[p].overlaps(lifetimes[b]) && static_cast<int>(p) != partner[b])
+        busy.push_back({out.offsets[p], addBytes(out.offsets[p], bytesOf(p))});
+    const int other = partner[b];
+    const bool partnerPlaced = other >= 0 && out.offsets[static_cast<size_t>(other)] != MemoryPlan::kOutside;
+    int64_t offset = partnerPlaced ? out.offsets[static_cast<size_t>(other)] : 0;
+    const bool inPlace = partnerPlaced && std::none_of(busy.begin(), busy.end(), [&](const auto& r) {
+                           return offset < r.second && r.first < offset + bytes;
+                         });
+    if (!inPlace) {
+      if (partnerPlaced) busy.push_back({offset, addBytes(offset, bytes)});  // apart, then: not even in part
+      std::sort(busy.begin(), busy.end());
+      offset = 0;
+      for (const auto& [from, to] : busy) {
+        if (offset + bytes <= from) break;
+        offset = std::max(offset, to);
+      }
+    }
+    out.offsets[b] = offset;
+    if (inPlace) out.inPlace.push_back(lifetimes[b].first > lifetimes[static_cast<size_t>(other)].first
+                                           ? std::pair<int, int>{static_cast<int>(b), other}
+                                           : std::pair<int, int>{other, static_cast<int>(b)});
+    out.arenaBytes = std::max(out.arenaBytes, addBytes(offset, bytes));
+    placed.push_back(b);
+  }
+  return out;
+}
+
 }  // namespace
 
 MemoryPlan planMemory(const CudaModule& module, const std::vector<bool>& placedByCaller, int64_t alignment) {
@@ -71,48 +117,6 @@ MemoryPlan planMemory(const CudaModule& module, const std::vector<bool>& placedB
       if (placedByCaller[o] && placedByCaller[x]) plan.callerInPlace.push_back({output, input});
     }
 
-  // Each array in turn at the lowest offset that no array alive with it
-  // holds (its in-place partner's very bytes where nothing else holds them).
-  struct Placement {
-    std::vector<int64_t> offsets;
-    std::vector<std::pair<int, int>> inPlace;
-    int64_t arenaBytes = 0;
-  };
-  auto place = [&](const std::vector<size_t>& order) {
-    Placement out;
-    out.offsets.assign(count, MemoryPlan::kOutside);
-    std::vector<size_t> placed;
-    for (size_t b : order) {
-      const int64_t bytes = bytesOf(b);
-      std::vector<std::pair<int64_t, int64_t>> busy;  // [offset, offset + bytes) of the arrays alive with b
-      for (size_t p : placed)
-        if (lifetimes[p].overlaps(lifetimes[b]) && static_cast<int>(p) != partner[b])
-          busy.push_back({out.offsets[p], addBytes(out.offsets[p], bytesOf(p))});
-      const int other = partner[b];
-      const bool partnerPlaced = other >= 0 && out.offsets[static_cast<size_t>(other)] != MemoryPlan::kOutside;
-      int64_t offset = partnerPlaced ? out.offsets[static_cast<size_t>(other)] : 0;
-      const bool inPlace = partnerPlaced && std::none_of(busy.begin(), busy.end(), [&](const auto& r) {
-                             return offset < r.second && r.first < offset + bytes;
-                           });
-      if (!inPlace) {
-        if (partnerPlaced) busy.push_back({offset, addBytes(offset, bytes)});  // apart, then: not even in part
-        std::sort(busy.begin(), busy.end());
-        offset = 0;
-        for (const auto& [from, to] : busy) {
-          if (offset + bytes <= from) break;
-          offset = std::max(offset, to);
-        }
-      }
-      out.offsets[b] = offset;
-      if (inPlace) out.inPlace.push_back(lifetimes[b].first > lifetimes[static_cast<size_t>(other)].first
-                                             ? std::pair<int, int>{static_cast<int>(b), other}
-                                             : std::pair<int, int>{other, static_cast<int>(b)});
-      out.arenaBytes = std::max(out.arenaBytes, addBytes(offset, bytes));
-      placed.push_back(b);
-    }
-    return out;
-  };
-
   // Placing is a packing problem; a few orders are tried and the smallest
   // arena kept (the first of equals). Largest first, then by first use: big
   // arrays get the low offsets and the small ones fill the gaps between
@@ -146,7 +150,7 @@ MemoryPlan planMemory(const CudaModule& module, const std::vector<bool>& placedB
   for (const auto& before : orders) {
     std::vector<size_t> order = arena;
     std::sort(order.begin(), order.end(), before);
-    Placement tried = place(order);
+    Placement tried = placeInOrder(module, lifetimes, partner, order, alignment);
     if (!best || tried.arenaBytes < best->arenaBytes) best = std::move(tried);
   }
   plan.offsets = best ? std::move(best->offsets) : std::vector<int64_t>(count, MemoryPlan::kOutside);
@@ -156,14 +160,13 @@ MemoryPlan planMemory(const CudaModule& module, const std::vector<bool>& placedB
     const int p = partner[b];
     return p >= 0 && plan.offsets[b] != MemoryPlan::kOutside && plan.offsets[static_cast<size_t>(p)] == plan.offsets[b];
   };
-  const std::vector<size_t>& order = arena;
 
   for (int64_t i = -1; i <= end; ++i) {
     int64_t live = 0;
-    for (size_t b : order)
+    for (size_t b : arena)
       if (lifetimes[b].first <= i && i <= lifetimes[b].last &&
           !(sharing(b) && lifetimes[b].first == i && lifetimes[static_cast<size_t>(partner[b])].last == i))
-        live = addBytes(live, roundUp(std::max<int64_t>(module.buffers[b].bytes, 1), alignment));
+        live = addBytes(live, bytesOf(b));
     if (live > plan.peakLiveBytes) plan.peakLiveBytes = live, plan.peakLaunch = i;
   }
   for (const Lifetime& l : lifetimes) plan.lifetimes.push_back({l.first, l.last});
