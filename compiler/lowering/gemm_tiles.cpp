@@ -125,7 +125,7 @@ std::map<std::string, int64_t> splitTilesOf(const PlannedKernel& kernel, const T
 // land in one epilogue).
 double epilogueOperations(const Graph& graph, const PlannedKernel& kernel, const TensorCoreGemm& gemm) {
   const Node& c = graph.node(gemm.contraction);
-  using Expression = std::tuple<Op, int, int, int, double, std::vector<NodeId>>;
+  using Expression = std::tuple<Op, int, int, int, int, double, std::vector<NodeId>>;
   std::map<Expression, NodeId> first;  // each expression's first node
   std::map<NodeId, NodeId> same;       // a later node -> the first of its expression
   for (NodeId id : kernel.kernel.nodes) {
@@ -135,8 +135,8 @@ double epilogueOperations(const Graph& graph, const PlannedKernel& kernel, const
     if (std::any_of(c.axes.begin(), c.axes.end(), [&](const std::string& a) { return n.type.has(a); })) continue;
     std::vector<NodeId> operands;
     for (NodeId o : n.operands) operands.push_back(same.count(o) ? same.at(o) : o);
-    const Expression e{n.op, static_cast<int>(n.unary), static_cast<int>(n.binary), static_cast<int>(n.compare),
-                       n.value, std::move(operands)};
+    const Expression e{n.op,    static_cast<int>(n.unary), static_cast<int>(n.binary), static_cast<int>(n.compare),
+                       static_cast<int>(n.type.dtype), n.value, std::move(operands)};
     if (auto [it, added] = first.try_emplace(e, id); !added) same[id] = it->second;
   }
   return static_cast<double>(first.size());

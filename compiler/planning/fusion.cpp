@@ -455,9 +455,10 @@ bool Fuser::runsInOrderMerging(const std::set<int>& merged, int keep, std::vecto
   std::vector<char> present(static_cast<size_t>(groups), 0);
   for (int gr : group_)
     if (gr >= 0) present[static_cast<size_t>(into(gr))] = 1;
+  const std::vector<std::pair<int, int>>& current = currentEdges();
   std::vector<std::pair<int, int>> edges;
-  edges.reserve(edges_.size());
-  for (const auto& [p, r] : currentEdges())
+  edges.reserve(current.size());
+  for (const auto& [p, r] : current)
     if (into(p) != into(r)) edges.push_back({into(p), into(r)});
   std::sort(edges.begin(), edges.end());
   edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
