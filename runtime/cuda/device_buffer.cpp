@@ -53,6 +53,13 @@ void DeviceBuffer::copyToHost(void* destination, size_t bytes) const {
     check(driver().memcpyDtoH(destination, address_, bytes), fmt::format("cuMemcpyDtoH({} bytes)", bytes));
 }
 
+void DeviceBuffer::fillWords(size_t first, size_t count, uint32_t bits) {
+  checkFits((first + count) * 4, bytes_, "a fill of 4-byte words");
+  if (count > 0)
+    check(driver().memsetD32(address_ + first * 4, bits, count),
+          fmt::format("cuMemsetD32(word {}, {} words, {:#010x})", first, count, bits));
+}
+
 void DeviceBuffer::fillBytes(unsigned char value) {
   if (bytes_ > 0)
     check(driver().memsetD8(address_, value, bytes_), fmt::format("cuMemsetD8({} bytes, {:#04x})", bytes_, value));

@@ -78,7 +78,9 @@ struct GpuStartup {
   double loadSeconds = 0;     // the compiled kernels loaded into the context
   double allocateSeconds = 0; // device memory allocated and zeroed
   double weightsSeconds = 0;  // the model packed, uploaded and rounded to the step's copy
-  double modelWaitSeconds = 0;  // of weightsSeconds, waiting for the model still in the making
+  // Of weightsSeconds, waiting for the master weights packed beside the
+  // planning and the compiling (the model still in the making, or large).
+  double packWaitSeconds = 0;
   double contextSeconds = 0;  // the GPU's context and stream (and NCCL's communicator)
   double executorsSeconds = 0;  // the modules' executors and memory plans
   int64_t stepLaunches = 0;
@@ -133,6 +135,7 @@ class GpuTrainer final : public DeviceTrainer {
     std::string name;
     HostTensor Gpt2Weights::*member;
     int64_t offset = 0, count = 0;  // elements in the packed arrays
+    bool decays = false;            // AdamW's weight decay applies: a matrix
   };
   struct Module;
 
@@ -140,6 +143,8 @@ class GpuTrainer final : public DeviceTrainer {
   void planModules(const std::string& diagramsDir, const Target& target, int64_t B, int64_t T, bool sharded,
                    const std::set<std::string>& gradients);
   std::vector<float> packed(const std::vector<double>& perParameter) const;  // parameter order -> padded
+  std::unique_ptr<float[]> packedMaster(const Gpt2Weights& weights) const;  // the model -> padded f32
+  void setDecayMask();  // 1 over the decayed parameters' elements of the shard, 0 elsewhere
   std::vector<double> unpacked(const cuda::DeviceBuffer& buffer) const;     // padded -> parameter order
   void uploadTokens(cuda::DeviceBuffer& buffer, const std::vector<int32_t>& tokens, int64_t expected);
   void setScalar(int slot, float value);
