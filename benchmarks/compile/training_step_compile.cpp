@@ -126,8 +126,11 @@ int run(int argc, char** argv) {
   const double planning = secondsSince(start);
 
   start = std::chrono::steady_clock::now();
-  const llmc::CudaModule module =
-      llmc::emitCuda(graph, planned, target, {.storage = bf16 ? llmc::StorageType::BF16 : llmc::StorageType::F32});
+  // The gradients kept in f32, as llmc-train keeps them for its f32 master weights.
+  llmc::EmitOptions emit{.storage = bf16 ? llmc::StorageType::BF16 : llmc::StorageType::F32};
+  for (const llmc::GraphOutput& o : graph.outputs)
+    if (o.name.starts_with("grad_")) emit.f32Values.insert(o.name);
+  const llmc::CudaModule module = llmc::emitCuda(graph, planned, target, emit);
   const double emission = secondsSince(start);
 
   std::vector<llmc::cuda::KernelSource> sources = llmc::cuda::kernelSources(module, arch);

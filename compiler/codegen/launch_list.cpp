@@ -3,11 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <stdexcept>
 
 #include "analysis/streamability.h"
 #include "analysis/strided_view.h"
 #include "codegen/cuda_kernel_writer.h"
+#include "codegen/output_parts.h"
 #include "planning/fusion.h"
 #include "ir/print.h"
 
@@ -345,7 +347,8 @@ class LaunchPlanner {
 
   // Graph outputs that are views or constants: copied into an array of their
   // own, by a launch counted with the kernel that writes what it reads (its
-  // time a helper's, emit_cuda.cpp). A block copies at least
+  // time a helper's, emit_cuda.cpp), but where the output is its source's
+  // bytes (sameBytes) or its parts' (output_parts.h). A block copies at least
   // kCopyElementsPerBlock elements, whole innermost axes first, so that its
   // accesses coalesce and a small head dimension is no grid of tiny blocks.
   static constexpr int64_t kCopyElementsPerBlock = 4096;
@@ -357,6 +360,7 @@ class LaunchPlanner {
         continue;
       }
       list_.stored.insert(o.node);
+      if (placeParts(o)) continue;
       ScheduledLaunch copy;
       copy.plan.name = fmt::format("copy_{}", name(o.node));
       copy.plan.outputs = {o.node};
@@ -373,6 +377,29 @@ class LaunchPlanner {
       }
       plans_.push_back(copy);
     }
+  }
+
+  // Each part of an output concatenated from parts along its first axis
+  // written where it lies in the output, with no copy (output_parts.h):
+  // true where `o` is one. Parts kept in f32 (atomics' sums, statistics)
+  // cannot lie in an output stored in bf16; an output kept in f32 keeps its
+  // parts so.
+  bool placeParts(const GraphOutput& o) {
+    std::vector<int> readers(g_.nodes.size(), 0);
+    for (const Node& n : g_.nodes)
+      for (NodeId x : n.operands) ++readers[static_cast<size_t>(x)];
+    const bool f32 = options_.storage == StorageType::F32 || options_.f32Values.count(o.name) > 0;
+    std::set<NodeId> excluded;
+    for (const auto& [output, source] : aliasOf_) excluded.insert(source);
+    if (!f32) {
+      for (const std::set<NodeId>* kept : {&atomics_, &gridSums_, &splitSums_}) excluded.insert(kept->begin(), kept->end());
+      for (NodeId id : list_.stored)
+        if (isStatistic(g_, id) || g_.node(id).type.axes.empty()) excluded.insert(id);
+    }
+    for (const auto& [part, where] : partOf_) excluded.insert(part);
+    const std::vector<OutputPart> parts = partsInPlace(g_, o.node, list_.stored, excluded, readers);
+    for (const OutputPart& p : parts) partOf_[p.array] = {o.node, p.offsetElements};
+    return !parts.empty();
   }
 
   // The stored array whose bytes an output that is a view holds as they lie
@@ -457,13 +484,17 @@ class LaunchPlanner {
             o = g_.node(o).operands[0];
     for (NodeId id : list_.stored)
       if (g_.node(id).type.axes.empty() || (isStatistic(g_, id) && !contracted.count(id))) keptWhole.insert(id);
+    for (const auto& [part, where] : partOf_)
+      if (keptWhole.count(where.first)) keptWhole.insert(part);
     auto storageOfValue = [&](NodeId id) {
       return storageOf(g_.node(id).type.dtype, keptWhole.count(id) ? StorageType::F32 : options_.storage,
                        atomics_.count(id) > 0 || gridSums_.count(id) > 0 || splitSums_.count(id) > 0);
     };
     for (NodeId id : list_.stored) list_.arrays[id] = {"g_" + name(id), storageOfValue(id).ctype};
-    auto addBuffer = [&](NodeId id) {
+    std::function<void(NodeId)> addBuffer = [&](NodeId id) {
       if (list_.bufferOf.count(id)) return;
+      const auto part = partOf_.find(id);
+      if (part != partOf_.end()) addBuffer(part->second.first);  // the output first: its first part's write
       const Node& n = g_.node(id);
       Storage s = storageOfValue(id);
       BufferDesc b;
@@ -477,6 +508,12 @@ class LaunchPlanner {
       b.graphInput = n.op == Op::Input;
       for (const GraphOutput& o : g_.outputs)
         if (o.node == id || (aliasOf_.count(o.node) && aliasOf_.at(o.node) == id)) b.graphOutputs.push_back(o.name);
+      if (part != partOf_.end()) {
+        b.within = list_.bufferOf.at(part->second.first);
+        b.withinOffset = part->second.second;
+        if (list_.buffers[static_cast<size_t>(b.within)].ctype != b.ctype)
+          throw std::logic_error(fmt::format("emit cuda: part {} is stored unlike the output it lies in", b.name));
+      }
       list_.bufferOf[id] = static_cast<int>(list_.buffers.size());
       list_.buffers.push_back(b);
     };
@@ -494,6 +531,7 @@ class LaunchPlanner {
   std::set<NodeId> cleared_;    // arrays a clear launch zeroes (one each)
   std::set<NodeId> gridSums_;   // isGridSum's outputs: accumulated by atomics too
   std::map<NodeId, NodeId> aliasOf_;  // outputs held by their source's buffer (sameBytes)
+  std::map<NodeId, std::pair<NodeId, int64_t>> partOf_;  // part -> (the output it lies in, its offset): placeParts
   std::set<NodeId> splitSums_;  // outputs of split-K launches: likewise
 };
 
@@ -520,7 +558,9 @@ std::string describeLaunchList(const Graph& graph, const LaunchList& list) {
     const BufferDesc& b = list.buffers[i];
     out += fmt::format("buffer {} {}: {}[", i, b.name, b.dtype);
     for (size_t k = 0; k < b.axes.size(); ++k) out += fmt::format("{}{}:{}", k ? " " : "", b.axes[k].name, b.axes[k].size);
-    out += fmt::format("], {} bytes{}\n", b.bytes, b.graphInput ? ", graph input" : "");
+    out += fmt::format("], {} bytes{}", b.bytes, b.graphInput ? ", graph input" : "");
+    if (b.within >= 0) out += fmt::format(", in {} from element {}", list.buffers[static_cast<size_t>(b.within)].name, b.withinOffset);
+    out += "\n";
   }
   return out;
 }

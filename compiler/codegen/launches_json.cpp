@@ -10,7 +10,7 @@ nlohmann::json launchesToJson(const CudaModule& module) {
     return out;
   };
   json buffers = json::array();
-  for (const BufferDesc& b : module.buffers)
+  for (const BufferDesc& b : module.buffers) {
     buffers.push_back({{"name", b.name},
                        {"node", b.node},
                        {"dtype", b.dtype},
@@ -19,6 +19,8 @@ nlohmann::json launchesToJson(const CudaModule& module) {
                        {"bytes", b.bytes},
                        {"graph_input", b.graphInput},
                        {"graph_outputs", b.graphOutputs}});
+    if (b.within >= 0) buffers.back()["within"] = {{"buffer", b.within}, {"offset_elements", b.withinOffset}};
+  }
   json launches = json::array();
   for (const KernelLaunch& l : module.launches) {
     json params = json::array();

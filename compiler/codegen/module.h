@@ -43,6 +43,12 @@ struct BufferDesc {
   int64_t bytes = 0;
   bool graphInput = false;  // the runtime fills it before the first launch
   std::vector<std::string> graphOutputs;  // graph outputs it holds (an output may be an input)
+  // A part of another buffer's array (codegen/output_parts.h): its elements
+  // lie in buffer `within` from element `withinOffset` on (of that buffer's
+  // type, which is this one's), where the launches that write this one write
+  // them; it has no memory of its own. -1: a buffer of its own.
+  int within = -1;
+  int64_t withinOffset = 0;
 };
 
 // One parameter of a launch: a pointer into a buffer.

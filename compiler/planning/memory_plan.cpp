@@ -83,8 +83,13 @@ MemoryPlan planMemory(const CudaModule& module, const std::vector<bool>& placedB
   const int64_t end = static_cast<int64_t>(module.launches.size());
 
   std::vector<Lifetime> lifetimes(count);
+  // A part of another buffer (BufferDesc::within) lives as that one's bytes.
+  auto holder = [&](int buffer) {
+    const int within = module.buffers.at(static_cast<size_t>(buffer)).within;
+    return within >= 0 ? within : buffer;
+  };
   auto touch = [&](int buffer, int64_t launch) {
-    Lifetime& l = lifetimes.at(static_cast<size_t>(buffer));
+    Lifetime& l = lifetimes.at(static_cast<size_t>(holder(buffer)));
     l.first = l.first < 0 ? launch : std::min(l.first, launch);
     l.last = std::max(l.last, launch);
   };
@@ -101,7 +106,7 @@ MemoryPlan planMemory(const CudaModule& module, const std::vector<bool>& placedB
   MemoryPlan plan;
   std::vector<size_t> arena;  // the arrays the plan places
   for (size_t b = 0; b < count; ++b)
-    if (!placedByCaller[b] && lifetimes[b].first <= lifetimes[b].last) arena.push_back(b);
+    if (!placedByCaller[b] && module.buffers[b].within < 0 && lifetimes[b].first <= lifetimes[b].last) arena.push_back(b);
   auto bytesOf = [&](size_t b) { return roundUp(std::max<int64_t>(module.buffers[b].bytes, 1), alignment); };
 
   // An output its first launch may write over an input whose last use that launch is
@@ -111,6 +116,7 @@ MemoryPlan planMemory(const CudaModule& module, const std::vector<bool>& placedB
   for (int64_t i = 0; i < end; ++i)
     for (const auto& [output, input] : module.launches[static_cast<size_t>(i)].inPlace) {
       const size_t o = static_cast<size_t>(output), x = static_cast<size_t>(input);
+      if (module.buffers[o].within >= 0 || module.buffers[x].within >= 0) continue;  // bytes of another's
       if (lifetimes[o].first != i || lifetimes[x].last != i || module.buffers[o].bytes != module.buffers[x].bytes) continue;
       if (!placedByCaller[o] && !placedByCaller[x] && partner[o] < 0 && partner[x] < 0)  // the first pair each may join
         partner[o] = input, partner[x] = output;
@@ -169,7 +175,10 @@ MemoryPlan planMemory(const CudaModule& module, const std::vector<bool>& placedB
         live = addBytes(live, bytesOf(b));
     if (live > plan.peakLiveBytes) plan.peakLiveBytes = live, plan.peakLaunch = i;
   }
-  for (const Lifetime& l : lifetimes) plan.lifetimes.push_back({l.first, l.last});
+  for (size_t b = 0; b < count; ++b) {
+    const Lifetime& l = lifetimes[static_cast<size_t>(holder(static_cast<int>(b)))];
+    plan.lifetimes.push_back({l.first, l.last});
+  }
   return plan;
 }
 

@@ -39,7 +39,9 @@ struct MemoryPlan {
 };
 
 // `placedByCaller[i]`: buffer i lives outside the arena (parameters,
-// gradients, token batches the caller owns). Offsets are multiples of
+// gradients, token batches the caller owns). A buffer that lies within
+// another (BufferDesc::within) is placed with it, kOutside itself, and its
+// launches keep the other alive. Offsets are multiples of
 // `alignment` bytes (TMA wants 16; 256 keeps every array on its own sectors).
 MemoryPlan planMemory(const CudaModule& module, const std::vector<bool>& placedByCaller, int64_t alignment = 256);
 

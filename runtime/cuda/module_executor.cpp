@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "launch_tensor_map.h"
@@ -80,6 +81,13 @@ void ModuleExecutor::setArena(CUdeviceptr arena, size_t bytes) {
   addresses_.assign(module_.buffers.size(), 0);
   for (size_t b = 0; b < module_.buffers.size(); ++b)
     addresses_[b] = bound_[b] ? bound_[b] : arena + static_cast<CUdeviceptr>(plan_.offsets[b]);
+  // A part of another buffer's array (an output's part) where it lies there.
+  for (size_t b = 0; b < module_.buffers.size(); ++b)
+    if (const int within = module_.buffers[b].within; within >= 0) {
+      const BufferDesc& holder = module_.buffers.at(static_cast<size_t>(within));
+      addresses_[b] = addresses_[static_cast<size_t>(within)] +
+                      static_cast<CUdeviceptr>(module_.buffers[b].withinOffset * (holder.bytes / std::max<int64_t>(holder.elements, 1)));
+    }
 
   arguments_.clear();
   arguments_.resize(module_.launches.size());

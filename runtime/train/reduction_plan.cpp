@@ -19,10 +19,21 @@ ReductionPlan planReduction(const CudaModule& module, const std::set<std::string
     return std::any_of(b.graphOutputs.begin(), b.graphOutputs.end(),
                        [&](const std::string& name) { return gradientOutputs.count(name) > 0; });
   };
+  // The parts that lie in a gradient's array (BufferDesc::within: a stacked
+  // parameter's gradient, each layer's written where it lies).
+  std::vector<std::vector<int>> within(module.buffers.size());
+  for (size_t b = 0; b < module.buffers.size(); ++b)
+    if (module.buffers[b].within >= 0) within[static_cast<size_t>(module.buffers[b].within)].push_back(static_cast<int>(b));
   // The arrays to average, each with the launch after which it is final.
   std::vector<std::pair<size_t, int>> ready;  // (last writer, buffer)
   for (size_t g = 0; g < module.buffers.size(); ++g) {
-    if (!isGradient(module.buffers[g]) || writers[g].empty()) continue;
+    if (!isGradient(module.buffers[g])) continue;
+    if (!within[g].empty()) {
+      for (int b : within[g])
+        if (!writers[static_cast<size_t>(b)].empty()) ready.push_back({writers[static_cast<size_t>(b)].back(), b});
+      continue;
+    }
+    if (writers[g].empty()) continue;
     std::vector<int> parts;
     if (writers[g].size() == 1 && module.launches[writers[g][0]].role == "copy") {
       for (const LaunchParam& p : module.launches[writers[g][0]].params) {

@@ -2,11 +2,12 @@
 // which of its launches wait for them (ZeRO-0, overlapped_reduction.h runs
 // the plan), derived from the step's launches rather than from names:
 //
-//  - a gradient output written by one copy launch from arrays that nothing
-//    else reads (the per-layer gradients that autodiff stacks back into an
-//    [l, ...] array with a concat) is averaged array by array, each as soon
-//    as its last writer has run, so layer l's gradients travel while the
-//    layers before it are differentiated; the copy waits for them;
+//  - a gradient output made of parts (the per-layer gradients that autodiff
+//    stacks back into an [l, ...] array with a concat), each written where it
+//    lies in the output (BufferDesc::within) or copied there by one launch
+//    from arrays that nothing else reads, is averaged part by part, each as
+//    soon as its last writer has run, so layer l's gradients travel while the
+//    layers before it are differentiated; a copy waits for them;
 //  - any other gradient output is averaged whole after its last writer.
 //
 // The arrays go in buckets of at least `bucketBytes`, in the order they

@@ -18,13 +18,14 @@ using llmc::testing::CacheTempDir;
 namespace {
 
 // A GPT-2 training step small enough to plan in a moment; its GEMMs carry
-// tensor maps, its scatter-adds clear launches.
+// tensor maps, its scatter-adds clear launches, its weight gradients parts
+// that lie within their outputs.
 llmc::CudaModule plannedStep() {
   const llmc::Target target = llmc::loadTarget("sm_90a");
   llmc::PipelineOptions p;
   p.path = std::string(LLMC_SOURCE_DIR) + "/diagrams/gpt2/model.dg";
   p.entry = "gpt2";
-  p.sizes = {{"B", 2}, {"T", 64}, {"maxT", 64}, {"L", 1}, {"C", 64}, {"H", 2}, {"V", 100}, {"Vp", 128}};
+  p.sizes = {{"B", 2}, {"T", 64}, {"maxT", 64}, {"L", 2}, {"C", 64}, {"H", 2}, {"V", 100}, {"Vp", 128}};
   p.grad = true;
   p.target = &target;
   const llmc::Graph g = llmc::compileToIR(p);
@@ -38,7 +39,7 @@ void requireSame(const llmc::CudaModule& a, const llmc::CudaModule& b) {
     const auto &x = a.buffers[i], &y = b.buffers[i];
     CHECK((x.node == y.node && x.name == y.name && x.dtype == y.dtype && x.ctype == y.ctype && x.axes == y.axes &&
            x.elements == y.elements && x.bytes == y.bytes && x.graphInput == y.graphInput &&
-           x.graphOutputs == y.graphOutputs));
+           x.graphOutputs == y.graphOutputs && x.within == y.within && x.withinOffset == y.withinOffset));
   }
   REQUIRE(a.launches.size() == b.launches.size());
   for (size_t i = 0; i < a.launches.size(); ++i) {
@@ -66,6 +67,8 @@ TEST_CASE("a module comes back from JSON whole", "[module_cache]") {
   const llmc::CudaModule module = plannedStep();
   REQUIRE(std::any_of(module.launches.begin(), module.launches.end(), [](const auto& l) { return !l.tensorMaps.empty(); }));
   REQUIRE(std::any_of(module.launches.begin(), module.launches.end(), [](const auto& l) { return !l.inPlace.empty(); }));
+  // The weight gradients of the two layers lie in their stacked outputs.
+  REQUIRE(std::any_of(module.buffers.begin(), module.buffers.end(), [](const auto& b) { return b.within >= 0 && b.withinOffset > 0; }));
   requireSame(module, llmc::cuda::moduleFromJson(llmc::cuda::moduleToJson(module)));
 }
 

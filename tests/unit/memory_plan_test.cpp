@@ -246,3 +246,27 @@ TEST_CASE("GPT-2's optimizer may update its master weights and moments in place"
     CHECK_FALSE(callerMayShare(m, plan, "w", "w_next"));  // an input is never written over an output
   }
 }
+
+TEST_CASE("a part that lies within another buffer is placed with it and keeps it alive", "[memory_plan]") {
+  // Buffer 0 holds parts 1 and 2 (written by launches 1 and 3); buffer 3 is
+  // alive at launches 0 and 1 only, buffer 4 at launch 2 only.
+  CudaModule m = syntheticModule({4096, 2048, 2048, 4096, 4096}, {{3}, {3, 1}, {4}, {2}});
+  m.buffers[1].within = 0, m.buffers[1].withinOffset = 0;
+  m.buffers[2].within = 0, m.buffers[2].withinOffset = 512;
+  for (BufferDesc& d : m.buffers) d.elements = d.bytes / 4;
+  const MemoryPlan plan = planMemory(m, std::vector<bool>(m.buffers.size(), false));
+  CHECK(plan.offsets[1] == MemoryPlan::kOutside);
+  CHECK(plan.offsets[2] == MemoryPlan::kOutside);
+  REQUIRE(plan.offsets[0] != MemoryPlan::kOutside);
+  // Buffer 0 lives from its first part's write (launch 1) to the last (launch 3).
+  CHECK(plan.lifetimes[0] == std::pair<int64_t, int64_t>{1, 3});
+  CHECK(plan.lifetimes[2] == plan.lifetimes[0]);
+  // So it shares no byte with 3 (launch 1) or 4 (launch 2); 3 and 4 may share.
+  auto apart = [&](size_t a, size_t b) {
+    return plan.offsets[a] + m.buffers[a].bytes <= plan.offsets[b] || plan.offsets[b] + m.buffers[b].bytes <= plan.offsets[a];
+  };
+  CHECK(apart(0, 3));
+  CHECK(apart(0, 4));
+  CHECK(plan.arenaBytes == 8192);
+  CHECK(plan.separateBytes == 3 * 4096);
+}

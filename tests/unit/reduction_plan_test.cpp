@@ -15,7 +15,7 @@ using namespace llmc;
 
 namespace {
 
-CudaModule layerStackStep(int64_t layers) {
+CudaModule layerStackStep(int64_t layers, const EmitOptions& emit = {}) {
   static const Target target = loadTarget("sm_90a");
   PipelineOptions p;
   p.path = testing::repoPath("tests/diagrams/layer_stack.dg");
@@ -23,7 +23,7 @@ CudaModule layerStackStep(int64_t layers) {
   p.grad = true;
   p.target = &target;
   const Graph g = compileToIR(p);
-  return emitCuda(g, planKernels(g, target, p.cost), target, {});
+  return emitCuda(g, planKernels(g, target, p.cost), target, emit);
 }
 
 int bufferNamed(const CudaModule& m, const std::string& name) {
@@ -114,4 +114,25 @@ TEST_CASE("a gradient output without stacked sources is averaged whole after its
   REQUIRE(plan.buckets.size() == 1);
   CHECK(plan.buckets[0].buffers == std::vector<int>{s});
   requireSound(m, plan, m.buffers[static_cast<size_t>(s)].elements);
+}
+
+TEST_CASE("per-layer gradients that lie in their stacked output are averaged where they lie", "[overlapped_reduction]") {
+  // As llmc-train emits its step: the gradients kept in f32, so that every
+  // layer's (a matmul's, a sum's) is stored as its output is and written
+  // where it lies there (BufferDesc::within), with no copy.
+  EmitOptions emit;
+  emit.f32Values = {"grad_w", "grad_b"};
+  const CudaModule m = layerStackStep(3, emit);
+  for (const KernelLaunch& l : m.launches) CHECK(l.role != "copy");
+  const int w = bufferNamed(m, "grad_w"), b = bufferNamed(m, "grad_b");
+  const ReductionPlan plan = planReduction(m, {"grad_w", "grad_b"}, 1);
+  requireSound(m, plan, m.buffers[static_cast<size_t>(w)].elements + m.buffers[static_cast<size_t>(b)].elements);
+  // Three parts of each, averaged one by one as the backward finishes them.
+  std::map<int, int> parts;
+  for (const ReductionPlan::Bucket& bucket : plan.buckets)
+    for (int p : bucket.buffers) ++parts[m.buffers[static_cast<size_t>(p)].within];
+  CHECK(parts == std::map<int, int>{{w, 3}, {b, 3}});
+  // The first layer's are final with the step's last launch; the others before.
+  CHECK(plan.overlappedBytes > 0);
+  CHECK(plan.overlappedBytes < plan.bytes);
 }
