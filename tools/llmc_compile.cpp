@@ -78,6 +78,13 @@ options:
   --device NAME       a device of the arch's file (H100-SXM, H200, ...)
   --storage f32|bf16  how floats are stored in memory, for the model and the
                       CUDA (default bf16)
+  --f32 LIST          under bf16 storage, the graph inputs and outputs named in
+                      LIST (comma-separated; NAME* names those starting with
+                      NAME) stored in f32, as llmc-train keeps its gradients
+                      for its f32 master weights: --f32 'grad_*'
+  --caller-memory     with --emit memory: the graph's inputs and outputs live
+                      in memory the caller places (as llmc-train places its
+                      parameters, gradients and tokens); the arena holds the rest
   --json              with --emit perf: the report as JSON
   --measured FILE     with --emit perf or report: set each kernel's measured
                       time (a step_kernels_bench --json file of the same plan)
@@ -164,6 +171,8 @@ struct Invocation {
   int drawDepth = -1;      // --emit dot, svg: calls deeper than this drawn as one box (-1: none)
   llmc::CostOptions cost;
   bool comments = true;
+  std::vector<std::string> f32Names;  // --f32: names, or prefixes ending in *
+  bool callerMemory = false;          // --caller-memory
 
   // The outputs made from kernels, which are planned for a target.
   bool needsTarget() const {
@@ -195,6 +204,9 @@ void checkInvocation(const Invocation& in) {
     usageError("--measured goes with --emit perf or report");
   if ((!in.perfLayout.groupings.empty() || in.perfLayout.slowestFirst) && (in.emit != "perf" || in.json))
     usageError("--group-by and --sort go with --emit perf, as text (the JSON has every kernel's path, pass and engine)");
+  if (in.callerMemory && in.emit != "memory") usageError("--caller-memory goes with --emit memory");
+  if (!in.f32Names.empty() && !in.needsTarget())
+    usageError("--f32 goes with an --emit of the planned kernels (pseudocode, perf, cuda, launches, ptx, memory, ...)");
   if (in.drawDepth >= 0 && !isOneOf(in.emit, {"dot", "svg", "dot-plan", "svg-plan", "report"}))
     usageError("--depth goes with --emit dot, svg, dot-plan, svg-plan or report");
   const std::string& dumpAfter = options.reporting.dumpAfter;
@@ -252,6 +264,17 @@ std::optional<Invocation> parseCommandLine(int argc, char** argv) {
       in.arch = value();
     } else if (arg == "--device") {
       in.device = value();
+    } else if (arg == "--f32") {
+      const std::string list = value();
+      for (size_t at = 0; at <= list.size();) {
+        const size_t end = std::min(list.find(',', at), list.size());
+        if (end > at) in.f32Names.push_back(list.substr(at, end - at));
+        at = end + 1;
+      }
+      if (in.f32Names.empty()) usageError("--f32 expects names of graph inputs or outputs, comma-separated");
+    } else if (arg == "--caller-memory") {
+      args.takesNoValue();
+      in.callerMemory = true;
     } else if (arg == "--storage") {
       std::string storage = value();
       if (storage != "f32" && storage != "bf16") usageError("--storage expects f32 or bf16");
@@ -418,11 +441,33 @@ std::string htmlReport(const Invocation& in, const llmc::Graph& graph, const std
   return llmc::htmlReport(graph, kernels, target, inputs);
 }
 
+// The graph inputs and outputs --f32 names; a name it gives that matches none
+// is a usage error.
+std::set<std::string> f32Values(const Invocation& in, const llmc::Graph& graph) {
+  std::vector<std::string> names;
+  for (llmc::NodeId id : graph.inputs) names.push_back(graph.node(id).name);
+  for (const llmc::GraphOutput& o : graph.outputs) names.push_back(o.name);
+  std::set<std::string> out;
+  for (const std::string& pattern : in.f32Names) {
+    const bool prefix = pattern.back() == '*';
+    const std::string stem = prefix ? pattern.substr(0, pattern.size() - 1) : pattern;
+    bool matched = false;
+    for (const std::string& name : names)
+      if (prefix ? name.starts_with(stem) : name == stem) out.insert(name), matched = true;
+    if (!matched)
+      usageError(fmt::format("--f32 {}: no input or output of {} is {}", pattern, graph.name,
+                             prefix ? fmt::format("named {}...", stem) : fmt::format("named {}", stem)));
+  }
+  return out;
+}
+
 // What the back end's stages made, as --emit asks (an output that needs a target).
 std::string backendOutput(const Invocation& in, const llmc::Graph& graph, const llmc::Target& target) {
   llmc::BackendOptions backend;
   backend.cost = in.cost;
   backend.emit = llmc::emitOptionsFor(in.cost);
+  backend.emit.f32Values = f32Values(in, graph);
+  backend.callerMemory = in.callerMemory;
   backend.until = isOneOf(in.emit, {"pseudocode", "perf", "dot-plan", "svg-plan", "report"}) ? "unfuse"
                   : in.emit == "memory"                                                    ? "memory"
                                                                                            : "write";

@@ -120,7 +120,8 @@ Backend compileBackend(const Graph& graph, const Target& target, const BackendOp
   after("write", [&] { return launchesToJson(*out.module).dump(2) + "\n"; });
   if (last < stageIndex("memory")) return out;
   out.memory = stages.run("memory", [&] {
-    return planMemory(*out.module, std::vector<bool>(out.module->buffers.size(), false));
+    return planMemory(*out.module, options.callerMemory ? graphInputsAndOutputs(*out.module)
+                                                        : std::vector<bool>(out.module->buffers.size(), false));
   });
   after("memory", [&] { return describeMemoryPlan(*out.module, *out.memory); });
   return out;

@@ -25,6 +25,9 @@ struct BackendOptions {
   // The last stage to run; the later ones are left out. The stage
   // reporting.dumpAfter names runs even when it comes later.
   std::string until = "memory";
+  // The memory stage: the graph's inputs and outputs placed by the caller
+  // (a trainer's parameters, gradients and tokens), outside the arena.
+  bool callerMemory = false;
   PassReporting reporting;
 };
 
