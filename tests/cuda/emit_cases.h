@@ -28,6 +28,10 @@ struct EmitCase {
   // checked).
   int tensorCoreLaunches = -1;
   std::vector<std::string> wrt = {};  // with grad: differentiate against these inputs (empty: the params)
+  // Under bf16 storage, the gradient outputs (grad_*) stored in f32, as
+  // llmc-train keeps them: the stacked ones' parts, sums included, are then
+  // written within them (codegen/output_parts.h).
+  bool gradientsInF32 = false;
 };
 
 // The source tree: $LLMC_SOURCE_DIR (a copy on another machine), else the
@@ -61,6 +65,8 @@ inline std::vector<EmitCase> gpt2Cases() {
       {"gpt2 logits, one row", "diagrams/gpt2/model.dg", "gpt2_logits", one, false, tokens, 0.1},
       {"gpt2 training step, small", "diagrams/gpt2/model.dg", "gpt2", small, true, tokens, 0.1, -1},
       {"gpt2 training step, odd sizes", "diagrams/gpt2/model.dg", "gpt2", odd, true, tokens, 0.1},
+      {"gpt2 training step, odd sizes, gradients in f32", "diagrams/gpt2/model.dg", "gpt2", odd, true, tokens, 0.1,
+       -1, {}, true},
   };
 }
 

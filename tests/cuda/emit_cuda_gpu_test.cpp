@@ -77,7 +77,10 @@ void runCase(const EmitCase& c, bool bf16, const std::string& arch, const cuda::
   pipeline.target = &target;
   pipeline.cost = cost;
   llmc::Graph graph = llmc::compileToIR(pipeline);
-  const llmc::EmitOptions emit{.storage = bf16 ? llmc::StorageType::BF16 : llmc::StorageType::F32};
+  llmc::EmitOptions emit{.storage = bf16 ? llmc::StorageType::BF16 : llmc::StorageType::F32};
+  if (c.gradientsInF32)
+    for (const llmc::GraphOutput& o : graph.outputs)
+      if (o.name.starts_with("grad_")) emit.f32Values.insert(o.name);
   llmc::CudaModule module = llmc::emitCuda(graph, llmc::lowerKernels(graph, target, cost, emit), target, emit);
   // Each launch is its own translation unit, compiled in parallel (no cache:
   // every run compiles what it tests).

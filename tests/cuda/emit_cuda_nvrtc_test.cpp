@@ -37,7 +37,11 @@ int compilesEverywhere(const EmitCase& c, bool tensorCores = false) {
       pipeline.target = &target;
       pipeline.cost = cost;
       llmc::Graph graph = llmc::compileToIR(pipeline);
-      llmc::CudaModule module = llmc::emitCuda(graph, llmc::lowerKernels(graph, target, cost, {.storage = storage}), target, {.storage = storage});
+      llmc::EmitOptions emit{.storage = storage};
+      if (c.gradientsInF32)
+        for (const llmc::GraphOutput& o : graph.outputs)
+          if (o.name.starts_with("grad_")) emit.f32Values.insert(o.name);
+      llmc::CudaModule module = llmc::emitCuda(graph, llmc::lowerKernels(graph, target, cost, emit), target, emit);
       const std::string what = fmt::format("{} for {}, {} storage", c.name, arch,
                                            storage == llmc::StorageType::BF16 ? "bf16" : "f32");
       INFO(what);
