@@ -52,7 +52,6 @@ class CudaError : public std::runtime_error {
   X(memcpyHtoD, cuMemcpyHtoD, 3020)                          \
   X(memcpyDtoH, cuMemcpyDtoH, 3020)                          \
   X(memsetD8, cuMemsetD8, 3020)                              \
-  X(memsetD32, cuMemsetD32, 3020)                            \
   X(memGetInfo, cuMemGetInfo, 3020)                          \
   X(memcpyHtoDAsync, cuMemcpyHtoDAsync, 3020)                \
   X(memcpyDtoHAsync, cuMemcpyDtoHAsync, 3020)                \

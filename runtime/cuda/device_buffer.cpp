@@ -53,11 +53,11 @@ void DeviceBuffer::copyToHost(void* destination, size_t bytes) const {
     check(driver().memcpyDtoH(destination, address_, bytes), fmt::format("cuMemcpyDtoH({} bytes)", bytes));
 }
 
-void DeviceBuffer::fillWords(size_t first, size_t count, uint32_t bits) {
-  checkFits((first + count) * 4, bytes_, "a fill of 4-byte words");
+void DeviceBuffer::fillBytes(size_t first, size_t count, unsigned char value) {
+  if (first > bytes_ || count > bytes_ - first)
+    throw std::invalid_argument(fmt::format("a fill of bytes {}..{} of a buffer of {}", first, first + count, bytes_));
   if (count > 0)
-    check(driver().memsetD32(address_ + first * 4, bits, count),
-          fmt::format("cuMemsetD32(word {}, {} words, {:#010x})", first, count, bits));
+    check(driver().memsetD8(address_ + first, value, count), fmt::format("cuMemsetD8(byte {}, {} bytes, {:#04x})", first, count, value));
 }
 
 void DeviceBuffer::fillBytes(unsigned char value) {

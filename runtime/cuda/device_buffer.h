@@ -3,7 +3,6 @@
 #pragma once
 
 #include <cstddef>
-#include <cstdint>
 #include <span>
 
 #include "cuda_driver.h"
@@ -29,9 +28,8 @@ class DeviceBuffer {
   // Sets every byte to `value`: 0xFF poisons floats with NaN before a kernel
   // that should overwrite them.
   void fillBytes(unsigned char value);
-  // Sets `count` 4-byte words from word `first` on to `bits` (a float's:
-  // std::bit_cast<uint32_t>(1.0f)), past the end refused.
-  void fillWords(size_t first, size_t count, uint32_t bits);
+  // Sets `count` bytes from byte `first` on to `value`, past the end refused.
+  void fillBytes(size_t first, size_t count, unsigned char value);
 
   template <typename T>
   void upload(std::span<const T> values) {

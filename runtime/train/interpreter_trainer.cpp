@@ -96,7 +96,7 @@ double InterpreterTrainer::optimizerStep(const OptimizerSettings& s) {
       {"g", HostTensor{flat, gradient_}},
       {"m", HostTensor{flat, state_.m}},
       {"v", HostTensor{flat, state_.v}},
-      {"decay_mask", HostTensor{flat, decayMask_}},
+      {"decay_mask", HostTensor{Type{DType::Bool, flat.axes}, decayMask_}},
       {"lr", scalar(s.learningRate)},
       {"beta1", scalar(s.beta1)},
       {"beta2", scalar(s.beta2)},

@@ -1,11 +1,10 @@
 // Kernels compiled by the JIT, loaded and run on the GPU, checked against the
 // CPU: a vectorised saxpy over 10M floats (from its CUBIN, and from PTX that
 // the driver compiles), and a kernel using more than 48 KiB of dynamic shared
-// memory; and DeviceBuffer::fillWords. Output buffers are poisoned with NaN
+// memory; and DeviceBuffer::fillBytes over a range. Output buffers are poisoned with NaN
 // first. Exits 77 (ctest: skipped) when there is no driver or GPU.
 #include <fmt/format.h>
 
-#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -126,25 +125,25 @@ void checkReverseChunks(cuda::Kernel& reverse, const cuda::Context& context, Che
                                         smem / 1024, wrong, out.size()));
 }
 
-// DeviceBuffer::fillWords: a float's bits over a range at an odd word, the
-// words around it as filled before (the trainer's decay mask is set so).
-void checkFillWords(Checks& checks) {
+// DeviceBuffer::fillBytes over a range at an odd byte, the bytes around it
+// as filled before (the trainer's decay mask is set so).
+void checkFillByteRange(Checks& checks) {
   const size_t n = 1000003, first = 77, count = 500001;
-  cuda::DeviceBuffer buffer(n * sizeof(float));
+  cuda::DeviceBuffer buffer(n);
   buffer.fillBytes(0);
-  buffer.fillWords(first, count, std::bit_cast<uint32_t>(1.5f));
-  std::vector<float> host(n, -1.0f);
-  buffer.download(std::span<float>(host));
+  buffer.fillBytes(first, count, 1);
+  std::vector<unsigned char> host(n, 7);
+  buffer.download(std::span<unsigned char>(host));
   size_t wrong = 0;
-  for (size_t i = 0; i < n; ++i) wrong += host[i] != (i >= first && i < first + count ? 1.5f : 0.0f);
+  for (size_t i = 0; i < n; ++i) wrong += host[i] != (i >= first && i < first + count ? 1 : 0);
   bool refused = false;
   try {
-    buffer.fillWords(n - 1, 2, 0);
+    buffer.fillBytes(n - 1, 2, 0);
   } catch (const std::exception&) {
     refused = true;
   }
-  checks.expect(wrong == 0 && refused,
-                fmt::format("fillWords: {} wrong of {}; a fill past the end {}", wrong, n, refused ? "refused" : "NOT refused"));
+  checks.expect(wrong == 0 && refused, fmt::format("fillBytes over a range: {} wrong of {}; a fill past the end {}",
+                                                   wrong, n, refused ? "refused" : "NOT refused"));
 }
 
 }  // namespace
@@ -171,7 +170,7 @@ int main() {
     cuda::LoadedKernels kernels(again.kernels);
     checkSaxpy(kernels["saxpy"], fmt::format("CUBIN for {}", context->arch()), checks);
     checkReverseChunks(kernels["reverse_chunks"], *context, checks);
-    checkFillWords(checks);
+    checkFillByteRange(checks);
 
     // A CUBIN for an older architecture does not run here: the loader falls
     // back to its PTX, which the driver compiles for this GPU.
