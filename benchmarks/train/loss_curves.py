@@ -19,6 +19,7 @@ output) without running anything. A CPU smoke test: --device cpu --only llmc -e 
 --init-arg=16 --init-arg=--heads --init-arg=1 -b 2 -t 12 -x 30 (tests/train/loss_curves.sh).
 """
 import argparse
+import glob
 import os
 import re
 import subprocess
@@ -36,10 +37,13 @@ def llmc_losses(path):
     main.log numbers the steps from 0, as llm.c's does; the steps here count from 1, as the step lines do."""
     out = {}
     with open(path) as f:
-        for line in f:
+        for number, line in enumerate(f, 1):
             fields = dict(p.split(":", 1) for p in line.split() if ":" in p)
             if "s" in fields and "trl" in fields:
-                out[int(fields["s"]) + 1] = float(fields["trl"])
+                try:
+                    out[int(fields["s"]) + 1] = float(fields["trl"])
+                except ValueError:
+                    sys.exit(f"loss_curves.py: {path}:{number}: not a step and a loss: {line.strip()!r}")
     return out
 
 
@@ -192,7 +196,16 @@ def main():
     commands = []
     if a.plot:
         llmc_log, torch_log = a.plot
+        for log in a.plot:
+            if not os.path.isfile(log):
+                sys.exit(f"loss_curves.py: --plot {log}: no such file")
     else:
+        if not os.access(a.llmc_train, os.X_OK):
+            sys.exit(f"loss_curves.py: {a.llmc_train} is not an executable (build llmc-train, or give --llmc-train)")
+        if a.only == "both" and not os.access(a.python, os.X_OK):
+            sys.exit(f"loss_curves.py: --python {a.python} is not an executable")
+        if not glob.glob(a.data):
+            sys.exit(f"loss_curves.py: -i {a.data}: no training shard matches")
         os.makedirs(a.work, exist_ok=True)
         common = ["-i", a.data, "-b", str(a.batch_size), "-t", str(a.seq_len)]
         start = a.model
@@ -227,8 +240,10 @@ def main():
     subtitle = ", ".join(f"{name} {v:.4f} at step {max(curves[name])}" for name, v in last.items())
     title = ("training loss: " + " beside ".join(curves) +
              ("" if a.plot else f", {os.path.basename(a.model)}, B={a.batch_size}, T={a.seq_len}, lr {a.lr:g}"))
-    with open(out + ".svg", "w") as f:
+    # Whole or not at all: a fresh file beside it, renamed over it.
+    with open(out + ".svg.tmp", "w") as f:
         f.write(svg(curves, title, subtitle))
+    os.replace(out + ".svg.tmp", out + ".svg")
     text = table_text(curves)
     ran = "".join(f"# ran: {' '.join(c)}\n" for c in commands)
     results_file.write(out + ".txt", ["benchmarks/train/loss_curves.py"] + sys.argv[1:], ran + "\n" + text)
