@@ -28,6 +28,7 @@
 #include <thread>
 #include <vector>
 
+#include "ir/autodiff.h"
 #include "codegen/emit_cuda.h"
 #include "cuda_context.h"
 #include "driver/pipeline.h"
@@ -128,8 +129,7 @@ int run(int argc, char** argv) {
   start = std::chrono::steady_clock::now();
   // The gradients kept in f32, as llmc-train keeps them for its f32 master weights.
   llmc::EmitOptions emit{.storage = bf16 ? llmc::StorageType::BF16 : llmc::StorageType::F32};
-  for (const llmc::GraphOutput& o : graph.outputs)
-    if (o.name.starts_with("grad_")) emit.f32Values.insert(o.name);
+  emit.f32Values = llmc::gradientOutputs(graph);
   const llmc::CudaModule module = llmc::emitCuda(graph, planned, target, emit);
   const double emission = secondsSince(start);
 

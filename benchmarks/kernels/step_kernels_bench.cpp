@@ -49,6 +49,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/autodiff.h"
 #include "codegen/emit_cuda.h"
 #include "cuda_context.h"
 #include "cuda_driver.h"
@@ -149,8 +150,7 @@ int run(int argc, char** argv) {
   llmc::EmitOptions emit;
   emit.storage = bf16 ? llmc::StorageType::BF16 : llmc::StorageType::F32;
   // The gradients kept in f32, as llmc-train keeps them for its f32 master weights.
-  for (const llmc::GraphOutput& o : graph.outputs)
-    if (o.name.starts_with("grad_")) emit.f32Values.insert(o.name);
+  emit.f32Values = llmc::gradientOutputs(graph);
   const std::vector<llmc::PlannedKernel> planned = llmc::lowerKernels(graph, target, cost, emit);
   llmc::cuda::ModuleExecutor executor(llmc::emitCuda(graph, planned, target, emit), {});
   const llmc::CudaModule& module = executor.module();

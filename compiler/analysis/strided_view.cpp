@@ -91,4 +91,18 @@ std::optional<AffineLayout> layoutThroughViews(const Graph& g, NodeId id, const 
   }
 }
 
+bool sameBytesAs(const Graph& g, NodeId view, NodeId array, const std::set<NodeId>& stored) {
+  std::string why;
+  const std::optional<AffineLayout> layout = layoutThroughViews(g, view, {}, stored, {}, why);
+  const Type& type = g.node(view).type;
+  if (!layout || layout->array != array || layout->offset != 0 || g.node(array).type.elementCount() != type.elementCount())
+    return false;
+  int64_t dense = 1;
+  for (auto a = type.axes.rbegin(); a != type.axes.rend(); ++a) {
+    if (a->size > 1 && layout->strides.at(a->name) != dense) return false;
+    dense *= a->size;
+  }
+  return true;
+}
+
 }  // namespace llmc

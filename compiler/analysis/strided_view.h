@@ -33,4 +33,11 @@ std::optional<AffineLayout> layoutThroughViews(const Graph& g, NodeId id, const 
                                                const std::set<NodeId>& stored, const std::vector<std::string>& names,
                                                std::string& why);
 
+// Whether the elements of `view` lie in the stored array `array` exactly as
+// in a row-major array of the view's own axes: through views only, from
+// element 0, as many elements, each axis of more than one position at its
+// row-major stride. The view's bytes are then the array's (an output that
+// needs no copy of its own).
+bool sameBytesAs(const Graph& g, NodeId view, NodeId array, const std::set<NodeId>& stored);
+
 }  // namespace llmc

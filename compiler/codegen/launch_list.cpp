@@ -353,6 +353,9 @@ class LaunchPlanner {
   // accesses coalesce and a small head dimension is no grid of tiny blocks.
   static constexpr int64_t kCopyElementsPerBlock = 4096;
   void outputCopies() {
+    readers_.assign(g_.nodes.size(), 0);
+    for (const Node& n : g_.nodes)
+      for (NodeId x : n.operands) ++readers_[static_cast<size_t>(x)];
     for (const GraphOutput& o : g_.outputs) {
       if (list_.stored.count(o.node)) continue;
       if (const NodeId source = sameBytes(o.node); source >= 0) {
@@ -385,9 +388,6 @@ class LaunchPlanner {
   // cannot lie in an output stored in bf16; an output kept in f32 keeps its
   // parts so.
   bool placeParts(const GraphOutput& o) {
-    std::vector<int> readers(g_.nodes.size(), 0);
-    for (const Node& n : g_.nodes)
-      for (NodeId x : n.operands) ++readers[static_cast<size_t>(x)];
     const bool f32 = options_.storage == StorageType::F32 || options_.f32Values.count(o.name) > 0;
     std::set<NodeId> excluded;
     for (const auto& [output, source] : aliasOf_) excluded.insert(source);
@@ -397,7 +397,7 @@ class LaunchPlanner {
         if (isStatistic(g_, id) || g_.node(id).type.axes.empty()) excluded.insert(id);
     }
     for (const auto& [part, where] : partOf_) excluded.insert(part);
-    const std::vector<OutputPart> parts = partsInPlace(g_, o.node, list_.stored, excluded, readers);
+    const std::vector<OutputPart> parts = partsInPlace(g_, o.node, list_.stored, excluded, readers_);
     for (const OutputPart& p : parts) partOf_[p.array] = {o.node, p.offsetElements};
     return !parts.empty();
   }
@@ -413,9 +413,7 @@ class LaunchPlanner {
     // Nothing else reads the array or the views on the way (a gradient all-
     // reduced in place while another launch reads it would race): each has
     // one reader, the next view, and the output none.
-    std::vector<int> readers(g_.nodes.size(), 0);
-    for (const Node& n : g_.nodes)
-      for (NodeId o : n.operands) ++readers[static_cast<size_t>(o)];
+    const std::vector<int>& readers = readers_;
     if (readers[static_cast<size_t>(output)] != 0) return -1;
     NodeId at = output;
     while (!list_.stored.count(at)) {
@@ -432,17 +430,7 @@ class LaunchPlanner {
       return -1;
     for (const GraphOutput& o : g_.outputs)
       if (o.node == at || (aliasOf_.count(o.node) && aliasOf_.at(o.node) == at)) return -1;
-    std::string why;
-    const std::optional<AffineLayout> layout = layoutThroughViews(g_, output, {}, list_.stored, list_.names, why);
-    if (!layout || layout->array != at || layout->offset != 0 ||
-        g_.node(output).type.elementCount() != source.type.elementCount())
-      return -1;
-    int64_t dense = 1;  // row-major over the output's axes: each element where the array has it
-    for (auto a = g_.node(output).type.axes.rbegin(); a != g_.node(output).type.axes.rend(); ++a) {
-      if (a->size > 1 && layout->strides.at(a->name) != dense) return -1;
-      dense *= a->size;
-    }
-    return at;
+    return sameBytesAs(g_, output, at, list_.stored) ? at : -1;
   }
 
   // The planned kernel that writes the last of the stored arrays `id` is
@@ -531,6 +519,7 @@ class LaunchPlanner {
   std::set<NodeId> cleared_;    // arrays a clear launch zeroes (one each)
   std::set<NodeId> gridSums_;   // isGridSum's outputs: accumulated by atomics too
   std::map<NodeId, NodeId> aliasOf_;  // outputs held by their source's buffer (sameBytes)
+  std::vector<int> readers_;  // per node, the nodes that take it as an operand (outputCopies)
   std::map<NodeId, std::pair<NodeId, int64_t>> partOf_;  // part -> (the output it lies in, its offset): placeParts
   std::set<NodeId> splitSums_;  // outputs of split-K launches: likewise
 };

@@ -1,7 +1,5 @@
 #include "codegen/output_parts.h"
 
-#include <optional>
-
 #include "analysis/strided_view.h"
 #include "planning/fusion.h"
 
@@ -20,17 +18,7 @@ NodeId denseArrayOf(const Graph& g, NodeId part, const std::set<NodeId>& stored,
     at = n.operands[0];
   }
   if (readers[static_cast<size_t>(at)] != 1) return -1;
-  std::string why;
-  const std::optional<AffineLayout> layout = layoutThroughViews(g, part, {}, stored, {}, why);
-  const Type& type = g.node(part).type;
-  if (!layout || layout->array != at || layout->offset != 0 || g.node(at).type.elementCount() != type.elementCount())
-    return -1;
-  int64_t dense = 1;
-  for (auto a = type.axes.rbegin(); a != type.axes.rend(); ++a) {
-    if (a->size > 1 && layout->strides.at(a->name) != dense) return -1;
-    dense *= a->size;
-  }
-  return at;
+  return sameBytesAs(g, part, at, stored) ? at : -1;
 }
 
 }  // namespace

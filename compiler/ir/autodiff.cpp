@@ -14,6 +14,15 @@ namespace llmc {
 
 std::string gradientName(const std::string& input) { return "grad_" + input; }
 
+std::set<std::string> gradientOutputs(const Graph& graph) {
+  std::set<std::string> names;
+  for (NodeId id : graph.inputs) names.insert(gradientName(graph.node(id).name));
+  std::set<std::string> out;
+  for (const GraphOutput& o : graph.outputs)
+    if (names.count(o.name)) out.insert(o.name);
+  return out;
+}
+
 namespace {
 
 bool contains(const Type& t, const std::string& axis) { return t.has(axis); }

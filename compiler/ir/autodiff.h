@@ -4,6 +4,7 @@
 // sum -> broadcast, max -> mask, gather -> scatter-add, ...).
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,10 @@ struct GradientOptions {
 
 // The gradient of input `x` is the output named gradientName(x).
 std::string gradientName(const std::string& input);
+
+// The outputs of `graph` that are gradients of its inputs (named so), which
+// a trainer keeps in f32 for its f32 master weights (EmitOptions::f32Values).
+std::set<std::string> gradientOutputs(const Graph& graph);
 
 // Returns a graph with the same inputs whose outputs are the loss, then the
 // gradient of each input in `wrt` (in input order), each with its input's type.

@@ -20,6 +20,7 @@
 #include <span>
 #include <vector>
 
+#include "ir/autodiff.h"
 #include "codegen/emit_cuda.h"
 #include "cuda_context.h"
 #include "buffer_values.h"
@@ -78,9 +79,7 @@ void runCase(const EmitCase& c, bool bf16, const std::string& arch, const cuda::
   pipeline.cost = cost;
   llmc::Graph graph = llmc::compileToIR(pipeline);
   llmc::EmitOptions emit{.storage = bf16 ? llmc::StorageType::BF16 : llmc::StorageType::F32};
-  if (c.gradientsInF32)
-    for (const llmc::GraphOutput& o : graph.outputs)
-      if (o.name.starts_with("grad_")) emit.f32Values.insert(o.name);
+  if (c.gradientsInF32) emit.f32Values = llmc::gradientOutputs(graph);
   llmc::CudaModule module = llmc::emitCuda(graph, llmc::lowerKernels(graph, target, cost, emit), target, emit);
   // Each launch is its own translation unit, compiled in parallel (no cache:
   // every run compiles what it tests).

@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include "ir/autodiff.h"
 #include "codegen/emit_cuda.h"
 #include "driver/pipeline.h"
 #include "emit_cases.h"
@@ -38,9 +39,7 @@ int compilesEverywhere(const EmitCase& c, bool tensorCores = false) {
       pipeline.cost = cost;
       llmc::Graph graph = llmc::compileToIR(pipeline);
       llmc::EmitOptions emit{.storage = storage};
-      if (c.gradientsInF32)
-        for (const llmc::GraphOutput& o : graph.outputs)
-          if (o.name.starts_with("grad_")) emit.f32Values.insert(o.name);
+      if (c.gradientsInF32) emit.f32Values = llmc::gradientOutputs(graph);
       llmc::CudaModule module = llmc::emitCuda(graph, llmc::lowerKernels(graph, target, cost, emit), target, emit);
       const std::string what = fmt::format("{} for {}, {} storage", c.name, arch,
                                            storage == llmc::StorageType::BF16 ? "bf16" : "f32");
