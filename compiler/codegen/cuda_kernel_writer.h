@@ -20,6 +20,10 @@ namespace llmc {
 struct StoredArray {
   std::string param;  // the kernel parameter's name
   std::string ctype;  // element type: float, llmc_bf16, int, unsigned short, unsigned char, double
+  // Per axis, the distance in elements between neighbours along it: an array
+  // that lies interleaved in a concatenation (codegen/concat_parts.h); empty:
+  // row-major.
+  std::vector<int64_t> strides = {};
 };
 
 struct LaunchPlan {

@@ -213,6 +213,8 @@ std::string CudaWriter::value(NodeId id, const Env& env) {
 std::string CudaWriter::offset(NodeId id, const Env& env) const {
   const Type& t = g_.node(id).type;
   if (t.axes.empty()) return "0";
+  if (auto arr = stored_.find(id); arr != stored_.end() && !arr->second.strides.empty())
+    return stridedOffset(id, arr->second, env);
   const bool wide = t.elementCount() > INT_MAX;
   std::string off;
   for (const Axis& a : t.axes) {
@@ -224,6 +226,40 @@ std::string CudaWriter::offset(NodeId id, const Env& env) const {
     else off = fmt::format("({}) * {} + {}", off, a.size, e);
   }
   return off;
+}
+
+// An array interleaved in a concatenation: each axis' position times its
+// stride there (axes of one position are always at 0).
+std::string CudaWriter::stridedOffset(NodeId id, const StoredArray& arr, const Env& env) const {
+  const Type& t = g_.node(id).type;
+  int64_t last = 0;  // the offset of the last element
+  for (size_t i = 0; i < t.axes.size(); ++i) last += (t.axes[i].size - 1) * arr.strides[i];
+  const bool wide = last >= INT_MAX;
+  std::string off;
+  for (size_t i = 0; i < t.axes.size(); ++i) {
+    if (t.axes[i].size == 1) continue;
+    std::string e = env.at(t.axes[i].name).expr;
+    if (i == 0 && !e.empty() && std::all_of(e.begin(), e.end(), ::isdigit))
+      e = constantBaseMarker(arr.param, std::stoll(e), std::stoll(e) * arr.strides[0]);
+    std::string term = wide ? fmt::format("(long long)({})", e) : fmt::format("({})", e);
+    if (arr.strides[i] != 1) term += fmt::format(" * {}", arr.strides[i]);
+    off = off.empty() ? term : off + " + " + term;
+  }
+  return off.empty() ? "0" : off;
+}
+
+bool CudaWriter::contiguousAlong(NodeId id, size_t innermost) const {
+  const auto arr = stored_.find(id);
+  if (arr == stored_.end() || arr->second.strides.empty()) return true;
+  const Type& t = g_.node(id).type;
+  int64_t dense = 1;
+  for (size_t k = 0; k < innermost && k < t.axes.size(); ++k) {
+    const size_t i = t.axes.size() - 1 - k;
+    if (t.axes[i].size == 1) continue;
+    if (arr->second.strides[i] != dense) return false;
+    dense *= t.axes[i].size;
+  }
+  return true;
 }
 
 std::string CudaWriter::load(const Node& n, const Env& own, int target) {
@@ -302,7 +338,7 @@ std::string CudaWriter::load(const Node& n, const Env& own, int target) {
 // columns from col (a multiple of 8) are 16-byte aligned.
 bool CudaWriter::alongColumns(const Node& n, const Env& own) const {
   const std::vector<Axis>& columns = epilogue_->columns;
-  if (n.type.axes.size() < columns.size()) return false;
+  if (n.type.axes.size() < columns.size() || !contiguousAlong(n.id, columns.size())) return false;
   for (size_t i = 0; i < columns.size(); ++i) {
     const std::string& axis = n.type.axes[n.type.axes.size() - columns.size() + i].name;
     if (axis != columns[i].name || own.at(axis).expr != contractionAt_.at(axis).expr) return false;
@@ -525,6 +561,7 @@ const CudaWriter::VectorSpan* CudaWriter::vectorSpanOf(const Node& n, const Env&
   // Not from inside a branch among the 8 (a concatenation's part): its loads stay in the branch.
   if (element == vectorElements_.end() || depth(floor_) > depth(element->second.elements)) return nullptr;
   const std::vector<std::string>& spanned = element->second.axes;
+  if (!contiguousAlong(n.id, std::max<size_t>(1, spanned.size()))) return nullptr;
   if (!element->second.elementVars.empty()) {  // flat: exactly the spanned axes, each at its element's position
     if (n.type.axes.size() != spanned.size()) return nullptr;
     for (size_t k = 0; k < spanned.size(); ++k)

@@ -121,8 +121,13 @@ class CudaWriter {
 
   const std::map<NodeId, std::vector<AggregateTerm>>& aggregateTerms() const { return stream_.aggregateTerms; }
 
-  // Row-major offset of a position of a stored array (Horner form).
+  // Row-major offset of a position of a stored array (Horner form), or at
+  // its strides where it lies interleaved in a concatenation.
   std::string offset(NodeId id, const Env& env) const;
+  std::string stridedOffset(NodeId id, const StoredArray& arr, const Env& env) const;
+  // Whether the innermost `innermost` axes of stored array `id` lie nested
+  // and contiguous, as row-major (16-byte accesses along them stay whole).
+  bool contiguousAlong(NodeId id, size_t innermost) const;
 
   std::string load(const Node& n, const Env& own, int target);
 

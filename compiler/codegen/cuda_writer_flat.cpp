@@ -8,6 +8,10 @@ namespace llmc::cuda_writer {
 
 bool CudaWriter::flatPoints() const {
   if (!approximate_ || !laneAxis_.empty() || !plan_.streamAxis.empty() || !plan_.splitTiles.empty()) return false;
+  // An output interleaved in a concatenation: the flattened index is not its
+  // offset (launch_list.cpp leaves such parts to launches of other kinds).
+  for (NodeId o : plan_.outputs)
+    if (!contiguousAlong(o, g_.node(o).type.axes.size())) return false;
   std::set<NodeId> stored;
   for (const auto& [id, array] : stored_) stored.insert(id);
   return takesFlatPoints(g_, plan_.computed, stored, plan_.outputs, plan_.groupAxes, [&](NodeId id) -> int64_t {

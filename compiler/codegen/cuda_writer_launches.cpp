@@ -71,6 +71,7 @@ void CudaWriter::gemmEpilogue() {
     bool along = axes.size() >= ax.columns.size();
     for (size_t i = 0; along && i < ax.columns.size(); ++i)
       along = axes[axes.size() - ax.columns.size() + i].name == ax.columns[i].name;
+    along = along && contiguousAlong(o, ax.columns.size());
     const bool vector = along && (atomic ? arr.ctype == "float" : arr.ctype == "llmc_bf16") && columnsVectorised_;
     const bool pairs = along && !atomic && arr.ctype == "llmc_bf16" && !columnsVectorised_;
     if (!vector && !pairs) {

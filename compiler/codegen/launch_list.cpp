@@ -1,6 +1,7 @@
 #include "codegen/launch_list.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <functional>
@@ -9,7 +10,8 @@
 #include "analysis/streamability.h"
 #include "analysis/strided_view.h"
 #include "codegen/cuda_kernel_writer.h"
-#include "codegen/output_parts.h"
+#include "codegen/concat_parts.h"
+#include "planning/flat_points.h"
 #include "planning/fusion.h"
 #include "ir/print.h"
 
@@ -186,10 +188,13 @@ bool splitLaunchOnItself(const Graph& g, std::vector<ScheduledLaunch>& plans, co
 }
 
 // Launch order: a launch after those that write what it reads, and after
-// earlier writers of what it writes (a clear before its scatter). Where the
-// fusion made kernels that need each other's results, the part of a kernel
-// that depends on another launch moves to a launch of its own, after it.
-std::vector<size_t> orderLaunches(const Graph& g, std::vector<ScheduledLaunch>& plans, std::set<NodeId>& stored) {
+// earlier writers of what it writes (a clear before its scatter). A
+// concatenation made where its parts lie (`partsOf`: its parts' arrays) is
+// written by the launches that write them. Where the fusion made kernels
+// that need each other's results, the part of a kernel that depends on
+// another launch moves to a launch of its own, after it.
+std::vector<size_t> orderLaunches(const Graph& g, std::vector<ScheduledLaunch>& plans, std::set<NodeId>& stored,
+                                  const std::map<NodeId, std::vector<NodeId>>& partsOf) {
   std::vector<std::vector<NodeId>> consumers(g.nodes.size());
   for (const Node& n : g.nodes)
     for (NodeId o : n.operands) consumers[static_cast<size_t>(o)].push_back(n.id);
@@ -197,6 +202,11 @@ std::vector<size_t> orderLaunches(const Graph& g, std::vector<ScheduledLaunch>& 
     std::map<NodeId, std::vector<size_t>> writers;
     for (size_t i = 0; i < plans.size(); ++i)
       for (NodeId o : plans[i].plan.outputs) writers[o].push_back(i);
+    for (const auto& [holder, parts] : partsOf)
+      for (NodeId part : parts) {
+        const std::vector<size_t> w = writers[part];
+        writers[holder].insert(writers[holder].end(), w.begin(), w.end());
+      }
     std::vector<std::set<size_t>> after(plans.size());
     for (size_t i = 0; i < plans.size(); ++i) {
       for (NodeId r : readsOf(g, plans[i].plan, stored))
@@ -236,10 +246,16 @@ class LaunchPlanner {
   }
 
   LaunchList run() {
+    readers_.assign(g_.nodes.size(), 0);
+    for (const Node& n : g_.nodes)
+      for (NodeId x : n.operands) ++readers_[static_cast<size_t>(x)];
     storedValues();
     for (const PlannedKernel& pk : kernels_) kernelLaunches(pk);
+    assembleConcats();
     outputCopies();
-    const std::vector<size_t> order = orderLaunches(g_, plans_, list_.stored);
+    std::map<NodeId, std::vector<NodeId>> partsOf;
+    for (const auto& [part, where] : partOf_) partsOf[where.holder].push_back(part);
+    const std::vector<size_t> order = orderLaunches(g_, plans_, list_.stored, partsOf);
     storage(order);
     for (size_t i : order) list_.launches.push_back(std::move(plans_[i]));
     return std::move(list_);
@@ -348,14 +364,11 @@ class LaunchPlanner {
   // Graph outputs that are views or constants: copied into an array of their
   // own, by a launch counted with the kernel that writes what it reads (its
   // time a helper's, emit_cuda.cpp), but where the output is its source's
-  // bytes (sameBytes) or its parts' (output_parts.h). A block copies at least
+  // bytes (sameBytes) or its parts' (concat_parts.h). A block copies at least
   // kCopyElementsPerBlock elements, whole innermost axes first, so that its
   // accesses coalesce and a small head dimension is no grid of tiny blocks.
   static constexpr int64_t kCopyElementsPerBlock = 4096;
   void outputCopies() {
-    readers_.assign(g_.nodes.size(), 0);
-    for (const Node& n : g_.nodes)
-      for (NodeId x : n.operands) ++readers_[static_cast<size_t>(x)];
     for (const GraphOutput& o : g_.outputs) {
       if (list_.stored.count(o.node)) continue;
       if (const NodeId source = sameBytes(o.node); source >= 0) {
@@ -383,23 +396,77 @@ class LaunchPlanner {
   }
 
   // Each part of an output concatenated from parts along its first axis
-  // written where it lies in the output, with no copy (output_parts.h):
+  // written where it lies in the output, with no copy (concat_parts.h):
   // true where `o` is one. Parts kept in f32 (atomics' sums, statistics)
   // cannot lie in an output stored in bf16; an output kept in f32 keeps its
-  // parts so.
+  // parts so. Each part is one block of the output (the data-parallel
+  // reduction averages it there).
   bool placeParts(const GraphOutput& o) {
+    if (readers_[static_cast<size_t>(o.node)] != 0) return false;
     const bool f32 = options_.storage == StorageType::F32 || options_.f32Values.count(o.name) > 0;
     std::set<NodeId> excluded;
     for (const auto& [output, source] : aliasOf_) excluded.insert(source);
-    if (!f32) {
-      for (const std::set<NodeId>* kept : {&atomics_, &gridSums_, &splitSums_}) excluded.insert(kept->begin(), kept->end());
-      for (NodeId id : list_.stored)
-        if (isStatistic(g_, id) || g_.node(id).type.axes.empty()) excluded.insert(id);
-    }
+    if (!f32) excluded = keptInF32(std::move(excluded));
     for (const auto& [part, where] : partOf_) excluded.insert(part);
-    const std::vector<OutputPart> parts = partsInPlace(g_, o.node, list_.stored, excluded, readers_);
-    for (const OutputPart& p : parts) partOf_[p.array] = {o.node, p.offsetElements};
-    return !parts.empty();
+    const std::vector<PlacedPart> parts = partsInPlace(g_, o.node, list_.stored, excluded, readers_);
+    if (parts.empty() || !std::all_of(parts.begin(), parts.end(), [](const PlacedPart& p) { return p.contiguous; }))
+      return false;
+    for (const PlacedPart& p : parts) partOf_[p.array] = {o.node, p};
+    return true;
+  }
+
+  // `excluded` and the arrays held in f32 whatever the storage: what atomics
+  // accumulate into, statistics, scalars.
+  std::set<NodeId> keptInF32(std::set<NodeId> excluded) const {
+    for (const std::set<NodeId>* kept : {&atomics_, &gridSums_, &splitSums_}) excluded.insert(kept->begin(), kept->end());
+    for (NodeId id : list_.stored)
+      if (isStatistic(g_, id) || g_.node(id).type.axes.empty()) excluded.insert(id);
+    return excluded;
+  }
+
+  // A kernel that only concatenates stored arrays the step reads makes no
+  // launch where the parts can lie in its array (concat_parts.h): each
+  // part's launch writes it there, at the concatenation's strides
+  // (StoredArray::strides), and what reads the concatenation runs after
+  // them all. The lowering prices the kernel at nothing (lowering.cpp).
+  // Not for parts zeroed and added into by atomics (the zeroing clears a
+  // block), nor for parts whose launch takes flat points (8 consecutive
+  // elements of the flattened index are not consecutive in the array).
+  void assembleConcats() {
+    std::set<NodeId> excluded = keptInF32({});
+    excluded.insert(cleared_.begin(), cleared_.end());
+    for (const PlannedKernel& pk : kernels_) {
+      const Kernel& k = pk.kernel;
+      if (k.nodes.size() != 1 || k.outputs != k.nodes || g_.node(k.nodes[0]).op != Op::Concat) continue;
+      const NodeId concat = k.nodes[0];
+      if (std::any_of(g_.outputs.begin(), g_.outputs.end(), [&](const GraphOutput& o) { return o.node == concat; }))
+        continue;
+      const std::vector<PlacedPart> parts = partsInPlace(g_, concat, list_.stored, excluded, readers_);
+      if (parts.empty() || !std::all_of(parts.begin(), parts.end(), [&](const PlacedPart& p) { return writtenInPlace(p.array); }))
+        continue;
+      plans_.erase(std::remove_if(plans_.begin(), plans_.end(), [&](const ScheduledLaunch& l) { return l.kernel == k.id; }),
+                   plans_.end());
+      for (const PlacedPart& p : parts) {
+        partOf_[p.array] = {concat, p};
+        excluded.insert(p.array);
+      }
+    }
+  }
+
+  // Whether `array` is written by a tile or scan launch that addresses it
+  // position by position (its strides within a concatenation may then be
+  // any): not by flat points.
+  bool writtenInPlace(NodeId array) const {
+    for (const ScheduledLaunch& l : plans_) {
+      if (std::find(l.plan.outputs.begin(), l.plan.outputs.end(), array) == l.plan.outputs.end()) continue;
+      if (l.plan.kind != LaunchPlan::Kind::Tile && l.plan.kind != LaunchPlan::Kind::Scan) return false;
+      const bool plain = l.plan.streamAxis.empty() && l.plan.splitTiles.empty() && l.plan.kind == LaunchPlan::Kind::Tile;
+      if (plain && options_.storage == StorageType::BF16 &&
+          takesFlatPoints(g_, l.plan.computed, list_.stored, l.plan.outputs, l.plan.groupAxes, [](NodeId) -> int64_t { return 2; }))
+        return false;
+      return true;
+    }
+    return false;
   }
 
   // The stored array whose bytes an output that is a view holds as they lie
@@ -473,16 +540,20 @@ class LaunchPlanner {
     for (NodeId id : list_.stored)
       if (g_.node(id).type.axes.empty() || (isStatistic(g_, id) && !contracted.count(id))) keptWhole.insert(id);
     for (const auto& [part, where] : partOf_)
-      if (keptWhole.count(where.first)) keptWhole.insert(part);
+      if (keptWhole.count(where.holder)) keptWhole.insert(part);
     auto storageOfValue = [&](NodeId id) {
       return storageOf(g_.node(id).type.dtype, keptWhole.count(id) ? StorageType::F32 : options_.storage,
                        atomics_.count(id) > 0 || gridSums_.count(id) > 0 || splitSums_.count(id) > 0);
     };
-    for (NodeId id : list_.stored) list_.arrays[id] = {"g_" + name(id), storageOfValue(id).ctype};
+    for (NodeId id : list_.stored) {
+      list_.arrays[id] = {"g_" + name(id), storageOfValue(id).ctype};
+      if (const auto part = partOf_.find(id); part != partOf_.end() && !part->second.part.contiguous)
+        list_.arrays[id].strides = part->second.part.strides;
+    }
     std::function<void(NodeId)> addBuffer = [&](NodeId id) {
       if (list_.bufferOf.count(id)) return;
       const auto part = partOf_.find(id);
-      if (part != partOf_.end()) addBuffer(part->second.first);  // the output first: its first part's write
+      if (part != partOf_.end()) addBuffer(part->second.holder);  // the holder first: its first part's write
       const Node& n = g_.node(id);
       Storage s = storageOfValue(id);
       BufferDesc b;
@@ -497,10 +568,11 @@ class LaunchPlanner {
       for (const GraphOutput& o : g_.outputs)
         if (o.node == id || (aliasOf_.count(o.node) && aliasOf_.at(o.node) == id)) b.graphOutputs.push_back(o.name);
       if (part != partOf_.end()) {
-        b.within = list_.bufferOf.at(part->second.first);
-        b.withinOffset = part->second.second;
+        b.within = list_.bufferOf.at(part->second.holder);
+        b.withinOffset = part->second.part.offsetElements;
+        if (!part->second.part.contiguous) b.withinStrides = part->second.part.strides;
         if (list_.buffers[static_cast<size_t>(b.within)].ctype != b.ctype)
-          throw std::logic_error(fmt::format("emit cuda: part {} is stored unlike the output it lies in", b.name));
+          throw std::logic_error(fmt::format("emit cuda: part {} is stored unlike the array it lies in", b.name));
       }
       list_.bufferOf[id] = static_cast<int>(list_.buffers.size());
       list_.buffers.push_back(b);
@@ -519,8 +591,12 @@ class LaunchPlanner {
   std::set<NodeId> cleared_;    // arrays a clear launch zeroes (one each)
   std::set<NodeId> gridSums_;   // isGridSum's outputs: accumulated by atomics too
   std::map<NodeId, NodeId> aliasOf_;  // outputs held by their source's buffer (sameBytes)
-  std::vector<int> readers_;  // per node, the nodes that take it as an operand (outputCopies)
-  std::map<NodeId, std::pair<NodeId, int64_t>> partOf_;  // part -> (the output it lies in, its offset): placeParts
+  std::vector<int> readers_;  // per node, the nodes that take it as an operand
+  struct Placement {
+    NodeId holder = -1;  // the concatenation it lies in
+    PlacedPart part;
+  };
+  std::map<NodeId, Placement> partOf_;  // part's array -> where it lies: placeParts, assembleConcats
   std::set<NodeId> splitSums_;  // outputs of split-K launches: likewise
 };
 
@@ -549,6 +625,7 @@ std::string describeLaunchList(const Graph& graph, const LaunchList& list) {
     for (size_t k = 0; k < b.axes.size(); ++k) out += fmt::format("{}{}:{}", k ? " " : "", b.axes[k].name, b.axes[k].size);
     out += fmt::format("], {} bytes{}", b.bytes, b.graphInput ? ", graph input" : "");
     if (b.within >= 0) out += fmt::format(", in {} from element {}", list.buffers[static_cast<size_t>(b.within)].name, b.withinOffset);
+    if (!b.withinStrides.empty()) out += fmt::format(" at strides {}", fmt::join(b.withinStrides, " "));
     out += "\n";
   }
   return out;

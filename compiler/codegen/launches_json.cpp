@@ -19,7 +19,10 @@ nlohmann::json launchesToJson(const CudaModule& module) {
                        {"bytes", b.bytes},
                        {"graph_input", b.graphInput},
                        {"graph_outputs", b.graphOutputs}});
-    if (b.within >= 0) buffers.back()["within"] = {{"buffer", b.within}, {"offset_elements", b.withinOffset}};
+    if (b.within >= 0) {
+      buffers.back()["within"] = {{"buffer", b.within}, {"offset_elements", b.withinOffset}};
+      if (!b.withinStrides.empty()) buffers.back()["within"]["strides_elements"] = b.withinStrides;
+    }
   }
   json launches = json::array();
   for (const KernelLaunch& l : module.launches) {

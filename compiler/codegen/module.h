@@ -43,12 +43,16 @@ struct BufferDesc {
   int64_t bytes = 0;
   bool graphInput = false;  // the runtime fills it before the first launch
   std::vector<std::string> graphOutputs;  // graph outputs it holds (an output may be an input)
-  // A part of another buffer's array (codegen/output_parts.h): its elements
-  // lie in buffer `within` from element `withinOffset` on (of that buffer's
-  // type, which is this one's), where the launches that write this one write
-  // them; it has no memory of its own. -1: a buffer of its own.
+  // A part of another buffer's array (codegen/concat_parts.h): its elements
+  // lie in buffer `within` (of this one's element type) from element
+  // `withinOffset` on, where the launches that write this one write them; it
+  // has no memory of its own. -1: a buffer of its own. `withinStrides`: per
+  // axis, the distance in `within`'s elements between neighbours along it
+  // (a part interleaved with others); empty: the part lies row-major, one
+  // block of `elements`.
   int within = -1;
   int64_t withinOffset = 0;
+  std::vector<int64_t> withinStrides;
 };
 
 // One parameter of a launch: a pointer into a buffer.

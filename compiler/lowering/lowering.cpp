@@ -143,6 +143,19 @@ void priceTensorCoreStream(const Graph& graph, PlannedKernel& kernel, const Tens
   }
 }
 
+// A kernel the module makes no launch for costs nothing: a concatenation
+// whose parts their own launches write where it has them
+// (codegen/concat_parts.h), a kernel whose every value is stored by others.
+KernelCost withoutLaunch(const KernelCost& planned) {
+  KernelCost none;
+  none.levels = planned.levels;
+  for (LevelCost& l : none.levels) l.memoryBytes = l.movedBytes = l.seconds = 0;
+  none.bottleneck = "no launch";
+  none.engine = "none (no launch)";
+  none.launched = false;
+  return none;
+}
+
 // Prices every kernel on the engine the module runs it on: a kernel planned
 // for the tensor cores whose launch stays on the CUDA cores is partitioned
 // again without them, one that runs as a GEMM takes the library's cheapest
@@ -155,7 +168,10 @@ void priceAsLowered(std::vector<PlannedKernel>& kernels, const CudaModule& modul
   const std::map<int, LaunchesOfKernel> lowered = launchesByKernel(module);
   for (PlannedKernel& pk : kernels) {
     auto it = lowered.find(pk.kernel.id);
-    if (it == lowered.end()) continue;
+    if (it == lowered.end()) {
+      pk.cost = withoutLaunch(pk.cost);
+      continue;
+    }
     const LaunchesOfKernel& l = it->second;
     if (l.tile && !l.tensorCores && pricedOnTensorCores(pk.cost)) {
       CostOptions cudaCores = cost;

@@ -82,6 +82,10 @@ struct KernelCost {
   // time `seconds["helpers"]` and `predicted` include.
   std::string engine;
   int helperLaunches = 0;
+  // False where the module makes no launch for the kernel at all (a
+  // concatenation whose parts are written where it has them): it costs
+  // nothing.
+  bool launched = true;
 };
 
 // What a kernel's partition constrains, derived from its nodes.

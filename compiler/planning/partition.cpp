@@ -88,6 +88,7 @@ std::vector<PlannedKernel> planKernels(const CostOptions& options, const FusionO
 std::string partitionText(const Graph& g, const PlannedKernel& k) {
   // A whole array summed over the grid has no tiles and no stream: a
   // grid-stride loop over every element (fusion.h, isWholeArraySum).
+  if (!k.cost.launched) return "none: no launch";
   const std::set<NodeId> members(k.kernel.nodes.begin(), k.kernel.nodes.end());
   if (isWholeArraySum(g, k.kernel.outputs, members)) return "grid sum";
   if (k.scan) return scanPartitionText(*k.scan);

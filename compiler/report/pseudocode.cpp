@@ -30,6 +30,13 @@ class Writer {
     const Partition& p = pk.partition;
     const KernelCost& c = pk.cost;
     out_.clear();
+    if (!c.launched) {  // a join whose parts their own launches write where it has them (codegen/concat_parts.h)
+      std::string made;
+      for (NodeId o : k.outputs) made += (made.empty() ? "" : ", ") + names_[static_cast<size_t>(o)];
+      line(0, fmt::format("kernel {}  on {} ({})", k.name, t_.arch, t_.device), "no launch");
+      line(1, fmt::format("GMEM {} made where its parts are written, by the launches that write them", made), "nothing moved");
+      return out_;
+    }
     line(0, fmt::format("kernel {}  on {} ({})", k.name, t_.arch, t_.device),
          fmt::format("predicted {:.1f} us, bound by {}", c.predicted * 1e6, c.bottleneck));
     line(0, "", fmt::format("SMEM {} of {} per block; HBM moves {}", kib(c.level("SMEM").memoryBytes),

@@ -35,8 +35,9 @@ std::string readFile(const fs::path& path) {
 // Bump when the JSON layout changes, or what the compiler emits for the same diagrams (the key
 // holds the diagrams, options and target file, not the compiler): 5, streams on wgmma and TMA;
 // 6, the entry's first line holds the SHA-256 of the JSON after it; 7, a parameter's offset
-// (constant bases) and flat points; 8, buffers that lie within others (an output's parts).
-constexpr int kFormat = 8;
+// (constant bases) and flat points; 8, buffers that lie within others (an output's parts); 9, at
+// strides of their own (a concatenation's interleaved parts).
+constexpr int kFormat = 9;
 
 // An entry: this prefix, the SHA-256 of the JSON in hex, a newline, the JSON.
 constexpr std::string_view kEntryPrefix = "llmc plan sha256 ";
@@ -133,7 +134,8 @@ std::string moduleToJson(const CudaModule& module) {
     for (const Axis& a : b.axes) axes.push_back({a.name, a.size});
     buffers.push_back({{"node", b.node}, {"name", b.name}, {"dtype", b.dtype}, {"ctype", b.ctype}, {"axes", axes},
                        {"elements", b.elements}, {"bytes", b.bytes}, {"graph_input", b.graphInput},
-                       {"graph_outputs", b.graphOutputs}, {"within", b.within}, {"within_offset", b.withinOffset}});
+                       {"graph_outputs", b.graphOutputs}, {"within", b.within}, {"within_offset", b.withinOffset},
+                       {"within_strides", b.withinStrides}});
   }
   json launches = json::array();
   for (const KernelLaunch& l : module.launches) {
@@ -169,14 +171,28 @@ CudaModule moduleFromJson(const std::string& text) {
     d.graphOutputs = b.at("graph_outputs").get<std::vector<std::string>>();
     d.within = b.at("within").get<int>();
     d.withinOffset = b.at("within_offset").get<int64_t>();
+    d.withinStrides = b.at("within_strides").get<std::vector<int64_t>>();
     m.buffers.push_back(std::move(d));
   }
   const int buffers = static_cast<int>(m.buffers.size());
-  for (const BufferDesc& d : m.buffers)
-    if (d.within >= 0 && (d.within >= buffers || m.buffers[static_cast<size_t>(d.within)].within >= 0 ||
-                          d.withinOffset < 0 ||
-                          d.withinOffset + d.elements > m.buffers[static_cast<size_t>(d.within)].elements))
+  for (const BufferDesc& d : m.buffers) {
+    if (d.within < 0) continue;
+    // The element past the part's last, within its holder.
+    int64_t end = d.withinOffset + d.elements;
+    bool strided = !d.withinStrides.empty();
+    if (strided) {
+      strided = d.withinStrides.size() == d.axes.size();
+      end = d.withinOffset + 1;
+      for (size_t i = 0; strided && i < d.axes.size(); ++i) {
+        strided = d.withinStrides[i] >= 0;
+        end += (d.axes[i].size - 1) * d.withinStrides[i];
+      }
+    }
+    const bool malformed = !d.withinStrides.empty() && !strided;
+    if (malformed || d.within >= buffers || m.buffers[static_cast<size_t>(d.within)].within >= 0 || d.withinOffset < 0 ||
+        end > m.buffers[static_cast<size_t>(d.within)].elements)
       throw std::runtime_error(fmt::format("buffers: {} lies outside buffer {}", d.name, d.within));
+  }
   auto bufferIndex = [&](const json& v) {
     const int b = v.get<int>();
     if (b < 0 || b >= buffers) throw std::runtime_error(fmt::format("launches: buffer {} of {}", b, buffers));

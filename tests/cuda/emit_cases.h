@@ -30,7 +30,7 @@ struct EmitCase {
   std::vector<std::string> wrt = {};  // with grad: differentiate against these inputs (empty: the params)
   // Under bf16 storage, the gradient outputs (grad_*) stored in f32, as
   // llmc-train keeps them: the stacked ones' parts, sums included, are then
-  // written within them (codegen/output_parts.h).
+  // written within them (codegen/concat_parts.h).
   bool gradientsInF32 = false;
 };
 
@@ -166,6 +166,12 @@ inline std::vector<EmitCase> otherCases() {
        {}, 0.3},
       {"gated MLP training step", "benchmarks/diagrams/gated_mlp.dg", "gated_mlp_loss", {{"N", 100}, {"C", 77}, {"F", 205}},
        true, {}, 0.3},
+      // The two projections fused: the halves' gradients written where their join has them
+      // (codegen/concat_parts.h), and at F = 100 (not 16-byte aligned) joined by a launch.
+      {"fused gated MLP training step, halves in place", "tests/diagrams/fused_gated_mlp.dg", "fused_gated_mlp_loss",
+       {{"N", 300}, {"C", 72}, {"F", 104}}, true, {}, 0.3},
+      {"fused gated MLP training step F=100", "tests/diagrams/fused_gated_mlp.dg", "fused_gated_mlp_loss",
+       {{"N", 300}, {"C", 72}, {"F", 100}}, true, {}, 0.3},
       {"multi-query attention", "benchmarks/diagrams/multi_query_attention.dg", "multi_query_attention",
        {{"H", 3}, {"Tq", 100}, {"Tk", 130}, {"D", 40}}, false, {}, 1, 1},
       {"multi-query attention training step", "benchmarks/diagrams/multi_query_attention.dg",

@@ -39,7 +39,8 @@ void requireSame(const llmc::CudaModule& a, const llmc::CudaModule& b) {
     const auto &x = a.buffers[i], &y = b.buffers[i];
     CHECK((x.node == y.node && x.name == y.name && x.dtype == y.dtype && x.ctype == y.ctype && x.axes == y.axes &&
            x.elements == y.elements && x.bytes == y.bytes && x.graphInput == y.graphInput &&
-           x.graphOutputs == y.graphOutputs && x.within == y.within && x.withinOffset == y.withinOffset));
+           x.graphOutputs == y.graphOutputs && x.within == y.within && x.withinOffset == y.withinOffset &&
+           x.withinStrides == y.withinStrides));
   }
   REQUIRE(a.launches.size() == b.launches.size());
   for (size_t i = 0; i < a.launches.size(); ++i) {
