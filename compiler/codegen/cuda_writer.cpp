@@ -432,12 +432,31 @@ std::string CudaWriter::compute(const Node& n, const Env& own, int target) {
       Env e = own;
       const Binding merged = own.at(n.newAxes[0]);
       e.erase(n.newAxes[0]);
+      // A span of 8 positions of the merged axis (from a multiple of 8) stays
+      // inside one row of its innermost part where that part's length is a
+      // multiple of 8: the innermost part's position is a span of its own,
+      // the outer parts' are the span start's, so that the array under the
+      // merge is read 16 bytes at a time too (qkv's bias gradient, a sum of
+      // [b t s h d] over b and t read as [e], e = s h d).
+      const auto span = vectorElements_.find(merged.expr);
+      const bool spanned = span != vectorElements_.end() && span->second.axes.empty() &&
+                           span->second.elementVars.empty() && n.axes.size() > 1 &&
+                           axisSize(n.operands[0], n.axes.back()) % 8 == 0;
+      const VectorSpan whole = spanned ? span->second : VectorSpan{};
       int64_t inner = 1;
       for (size_t k = n.axes.size(); k-- > 0;) {
         int64_t size = axisSize(n.operands[0], n.axes[k]);
-        std::string expr = inner == 1 ? merged.expr : fmt::format("({}) / {}", merged.expr, inner);
+        const bool outer = spanned && inner > 1;
+        const std::string& from = outer ? whole.base : merged.expr;
+        std::string expr = inner == 1 ? from : fmt::format("({}) / {}", from, inner);
         if (k > 0) expr = fmt::format("({}) % {}", expr, size);
-        e[n.axes[k]] = {fmt::format("({})", expr), merged.scope};
+        expr = "(" + expr + ")";
+        if (spanned && inner == 1) {
+          VectorSpan part = whole;
+          part.base = fmt::format("(({}) % {})", whole.base, size);
+          vectorElements_[expr] = part;
+        }
+        e[n.axes[k]] = {expr, outer ? whole.scope : merged.scope};
         inner *= size;
       }
       return value(n.operands[0], e);
