@@ -554,6 +554,15 @@ class CudaWriter {
   // backward recomputing 1/sqrt(variance). With f32 storage the kernels keep
   // expf, IEEE division and 1.0f / sqrtf (the f32 oracle's 1e-5).
   const bool approximate_;
+  // stored_'s keys, the set the analyses take: made once a launch, on first use.
+  const std::set<NodeId>& storedIds() const {
+    if (!storedIds_) {
+      storedIds_.emplace();
+      for (const auto& [id, array] : stored_) storedIds_->insert(storedIds_->end(), id);
+    }
+    return *storedIds_;
+  }
+  mutable std::optional<std::set<NodeId>> storedIds_;
   std::string exp(const std::string& x) const;
   // An elementwise operation's C spelling (isF: on floats), for compute() and a scan's operator.
   std::string unaryExpression(UnaryOp op, const std::string& x, bool isF) const;

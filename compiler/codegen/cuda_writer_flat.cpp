@@ -12,8 +12,7 @@ bool CudaWriter::flatPoints() const {
   // offset (launch_list.cpp leaves such parts to launches of other kinds).
   for (NodeId o : plan_.outputs)
     if (!contiguousAlong(o, g_.node(o).type.axes.size())) return false;
-  std::set<NodeId> stored;
-  for (const auto& [id, array] : stored_) stored.insert(id);
+  const std::set<NodeId>& stored = storedIds();
   return takesFlatPoints(g_, plan_.computed, stored, plan_.outputs, plan_.groupAxes, [&](NodeId id) -> int64_t {
     auto it = stored_.find(id);
     return it == stored_.end() ? 0 : it->second.ctype == "llmc_bf16" ? 2 : it->second.ctype == "float" ? 4 : 0;

@@ -6,8 +6,7 @@
 namespace llmc::cuda_writer {
 
 void CudaWriter::stageTransposedReads(const std::vector<std::string>& origins) {
-  std::set<NodeId> stored;
-  for (const auto& [id, array] : stored_) stored.insert(id);
+  const std::set<NodeId>& stored = storedIds();
   auto elementBytes = [&](NodeId array) -> int64_t {
     const std::string& ctype = stored_.at(array).ctype;
     return ctype == "llmc_bf16" ? 2 : ctype == "float" ? 4 : 0;

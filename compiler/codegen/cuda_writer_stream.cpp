@@ -492,8 +492,7 @@ void CudaWriter::store(int scope, NodeId id, const Env& env) {
 // The layouts of the stored arrays the launch reads along `along`, through
 // the views it reads them through (a renamed axis is the array's own).
 std::vector<AffineLayout> CudaWriter::readLayoutsAlong(const std::string& along) const {
-  std::set<NodeId> stored;
-  for (const auto& [id, array] : stored_) stored.insert(id);
+  const std::set<NodeId>& stored = storedIds();
   std::vector<AffineLayout> layouts;
   for (NodeId id : plan_.computed)
     for (NodeId o : g_.node(id).operands) {
