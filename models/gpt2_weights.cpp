@@ -6,6 +6,8 @@
 #include <random>
 #include <thread>
 
+#include "cuda/device/llmc/counter_normal.h"
+
 namespace llmc {
 
 std::vector<Gpt2Parameter> gpt2Parameters(const Gpt2Config& config) {
@@ -54,37 +56,35 @@ bool isBias(const std::string& name) {
 }
 bool isResidualProjection(const std::string& name) { return name == "attprojw" || name == "fcprojw"; }
 
-// N(mean, stddev) values for a parameter, drawn in blocks of 2^20 that each
-// have a generator seeded from (seed, block) and are rounded to f32 as drawn.
-struct NormalFill {
-  HostTensor* tensor;
-  uint64_t seed;
-  double mean, stddev;
-};
-
-// Every block of every fill, shared out to the machine's threads at once: the
-// same values on any number of threads, and GPT-2's 124M parameters in a
-// fraction of a second (a parameter's few blocks alone would keep most of the
-// threads idle).
-void drawNormal(const std::vector<NormalFill>& fills) {
+// Every parameter's values from its start, the arrays shared out in blocks
+// to the machine's threads (a parameter's few blocks alone would keep most of
+// them idle): each value is a function of its position, so the same on any
+// number of threads.
+void fillFromStart(Gpt2Weights& w, const std::vector<Gpt2ParameterStart>& starts) {
   constexpr int64_t kBlock = int64_t{1} << 20;
-  std::vector<std::pair<size_t, int64_t>> blocks;  // fill, block
-  for (size_t f = 0; f < fills.size(); ++f) {
-    const int64_t n = static_cast<int64_t>(fills[f].tensor->data.size());
-    for (int64_t b = 0; b * kBlock < n; ++b) blocks.push_back({f, b});
+  std::vector<std::pair<size_t, int64_t>> blocks;  // start, block
+  for (size_t s = 0; s < starts.size(); ++s) {
+    const int64_t n = starts[s].parameter.type.elementCount();
+    for (int64_t b = 0; b * kBlock < n; ++b) blocks.push_back({s, b});
   }
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t k; (k = next++) < blocks.size();) {
-      const auto [f, b] = blocks[k];
-      const NormalFill& fill = fills[f];
-      std::seed_seq seq{static_cast<uint32_t>(fill.seed), static_cast<uint32_t>(fill.seed >> 32),
-                        static_cast<uint32_t>(b), static_cast<uint32_t>(b >> 32)};
-      std::mt19937_64 rng(seq);
-      std::normal_distribution<double> normal(fill.mean, fill.stddev);
-      std::vector<double>& data = fill.tensor->data;
+      const auto [s, b] = blocks[k];
+      const Gpt2ParameterStart& start = starts[s];
+      std::vector<double>& data = (w.*start.parameter.member).data;
       const int64_t end = std::min(static_cast<int64_t>(data.size()), (b + 1) * kBlock);
-      for (int64_t i = b * kBlock; i < end; ++i) data[static_cast<size_t>(i)] = static_cast<float>(normal(rng));
+      if (start.kind != Gpt2ParameterStart::Kind::Normal) {
+        const double value = start.kind == Gpt2ParameterStart::Kind::One ? 1.0 : 0.0;
+        for (int64_t i = b * kBlock; i < end; ++i) data[static_cast<size_t>(i)] = i < start.drawn ? value : 0.0;
+        continue;
+      }
+      // Four values a generator block (kBlock is a multiple of 4).
+      for (int64_t i = b * kBlock; i < end; i += 4) {
+        const counter_normal::Four z = counter_normal::normals(start.key, static_cast<uint64_t>(i / 4));
+        for (int64_t j = i; j < std::min(end, i + 4); ++j)
+          data[static_cast<size_t>(j)] = j < start.drawn ? static_cast<double>(start.mean + start.stddev * z.z[j - i]) : 0.0;
+      }
     }
   };
   const size_t threads = std::min<size_t>(blocks.size(), std::max(1u, std::thread::hardware_concurrency()));
@@ -117,23 +117,38 @@ Gpt2Weights fillGpt2Weights(const Gpt2Config& config, uint64_t seed, Fill fill) 
 
 }  // namespace
 
-Gpt2Weights randomGpt2Weights(const Gpt2Config& config, uint64_t seed) {
-  const double residualScale = 1.0 / std::sqrt(2.0 * static_cast<double>(config.L));
-  // Each parameter its own seed, drawn from one generator (independent parameters).
-  Gpt2Weights w = zeroGpt2Weights(config);
-  std::mt19937_64 seeds(seed);
-  std::vector<NormalFill> normal;
+std::vector<Gpt2ParameterStart> gpt2Start(const Gpt2Config& config, uint64_t seed) {
+  const float residualScale = static_cast<float>(1.0 / std::sqrt(2.0 * static_cast<double>(config.L)));
+  // Each parameter its own stream, drawn from one generator (independent parameters).
+  std::mt19937_64 keys(seed);
+  std::vector<Gpt2ParameterStart> starts;
   for (const Gpt2Parameter& p : gpt2Parameters(config)) {
-    HostTensor& t = w.*p.member;
-    const uint64_t s = seeds();
-    if (isLayernormGain(p.name)) std::fill(t.data.begin(), t.data.end(), 1.0);
-    else if (!isLayernormBias(p.name) && !isBias(p.name))
-      normal.push_back({&t, s, 0, isResidualProjection(p.name) ? 0.02 * residualScale : 0.02});
+    Gpt2ParameterStart s{p};
+    s.key = keys();
+    s.drawn = p.type.elementCount();
+    if (isLayernormGain(p.name)) {
+      s.kind = Gpt2ParameterStart::Kind::One;
+    } else if (!isLayernormBias(p.name) && !isBias(p.name)) {
+      s.kind = Gpt2ParameterStart::Kind::Normal;
+      s.stddev = isResidualProjection(p.name) ? 0.02f * residualScale : 0.02f;
+    }
+    // llm.c initialises only the V real rows of wte; the padding is never a
+    // token and its logits never count, so it stays zero.
+    if (p.name == "wte") s.drawn = config.V * config.C;
+    starts.push_back(s);
   }
-  drawNormal(normal);
-  // llm.c initialises only the V real rows of wte; the padding is never a
-  // token and its logits never count, so it stays zero.
-  std::fill(w.wte.data.begin() + config.V * config.C, w.wte.data.end(), 0.0);
+  return starts;
+}
+
+float gpt2StartValue(const Gpt2ParameterStart& start, int64_t i) {
+  if (i >= start.drawn || start.kind == Gpt2ParameterStart::Kind::Zero) return 0.0f;
+  if (start.kind == Gpt2ParameterStart::Kind::One) return 1.0f;
+  return counter_normal::normal_at(start.key, static_cast<uint64_t>(i), start.mean, start.stddev);
+}
+
+Gpt2Weights randomGpt2Weights(const Gpt2Config& config, uint64_t seed) {
+  Gpt2Weights w = zeroGpt2Weights(config);
+  fillFromStart(w, gpt2Start(config, seed));
   return w;
 }
 

@@ -51,11 +51,30 @@ std::vector<Gpt2Parameter> gpt2Parameters(const Gpt2Config& config);
 // Every parameter zero, with its declared type.
 Gpt2Weights zeroGpt2Weights(const Gpt2Config& config);
 
-// GPT-2's initialisation as llm.c does it: weights normal with std 0.02, the
-// projections back into the residual stream (attprojw, fcprojw) with
-// 0.02/sqrt(2L), biases 0, layernorm gains 1; the padded rows of wte (V..Vp)
-// stay 0. Seeded and reproducible; values are rounded to float, as a
-// checkpoint stores them. (The values differ from llm.c's: its own generator.)
+// How one parameter starts, as llm.c initialises GPT-2: weights normal with
+// std 0.02, the projections back into the residual stream (attprojw,
+// fcprojw) with 0.02/sqrt(2L), biases 0, layernorm gains 1; the padded rows
+// of wte (V..Vp) 0. Element i (row-major) of a normal parameter is
+// counter_normal::normal_at(key, i, mean, stddev) (runtime/cuda/device/llmc/
+// counter_normal.h): a function of its position alone, which a GPU kernel
+// makes the same (runtime/train/device_initialisation.h).
+struct Gpt2ParameterStart {
+  Gpt2Parameter parameter;
+  enum class Kind { Normal, One, Zero } kind = Kind::Zero;
+  float mean = 0, stddev = 0;
+  uint64_t key = 0;     // the parameter's stream: drawn in order from one generator seeded with the seed
+  int64_t drawn = 0;    // elements from the first that are drawn; the rest are 0 (wte's padded rows)
+};
+
+// Every parameter's start for a configuration and seed, in gpt2Parameters' order.
+std::vector<Gpt2ParameterStart> gpt2Start(const Gpt2Config& config, uint64_t seed);
+
+// The value of element i of a parameter at its start (a float).
+float gpt2StartValue(const Gpt2ParameterStart& start, int64_t i);
+
+// GPT-2 at its start (gpt2Start) on the host. Seeded and reproducible;
+// values are floats, as a checkpoint stores them. (The values differ from
+// llm.c's: its own generator.)
 Gpt2Weights randomGpt2Weights(const Gpt2Config& config, uint64_t seed);
 
 // Every parameter random and away from its initial value (biases and

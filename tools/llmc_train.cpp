@@ -67,8 +67,8 @@ std::optional<Tokenizer> findTokenizer(const std::string& given, const std::stri
 }
 
 // The model of -e: a fresh dN (made from the seed: its configuration known at
-// once, its values on a thread beside the trainer's planning and compiling,
-// which need them only when they go to the device), or a checkpoint, read.
+// once, its values on the device by the GPU path, on the host only where the
+// CPU path asks for them), or a checkpoint, read.
 struct ModelSource {
   Gpt2Config config;
   std::shared_future<Gpt2Weights> weights;
@@ -91,7 +91,9 @@ ModelSource openModel(const TrainOptions& o) {
     if (config.C % config.H != 0)
       throw std::invalid_argument(fmt::format("{} channels do not split into {} heads", config.C, config.H));
     config.T = std::max<int64_t>(1024, o.seqLen);
-    return {config, std::async(std::launch::async, [config, seed = o.seed] { return randomGpt2Weights(config, seed); }).share(),
+    // Deferred: made on the host only where asked for (the CPU path); the GPU
+    // path makes a fresh model on the device (runtime/train/device_start.h).
+    return {config, std::async(std::launch::deferred, [config, seed = o.seed] { return randomGpt2Weights(config, seed); }).share(),
             true};
   }
   if (!isFile) throw std::runtime_error(fmt::format("-e {}: no such checkpoint file (or dN for a fresh model)", o.model));
@@ -176,7 +178,7 @@ class TrainingRun {
     const Gpt2Config c = model.config;
     info("model: L={} C={} H={} maxT={} V={} Vp={}, {:.2f}M parameters ({})\n", c.L, c.C, c.H, c.T, c.V, c.Vp,
                static_cast<double>(c.parameterCount()) / 1e6,
-               model.fresh ? "initialised from the seed beside the compiling"
+               model.fresh ? fmt::format("fresh, from seed {}", o_.seed)
                            : fmt::format("read in {:.2f} s", secondsSince(start)));
 
     tokenizer_ = findTokenizer(o_.tokenizerDir, o_.trainData);
@@ -255,7 +257,8 @@ class TrainingRun {
             o_.batchSize, o_.seqLen,
             {.bf16 = o_.bf16, .cudaGraph = o_.cudaGraph, .recompute = o_.recompute != 0, .holdLess = o_.holdLess,
              .tokenLossRows = o_.hellaswag ? hellaswagRows(o_.batchSize) : 0, .place = place_,
-             .zeroStage = o_.zeroStage, .overlap = o_.overlap, .quiet = o_.quiet});
+             .zeroStage = o_.zeroStage, .overlap = o_.overlap, .quiet = o_.quiet,
+             .startSeed = model.fresh ? std::optional<uint64_t>(o_.seed) : std::nullopt});
         gpu_ = gpu.get();
         trainer_ = std::move(gpu);
         return;
@@ -461,6 +464,7 @@ class TrainingRun {
     if (state->optimizer.step != step)
       throw std::runtime_error(fmt::format("{}: holds step {}, but its name says {}", statePath, state->optimizer.step, step));
     model.weights = ready(std::move(saved));
+    model.fresh = false;  // the checkpoint's values, not the seed's
     return step;
   }
 

@@ -57,9 +57,11 @@ void printStartup(const GpuTrainer& gpu, const GpuPathOptions& o, const std::str
              "plan cache), kernels {}\n",
              diagramsDir, total, s.planSeconds, s.plansFromCache, s.modules, s.jit.describe());
   fmt::print("startup: CUDA context {:.2f} s, executors {:.2f} s, kernels loaded in {:.2f} s, device memory {:.2f} s, "
-             "weights {:.2f} s ({:.2f} s of it waiting for their packing beside the planning), the rest {:.2f} s\n",
+             "weights {:.2f} s ({}), the rest {:.2f} s\n",
              s.contextSeconds, s.executorsSeconds, s.loadSeconds, s.allocateSeconds, s.weightsSeconds,
-             s.packWaitSeconds,
+             s.weightsMadeOnDevice ? "made on the device from the seed"
+                                   : fmt::format("{:.2f} s of it waiting for their packing beside the planning",
+                                                 s.packWaitSeconds),
              total - s.contextSeconds - s.executorsSeconds - s.planSeconds - s.jit.wallSeconds - s.loadSeconds -
                  s.allocateSeconds - s.weightsSeconds);
   fmt::print("device memory: {:.2f} GiB allocated ({} launches per step; activations arena {:.2f} GiB, "
@@ -113,6 +115,7 @@ std::unique_ptr<DeviceTrainer> startGpuTrainer(const std::string& diagramsDir, c
   g.recompute = options.recompute;
   g.holdLess = options.holdLess;
   g.tokenLossRows = options.tokenLossRows;
+  g.startSeed = options.startSeed;
   g.gpu = options.place.gpu;
   const ProcessPlace& place = options.place;
   if (place.size > 1)

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <memory>
 #include <string>
 
@@ -64,6 +65,9 @@ struct GpuPathOptions {
   int zeroStage = 0;
   bool overlap = true;
   bool quiet = false;  // no start-up lines (llmc-train --quiet)
+  // A fresh model: made on the device from this seed (device_start.h), and
+  // `model` never asked for.
+  std::optional<uint64_t> startSeed = {};
 };
 
 // The training step of `config` on the GPU, planned from `diagramsDir` and

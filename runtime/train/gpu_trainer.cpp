@@ -16,6 +16,8 @@
 
 #include "cuda_driver.h"
 #include "cuda_event.h"
+#include "device_start.h"
+#include "loaded_kernels.h"
 #include "driver/pipeline.h"
 #include "jit.h"
 #include "kernel_cache.h"
@@ -100,7 +102,9 @@ GpuTrainer::GpuTrainer(const std::string& diagramsDir, const Gpt2Config& config,
   // The master weights are packed on the host from the model beside the
   // planning (d48's 1.56B parameters took 5.5 s packed after the compiling);
   // uploaded once the device memory is there.
-  auto packing = std::async(std::launch::async, [this, &model] { return packedMaster(model()); });
+  // A fresh model is made on the device instead (device_start.h).
+  std::future<std::unique_ptr<float[]>> packing;
+  if (!options_.startSeed) packing = std::async(std::launch::async, [this, &model] { return packedMaster(model()); });
 
   std::set<std::string> gradients;
   for (const Slice& s : slices_) gradients.insert("grad_" + s.name);
@@ -239,11 +243,13 @@ GpuTrainer::GpuTrainer(const std::string& diagramsDir, const Gpt2Config& config,
     ranges.push_back({name, sources.size()});
     for (cuda::KernelSource& s : cuda::kernelSources(m->code, context_.arch())) sources.push_back(std::move(s));
   }
+  const size_t modulesEnd = sources.size();
+  if (options_.startSeed) sources.push_back(deviceStartSource(context_.arch()));
   const cuda::KernelCache cache(options_.kernelCache.empty() ? cuda::KernelCache::defaultDirectory() : options_.kernelCache);
   cuda::JitResult jit = cuda::compileKernels(sources, &cache, options_.compileThreads, cuda::jitWorkersFromEnvironment());
   const auto loadStart = Clock::now();
   for (size_t i = 0; i < ranges.size(); ++i) {
-    const size_t from = ranges[i].second, to = i + 1 < ranges.size() ? ranges[i + 1].second : sources.size();
+    const size_t from = ranges[i].second, to = i + 1 < ranges.size() ? ranges[i + 1].second : modulesEnd;
     Module& m = module(ranges[i].first);
     m.executor->load(std::vector<cuda::JitKernel>(jit.kernels.begin() + static_cast<long>(from),
                                                   jit.kernels.begin() + static_cast<long>(to)));
@@ -259,11 +265,23 @@ GpuTrainer::GpuTrainer(const std::string& diagramsDir, const Gpt2Config& config,
   startup_.compileSeconds = secondsSince(compileStart);
   const auto weightsStart = Clock::now();
 
-  // The state: master weights from the model (packed beside the planning),
-  // moments zero, the decay mask.
-  const std::unique_ptr<float[]> master = packing.get();
-  startup_.packWaitSeconds = secondsSince(weightsStart);
-  master_[0].copyFromHost(master.get() + shardOffset_, static_cast<size_t>(shardF32));
+  // The state: master weights made on the device from the seed, or from the
+  // model (packed beside the planning); moments zero, the decay mask.
+  if (options_.startSeed) {
+    std::vector<PackedStart> starts;
+    for (const Gpt2ParameterStart& s : gpt2Start(config_, *options_.startSeed))
+      for (const Slice& slice : slices_)
+        if (slice.member == s.parameter.member) starts.push_back({s, slice.offset});
+    cuda::LoadedKernels start({jit.kernels.back()});
+    fillStart(start["llmc_gpt2_start"], master_[0].address(), shardOffset_, shardCount_, starts, stream_->get());
+    stream_->synchronize();
+    checkStart(master_[0].address(), shardOffset_, shardCount_, starts);
+    startup_.weightsMadeOnDevice = true;
+  } else {
+    const std::unique_ptr<float[]> master = packing.get();
+    startup_.packWaitSeconds = secondsSince(weightsStart);
+    master_[0].copyFromHost(master.get() + shardOffset_, static_cast<size_t>(shardF32));
+  }
   setDecayMask();
   module("to_params").executor->run(stream_->get());
   gatherParameters();

@@ -66,6 +66,10 @@ struct GpuTrainerOptions {
     bool overlap = true;
   };
   std::optional<DataParallel> dataParallel;
+  // A fresh model: the master weights made on the device from this seed
+  // (device_start.h), the same values as randomGpt2Weights' but for the last
+  // bits; the model function is then never called.
+  std::optional<uint64_t> startSeed;
 };
 
 // What starting took, for the log.
@@ -81,6 +85,7 @@ struct GpuStartup {
   // Of weightsSeconds, waiting for the master weights packed beside the
   // planning and the compiling (the model still in the making, or large).
   double packWaitSeconds = 0;
+  bool weightsMadeOnDevice = false;  // a fresh model made from the seed there (device_start.h)
   double contextSeconds = 0;  // the GPU's context and stream (and NCCL's communicator)
   double executorsSeconds = 0;  // the modules' executors and memory plans
   int64_t stepLaunches = 0;

@@ -19,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "cuda/device/llmc/counter_normal.h"
+
 using namespace llmc;
 namespace fs = std::filesystem;
 
@@ -116,6 +118,14 @@ TEST_CASE("random GPT-2 weights follow GPT-2's initialisation", "[gpt2][checkpoi
     const HostTensor& t = w.*p.member;
     CHECK(t.type == p.type);
     CHECK(std::all_of(t.data.begin(), t.data.end(), [](double v) { return v == static_cast<float>(v); }));
+  }
+  // Each value is its position's (gpt2StartValue): what the device makes too.
+  for (const Gpt2ParameterStart& s : gpt2Start(config, 42)) {
+    const std::vector<double>& data = (w.*s.parameter.member).data;
+    int64_t differ = 0;
+    for (size_t i = 0; i < data.size(); ++i) differ += data[i] != gpt2StartValue(s, static_cast<int64_t>(i));
+    INFO(s.parameter.name);
+    CHECK(differ == 0);
   }
   CHECK(randomGpt2Weights(config, 42).qkvw.data == w.qkvw.data);
   CHECK(randomGpt2Weights(config, 43).qkvw.data != w.qkvw.data);
@@ -289,4 +299,23 @@ TEST_CASE("reading a broken checkpoint names the file and what is wrong", "[gpt2
     CHECK_THROWS_WITH(readBroken(withHeaderWord(1, 5)),
                       fmt::format("{}: {} trailing bytes after the last parameter (lnfb)", path, bf16Bytes));
   }
+}
+
+TEST_CASE("the start's normal values are Philox4x32-10's, then Box-Muller's", "[gpt2][checkpoint]") {
+  // Random123's known answers (kat_vectors): counter and key zero, all ones, pi's digits.
+  const counter_normal::Bits zero = counter_normal::philox4x32_10(0, 0, 0, 0, 0, 0);
+  CHECK((zero.x[0] == 0x6627e8d5u && zero.x[1] == 0xe169c58du && zero.x[2] == 0xbc57ac4cu && zero.x[3] == 0x9b00dbd8u));
+  // Of a million values: mean 0, variance 1, 68.3% within one deviation, 95.4% within two.
+  double sum = 0, squares = 0;
+  int64_t within1 = 0, within2 = 0;
+  constexpr int64_t n = 1 << 20;
+  for (int64_t i = 0; i < n; ++i) {
+    const double z = counter_normal::normal_at(12345, static_cast<uint64_t>(i), 0.0f, 1.0f);
+    sum += z, squares += z * z;
+    within1 += std::fabs(z) < 1, within2 += std::fabs(z) < 2;
+  }
+  CHECK(sum / n == Approx(0).margin(0.005));
+  CHECK(squares / n == Approx(1).epsilon(0.005));
+  CHECK(static_cast<double>(within1) / n == Approx(0.6827).margin(0.002));
+  CHECK(static_cast<double>(within2) / n == Approx(0.9545).margin(0.001));
 }
