@@ -131,12 +131,14 @@ class Fuser {
   // contraction reads (the qkv projection's gradients, dq, dk and dv in three
   // layouts; a stack of shifted windows; rotated pairs of channels): the
   // tensor cores take one strided array, so the concat is computed, its
-  // parts copied into one stored array. So is a concat that is an output
-  // (or whose view is) where its parts interleave: made by one kernel, not
-  // each part by its own and then copied together (complex numbers as
-  // pairs, [.. i r:2]). Parts that lie whole one after another (per-layer
-  // gradients stacked over the layers) keep their copy, which the
-  // data-parallel reduction overlaps.
+  // parts copied into one stored array (or written there by their own
+  // launches, where they can lie in it: codegen/concat_parts.h). So is a
+  // concat that is an output (or whose view is) where its parts interleave:
+  // made by one kernel, not each part by its own and then copied together
+  // (complex numbers as pairs, [.. i r:2]). Parts that lie whole one after
+  // another (per-layer gradients stacked over the layers) stay a view: each
+  // lies in the output where its launch writes it (concat_parts.h), or a
+  // launch copies them there.
   bool viewHere(const Node& n) const { return viewHere_[idx(n.id)] != 0; }
   bool computeViewHere(const Node& n) const;
   // The nodes that read id's value, through the views computed where they
@@ -187,6 +189,12 @@ class Fuser {
   bool sameAxesAsMatmuls(const std::set<NodeId>& members, const std::vector<NodeId>& matmuls) const;
   bool readsEachInEpilogue(int group, const std::set<NodeId>& values) const;
   bool pathThroughOthers(int from, int to) const;
+
+  // An elementwise node in the kernel of its operands that one other kernel
+  // alone reads moves there, where that costs no new large read
+  // (fusion_sinking.cpp).
+  void sinkIntoReaders();
+  bool readsLittleMore(const std::set<NodeId>& moving, int to, const Node& value) const;
 
   // Whether the nodes `inKernel` accepts, all with ids from `first` to
   // `last`, can run as one kernel: no path leaves them and comes back

@@ -144,6 +144,7 @@ std::vector<Kernel> Fuser::run() {
   attachEpilogues(next);
   joinSiblingEpilogues();
   mergeStreams();
+  sinkIntoReaders();
   separateMaximumMasks(next);
   separateScatterValues(next);
   breakCycles(next);

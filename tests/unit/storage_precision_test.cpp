@@ -39,7 +39,7 @@ TEST_CASE("bf16 storage between kernels keeps GPT-2's gradients within 2e-2", "[
   InterpreterOptions stored = exact;
   for (const BufferDesc& b : module.buffers)
     if (b.dtype == "bf16" && !b.graphInput) stored.storedAsBf16.insert(b.node);
-  REQUIRE(stored.storedAsBf16.size() > 100);
+  REQUIRE(stored.storedAsBf16.size() > 80);  // the step has that many arrays between its kernels
 
   const auto reference = interpret(step, inputs, exact);
   const auto rounded = interpret(step, inputs, stored);
