@@ -195,6 +195,11 @@ class Fuser {
   // (fusion_sinking.cpp).
   void sinkIntoReaders();
   bool readsLittleMore(const std::set<NodeId>& moving, int to, const Node& value) const;
+  // Two kernels each summing over the same axes, reading one stored array,
+  // neither waiting for the other, become one (fusion_sinking.cpp).
+  void joinSiblingSums();
+  bool sharesStoredRead(int a, int b) const;
+  bool readsFrom(int reader, int maker) const;
 
   // Whether the nodes `inKernel` accepts, all with ids from `first` to
   // `last`, can run as one kernel: no path leaves them and comes back

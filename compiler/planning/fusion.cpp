@@ -145,6 +145,7 @@ std::vector<Kernel> Fuser::run() {
   joinSiblingEpilogues();
   mergeStreams();
   sinkIntoReaders();
+  joinSiblingSums();
   separateMaximumMasks(next);
   separateScatterValues(next);
   breakCycles(next);
