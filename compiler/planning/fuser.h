@@ -196,7 +196,7 @@ class Fuser {
   void sinkIntoReaders();
   bool readsLittleMore(const std::set<NodeId>& moving, int to, const Node& value) const;
   // Two kernels each summing over the same axes, reading one stored array,
-  // neither waiting for the other, become one (fusion_sinking.cpp).
+  // neither waiting for the other, become one (fusion_siblings.cpp).
   void joinSiblingSums();
   bool sharesStoredRead(int a, int b) const;
   bool readsFrom(int reader, int maker) const;

@@ -1,4 +1,5 @@
-// Fusion: elementwise kernels taken into a sibling GEMM's epilogue.
+// Fusion: siblings, kernels that read the same stored values, joined: an
+// elementwise kernel into a GEMM's epilogue, a sum beside another sum.
 #include "planning/fuser.h"
 
 namespace llmc::fusion {
@@ -99,6 +100,62 @@ bool Fuser::pathThroughOthers(int from, int to) const {
     for (int r : readers[g])
       if (seen.insert(r).second) work.push_back(r);
   }
+  return false;
+}
+
+// Column sums of one array side by side: two kernels, each a sum over the
+// same axes (a layernorm's weight and bias gradients, over the rows, both
+// from the incoming gradient), that read one stored array and depend on
+// neither the other, become one kernel reading it once.
+void Fuser::joinSiblingSums() {
+  std::map<std::pair<std::vector<std::string>, std::vector<std::pair<std::string, int64_t>>>, std::vector<int>> byShape;
+  for (const auto& [group, members] : members_) {
+    std::vector<NodeId> sums;
+    bool plain = !members.empty() && !holdsScan(group);
+    for (NodeId m : members) {
+      const Node& n = g_.node(m);
+      if (n.op == Op::Reduce) sums.push_back(m);
+      else if (isAnchor(n)) plain = false;
+    }
+    if (!plain || sums.size() != 1) continue;
+    const Node& sum = g_.node(sums[0]);
+    if (sum.reduce != ReduceOp::Sum) continue;
+    std::vector<std::string> axes = sum.axes;
+    std::sort(axes.begin(), axes.end());
+    std::vector<std::pair<std::string, int64_t>> kept;
+    for (const Axis& a : sum.type.axes) kept.push_back({a.name, a.size});
+    byShape[{axes, kept}].push_back(group);
+  }
+  for (auto& [shape, groups] : byShape)
+    for (size_t i = 0; i < groups.size(); ++i)
+      for (size_t j = i + 1; j < groups.size(); ++j) {
+        const int a = groups[i], b = groups[j];
+        if (!members_.count(a) || !members_.count(b) || !sharesStoredRead(a, b)) continue;
+        if (pathThroughOthers(a, b) || pathThroughOthers(b, a) || readsFrom(a, b) || readsFrom(b, a)) continue;
+        moveMembers(b, a);
+      }
+}
+
+// Whether groups a and b read one same value made outside both.
+bool Fuser::sharesStoredRead(int a, int b) const {
+  auto reads = [&](int g) {
+    std::set<NodeId> out;
+    for (NodeId m : membersOfGroup(g))
+      for (NodeId o : g_.node(m).operands) {
+        const NodeId v = throughViews(o);
+        if (group_[idx(v)] != g && !freeNode(v) && g_.node(v).type.axes.size() >= 2) out.insert(v);
+      }
+    return out;
+  };
+  const std::set<NodeId> ra = reads(a), rb = reads(b);
+  return std::any_of(ra.begin(), ra.end(), [&](NodeId v) { return rb.count(v) > 0; });
+}
+
+// Whether group `reader` reads a value of group `maker` directly.
+bool Fuser::readsFrom(int reader, int maker) const {
+  for (NodeId m : membersOfGroup(reader))
+    for (NodeId o : g_.node(m).operands)
+      if (group_[idx(throughViews(o))] == maker) return true;
   return false;
 }
 

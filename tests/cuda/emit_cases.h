@@ -173,7 +173,7 @@ inline std::vector<EmitCase> otherCases() {
       {"fused gated MLP training step F=100", "tests/diagrams/fused_gated_mlp.dg", "fused_gated_mlp_loss",
        {{"N", 300}, {"C", 72}, {"F", 100}}, true, {}, 0.3},
       // Fusion's moves: a scaled matmul output remade in its one reader's kernel; two column
-      // sums of one array in one kernel (planning/fusion_sinking.cpp).
+      // sums of one array in one kernel (planning/fusion_sinking.cpp, fusion_siblings.cpp).
       {"scaled RMS norm between matmuls, remade where read", "tests/lit/backend/sink_into_readers.dg", "scaled_rms",
        {{"N", 300}, {"C", 72}, {"F", 1000}}, false, {}, 0.3},
       {"column sums side by side", "tests/lit/backend/sibling_sums.dg", "norm_gradients",
