@@ -407,7 +407,7 @@ class LaunchPlanner {
     std::set<NodeId> excluded;
     for (const auto& [output, source] : aliasOf_) excluded.insert(source);
     if (!f32) excluded = keptInF32(std::move(excluded));
-    for (const auto& [part, where] : partOf_) excluded.insert(part);
+    for (const auto& [part, where] : partOf_) excluded.insert({part, where.holder});  // one level of parts
     const std::vector<PlacedPart> parts = partsInPlace(g_, o.node, list_.stored, excluded, readers_);
     if (parts.empty() || !std::all_of(parts.begin(), parts.end(), [](const PlacedPart& p) { return p.contiguous; }))
       return false;
@@ -439,13 +439,16 @@ class LaunchPlanner {
       const Kernel& k = pk.kernel;
       if (k.nodes.size() != 1 || k.outputs != k.nodes || g_.node(k.nodes[0]).op != Op::Concat) continue;
       const NodeId concat = k.nodes[0];
-      if (std::any_of(g_.outputs.begin(), g_.outputs.end(), [&](const GraphOutput& o) { return o.node == concat; }))
+      if (excluded.count(concat) ||
+          std::any_of(g_.outputs.begin(), g_.outputs.end(), [&](const GraphOutput& o) { return o.node == concat; }))
         continue;
       const std::vector<PlacedPart> parts = partsInPlace(g_, concat, list_.stored, excluded, readers_);
       if (parts.empty() || !std::all_of(parts.begin(), parts.end(), [&](const PlacedPart& p) { return writtenInPlace(p.array); }))
         continue;
       plans_.erase(std::remove_if(plans_.begin(), plans_.end(), [&](const ScheduledLaunch& l) { return l.kernel == k.id; }),
                    plans_.end());
+      // Parts lie in one level: neither this join nor its parts become a part or a join again.
+      excluded.insert(concat);
       for (const PlacedPart& p : parts) {
         partOf_[p.array] = {concat, p};
         excluded.insert(p.array);
