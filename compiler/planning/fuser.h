@@ -198,7 +198,8 @@ class Fuser {
   // Two kernels each summing over the same axes, reading one stored array,
   // neither waiting for the other, become one (fusion_siblings.cpp).
   void joinSiblingSums();
-  bool sharesStoredRead(int a, int b) const;
+  std::set<NodeId> storedReads(int group) const;
+  bool joinsWithoutLoop(int from, int to);
   bool readsFrom(int reader, int maker) const;
 
   // Whether the nodes `inKernel` accepts, all with ids from `first` to

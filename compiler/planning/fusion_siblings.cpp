@@ -126,29 +126,65 @@ void Fuser::joinSiblingSums() {
     for (const Axis& a : sum.type.axes) kept.push_back({a.name, a.size});
     byShape[{axes, kept}].push_back(group);
   }
-  for (auto& [shape, groups] : byShape)
-    for (size_t i = 0; i < groups.size(); ++i)
-      for (size_t j = i + 1; j < groups.size(); ++j) {
-        const int a = groups[i], b = groups[j];
-        if (!members_.count(a) || !members_.count(b) || !sharesStoredRead(a, b)) continue;
-        if (pathThroughOthers(a, b) || pathThroughOthers(b, a) || readsFrom(a, b) || readsFrom(b, a)) continue;
-        moveMembers(b, a);
+  // Each group against the later ones it shares a stored read with, in
+  // order; a group that joins adds its reads, and so its own candidates.
+  for (auto& [shape, groups] : byShape) {
+    std::vector<std::set<NodeId>> reads(groups.size());
+    std::map<NodeId, std::vector<size_t>> readers;  // a stored value -> the groups (positions) reading it
+    for (size_t i = 0; i < groups.size(); ++i) {
+      reads[i] = storedReads(groups[i]);
+      for (NodeId v : reads[i]) readers[v].push_back(i);
+    }
+    for (size_t i = 0; i < groups.size(); ++i) {
+      const int a = groups[i];
+      auto alive = [&](int g) { return members_.count(g) && !members_.at(g).empty(); };
+      if (!alive(a)) continue;
+      std::set<size_t> candidates;
+      auto addCandidates = [&](const std::set<NodeId>& values, size_t after) {
+        for (NodeId v : values)
+          for (size_t j : readers[v])
+            if (j > after) candidates.insert(j);
+      };
+      addCandidates(reads[i], i);
+      while (!candidates.empty()) {
+        const size_t j = *candidates.begin();
+        candidates.erase(candidates.begin());
+        const int b = groups[j];
+        if (!alive(b)) continue;
+        if (readsFrom(a, b) || readsFrom(b, a) || !joinsWithoutLoop(b, a)) continue;
+        reads[i].insert(reads[j].begin(), reads[j].end());
+        addCandidates(reads[j], j);
       }
+    }
+  }
 }
 
-// Whether groups a and b read one same value made outside both.
-bool Fuser::sharesStoredRead(int a, int b) const {
-  auto reads = [&](int g) {
-    std::set<NodeId> out;
-    for (NodeId m : membersOfGroup(g))
-      for (NodeId o : g_.node(m).operands) {
-        const NodeId v = throughViews(o);
-        if (group_[idx(v)] != g && !freeNode(v) && g_.node(v).type.axes.size() >= 2) out.insert(v);
-      }
-    return out;
-  };
-  const std::set<NodeId> ra = reads(a), rb = reads(b);
-  return std::any_of(ra.begin(), ra.end(), [&](NodeId v) { return rb.count(v) > 0; });
+// Moves group `from`'s members into `to`, the last first (each then joins
+// what reads it there), while none makes a path out of `to` and back
+// (staysAcyclicWith, which walks near the members alone, not every
+// kernel's edges); where one would, the moved go back. Whether it moved.
+bool Fuser::joinsWithoutLoop(int from, int to) {
+  const std::set<NodeId> members = membersOfGroup(from);
+  std::vector<NodeId> joined;
+  for (auto m = members.rbegin(); m != members.rend() && staysAcyclicWith(*m, to); ++m) {
+    join(*m, to);
+    joined.push_back(*m);
+  }
+  if (joined.size() == members.size()) return true;
+  for (NodeId m : joined) join(m, from);
+  return false;
+}
+
+// The values of more than one axis that group g reads from outside it
+// (through views): what a sibling may read too.
+std::set<NodeId> Fuser::storedReads(int g) const {
+  std::set<NodeId> out;
+  for (NodeId m : membersOfGroup(g))
+    for (NodeId o : g_.node(m).operands) {
+      const NodeId v = throughViews(o);
+      if (group_[idx(v)] != g && !freeNode(v) && g_.node(v).type.axes.size() >= 2) out.insert(v);
+    }
+  return out;
 }
 
 // Whether group `reader` reads a value of group `maker` directly.
