@@ -199,7 +199,7 @@ class Fuser {
   // neither waiting for the other, become one (fusion_siblings.cpp).
   void joinSiblingSums();
   std::set<NodeId> storedReads(int group) const;
-  bool joinsWithoutLoop(int from, int to);
+  bool joinWithoutLoop(std::set<NodeId> nodes, int from, int to);
   bool readsFrom(int reader, int maker) const;
 
   // Whether the nodes `inKernel` accepts, all with ids from `first` to

@@ -151,28 +151,12 @@ void Fuser::joinSiblingSums() {
         candidates.erase(candidates.begin());
         const int b = groups[j];
         if (!alive(b)) continue;
-        if (readsFrom(a, b) || readsFrom(b, a) || !joinsWithoutLoop(b, a)) continue;
+        if (readsFrom(a, b) || readsFrom(b, a) || !joinWithoutLoop(membersOfGroup(b), b, a)) continue;
         reads[i].insert(reads[j].begin(), reads[j].end());
         addCandidates(reads[j], j);
       }
     }
   }
-}
-
-// Moves group `from`'s members into `to`, the last first (each then joins
-// what reads it there), while none makes a path out of `to` and back
-// (staysAcyclicWith, which walks near the members alone, not every
-// kernel's edges); where one would, the moved go back. Whether it moved.
-bool Fuser::joinsWithoutLoop(int from, int to) {
-  const std::set<NodeId> members = membersOfGroup(from);
-  std::vector<NodeId> joined;
-  for (auto m = members.rbegin(); m != members.rend() && staysAcyclicWith(*m, to); ++m) {
-    join(*m, to);
-    joined.push_back(*m);
-  }
-  if (joined.size() == members.size()) return true;
-  for (NodeId m : joined) join(m, from);
-  return false;
 }
 
 // The values of more than one axis that group g reads from outside it

@@ -73,19 +73,24 @@ void Fuser::sinkIntoReaders() {
           }
       }
       if (!readsLittleMore(moving, to, n)) continue;
-      // Readers first: each node then joins with what reads it already there.
-      std::vector<NodeId> joined;
-      for (auto m = moving.rbegin(); m != moving.rend() && staysAcyclicWith(*m, to); ++m) {
-        join(*m, to);
-        joined.push_back(*m);
-      }
-      if (joined.size() == moving.size()) {
-        moved = true;
-        continue;
-      }
-      for (NodeId m : joined) join(m, from);  // a loop through another kernel: undone
+      moved = joinWithoutLoop(moving, from, to) || moved;
     }
   }
+}
+
+// Moves `nodes` (members of `from`) into `to`, the last first (each then
+// joins what reads it there), while none makes a path out of `to` and back
+// (staysAcyclicWith, which walks near them, not every kernel's edges);
+// where one would, the moved go back to `from`. Whether they moved.
+bool Fuser::joinWithoutLoop(std::set<NodeId> nodes, int from, int to) {
+  std::vector<NodeId> joined;
+  for (auto m = nodes.rbegin(); m != nodes.rend() && staysAcyclicWith(*m, to); ++m) {
+    join(*m, to);
+    joined.push_back(*m);
+  }
+  if (joined.size() == nodes.size()) return true;
+  for (NodeId m : joined) join(m, from);
+  return false;
 }
 
 // Whether group `to`, given `moving`, reads nothing new but small arrays
