@@ -55,11 +55,6 @@ SKIPPED = {
     "sh tests/pytorch/run_gpt2_train_gpu_comparison.sh build/bin/gpt2-train-dump tests/pytorch/compare_gpt2_train.py "
     "diagrams": "needs a GPU and PyTorch",
     "PYTHONPATH=build/python python3 python/examples/gpt2_block_attention.py": "needs a GPU and PyTorch",
-    "build/bin/llmc-compile diagrams/gpt2/model.dg --entry gpt2 --grad --set B=32,T=1024,maxT=1024,L=12,C=768,H=12,"
-    "V=50257,Vp=50304 --f32 'grad_*' --emit perf --measured benchmarks/kernels/results/h200-d12-step-kernels.json":
-        "the measured file is of the step as planned at b8be59f (H200, 2026-12-04); fusion rule 11 (2026-12-05) "
-        "joins kernels, so this plan's are numbered otherwise and llmc-compile refuses the file by name until the "
-        "step is measured again on a GPU (step_kernels_bench --json)",
 }
 
 # What the scratch folder links to in the source tree.
