@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <future>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string_view>
@@ -36,23 +38,36 @@ std::string readFile(const fs::path& path) {
 // holds the diagrams, options and target file, not the compiler): 5, streams on wgmma and TMA;
 // 6, the entry's first line holds the SHA-256 of the JSON after it; 7, a parameter's offset
 // (constant bases) and flat points; 8, buffers that lie within others (an output's parts); 9, at
-// strides of their own (a concatenation's interleaved parts).
-constexpr int kFormat = 9;
+// strides of their own (a concatenation's interleaved parts); 10, the launches' sources after the
+// JSON, unescaped.
+constexpr int kFormat = 10;
 
-// An entry: this prefix, the SHA-256 of the JSON in hex, a newline, the JSON.
+// An entry: this prefix, the SHA-256 of the body in hex, a newline, the body (moduleToText).
 constexpr std::string_view kEntryPrefix = "llmc plan sha256 ";
 constexpr size_t kEntryHeaderBytes = kEntryPrefix.size() + 64 + 1;
-// Far above any plan's JSON (d48's training step: a few MB).
+// Far above any plan (d48's training step: 22 MB, nearly all of it CUDA source).
 constexpr uint64_t kMaxEntryBytes = uint64_t{1} << 30;
 
-// The JSON of an entry whose digest matches it, or why it is not to be used.
-std::string verifiedJson(const std::string& entry) {
+// The module of an entry whose digest matches its body, or why it is not to
+// be used. The digest (d48's step: 22 MB) is taken on a thread beside the
+// parse, which a mismatch then discards.
+CudaModule verifiedModule(const std::string& entry) {
   if (entry.size() < kEntryHeaderBytes || !entry.starts_with(kEntryPrefix) || entry[kEntryHeaderBytes - 1] != '\n')
     throw std::runtime_error("not a plan cache entry of this format (no SHA-256 line)");
-  const std::string_view json(entry.data() + kEntryHeaderBytes, entry.size() - kEntryHeaderBytes);
-  if (sha256Hex(json) != std::string_view(entry).substr(kEntryPrefix.size(), 64))
-    throw std::runtime_error("its SHA-256 does not match its contents");
-  return std::string(json);
+  const std::string_view body(entry.data() + kEntryHeaderBytes, entry.size() - kEntryHeaderBytes);
+  std::future<bool> digestMatches = std::async(std::launch::async, [&] {
+    return sha256Hex(body) == std::string_view(entry).substr(kEntryPrefix.size(), 64);
+  });
+  std::optional<CudaModule> module;
+  std::exception_ptr parseError;
+  try {
+    module = moduleFromText(body);
+  } catch (...) {
+    parseError = std::current_exception();
+  }
+  if (!digestMatches.get()) throw std::runtime_error("its SHA-256 does not match its contents");
+  if (parseError) std::rethrow_exception(parseError);
+  return std::move(*module);
 }
 
 }  // namespace
@@ -93,7 +108,7 @@ std::optional<CudaModule> ModuleCache::find(uint64_t key) const {
   try {
     const std::optional<std::string> entry = readRegularFile(p, kMaxEntryBytes);
     if (!entry) return std::nullopt;
-    return moduleFromJson(verifiedJson(*entry));
+    return verifiedModule(*entry);
   } catch (const std::exception& e) {
     // A parser's message can quote a long stretch of the entry: its start says enough.
     std::string why = e.what();
@@ -105,11 +120,11 @@ std::optional<CudaModule> ModuleCache::find(uint64_t key) const {
 
 void ModuleCache::store(uint64_t key, const CudaModule& module) const {
   if (!usable_) return;
-  const std::string json = moduleToJson(module);
+  const std::string body = moduleToText(module);
   // A fresh temporary renamed into place (common/atomic_file.h); not synced:
   // a torn entry after a crash fails its SHA-256.
   try {
-    writeFileAtomically(path(key), fmt::format("{}{}\n{}", kEntryPrefix, sha256Hex(json), json),
+    writeFileAtomically(path(key), fmt::format("{}{}\n{}", kEntryPrefix, sha256Hex(body), body),
                         {.mode = 0600, .sync = false, .followOwnLinks = false});
   } catch (const std::exception& e) {
     cacheWarning(fmt::format("cannot store a plan in the module cache: {}", e.what()));
@@ -127,7 +142,7 @@ CudaModule ModuleCache::findOrPlan(uint64_t key, const std::function<CudaModule(
   return module;
 }
 
-std::string moduleToJson(const CudaModule& module) {
+std::string moduleToText(const CudaModule& module) {
   json buffers = json::array();
   for (const BufferDesc& b : module.buffers) {
     json axes = json::array();
@@ -148,13 +163,20 @@ std::string moduleToJson(const CudaModule& module) {
     launches.push_back({{"name", l.name}, {"kernel", l.kernel}, {"role", l.role}, {"grid", l.grid},
                         {"block", l.block}, {"dynamic_smem_bytes", l.dynamicSmemBytes}, {"tensor_maps", maps},
                         {"params", params}, {"in_place", l.inPlace}, {"tensor_cores", l.instructions.tensorCores},
-                        {"source", l.source}});
+                        {"source_bytes", l.source.size()}});
   }
-  return json{{"format", kFormat}, {"arch", module.arch}, {"buffers", buffers}, {"launches", launches}}.dump();
+  // dump() escapes every newline within a string: the first one ends the JSON.
+  std::string text =
+      json{{"format", kFormat}, {"arch", module.arch}, {"buffers", buffers}, {"launches", launches}}.dump() + "\n";
+  for (const KernelLaunch& l : module.launches) text += l.source;
+  return text;
 }
 
-CudaModule moduleFromJson(const std::string& text) {
-  const json j = json::parse(text);  // throws json::parse_error, a std::exception
+CudaModule moduleFromText(std::string_view text) {
+  const size_t jsonEnd = text.find('\n');
+  if (jsonEnd == std::string_view::npos) throw std::runtime_error("no end to the JSON");
+  const json j = json::parse(text.substr(0, jsonEnd));  // throws json::parse_error, a std::exception
+  std::string_view sources = text.substr(jsonEnd + 1);
   if (j.at("format").get<int>() != kFormat) throw std::runtime_error("format: another version of the cache");
   CudaModule m;
   m.arch = j.at("arch").get<std::string>();
@@ -221,9 +243,14 @@ CudaModule moduleFromJson(const std::string& text) {
       k.params.push_back({bufferIndex(p.at(0)), p.at(1).get<bool>(), p.at(2).get<int64_t>()});
     for (const json& p : l.at("in_place")) k.inPlace.push_back({bufferIndex(p.at(0)), bufferIndex(p.at(1))});
     k.instructions.tensorCores = l.at("tensor_cores").get<std::string>();
-    k.source = l.at("source").get<std::string>();
+    const size_t sourceBytes = l.at("source_bytes").get<size_t>();
+    if (sourceBytes > sources.size())
+      throw std::runtime_error(fmt::format("launches: {}'s source of {} bytes past the entry's end", k.name, sourceBytes));
+    k.source = std::string(sources.substr(0, sourceBytes));
+    sources.remove_prefix(sourceBytes);
     m.launches.push_back(std::move(k));
   }
+  if (!sources.empty()) throw std::runtime_error(fmt::format("{} bytes after the last launch's source", sources.size()));
   return m;
 }
 

@@ -53,9 +53,11 @@ class ModuleCache {
   bool usable_;
 };
 
-// A module as JSON and back: every field a runtime needs to compile, load
-// and run it (the launches' sources included; not the GEMM plans).
-std::string moduleToJson(const CudaModule& module);
-CudaModule moduleFromJson(const std::string& text);  // throws std::runtime_error naming the field
+// A module as text and back: every field a runtime needs to compile, load
+// and run it (not the GEMM plans) as one line of JSON, then the launches'
+// sources one after another as they are, their lengths in the JSON — read
+// back without unescaping megabytes of CUDA inside JSON strings.
+std::string moduleToText(const CudaModule& module);
+CudaModule moduleFromText(std::string_view text);  // throws std::runtime_error naming the field
 
 }  // namespace llmc::cuda

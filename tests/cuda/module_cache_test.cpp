@@ -64,13 +64,17 @@ void requireSame(const llmc::CudaModule& a, const llmc::CudaModule& b) {
 
 }  // namespace
 
-TEST_CASE("a module comes back from JSON whole", "[module_cache]") {
+TEST_CASE("a module comes back from its text whole", "[module_cache]") {
   const llmc::CudaModule module = plannedStep();
   REQUIRE(std::any_of(module.launches.begin(), module.launches.end(), [](const auto& l) { return !l.tensorMaps.empty(); }));
   REQUIRE(std::any_of(module.launches.begin(), module.launches.end(), [](const auto& l) { return !l.inPlace.empty(); }));
   // The weight gradients of the two layers lie in their stacked outputs.
   REQUIRE(std::any_of(module.buffers.begin(), module.buffers.end(), [](const auto& b) { return b.within >= 0 && b.withinOffset > 0; }));
-  requireSame(module, llmc::cuda::moduleFromJson(llmc::cuda::moduleToJson(module)));
+  const std::string text = llmc::cuda::moduleToText(module);
+  requireSame(module, llmc::cuda::moduleFromText(text));
+  // A source cut short or run on is refused, not read into the next launch's.
+  CHECK_THROWS_WITH(llmc::cuda::moduleFromText(text.substr(0, text.size() - 1)), Catch::Matchers::Contains("past the entry's end"));
+  CHECK_THROWS_WITH(llmc::cuda::moduleFromText(text + "x"), Catch::Matchers::Contains("after the last launch's source"));
 }
 
 TEST_CASE("the module cache plans once, and again when a diagram changes", "[module_cache]") {
