@@ -10,15 +10,18 @@ after the other on the same GPU, with the same model, batch, steps and data:
 and prints a table, one row per model and configuration: the median time per
 step over the steps after the warm-up, the tokens per second it implies, the
 peak memory, the time from the process's start to the end of its first step,
-the final loss; then llmc's ratios to the best PyTorch configuration of that
-model (the most tokens/s in this run) and to each one.
+the final loss, and the GPU's SM clock and power draw over the timed steps
+(nvidia-smi's medians, `cap` where the board's power limit held the clock
+down); then llmc's ratios to the best PyTorch configuration of that model (the
+most tokens/s in this run) and to each one.
 
 Each implementation's own `RESULT {json}` line is preferred; without one (an
 llmc-train that does not print it yet), the figures come from its step lines
 `step N/M | loss L | ... | X ms | Y tok/s [| mem Z GiB]`, the time to the first
 step from when that line came out. Device memory is also read from
 nvidia-smi while each one runs (the most in use, less what was in use before
-it started), the same measure for all of them. Each PyTorch run compiles into
+it started), the same measure for all of them, as are the clock and power
+(gpu_watch.py). Each PyTorch run compiles into
 empty caches (--warm-torch-cache: its usual ones), so that its time to the
 first step is the cold figure.
 
@@ -44,6 +47,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "benchmarks"))
 import results_file  # noqa: E402  benchmarks/results_file.py
+from gpu_watch import GpuWatcher, steady_figures  # noqa: E402  beside this script
 TORCH_TRAINER = Path(__file__).resolve().parent / "train_gpt2_torch.py"
 DEFAULT_DATA = "data/shards/corpus_train_*.bin"
 GIB = 1024 ** 3
@@ -118,63 +122,17 @@ def summarize(lines, warmup_steps, tokens_per_step, first_step_s=None):
     return summary
 
 
-class GpuMemoryWatcher:
-    """The most device memory in use while a program runs, as nvidia-smi sees
-    it, less what was in use before: the same measure for llmc and PyTorch
-    (their own reports count different things: PyTorch's allocator leaves out
-    the CUDA context and its cache, llm.c counts everything). None without
-    nvidia-smi."""
-
-    def __init__(self, gpu_index, interval_s=0.2):
-        self.smi = shutil.which("nvidia-smi")
-        self.gpu, self.interval = gpu_index, interval_s
-        self.baseline = self.peak = None
-        self._stop = threading.Event()
-        self._thread = None
-
-    def _used_mib(self):
-        try:
-            out = subprocess.run([self.smi, "--query-gpu=memory.used", "--format=csv,noheader,nounits",
-                                  f"--id={self.gpu}"], capture_output=True, text=True, timeout=10)
-            return float(out.stdout.strip().splitlines()[0])
-        except (OSError, ValueError, IndexError, subprocess.TimeoutExpired):
-            return None
-
-    def __enter__(self):
-        if self.smi:
-            self.baseline = self._used_mib()
-            self.peak = self.baseline
-            self._thread = threading.Thread(target=self._poll, daemon=True)
-            self._thread.start()
-        return self
-
-    def _poll(self):
-        while not self._stop.wait(self.interval):
-            used = self._used_mib()
-            if used is not None and (self.peak is None or used > self.peak):
-                self.peak = used
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        if self._thread:
-            self._thread.join()
-
-    def used_bytes(self):
-        if self.baseline is None or self.peak is None:
-            return None
-        return (self.peak - self.baseline) * 1024 ** 2
-
-
-def run_one(name, command, env, log_path, timeout_s, gpu_index):
-    """Runs one implementation, echoing and logging its output; returns
-    (exit status or a reason it did not finish, its lines, seconds to its first step line, nvidia-smi bytes)."""
+def run_one(name, command, env, log_path, timeout_s, gpu_index, warmup_steps):
+    """Runs one implementation, echoing and logging its output; returns (exit status or a reason it
+    did not finish, its lines, seconds to its first step line, nvidia-smi's figures: {device_memory_bytes,
+    and over the timed steps sm_mhz, power_w, power_limit_w, power_capped, samples}, None without nvidia-smi)."""
     print(f"\n=== {name}: {' '.join(command)}", flush=True)
-    lines, first_step_s = [], None
+    lines, first_step_s, step_times = [], None, {}
     # llmc-train flushes each step line; stdbuf keeps any other C stdio output
     # line-buffered through the pipe so that the timestamps mean something.
     if shutil.which("stdbuf"):
         command = ["stdbuf", "-oL", "-eL"] + command
-    with GpuMemoryWatcher(gpu_index) as memory, open(log_path, "w") as log:
+    with GpuWatcher(gpu_index) as gpu, open(log_path, "w") as log:
         start = time.time()
         try:
             process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -184,8 +142,10 @@ def run_one(name, command, env, log_path, timeout_s, gpu_index):
         timer = threading.Timer(timeout_s, process.kill)
         timer.start()
         for line in process.stdout:
-            if first_step_s is None and STEP_LINE.match(line):
-                first_step_s = time.time() - start
+            if step := STEP_LINE.match(line):
+                step_times[int(step.group(1))] = time.time()
+                if first_step_s is None:
+                    first_step_s = time.time() - start
             lines.append(line.rstrip("\n"))
             log.write(line)
             print(f"  {line}", end="", flush=True)
@@ -193,7 +153,11 @@ def run_one(name, command, env, log_path, timeout_s, gpu_index):
         timer.cancel()
         if status != 0 and time.time() - start >= timeout_s:
             status = f"killed after {timeout_s} s"
-    return status, lines, first_step_s, memory.used_bytes()
+    # The timed steps run from the end of the last warm-up step to the last step line.
+    timed = sorted(n for n in step_times if n > warmup_steps)
+    steady = steady_figures(gpu.samples, step_times.get(warmup_steps, start), step_times[timed[-1]]) if timed else None
+    figures = {"device_memory_bytes": gpu.used_bytes(), **(steady or {})} if gpu.samples else None
+    return status, lines, first_step_s, figures
 
 
 def failure_reason(status, lines):
@@ -275,7 +239,7 @@ def fmt(value, spec):
 
 def format_table(rows):
     headers = ["model", "B", "config", "attention", "ms/step", "tok/s", "peak mem GiB", "device mem GiB",
-               "first step s", "final loss", "status"]
+               "first step s", "final loss", "SM MHz", "power W", "status"]
     body = []
     for row in rows:
         s = row["summary"]
@@ -289,8 +253,16 @@ def format_table(rows):
         body.append([row["model"], str(row["B"]), config, attention_cell(row), fmt(s.get("ms_per_step"), ".1f"),
                      fmt(s.get("tokens_per_s"), ",.0f"), fmt(mem / GIB if mem else None, ".2f"),
                      fmt(device_mem / GIB if device_mem else None, ".2f"), fmt(s.get("time_to_first_step_s"), ".1f"),
-                     fmt(s.get("final_loss"), ".4f"), status])
+                     fmt(s.get("final_loss"), ".4f")] + gpu_cells(row.get("gpu")) + [status])
     return format_grid(headers, body)
+
+
+def gpu_cells(gpu):
+    """The SM clock and power columns: nvidia-smi's medians over the timed steps, the power marked
+    'cap' where the software power cap held the clock down in at least half of the samples."""
+    gpu = gpu or {}
+    capped = gpu.get("power_capped") is not None and gpu["power_capped"] >= 0.5
+    return [fmt(gpu.get("sm_mhz"), ".0f"), fmt(gpu.get("power_w"), ".0f") + (" cap" if capped else "")]
 
 
 def ratios(llmc, other):
@@ -451,10 +423,10 @@ def run(args):
             run_env["TORCHINDUCTOR_CACHE_DIR"] = str(cache_root / tag / "inductor")
             run_env["TRITON_CACHE_DIR"] = str(cache_root / tag / "triton")
         if not os.access(command[0], os.X_OK):
-            status, lines, first_step_s, device_memory = "not run", [f"no executable {command[0]}"], None, None
+            status, lines, first_step_s, gpu = "not run", [f"no executable {command[0]}"], None, None
         else:
-            status, lines, first_step_s, device_memory = run_one(f"{model} {config}", command, run_env, log_path,
-                                                                 args.timeout, args.gpu)
+            status, lines, first_step_s, gpu = run_one(f"{model} {config}", command, run_env, log_path, args.timeout,
+                                                       args.gpu, args.warmup_steps)
         summary = summarize(lines, args.warmup_steps, batch * args.seq_len, first_step_s)
         ok = status == 0 and "ms_per_step" in summary
         unavailable = config != "llmc" and status == EXIT_UNAVAILABLE
@@ -469,7 +441,8 @@ def run(args):
             state = "failed: " + failure_reason(status, lines)
         rows.append({"model": model, "B": batch, "config": config, "name": CONFIGS[config]["implementation"],
                      "mode": config, "command": command, "ok": ok, "unavailable": unavailable, "status": state,
-                     "summary": summary, "device_memory_bytes": device_memory, "log": str(log_path)})
+                     "summary": summary, "device_memory_bytes": (gpu or {}).get("device_memory_bytes"),
+                     "gpu": gpu, "log": str(log_path)})
 
     if cache_root:
         shutil.rmtree(cache_root, ignore_errors=True)
@@ -478,6 +451,8 @@ def run(args):
     print(f"\nGPT-2 training step: {models}; T={args.seq_len}, {args.steps} steps (median over the last "
           f"{args.steps - args.warmup_steps}), data {args.data}, device {args.device}")
     print(format_table(rows))
+    print("(SM MHz, power W: nvidia-smi's medians over the timed steps; cap: the board's power limit held the "
+          "clock down)")
     table = ratio_table(rows)
     if table:
         print("\nllmc's figure over PyTorch's (best PyTorch: the configuration of the most tokens/s in this run)")
