@@ -82,7 +82,7 @@ class GpuWatcher:
             try:
                 self._process = subprocess.Popen(
                     [self.smi, f"--query-gpu={QUERY}", "--format=csv,noheader,nounits", f"--id={self.gpu}",
-                     f"-lms={self.interval_ms}"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+                     "-lms", str(self.interval_ms)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
             except OSError:
                 self._process = None
             if self._process:
