@@ -61,8 +61,14 @@ with tempfile.TemporaryDirectory() as tmp:
     smi = tmp / "nvidia-smi"
     # 100 ms samples: idle at first (1980 MHz, 60 W, 1000 MiB), then from the first step line on
     # (the trainer writes tmp/started) at the cap (1600 MHz, 690 W, 9000 MiB).
+    # It takes its arguments as nvidia-smi does (`-lms N`, `--id=N`, `--query-gpu=LIST`), else fails.
     smi.write_text(f"""#!/usr/bin/env python3
 import datetime, os, sys, time
+args = sys.argv[1:]
+ok = ("-lms" in args and args[args.index("-lms") + 1:][:1] != [] and args[args.index("-lms") + 1].isdigit()
+      and "--id=0" in args and "--query-gpu={gpu_watch.QUERY}" in args and "--format=csv,noheader,nounits" in args)
+if not ok:
+    sys.exit("nvidia-smi: unexpected arguments " + " ".join(args))
 while True:
     busy = os.path.exists("{tmp}/started")
     t = datetime.datetime.now().strftime("%Y/%m/%d %H:%M:%S.%f")[:-3]
