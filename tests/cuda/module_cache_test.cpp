@@ -20,12 +20,14 @@ namespace {
 // A GPT-2 training step small enough to plan in a moment; its GEMMs carry
 // tensor maps, its scatter-adds clear launches, its weight gradients parts
 // that lie within their outputs.
-llmc::CudaModule plannedStep() {
+llmc::CudaModule plannedStep(const std::string& path = "diagrams/gpt2/model.dg", const std::string& entry = "gpt2",
+                             llmc::SizeBindings sizes = {{"B", 2}, {"T", 64}, {"maxT", 64}, {"L", 2}, {"C", 64},
+                                                         {"H", 2}, {"V", 100}, {"Vp", 128}}) {
   const llmc::Target target = llmc::loadTarget("sm_90a");
   llmc::PipelineOptions p;
-  p.path = std::string(LLMC_SOURCE_DIR) + "/diagrams/gpt2/model.dg";
-  p.entry = "gpt2";
-  p.sizes = {{"B", 2}, {"T", 64}, {"maxT", 64}, {"L", 2}, {"C", 64}, {"H", 2}, {"V", 100}, {"Vp", 128}};
+  p.path = std::string(LLMC_SOURCE_DIR) + "/" + path;
+  p.entry = entry;
+  p.sizes = std::move(sizes);
   p.grad = true;
   p.target = &target;
   const llmc::Graph g = llmc::compileToIR(p);
@@ -75,6 +77,17 @@ TEST_CASE("a module comes back from its text whole", "[module_cache]") {
   // A source cut short or run on is refused, not read into the next launch's.
   CHECK_THROWS_WITH(llmc::cuda::moduleFromText(text.substr(0, text.size() - 1)), Catch::Matchers::Contains("past the entry's end"));
   CHECK_THROWS_WITH(llmc::cuda::moduleFromText(text + "x"), Catch::Matchers::Contains("after the last launch's source"));
+}
+
+TEST_CASE("a module of another diagram, odd sizes, renamed axes, comes back whole", "[module_cache]") {
+  // The fused gated MLP's training step: a join's parts written in place at strides of their own.
+  for (const char* entry : {"fused_gated_mlp_loss", "fused_gated_mlp_renamed"}) {
+    INFO(entry);
+    const llmc::CudaModule module =
+        plannedStep("tests/diagrams/fused_gated_mlp.dg", entry, {{"N", 300}, {"C", 72}, {"F", 104}});
+    REQUIRE(std::any_of(module.buffers.begin(), module.buffers.end(), [](const auto& b) { return b.within >= 0; }));
+    requireSame(module, llmc::cuda::moduleFromText(llmc::cuda::moduleToText(module)));
+  }
 }
 
 TEST_CASE("the module cache plans once, and again when a diagram changes", "[module_cache]") {
