@@ -56,6 +56,7 @@ struct WrittenKernel {
   std::set<NodeId> reads;       // stored values it reads
   int64_t grid = 1;
   int block = 256;
+  int64_t dynamicSmemBytes = 0;  // a CUDA-core launch's rows held in shared memory (planning/staged_rows.h)
   std::string streamNote;       // how the stream was emitted, for the source's comment
   std::vector<std::string> tensorMaps;  // a stream's TMA tiles: the kernel's first parameters (TensorCoreStream::loadedTiles)
   // A GEMM epilogue's inputs whose address is the call's coordinates alone:

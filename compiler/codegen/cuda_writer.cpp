@@ -196,6 +196,7 @@ std::string CudaWriter::value(NodeId id, const Env& env) {
   if (auto it = cache_.find(key); it != cache_.end()) return it->second;
   std::string result;
   if (std::optional<std::string> staged = stagedValue(id, own, target)) result = *staged;
+  else if (std::optional<std::string> row = stagedRowValue(n, own, target)) result = *row;
   else if (stream_.streamable && aggregateTerms().count(id)) result = aggregate(n, own, target);
   else if (stored_.count(id) && !plan_.computed.count(id)) result = load(n, own, target);
   else result = compute(n, own, target);
@@ -540,11 +541,13 @@ std::string CudaWriter::reduction(const Node& n, const Env& own, int target) {
   }
   closeAll(opened);
   if (acrossLanes) {
-    // The lanes' partial results combined: every lane holds the whole.
+    // The lanes' partial results combined: every lane holds the whole
+    // (a warp's by shuffles, then the warps' where a point takes several).
+    const std::string combine = isMax ? (isFloat(n.type.dtype) ? "{0} = fmaxf({0}, {1})" : "{0} = max({0}, {1})") : "{0} += {1}";
     const std::string other = fmt::format("__shfl_xor_sync(0xffffffffu, {}, offset)", acc);
-    emit(target, fmt::format("for (int offset = {}; offset > 0; offset /= 2) {};", lanes_ / 2,
-                             isMax ? fmt::format(fmt::runtime(isFloat(n.type.dtype) ? "{0} = fmaxf({0}, {1})" : "{0} = max({0}, {1})"), acc, other)
-                                   : fmt::format("{} += {}", acc, other)));
+    emit(target, fmt::format("for (int offset = {}; offset > 0; offset /= 2) {};", std::min(lanes_, 32) / 2,
+                             fmt::format(fmt::runtime(combine), acc, other)));
+    if (lanes_ > 32) combineWarps(acc, ctype, combine, target);
   }
   return acc;
 }

@@ -30,6 +30,7 @@
 #include "lowering/tensor_core_stream.h"
 #include "planning/cost_model.h"
 #include "planning/fusion.h"
+#include "planning/staged_rows.h"
 #include "planning/transposed_reads.h"
 
 namespace llmc::cuda_writer {
@@ -314,6 +315,18 @@ class CudaWriter {
   // in shared memory; else empty (read as any other).
   std::optional<std::string> stagedValue(NodeId id, const Env& own, int target);
 
+  // Rows held whole in shared memory (planning/staged_rows.h): where a tile
+  // launch without a stream holds long rows of its lane axis, the block takes
+  // one point at a time with all its threads (lanes_), and its rows go to
+  // `out`'s dynamic shared memory. Whether it does: stagedRows_ non-empty.
+  void setUpStagedRows(WrittenKernel& out);
+  // A staged array's element (or a lane's 8) at `own`, read from shared
+  // memory, its row copied there first for the point; else empty.
+  std::optional<std::string> stagedRowValue(const Node& n, const Env& own, int target);
+  // A reduction's lanes combined across the block's warps (after each warp's
+  // shuffles), through shared memory: every thread then holds the whole.
+  void combineWarps(const std::string& acc, const char* ctype, const std::string& combine, int target);
+
   // The thread's 8 adjacent points along an axis (the last group axis, from
   // eightBase_, unless named), a loop inside `parent`: bf16 arrays along the
   // axis load and store 16 bytes at once, at `span` (load, store).
@@ -590,6 +603,8 @@ class CudaWriter {
     std::string buffer;  // its tile in shared memory
   };
   std::map<NodeId, StagedRead> staged_;           // stageTransposedReads
+  StagedRows stagedRows_;                         // setUpStagedRows
+  std::map<NodeId, std::string> rowBuffers_;      // a staged array -> its row in shared memory, once copied
   std::map<std::string, std::string> pointVars_;  // group axis -> the variable of the point's position along it
 };
 

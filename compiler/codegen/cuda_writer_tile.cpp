@@ -21,6 +21,7 @@ void CudaWriter::tile(WrittenKernel& out) {
   lanes_ = lanesPerPoint(rows);
   const bool streamed = setUpStream();
   if (streamed) lanes_ = streamLanes(out.grid, rows);
+  else setUpStagedRows(out);
   const std::optional<EightPoints> eightPoints = pointsTake8(streamed);
   const bool eight = eightPoints.has_value();
   if (eight) eight_ = *eightPoints;
@@ -35,6 +36,7 @@ void CudaWriter::tile(WrittenKernel& out) {
   slices_ = streamed ? streamSlices(out.grid, threadPoints) : 1;
   out.block = static_cast<int>(std::min<int64_t>(
       256, !laneAxis_.empty() ? rows * lanes_ : slices_ > 1 ? threadPoints * slices_ : ceilDiv(threadPoints, 32) * 32));
+  if (!stagedRows_.empty()) out.block = lanes_;  // one point at a time, every thread on it
   blockThreads_ = out.block;
   // Tile origin from the block index, last group axis fastest; the shares
   // of split axes slowest of all. The blocks running at once then add into

@@ -181,6 +181,7 @@ class ModuleWriter {
     launch.role = p.role;
     launch.grid = {pw.grid, 1, 1};
     launch.block = pw.block;
+    launch.dynamicSmemBytes = pw.dynamicSmemBytes;
     launch.instructions = selectInstructions(graph, p.plan.computed, stored, bf16);
     // An output's copy (launch_list.cpp) reads and writes each element once:
     // priced at the GMEM's bandwidth, a helper of the kernel it copies from.

@@ -1,5 +1,6 @@
 #include "planning/cost_model.h"
 #include "planning/thread_loads.h"
+#include "planning/staged_rows.h"
 #include "planning/transposed_reads.h"
 #include "planning/shifted_axes.h"
 
@@ -542,6 +543,24 @@ void plainTileStaging(const Graph& g, const Kernel& k, const KernelShape& s, con
   tr.smemTraffic = 2 * bytes * static_cast<double>(cost.blocks);
   if (!reads.empty()) cost.synced += 1;
   if (bytes > static_cast<double>(kTransposedTileBytesMax)) cost.fits = false;
+  // Rows held whole in shared memory (planning/staged_rows.h), a point at a
+  // time: each copied in once and read by every pass over the held axis;
+  // a barrier either side of the copy, two for each reduction's warps.
+  const std::string held = heldRowAxis(g, computed, s.groupAxes, {});
+  const StagedRows rows = stagedRows(g, computed, stored, s.groupAxes, held,
+                                     [&](NodeId array) { return elementBytes(g.node(array).type, o); },
+                                     [](NodeId) { return true; });
+  if (rows.empty()) return;
+  int64_t points = 1, reductions = 0;
+  for (const auto& [axis, tile] : tiles) points *= tile;
+  for (NodeId id : k.nodes)
+    if (const Node& n = g.node(id); (n.op == Op::Reduce || n.op == Op::Contract) &&
+                                     std::find(n.axes.begin(), n.axes.end(), held) != n.axes.end())
+      ++reductions;
+  tr.smemBytes += static_cast<double>(rows.bytes);
+  tr.smemTraffic += static_cast<double>(rows.bytes) * static_cast<double>(1 + std::max<int64_t>(1, reductions)) *
+                    static_cast<double>(points) * static_cast<double>(cost.blocks);
+  cost.synced += points * (2 + 2 * reductions);
 }
 
 }  // namespace
@@ -563,7 +582,11 @@ KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const
   if (wholeArraySum) {  // no tiles: values straight from GMEM, the warps' 32 partials in SMEM
     tr.smemBytes = 32 * 4;
     tr.smemTraffic = 2 * 32 * 4 * static_cast<double>(cost.blocks);
-  } else if (s.streamAxis.empty() && p.splitTiles.empty()) {
+  } else if (s.streamAxis.empty() && std::none_of(p.splitTiles.begin(), p.splitTiles.end(), [&](const auto& split) {
+               // (a split taking a loop axis whole shares nothing out: the writer drops it)
+               const auto extent = s.loopExtent.find(split.first);
+               return extent == s.loopExtent.end() || split.second < extent->second;
+             })) {
     plainTileStaging(g, k, s, p, o, cost, tr);
   }
   // The accumulator and the intermediate tiles live in registers (a matmul's

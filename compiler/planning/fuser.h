@@ -25,7 +25,8 @@
 namespace llmc::fusion {
 
 // A reduced axis at most this long may be held whole in a block instead of
-// streamed (a row of 8192 f32 is 32 KiB).
+// streamed (a row of 8192 f32 is 32 KiB); a longer one where the block's rows
+// of it fit in shared memory (planning/staged_rows.h).
 inline constexpr int64_t kWholeAxisLimit = 8192;
 
 // The longest axis a contraction may reduce inside another reduction's
@@ -168,6 +169,7 @@ class Fuser {
   // stay alive from the forward to the backward, while where the backward
   // reads it, it is remade from what the forward stored anyway.
   bool forBackwardInForward(const Node& n, int group) const;
+  bool endsForward(int group) const;
 
   // Whether `group` reduces to a scalar (a gradient's global norm, a loss):
   // it takes no epilogue. What follows would spread the scalar back over

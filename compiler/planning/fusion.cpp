@@ -316,7 +316,33 @@ bool Fuser::feedsContraction(NodeId id) const {
 // reads it, it is remade from what the forward stored anyway.
 bool Fuser::forBackwardInForward(const Node& n, int group) const {
   const auto anchor = anchorOf_.find(group);
-  return n.adjoint && anchor != anchorOf_.end() && !g_.node(anchor->second).adjoint;
+  return n.adjoint && anchor != anchorOf_.end() && !g_.node(anchor->second).adjoint && !endsForward(group);
+}
+
+// Backward work may join a forward kernel after which the forward makes
+// nothing but values over that kernel's rows or fewer axes: a loss's kernel
+// (the classifier's log-sum-exp), followed by the rows' losses and their
+// mean. What the backward work stores there is held across no forward work
+// worth the name, and the kernel reads its inputs once for both passes (the
+// loss and its gradient from one read of the logits). Every forward node
+// downstream of the group's members, outside it, has axes among its anchor's.
+bool Fuser::endsForward(int group) const {
+  const Node& anchor = g_.node(anchorOf_.at(group));
+  const std::set<NodeId>& members = members_.at(group);
+  std::vector<NodeId> work(members.begin(), members.end());
+  std::set<NodeId> seen(members.begin(), members.end());
+  while (!work.empty()) {
+    const NodeId id = work.back();
+    work.pop_back();
+    for (NodeId c : consumers_[idx(id)]) {
+      const Node& reader = g_.node(c);
+      if (reader.adjoint || !seen.insert(c).second) continue;
+      for (const Axis& a : reader.type.axes)
+        if (!anchor.type.has(a.name)) return false;
+      work.push_back(c);
+    }
+  }
+  return true;
 }
 
 // Whether `group` reduces to a scalar (a gradient's global norm, a loss):

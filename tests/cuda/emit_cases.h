@@ -294,6 +294,21 @@ inline std::vector<EmitCase> otherCases() {
        {{"N", 13}, {"V", 20011}, {"C", 40}}, true, {{"target", 20011}}, 0.3},
       {"classifier, few long rows, aligned", "benchmarks/diagrams/classifier.dg", "classifier",
        {{"N", 7}, {"V", 16384}, {"C", 40}}, true, {{"target", 16384}}, 0.3},
+      // Its loss alone: the log-sum-exp streamed, several warps a row. With the
+      // gradient (above), the loss and the gradient in one kernel, the rows
+      // held in shared memory (planning/staged_rows.h).
+      {"classifier loss, few long rows, odd", "benchmarks/diagrams/classifier.dg", "classifier",
+       {{"N", 13}, {"V", 20011}, {"C", 40}}, false, {{"target", 20011}}, 0.3},
+      {"classifier loss, few long rows, aligned", "benchmarks/diagrams/classifier.dg", "classifier",
+       {{"N", 7}, {"V", 16384}, {"C", 40}}, false, {{"target", 16384}}, 0.3},
+      // Rows held in shared memory: a softmax, its gradient, a layernorm; odd and aligned lengths.
+      {"long rows: softmax, odd", "tests/diagrams/long_rows.dg", "long_softmax", {{"N", 37}, {"V", 12345}}, false, {}},
+      {"long rows: softmax, aligned", "tests/diagrams/long_rows.dg", "long_softmax", {{"N", 5}, {"V", 16000}}, false, {}},
+      {"long rows: softmax gradient", "tests/diagrams/long_rows.dg", "long_softmax_loss", {{"N", 37}, {"V", 12345}},
+       true, {}},
+      {"long rows: layernorm, odd", "tests/diagrams/long_rows.dg", "long_layernorm", {{"N", 33}, {"C", 5001}}, false, {}},
+      {"long rows: layernorm, aligned", "tests/diagrams/long_rows.dg", "long_layernorm", {{"N", 33}, {"C", 4096}},
+       false, {}},
       // Arrays read transposed, staged through shared memory (planning/transposed_reads.h): graph outputs
       // copied transposed, with and without a batch axis, and a [v n] mask minus [n v] values stored for a matmul.
       {"transposed read, odd", "tests/diagrams/transposed_reads.dg", "shifted_exp", {{"N", 77}, {"V", 1001}}, false, {}},

@@ -1,0 +1,75 @@
+// Rows held whole in shared memory.
+//
+// A tile launch without a stream that holds a reduced axis x whole (a
+// softmax's maximum and sum over a vocabulary, then every position of it
+// again for the output or the gradient) reads each point's row of x once a
+// pass. A short row stays in L1 between the passes (a layernorm's 768
+// channels, 1.5 KB); a long one (GPT-2's 50304 logits, 100 KB a row) is gone
+// when the next pass comes back for it, and every pass reads it from HBM
+// again. Such rows are staged: the block takes one point at a time, its
+// threads copy the point's rows into shared memory once, and every pass reads
+// them there; its reductions combine the block's warps. The fuser holds an
+// axis longer than kWholeAxisLimit whole only where its rows fit here
+// (planning/fusion_streams.cpp), the cost model prices their shared memory
+// and barriers (planning/cost_model.cpp), and the CUDA writer stages exactly
+// these (codegen/cuda_writer_rows.cpp).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ir/ir.h"
+
+namespace llmc {
+
+// A point's rows are staged when they take more than this many bytes: over
+// L1's share of a warp a point (256 KB an SM over 64 warps).
+inline constexpr int64_t kStagedRowsAbove = 4 * 1024;
+// And at most this many: two blocks an SM on sm_90a (227 KB each at most),
+// one on sm_80 (163 KB).
+inline constexpr int64_t kStagedRowsMax = 112 * 1024;
+// Threads a staging block gives its point (a multiple of the warp).
+inline constexpr int kStagedRowThreads = 512;
+
+// The axis a tile launch without a stream holds whole and walks by its
+// lanes: the longest (32 or more) that one of `computed`'s reductions loops
+// over, neither a group axis nor shared out across blocks; empty: none.
+std::string heldRowAxis(const Graph& g, const std::set<NodeId>& computed, const std::vector<Axis>& groupAxes,
+                        const std::set<std::string>& splitAxes);
+
+struct StagedRow {
+  NodeId array = -1;        // the stored array, read at the point's row by the launch's nodes
+  int64_t elementBytes = 0;
+  int64_t offsetBytes = 0;  // in the block's shared memory (16-byte aligned)
+};
+
+struct StagedRows {
+  std::string axis;  // the held axis; empty: nothing staged
+  int64_t extent = 0;
+  std::vector<StagedRow> rows;
+  int64_t bytes = 0;  // the shared memory they take
+  bool empty() const { return rows.empty(); }
+};
+
+// The rows a launch stages: the stored arrays (`stored`) that `computed`'s
+// nodes read directly (not through views), whose innermost axis is the held
+// axis and whose other axes are all group axes, one at least longer than one
+// (a point's own row, contiguous), where together they take more than kStagedRowsAbove and at
+// most kStagedRowsMax bytes. `rowMajor(array)`: the array lies row-major
+// (not interleaved in a concatenation); `elementBytes(array)` as stored.
+StagedRows stagedRows(const Graph& g, const std::set<NodeId>& computed, const std::set<NodeId>& stored,
+                      const std::vector<Axis>& groupAxes, const std::string& heldAxis,
+                      const std::function<int64_t(NodeId)>& elementBytes,
+                      const std::function<bool(NodeId)>& rowMajor);
+
+// The bytes a point's rows of `axis` would take in such a launch over
+// `members` (the fuser's estimate, before the arrays are known: every
+// operand from outside `members` with `axis` innermost, at `elementBytes`
+// each element).
+int64_t rowBytesAlong(const Graph& g, const std::set<NodeId>& members, const std::string& axis,
+                      const std::function<int64_t(NodeId)>& elementBytes);
+
+}  // namespace llmc
