@@ -57,6 +57,7 @@ struct WrittenKernel {
   int64_t grid = 1;
   int block = 256;
   int64_t dynamicSmemBytes = 0;  // a CUDA-core launch's rows held in shared memory (planning/staged_rows.h)
+  std::set<NodeId> stagedRows;   // the stored arrays whose rows it holds there
   std::string streamNote;       // how the stream was emitted, for the source's comment
   std::vector<std::string> tensorMaps;  // a stream's TMA tiles: the kernel's first parameters (TensorCoreStream::loadedTiles)
   // A GEMM epilogue's inputs whose address is the call's coordinates alone:

@@ -23,6 +23,7 @@ void CudaWriter::setUpStagedRows(WrittenKernel& out) {
   while (lanes < kStagedRowThreads && 16 * lanes <= stagedRows_.extent) lanes *= 2;
   lanes_ = lanes;
   out.dynamicSmemBytes = stagedRows_.bytes;
+  for (const StagedRow& row : stagedRows_.rows) out.stagedRows.insert(row.array);
   emit(0, "extern __shared__ __align__(16) unsigned char smem_rows[];  // the point's rows, held for every pass");
 }
 

@@ -85,6 +85,35 @@ bool elementwiseInPlace(const Graph& g, const LaunchPlan& plan, NodeId output, N
   return dependent.count(output) > 0;
 }
 
+// Whether a CUDA-core tile launch that holds `input`'s rows in shared memory
+// (WrittenKernel::stagedRows) can write `output` over it: both stored alike,
+// row-major, with the same axes, so that a point's output row is its input
+// row; and the launch reads `input` directly alone (no view of it, no gather
+// from it), at its points' own rows, all of which it copies before any
+// output of the point is stored (the classifier's gradient over its logits).
+bool stagedRowInPlace(const Graph& g, const LaunchPlan& plan, NodeId output, NodeId input,
+                      const std::map<NodeId, StoredArray>& arrays, const std::set<NodeId>& stagedRows) {
+  if (!stagedRows.count(input)) return false;
+  const StoredArray &to = arrays.at(output), &from = arrays.at(input);
+  if (to.ctype != from.ctype || !to.strides.empty() || !from.strides.empty()) return false;
+  const Type &o = g.node(output).type, &i = g.node(input).type;
+  if (o.axes.size() != i.axes.size()) return false;
+  for (size_t k = 0; k < o.axes.size(); ++k)
+    if (o.axes[k].name != i.axes[k].name || o.axes[k].size != i.axes[k].size) return false;
+  // Every path from the input into the launch's nodes is a direct operand of a node that is neither a view nor a gather.
+  std::set<NodeId> reaching = {input};
+  for (const Node& n : g.nodes)
+    if (isView(n) && !plan.computed.count(n.id) &&
+        std::any_of(n.operands.begin(), n.operands.end(), [&](NodeId x) { return reaching.count(x) > 0; }))
+      reaching.insert(n.id);
+  for (NodeId id : plan.computed) {
+    const Node& n = g.node(id);
+    for (NodeId x : n.operands)
+      if (reaching.count(x) && (x != input || isView(n) || n.op == Op::Gather || n.op == Op::ScatterAdd)) return false;
+  }
+  return true;
+}
+
 // The tensor map of one operand of a sm90 GEMM, as gemm_sm90.cuh reads it:
 // rank 4 (contiguous, rows, batch inner, batch outer), boxes of 64 contiguous
 // elements by the tile's rows (K-major) or by 64 k rows (MN-major).
@@ -233,7 +262,8 @@ class ModuleWriter {
     if (!tcStream.stream)
       for (NodeId o : p.plan.outputs)
         for (NodeId r : written.reads)
-          if (elementwiseInPlace(graph, p.plan, o, r, arrays)) launch.inPlace.push_back({bufferOf.at(o), bufferOf.at(r)});
+          if (elementwiseInPlace(graph, p.plan, o, r, arrays) || stagedRowInPlace(graph, p.plan, o, r, arrays, pw.stagedRows))
+            launch.inPlace.push_back({bufferOf.at(o), bufferOf.at(r)});
     std::string params;
     if (tcStream.stream && tcStream.stream->issuer == MmaIssuer::Warpgroup)
       for (const StreamTile* tile : tcStream.stream->loadedTiles()) {

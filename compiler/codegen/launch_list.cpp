@@ -12,6 +12,7 @@
 #include "codegen/cuda_kernel_writer.h"
 #include "codegen/concat_parts.h"
 #include "planning/flat_points.h"
+#include "planning/staged_rows.h"
 #include "planning/fusion.h"
 #include "ir/print.h"
 
@@ -187,6 +188,38 @@ bool splitLaunchOnItself(const Graph& g, std::vector<ScheduledLaunch>& plans, co
   return false;
 }
 
+// A launch that holds rows whole (planning/staged_rows.h) and writes an
+// array like one it reads, along those rows (the classifier's logits'
+// gradient beside the logits), can write it there (emit_cuda.cpp,
+// stagedRowInPlace) only as the array's last reader: where another launch
+// ready now reads the array too (the loss's gather of the target's logit),
+// that one goes first. `next`: the launch that would run; `ready(i)`:
+// whether launch i may run now.
+size_t laterReaderFirst(const Graph& g, const std::vector<ScheduledLaunch>& plans, const std::set<NodeId>& stored,
+                        size_t next, const std::function<bool(size_t)>& ready) {
+  const LaunchPlan& plan = plans[next].plan;
+  if (plan.kind != LaunchPlan::Kind::Tile || !plan.streamAxis.empty()) return next;
+  std::set<std::string> split;
+  for (const auto& [axis, perBlock] : plan.splitTiles) split.insert(axis);
+  const std::string held = heldRowAxis(g, plan.computed, plan.groupAxes, split);
+  if (held.empty()) return next;
+  auto sameType = [&](NodeId a, NodeId b) {
+    const Type &x = g.node(a).type, &y = g.node(b).type;
+    if (x.dtype != y.dtype || x.axes.size() != y.axes.size()) return false;
+    for (size_t k = 0; k < x.axes.size(); ++k)
+      if (x.axes[k].name != y.axes[k].name || x.axes[k].size != y.axes[k].size) return false;
+    return true;
+  };
+  for (NodeId read : readsOf(g, plan, stored)) {
+    if (!g.node(read).type.has(held) ||
+        std::none_of(plan.outputs.begin(), plan.outputs.end(), [&](NodeId o) { return sameType(o, read); }))
+      continue;
+    for (size_t j = 0; j < plans.size(); ++j)
+      if (j != next && ready(j) && readsOf(g, plans[j].plan, stored).count(read)) return j;
+  }
+  return next;
+}
+
 // Launch order: a launch after those that write what it reads, and after
 // earlier writers of what it writes (a clear before its scatter). A
 // concatenation made where its parts lie (`partsOf`: its parts' arrays) is
@@ -217,11 +250,15 @@ std::vector<size_t> orderLaunches(const Graph& g, std::vector<ScheduledLaunch>& 
     }
     std::vector<size_t> order;
     std::vector<bool> done(plans.size(), false);
+    auto ready = [&](size_t i) {
+      return !done[i] && std::all_of(after[i].begin(), after[i].end(), [&](size_t d) { return done[d]; });
+    };
     while (order.size() < plans.size()) {
       size_t next = plans.size();
       for (size_t i = 0; i < plans.size() && next == plans.size(); ++i)
-        if (!done[i] && std::all_of(after[i].begin(), after[i].end(), [&](size_t d) { return done[d]; })) next = i;
+        if (ready(i)) next = i;
       if (next == plans.size()) break;
+      next = laterReaderFirst(g, plans, stored, next, ready);
       done[next] = true;
       order.push_back(next);
     }
