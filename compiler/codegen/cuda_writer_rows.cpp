@@ -46,6 +46,8 @@ std::optional<std::string> CudaWriter::stagedRowValue(const Node& n, const Env& 
     // passes are done with the rows.
     Env start = own;
     start[stagedRows_.axis] = {"0", floor_};
+    for (const Axis& a : n.type.axes)  // an axis of one position may be bound deeper than the point (a loop of one)
+      if (a.size == 1) start[a.name] = {"0", floor_};
     const std::string base = fresh("row");
     const int64_t extent = stagedRows_.extent;
     const int64_t perWord = 16 / row->elementBytes;  // elements a 16-byte word

@@ -307,6 +307,8 @@ inline std::vector<EmitCase> otherCases() {
       {"long rows: softmax gradient", "tests/diagrams/long_rows.dg", "long_softmax_loss", {{"N", 37}, {"V", 12345}},
        true, {}},
       {"long rows: layernorm, odd", "tests/diagrams/long_rows.dg", "long_layernorm", {{"N", 33}, {"C", 5001}}, false, {}},
+      {"long rows: softmax, an axis of one", "tests/diagrams/long_rows.dg", "long_softmax_unit", {{"N", 33}, {"V", 3001}},
+       false, {}},
       {"long rows: layernorm, aligned", "tests/diagrams/long_rows.dg", "long_layernorm", {{"N", 33}, {"C", 4096}},
        false, {}},
       // Arrays read transposed, staged through shared memory (planning/transposed_reads.h): graph outputs
