@@ -354,6 +354,7 @@ struct Traffic {
   double clearSeconds = 0;  // the launches zeroing what atomics add into
   double atomicAdds = 0;
   double accumulator = 0, intermediate = 0;  // tiles in registers
+  bool stagedRows = false;  // rows held in shared memory, a point at a time (plainTileStaging)
 };
 
 // The blocks and the chunks each runs (cost.blocks, cost.chunks); returns
@@ -557,6 +558,7 @@ void plainTileStaging(const Graph& g, const Kernel& k, const KernelShape& s, con
     if (const Node& n = g.node(id); (n.op == Op::Reduce || n.op == Op::Contract) &&
                                      std::find(n.axes.begin(), n.axes.end(), held) != n.axes.end())
       ++reductions;
+  tr.stagedRows = true;
   tr.smemBytes += static_cast<double>(rows.bytes);
   tr.smemTraffic += static_cast<double>(rows.bytes) * static_cast<double>(1 + std::max<int64_t>(1, reductions)) *
                     static_cast<double>(points) * static_cast<double>(cost.blocks);
@@ -646,6 +648,17 @@ KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const
     if (level.seconds > 0) cost.seconds[level.level] = level.seconds;
   for (const auto& [unit, ops] : cost.work)
     cost.seconds[unit] = ops / (s.perPosition && o.tensorCores ? t.unit(unit).warpMmaAttainable : t.unit(unit).attainable);
+  // Rows held in shared memory (planning/staged_rows.h): a block copies a
+  // point's rows, then its passes work on them between barriers, with one
+  // or two blocks an SM; the copies and the work hardly overlap. GPT-2's
+  // classifier (d12): 3.07 GB each way and two exponentials an element ran
+  // 2.19 ms on the H200 (2026-12-05), the bytes' 1.46 and the special
+  // functions' 0.79 one after the other; the larger alone predicted 1.57.
+  if (tr.stagedRows) {
+    double work = 0;
+    for (const auto& [unit, ops] : cost.work) work = std::max(work, cost.seconds[unit]);
+    cost.seconds["rows, then passes"] = tr.unique / gmem.attainableBandwidth + work;
+  }
   // A scatter-add's atomics go at the rate the device completes them, well
   // under what its L2 moves of plain traffic (the token embedding's gradient:
   // 125 us against 20 at L2 bandwidth, on the H200).
