@@ -534,20 +534,10 @@ std::string CudaWriter::laneAxis() const {
     }
     return plan_.streamAxis;
   }
-  std::string best;
-  int64_t bestExtent = kLaneAxisMin - 1;
-  for (NodeId id : plan_.computed) {
-    const Node& n = g_.node(id);
-    if (n.op != Op::Reduce && n.op != Op::Contract) continue;
-    for (const std::string& a : n.axes) {
-      const int64_t extent = axisSize(n.operands[0], a);
-      if (!group.count(a) && !plan_.splitTiles.count(a) && extent > bestExtent) {  // a split axis is the blocks' to share
-        best = a;
-        bestExtent = extent;
-      }
-    }
-  }
-  return best;
+  // Without a stream: the axis held whole (a split axis is the blocks' to share).
+  std::set<std::string> split;
+  for (const auto& [axis, perBlock] : plan_.splitTiles) split.insert(axis);
+  return heldRowAxis(g_, plan_.computed, plan_.groupAxes, split);
 }
 
 }  // namespace llmc::cuda_writer

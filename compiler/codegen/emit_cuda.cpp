@@ -96,10 +96,7 @@ bool stagedRowInPlace(const Graph& g, const LaunchPlan& plan, NodeId output, Nod
   if (!stagedRows.count(input)) return false;
   const StoredArray &to = arrays.at(output), &from = arrays.at(input);
   if (to.ctype != from.ctype || !to.strides.empty() || !from.strides.empty()) return false;
-  const Type &o = g.node(output).type, &i = g.node(input).type;
-  if (o.axes.size() != i.axes.size()) return false;
-  for (size_t k = 0; k < o.axes.size(); ++k)
-    if (o.axes[k].name != i.axes[k].name || o.axes[k].size != i.axes[k].size) return false;
+  if (g.node(output).type.axes != g.node(input).type.axes) return false;
   // Every path from the input into the launch's nodes is a direct operand of a node that is neither a view nor a gather.
   std::set<NodeId> reaching = {input};
   for (const Node& n : g.nodes)

@@ -203,16 +203,9 @@ size_t laterReaderFirst(const Graph& g, const std::vector<ScheduledLaunch>& plan
   for (const auto& [axis, perBlock] : plan.splitTiles) split.insert(axis);
   const std::string held = heldRowAxis(g, plan.computed, plan.groupAxes, split);
   if (held.empty()) return next;
-  auto sameType = [&](NodeId a, NodeId b) {
-    const Type &x = g.node(a).type, &y = g.node(b).type;
-    if (x.dtype != y.dtype || x.axes.size() != y.axes.size()) return false;
-    for (size_t k = 0; k < x.axes.size(); ++k)
-      if (x.axes[k].name != y.axes[k].name || x.axes[k].size != y.axes[k].size) return false;
-    return true;
-  };
   for (NodeId read : readsOf(g, plan, stored)) {
     if (!g.node(read).type.has(held) ||
-        std::none_of(plan.outputs.begin(), plan.outputs.end(), [&](NodeId o) { return sameType(o, read); }))
+        std::none_of(plan.outputs.begin(), plan.outputs.end(), [&](NodeId o) { return g.node(o).type == g.node(read).type; }))
       continue;
     for (size_t j = 0; j < plans.size(); ++j)
       if (j != next && ready(j) && readsOf(g, plans[j].plan, stored).count(read)) return j;
