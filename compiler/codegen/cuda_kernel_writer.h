@@ -73,6 +73,7 @@ struct WrittenKernel {
 struct DeviceResidency {
   int64_t threads = 0;  // 0: not known (no slices)
   int64_t blocks = 0;
+  int64_t smemPerBlock = 0;  // bytes of shared memory a block may take (rows staged within it; 0: none staged)
 };
 
 // `names`: printedNames(graph), made once for all the launches of a module.

@@ -15,7 +15,8 @@ void CudaWriter::setUpStagedRows(WrittenKernel& out) {
     return ctype == "llmc_bf16" ? 2 : ctype == "float" ? 4 : 0;
   };
   auto rowMajor = [&](NodeId array) { return stored_.at(array).strides.empty(); };
-  stagedRows_ = stagedRows(g_, plan_.computed, storedIds(), plan_.groupAxes, laneAxis_, bytesOf, rowMajor);
+  stagedRows_ = stagedRows(g_, plan_.computed, storedIds(), plan_.groupAxes, laneAxis_, bytesOf, rowMajor,
+                           stagedRowsLimit(resident_.smemPerBlock));
   if (stagedRows_.empty()) return;
   // All the block's threads on one point: as many as take 8 positions each
   // of the row where they can (16-byte loads), a multiple of the warp.

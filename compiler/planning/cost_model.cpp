@@ -525,8 +525,8 @@ void registerTiles(const Graph& g, const Kernel& k, const KernelShape& s, const 
 // registers; only its transposed reads (planning/transposed_reads.h) go
 // through shared memory, copied in and read back once, after a barrier. Their
 // tiles must fit a kernel's static shared memory.
-void plainTileStaging(const Graph& g, const Kernel& k, const KernelShape& s, const Partition& p, const CostOptions& o,
-                      KernelCost& cost, Traffic& tr) {
+void plainTileStaging(const Graph& g, const Kernel& k, const KernelShape& s, const Partition& p, const Target& t,
+                      const CostOptions& o, KernelCost& cost, Traffic& tr) {
   std::vector<Axis> axes;  // the group axes the outputs have, as the launch tiles them (codegen/launch_list.cpp)
   std::map<std::string, int64_t> tiles;
   for (const Axis& a : s.groupAxes) {
@@ -550,7 +550,7 @@ void plainTileStaging(const Graph& g, const Kernel& k, const KernelShape& s, con
   const std::string held = heldRowAxis(g, computed, s.groupAxes, {});
   const StagedRows rows = stagedRows(g, computed, stored, s.groupAxes, held,
                                      [&](NodeId array) { return elementBytes(g.node(array).type, o); },
-                                     [](NodeId) { return true; });
+                                     [](NodeId) { return true; }, stagedRowsLimit(t.level("SMEM").maxPerBlock));
   if (rows.empty()) return;
   int64_t points = 1, reductions = 0;
   for (const auto& [axis, tile] : tiles) points *= tile;
@@ -589,7 +589,7 @@ KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const
                const auto extent = s.loopExtent.find(split.first);
                return extent == s.loopExtent.end() || split.second < extent->second;
              })) {
-    plainTileStaging(g, k, s, p, o, cost, tr);
+    plainTileStaging(g, k, s, p, t, o, cost, tr);
   }
   // The accumulator and the intermediate tiles live in registers (a matmul's
   // accumulator fragments, attention's score tile).

@@ -46,7 +46,7 @@ std::string heldRowAxis(const Graph& g, const std::set<NodeId>& computed, const 
 StagedRows stagedRows(const Graph& g, const std::set<NodeId>& computed, const std::set<NodeId>& stored,
                       const std::vector<Axis>& groupAxes, const std::string& heldAxis,
                       const std::function<int64_t(NodeId)>& elementBytes,
-                      const std::function<bool(NodeId)>& rowMajor) {
+                      const std::function<bool(NodeId)>& rowMajor, int64_t maxBytes) {
   StagedRows out;
   if (heldAxis.empty()) return out;
   std::set<std::string> group;
@@ -70,7 +70,7 @@ StagedRows stagedRows(const Graph& g, const std::set<NodeId>& computed, const st
       out.bytes = alignUp(out.bytes + rowBytes + (rowBytes % 16 == 0 ? 0 : 16), 16);
     }
   }
-  if (out.bytes <= kStagedRowsAbove || out.bytes > kStagedRowsMax) return {};
+  if (out.bytes <= kStagedRowsAbove || out.bytes > maxBytes) return {};
   out.axis = heldAxis;
   return out;
 }

@@ -29,8 +29,18 @@ namespace llmc {
 // L1's share of a warp a point (256 KB an SM over 64 warps).
 inline constexpr int64_t kStagedRowsAbove = 4 * 1024;
 // And at most this many: two blocks an SM on sm_90a (227 KB each at most),
-// one on sm_80 (163 KB).
+// one on sm_80 (163 KB). The fuser plans with it (it knows no target); the
+// cost model and the writer with stagedRowsLimit, which a target with less
+// shared memory a block lowers.
 inline constexpr int64_t kStagedRowsMax = 112 * 1024;
+// Static shared memory a staging block keeps beside its rows: its reductions'
+// partial results, a value a warp (cuda_writer_rows.cpp).
+inline constexpr int64_t kStagedRowsReserve = 1024;
+// The most a launch stages where a block may take `smemPerBlock` bytes of
+// shared memory (MemoryLevel::maxPerBlock of the target's SMEM).
+inline int64_t stagedRowsLimit(int64_t smemPerBlock) {
+  return smemPerBlock - kStagedRowsReserve < kStagedRowsMax ? smemPerBlock - kStagedRowsReserve : kStagedRowsMax;
+}
 // Threads a staging block gives its point (a multiple of the warp).
 inline constexpr int kStagedRowThreads = 512;
 
@@ -58,12 +68,12 @@ struct StagedRows {
 // nodes read directly (not through views), whose innermost axis is the held
 // axis and whose other axes are all group axes, one at least longer than one
 // (a point's own row, contiguous), where together they take more than kStagedRowsAbove and at
-// most kStagedRowsMax bytes. `rowMajor(array)`: the array lies row-major
+// most `maxBytes` (stagedRowsLimit). `rowMajor(array)`: the array lies row-major
 // (not interleaved in a concatenation); `elementBytes(array)` as stored.
 StagedRows stagedRows(const Graph& g, const std::set<NodeId>& computed, const std::set<NodeId>& stored,
                       const std::vector<Axis>& groupAxes, const std::string& heldAxis,
                       const std::function<int64_t(NodeId)>& elementBytes,
-                      const std::function<bool(NodeId)>& rowMajor);
+                      const std::function<bool(NodeId)>& rowMajor, int64_t maxBytes);
 
 // The bytes a point's rows of `axis` would take in such a launch over
 // `members` (the fuser's estimate, before the arrays are known: every

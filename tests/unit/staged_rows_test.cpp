@@ -25,7 +25,8 @@ Launch launch(const std::string& entry, const SizeBindings& sizes, bool grad = f
   return l;
 }
 
-StagedRows rowsOf(const Graph& g, const Kernel& k, const std::vector<std::string>& groupNames, int64_t bytes) {
+StagedRows rowsOf(const Graph& g, const Kernel& k, const std::vector<std::string>& groupNames, int64_t bytes,
+                  int64_t maxBytes = kStagedRowsMax) {
   std::vector<Axis> group;
   for (const std::string& name : groupNames)
     for (NodeId in : k.inputs)
@@ -34,7 +35,8 @@ StagedRows rowsOf(const Graph& g, const Kernel& k, const std::vector<std::string
         group.push_back(*a);
   const std::set<NodeId> computed(k.nodes.begin(), k.nodes.end()), stored(k.inputs.begin(), k.inputs.end());
   const std::string held = heldRowAxis(g, computed, group, {});
-  return stagedRows(g, computed, stored, group, held, [&](NodeId) { return bytes; }, [](NodeId) { return true; });
+  return stagedRows(g, computed, stored, group, held, [&](NodeId) { return bytes; }, [](NodeId) { return true; },
+                    maxBytes);
 }
 
 }  // namespace
@@ -54,6 +56,11 @@ TEST_CASE("a softmax over long rows is one kernel that stages its rows", "[stage
   // In f32, 49 KB: still staged; a row of 112 KB or more is not.
   CHECK(rowsOf(l.graph, k, {"n"}, 4).bytes > 49000);
   CHECK(rowsOf(l.graph, k, {"n"}, 10).empty());
+  // On a target whose blocks take 48 KB of shared memory at most, the f32 rows are not staged; the bf16 ones are.
+  CHECK(stagedRowsLimit(48 * 1024) == 47 * 1024);
+  CHECK(stagedRowsLimit(232448) == kStagedRowsMax);
+  CHECK(rowsOf(l.graph, k, {"n"}, 4, stagedRowsLimit(48 * 1024)).empty());
+  CHECK(!rowsOf(l.graph, k, {"n"}, 2, stagedRowsLimit(48 * 1024)).empty());
 }
 
 TEST_CASE("a softmax over rows too long to stage streams its statistics apart", "[staged rows]") {
