@@ -385,10 +385,10 @@ bool Fuser::tryMerge(const Node& r, const std::string& x, const std::set<int>& g
     return false;
   bool streams = analyzeStream(g_, members, x).streamable;
   // Holding x whole suits statistics over a short axis (a layernorm), or
-  // over a long one whose rows a block stages in shared memory (a softmax
-  // over a vocabulary with its gradient; planning/staged_rows.h: floats
-  // taken as bf16, the default storage), not kernels with contractions:
-  // those are matmuls, tiled on their own.
+  // over one past kWholeAxisLimit whose rows a block stages in shared
+  // memory (a softmax over a vocabulary with its gradient;
+  // planning/staged_rows.h: floats taken as bf16, the default storage), not
+  // kernels with contractions: those are matmuls, tiled on their own.
   bool contracts = std::any_of(members.begin(), members.end(),
                                [&](NodeId m) { return g_.node(m).op == Op::Contract; });
   auto storedBytes = [&](NodeId id) -> int64_t {  // a free node (a mask of positions) is made, not read
@@ -396,9 +396,11 @@ bool Fuser::tryMerge(const Node& r, const std::string& x, const std::set<int>& g
     const DType t = g_.node(id).type.dtype;
     return isFloat(t) ? 2 : t == DType::Bool ? 1 : 4;
   };
-  if (!streams && (contracts || (reducedExtent(r, x) > kWholeAxisLimit &&
-                                 rowBytesAlong(g_, members, x, storedBytes) > kStagedRowsMax)))
-    return false;
+  auto staged = [&] {
+    const int64_t bytes = rowBytesAlong(g_, members, x, storedBytes);
+    return bytes > kStagedRowsAbove && bytes <= kStagedRowsMax;
+  };
+  if (!streams && (contracts || (reducedExtent(r, x) > kWholeAxisLimit && !staged()))) return false;
   // Nor a gather along x: a kernel holding x whole reads its values again
   // in each pass over x, and a gathered row is read an element at a time
   // (GPT-2's embedding in its first layernorm's kernel: 150 us measured on

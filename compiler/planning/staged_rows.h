@@ -25,9 +25,18 @@
 
 namespace llmc {
 
-// A point's rows are staged when they take more than this many bytes: over
-// L1's share of a warp a point (256 KB an SM over 64 warps).
-inline constexpr int64_t kStagedRowsAbove = 4 * 1024;
+// A point's rows are staged when they take more than this many bytes.
+// Staging serialises a block's work: each point's copy, a barrier, then its
+// passes. It pays where the passes would read a row from HBM again, and on
+// the H200 that happens only for rows far longer than L1's or L2's share of
+// a warp suggests: a layernorm's backward, three rows of 1.5 KB a point
+// (GPT-2 d12), ran 72 us a launch staged (41bf104) against 52 unstaged
+// (4cb3fbc); with three rows of 3.2 KB (d48, c29cb58) unstaged at 3.3 TB/s
+// all the same; the classifier's 100 KB rows staged beat a stream and a
+// second kernel over them (step_kernels_bench, 2026-12-05). Between those,
+// a point's rows twice what an SM must have in flight to hide GMEM's
+// latency (440 ns at 32 GB/s an SM: 14 KB).
+inline constexpr int64_t kStagedRowsAbove = 32 * 1024;
 // And at most this many: two blocks an SM on sm_90a (227 KB each at most),
 // one on sm_80 (163 KB). The fuser plans with it (it knows no target); the
 // cost model and the writer with stagedRowsLimit, which a target with less

@@ -300,16 +300,17 @@ inline std::vector<EmitCase> otherCases() {
       {"classifier loss, few long rows, odd", "benchmarks/diagrams/classifier.dg", "classifier",
        {{"N", 13}, {"V", 20011}, {"C", 40}}, false, {{"target", 20011}}, 0.3},
       {"classifier loss, few long rows, aligned", "benchmarks/diagrams/classifier.dg", "classifier",
-       {{"N", 7}, {"V", 16384}, {"C", 40}}, false, {{"target", 16384}}, 0.3},
-      // Rows held in shared memory: a softmax, its gradient, a layernorm; odd and aligned lengths.
-      {"long rows: softmax, odd", "tests/diagrams/long_rows.dg", "long_softmax", {{"N", 37}, {"V", 12345}}, false, {}},
-      {"long rows: softmax, aligned", "tests/diagrams/long_rows.dg", "long_softmax", {{"N", 5}, {"V", 16000}}, false, {}},
-      {"long rows: softmax gradient", "tests/diagrams/long_rows.dg", "long_softmax_loss", {{"N", 37}, {"V", 12345}},
+       {{"N", 7}, {"V", 20480}, {"C", 40}}, false, {{"target", 20480}}, 0.3},
+      // Rows held in shared memory (more than 32 KB a point): a softmax, its gradient, a layernorm; odd and
+      // aligned lengths.
+      {"long rows: softmax, odd", "tests/diagrams/long_rows.dg", "long_softmax", {{"N", 37}, {"V", 20011}}, false, {}},
+      {"long rows: softmax, aligned", "tests/diagrams/long_rows.dg", "long_softmax", {{"N", 5}, {"V", 20000}}, false, {}},
+      {"long rows: softmax gradient", "tests/diagrams/long_rows.dg", "long_softmax_loss", {{"N", 37}, {"V", 20011}},
        true, {}},
-      {"long rows: layernorm, odd", "tests/diagrams/long_rows.dg", "long_layernorm", {{"N", 33}, {"C", 5001}}, false, {}},
-      {"long rows: softmax, an axis of one", "tests/diagrams/long_rows.dg", "long_softmax_unit", {{"N", 33}, {"V", 3001}},
+      {"long rows: layernorm, odd", "tests/diagrams/long_rows.dg", "long_layernorm", {{"N", 33}, {"C", 17001}}, false, {}},
+      {"long rows: softmax, an axis of one", "tests/diagrams/long_rows.dg", "long_softmax_unit", {{"N", 33}, {"V", 9001}},
        false, {}},
-      {"long rows: layernorm, aligned", "tests/diagrams/long_rows.dg", "long_layernorm", {{"N", 33}, {"C", 4096}},
+      {"long rows: layernorm, aligned", "tests/diagrams/long_rows.dg", "long_layernorm", {{"N", 33}, {"C", 17408}},
        false, {}},
       // Arrays read transposed, staged through shared memory (planning/transposed_reads.h): graph outputs
       // copied transposed, with and without a batch axis, and a [v n] mask minus [n v] values stored for a matmul.
