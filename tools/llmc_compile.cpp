@@ -121,6 +121,11 @@ options:
                       GELU output, beside its derivative), so that it is not
                       held from the forward to the backward; 0: time alone
                       decides what is remade
+  --row-products      with a target: a contraction over a stream's rows of a
+                      value the stream makes joins that stream, each block
+                      adding its rows' share by atomics (attention's dQ beside
+                      dK and dV, in one pass: planning/row_products.h).
+                      Experimental: not yet run on a GPU
   --loss NAME         with --grad: the output to differentiate (default: the
                       only output)
   --wrt A,B,...       with --grad: differentiate against these inputs instead
@@ -279,6 +284,9 @@ std::optional<Invocation> parseCommandLine(int argc, char** argv) {
       std::string storage = value();
       if (storage != "f32" && storage != "bf16") usageError("--storage expects f32 or bf16");
       in.cost.storageBytes = storage == "bf16" ? 2 : 4;
+    } else if (arg == "--row-products") {
+      args.takesNoValue();
+      in.cost.rowProducts = true;
     } else if (arg == "--hold-less") {
       const std::string hold = value();
       if (hold != "0" && hold != "1") usageError("--hold-less expects 0 or 1");

@@ -204,6 +204,10 @@ Truth<std::string> truthText(const PositionCondition& c, const TextRange& box) {
 
 }  // namespace
 
+bool zeroWhereNeutral(const Graph& g, NodeId value, const NeutralCondition& condition) {
+  return whenHolds(g, value, condition.node, condition.neutralWhen) == Known::Zero;
+}
+
 std::optional<StreamStepSkip> findStepSkip(const Graph& g, const StreamAnalysis& analysis, const std::string& rows,
                                            const std::string& streamAxis) {
   // Conditions on positions are free (planning/fusion.h, isFree): no kernel

@@ -56,6 +56,11 @@ struct StreamStepSkip {
 std::optional<StreamStepSkip> findStepSkip(const Graph& graph, const StreamAnalysis& analysis, const std::string& rows,
                                            const std::string& streamAxis);
 
+// Whether `value` is 0 wherever `condition` is neutral (the laws above):
+// a value a stream adds up over its rows rather than along the stream (a
+// row product, planning/row_products.h) is skipped with the steps only then.
+bool zeroWhereNeutral(const Graph& graph, NodeId value, const NeutralCondition& condition);
+
 // The first and last position of an axis in a box (the block's rows, the
 // step's positions), as numbers or as CUDA expressions.
 using NumericRange = std::function<std::pair<int64_t, int64_t>(const std::string& axis)>;

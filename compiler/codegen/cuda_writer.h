@@ -444,6 +444,11 @@ class CudaWriter {
   void tcsFirstStep(TcsBody& b);
   void tcsSteps(const TcsBody& b);
   void tcsElementwise(const TcsBody& b, int parent);
+  // The step's row products (tensor_core_stream.h, StreamRowProduct): their
+  // weights staged for the tensor cores, the products, each block's share
+  // added into the f32 outputs (cuda_writer_row_products.cpp).
+  void tcsRowProducts(const TcsBody& b, int step);
+  void tcsAddRowProduct(const TcsBody& b, int step, size_t k);
   // Stored values the step reads along only the rows or only the stream (a
   // softmax's statistics), loaded into registers ahead of the products that
   // they would otherwise wait behind: per row once before the loop, per

@@ -292,6 +292,7 @@ void CudaWriter::tcsSteps(const TcsBody& b) {
   }
   if (warpgroup) emit(step, fmt::format("llmc::stream::warpgroup_wait({});", scoreFragments));
   for (const StreamProduct& p : t.products) emit(step, fmt::format("float w{}[8][4];", p.slot));
+  for (size_t k = 0; k < t.rowProducts.size(); ++k) emit(step, fmt::format("float wr{}[8][4];", k));
   const bool partialSteps = t.stream.size % kStreamPositionsPerStep != 0;
   if ((t.skip || partialSteps) && t.products.size() <= 1) {
     // A step whose every row and position the comparison leaves unmasked
@@ -330,6 +331,7 @@ void CudaWriter::tcsSteps(const TcsBody& b) {
                            p.values.stageBytes()));
   }
   if (warpgroup) emit(step, fmt::format("llmc::stream::warpgroup_wait({});", productFragments));
+  tcsRowProducts(b, step);
   emit(step, "__syncthreads();");
   close(step);
 }
@@ -383,6 +385,15 @@ void CudaWriter::tcsElementwise(const TcsBody& b, int parent) {
       else
         emit(at, fmt::format("{} += {};", slotRef(static_cast<int>(k), e), masked(valid, core(static_cast<int>(k), e), "0.0f")));
     }
+    // A row product's weights, 0 past the ends of the rows and the stream:
+    // they sum over the block's rows.
+    std::string rowValid;
+    if (b.t.rows.size % kStreamRowsPerBlock != 0)
+      rowValid = fmt::format("t_{} + warp * 16 + (lane >> 2) + 8 * {} < {}", b.t.rows.name, fragment_.half, b.t.rows.size);
+    const std::string inside = valid.empty() ? rowValid : rowValid.empty() ? valid : valid + " && " + rowValid;
+    for (size_t k = 0; k < b.t.rowProducts.size(); ++k)
+      emit(at, fmt::format("wr{}[{}][2 * {} + {}] = {};", k, fragment_.column, fragment_.half, fragment_.element,
+                           masked(inside, value(b.t.rowProducts[k].weights, e), "0.0f")));
     closeAll(opened);
     close(rows);
   }
@@ -514,6 +525,8 @@ void CudaWriter::tcsTail(TcsBody& b, WrittenKernel& out) {
   // 16-byte store where bf16), each other output by a thread per row.
   std::vector<NodeId> byRow;
   for (NodeId o : plan_.outputs) {
+    if (std::any_of(t.rowProducts.begin(), t.rowProducts.end(), [&](const StreamRowProduct& r) { return r.contraction == o; }))
+      continue;  // added by the steps
     const Axis* channel = channelsInnermost(o);
     if (!channel) {
       byRow.push_back(o);

@@ -12,6 +12,7 @@
 #include "codegen/cuda_kernel_writer.h"
 #include "codegen/concat_parts.h"
 #include "planning/flat_points.h"
+#include "planning/row_products.h"
 #include "planning/staged_rows.h"
 #include "planning/fusion.h"
 #include "ir/print.h"
@@ -363,6 +364,11 @@ class LaunchPlanner {
         splitSums_.insert(o);
         clearBefore(k, o);
       }
+    // A row product's blocks each add their rows' share (planning/row_products.h).
+    for (NodeId o : rowProductOutputs(g_, tile.plan.outputs, k.nodes, k.streamAxis)) {
+      splitSums_.insert(o);
+      clearBefore(k, o);
+    }
     // A sum of a whole array to a scalar adds up across the grid by atomics,
     // into an f32 array zeroed first.
     if (isGridSum(g_, tile.plan)) {
@@ -630,7 +636,7 @@ class LaunchPlanner {
     PlacedPart part;
   };
   std::map<NodeId, Placement> partOf_;  // part's array -> where it lies: placeParts, assembleConcats
-  std::set<NodeId> splitSums_;  // outputs of split-K launches: likewise
+  std::set<NodeId> splitSums_;  // outputs of split-K launches and row products: likewise
 };
 
 }  // namespace

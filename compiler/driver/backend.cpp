@@ -100,7 +100,7 @@ Backend compileBackend(const Graph& graph, const Target& target, const BackendOp
   const EmitOptions& emit = options.emit;
   Backend out;
 
-  std::vector<Kernel> kernels = stages.run("fuse", [&] { return formKernels(graph); });
+  std::vector<Kernel> kernels = stages.run("fuse", [&] { return formKernels(graph, {.rowProducts = cost.rowProducts}); });
   after("fuse", [&] { return describeKernels(graph, kernels); });
   // One memo for the stages that search partitions: the unfuse stage's
   // trials search again mostly what the partition and lower stages did.

@@ -8,6 +8,7 @@
 #include "analysis/step_skip.h"
 #include "analysis/streamability.h"
 #include "ir/print.h"
+#include "planning/row_products.h"
 
 namespace llmc {
 
@@ -37,6 +38,13 @@ int64_t fragmentRegisters(const TensorCoreStream& s) {
   for (size_t p = 0; p < s.products.size(); ++p) registers += 2 * 32;
   for (const StreamScore& sc : s.scores) registers += 32 + sc.rows.paddedChannels / 16 * 4;
   for (const StreamPrefetch& p : s.prefetched) registers += p.registers();
+  // A row product's result (channels / 2 a thread) and its weights' bf16
+  // pairs (16) live after the step's scores are spent: they take the
+  // scores' registers, and only what exceeds those (an estimate, not yet
+  // measured).
+  int64_t rowProducts = 0;
+  for (const StreamRowProduct& r : s.rowProducts) rowProducts += r.values.paddedChannels / 2 + 16;
+  registers += std::max<int64_t>(0, rowProducts - 32 * static_cast<int64_t>(s.scores.size()));
   return registers;
 }
 
@@ -94,9 +102,15 @@ class Planner {
 
     // The contractions evaluated at each position of the stream: over one
     // channel axis, one operand along the stream, the other not.
+    auto computed = [&](NodeId id) { return plan_.computed.count(id) > 0; };
+    std::vector<NodeId> rowProducts;  // planning/row_products.h: planned once the rows are known
     for (NodeId id : plan_.computed) {
       const Node& n = g_.node(id);
       if (n.op != Op::Contract || !hasAxis(n, plan_.streamAxis)) continue;
+      if (isRowProduct(g_, n, plan_.streamAxis, computed)) {
+        rowProducts.push_back(id);
+        continue;
+      }
       if (n.axes.size() != 1 || group_.count(n.axes[0]) || n.axes[0] == plan_.streamAxis)
         return fail(out, fmt::format("{} contracts {} axes inside the stream", name(id), n.axes.size()));
       const Node& x = g_.node(n.operands[0]);
@@ -120,6 +134,8 @@ class Planner {
     if (s.scores.empty()) return fail(out, "no contraction over channels feeds the stream");
     for (const Axis& a : plan_.groupAxes)
       if (a.name != s.rows.name) s.batch.push_back(a);
+    for (NodeId id : rowProducts)
+      if (!rowProduct(id, s, out.reason)) return out;
 
     // Every slot sums or maximises over the stream axis alone; its factors are
     // elementwise in (batch, row, position), but for at most one stored
@@ -146,6 +162,11 @@ class Planner {
       if (product) s.products.push_back(*product);
     }
     s.skip = findStepSkip(g_, analysis, s.rows.name, plan_.streamAxis);
+    // A skipped step must leave the row products unchanged too.
+    for (const StreamRowProduct& r : s.rowProducts)
+      if (s.skip && std::any_of(s.skip->conditions.begin(), s.skip->conditions.end(),
+                                [&](const NeutralCondition& c) { return !zeroWhereNeutral(g_, r.weights, c); }))
+        s.skip.reset();
     for (NodeId id : plan_.computed)
       if (const Axis* a = g_.node(id).type.find(plan_.streamAxis)) s.stream = *a;
     for (const StreamScore& sc : s.scores)
@@ -157,6 +178,15 @@ class Planner {
     for (StreamScore& sc : s.scores) {
       sc.rows.smemOffset = at;
       at += sc.rows.stageBytes();
+    }
+    // A row product's values: a score's rows tile where the same elements
+    // (attention's K, the scores' operand and dQ's values), else one more.
+    for (StreamRowProduct& r : s.rowProducts) {
+      auto same = std::find_if(s.scores.begin(), s.scores.end(),
+                               [&](const StreamScore& sc) { return sameElements(sc.rows, r.values); });
+      r.values.sharesEarlierTile = same != s.scores.end();
+      r.values.smemOffset = r.values.sharesEarlierTile ? same->rows.smemOffset : at;
+      if (!r.values.sharesEarlierTile) at += r.values.stageBytes();
     }
     // A step's tiles of the same elements (attention's dO as the scores'
     // operand and as the weights of dV's product) share their stages.
@@ -174,6 +204,12 @@ class Planner {
     };
     for (StreamScore& sc : s.scores) place(sc.columns);
     for (StreamProduct& p : s.products) place(p.values);
+    // The step's weights of each row product, staged for the tensor cores
+    // (every tile is a whole number of 1024-byte swizzle atoms).
+    for (StreamRowProduct& r : s.rowProducts) {
+      r.weightsOffset = at;
+      at += int64_t{kStreamRowsPerBlock} * kStreamPositionsPerStep * 2;
+    }
     int64_t staged = 0;
     for (size_t k = 0; k < analysis.slots.size(); ++k) {
       s.slotSmemOffset[static_cast<int>(k)] = staged;
@@ -184,7 +220,10 @@ class Planner {
     }
     std::vector<int> widths = {kStreamPositionsPerStep};
     for (const StreamProduct& p : s.products) widths.push_back(p.values.paddedChannels);
+    for (const StreamRowProduct& r : s.rowProducts) widths.push_back(r.values.paddedChannels);
     if (hasWarpgroupMma(target, widths) && target.hasTMA && tensorMaps(s)) s.issuer = MmaIssuer::Warpgroup;
+    if (!s.rowProducts.empty() && s.issuer != MmaIssuer::Warpgroup)
+      return fail(out, "its row products need warpgroup wgmma and the TMA (sm_90a)");
     s.barrierOffset = (std::max(at, staged) + 7) / 8 * 8;
     s.smemBytes = s.issuer == MmaIssuer::Warpgroup ? s.barrierOffset + 16 + kSwizzleAlignment : std::max(at, staged);
     const int64_t limit = target.level("SMEM").maxPerBlock;
@@ -306,6 +345,7 @@ class Planner {
     bool all = true;
     for (StreamScore& sc : s.scores) all = map(sc.rows) && map(sc.columns) && all;
     for (StreamProduct& p : s.products) all = map(p.values) && all;
+    for (StreamRowProduct& r : s.rowProducts) all = map(r.values) && all;
     return all;
   }
 
@@ -368,6 +408,39 @@ class Planner {
   const LaunchPlan& plan_;
   const std::set<NodeId>& stored_;
   const std::map<NodeId, StoredArray>& arrays_;
+  // A row product of the stream (planning/row_products.h): its weights made
+  // by the step, its values a tile of the rows, its output along the stream
+  // and the values' channels (and the block's batch axes), in f32.
+  bool rowProduct(NodeId id, TensorCoreStream& s, std::string& why) {
+    const Node& c = g_.node(id);
+    if (c.axes[0] != s.rows.name) {
+      why = fmt::format("{} sums over {}, not the stream's rows {}", name(id), c.axes[0], s.rows.name);
+      return false;
+    }
+    const bool firstMade = plan_.computed.count(c.operands[0]) > 0;
+    StreamRowProduct r;
+    r.contraction = id;
+    r.weights = c.operands[firstMade ? 0 : 1];
+    const NodeId values = c.operands[firstMade ? 1 : 0];
+    std::vector<Axis> channels;
+    for (const Axis& a : g_.node(values).type.axes)
+      if (a.name != s.rows.name && !group_.count(a.name)) channels.push_back(a);
+    for (const Axis& a : g_.node(r.weights).type.axes)
+      if (a.name != s.rows.name && a.name != plan_.streamAxis && !group_.count(a.name)) channels.clear();
+    if (channels.size() != 1) {
+      why = fmt::format("{}: not one axis of channels beside the rows and the stream", name(id));
+      return false;
+    }
+    auto array = arrays_.find(id);
+    if (array == arrays_.end() || array->second.ctype != "float") {
+      why = fmt::format("{} is not stored in f32 for the blocks' atomic adds", name(id));
+      return false;
+    }
+    if (!tile(values, s.rows.name, channels[0].name, r.values, why)) return false;
+    s.rowProducts.push_back(r);
+    return true;
+  }
+
   const std::vector<std::string>& names_;  // printedNames(g_)
   std::set<std::string> group_;
 };
@@ -386,6 +459,8 @@ std::string streamRowAxis(const Type& rows, const Type& columns, const std::vect
 std::vector<const StreamTile*> TensorCoreStream::loadedTiles() const {
   std::vector<const StreamTile*> tiles;
   for (const StreamScore& sc : scores) tiles.push_back(&sc.rows);
+  for (const StreamRowProduct& r : rowProducts)
+    if (!r.values.sharesEarlierTile) tiles.push_back(&r.values);
   for (const StreamScore& sc : scores)
     if (!sc.columns.sharesEarlierTile) tiles.push_back(&sc.columns);
   for (const StreamProduct& p : products)
@@ -398,9 +473,10 @@ std::string TensorCoreStream::describe() const {
   for (const StreamScore& s : scores) channels += fmt::format("{}{}", channels.empty() ? "" : ", ", s.rows.channel.size);
   return fmt::format(
       "tensor cores: llmc::stream ({} + {}), {} rows of {} per block, {} positions of {} per step; "
-      "{} score contraction(s) over {} channels, {} product(s) along the stream{}{}; {} block(s) an SM",
+      "{} score contraction(s) over {} channels, {} product(s) along the stream{}{}{}; {} block(s) an SM",
       issuer == MmaIssuer::Warpgroup ? "TMA" : "cp.async", issuer == MmaIssuer::Warpgroup ? "wgmma" : "mma.sync", kStreamRowsPerBlock, rows.name, kStreamPositionsPerStep,
       stream.name, scores.size(), channels, products.size(),
+      rowProducts.empty() ? "" : fmt::format(", {} over the rows (each block's share added atomically)", rowProducts.size()),
       skip ? "; steps a comparison of positions leaves unchanged are skipped" : "",
       share > 0 ? fmt::format("; the stream shared out, {} positions a block, the blocks' sums added atomically", share) : "",
       residentBlocks);

@@ -84,6 +84,20 @@ struct StreamProduct {
   int stagedStride() const { return values.paddedChannels + 1; }
 };
 
+// A contraction over the block's rows of weights the step makes
+// (planning/row_products.h: attention's dQ in the stream over the queries):
+// out[position, channel] += sum over the block's 64 rows of
+// weights[row, position] * values[row, channel], one more product a step
+// (stream_wgmma.cuh, warpgroup_row_product: the weights staged in shared
+// memory, the values' rows tile), each block adding its result into the f32
+// output by atomics (zeroed by the launch list's clear first).
+struct StreamRowProduct {
+  NodeId contraction = -1;  // the output
+  NodeId weights = -1;      // made by the step's elementwise work at (row, position)
+  StreamTile values;        // [64 rows][channels], loaded with the rows (shared with a score's where the same)
+  int64_t weightsOffset = 0;  // bytes: the step's weights, a [64 rows][64 positions] bf16 tile
+};
+
 // A stored value the step's elementwise work reads by the rows alone or by
 // the stream alone (and the block's batch positions): a softmax's statistics
 // in attention's backward. Loaded into registers ahead of the products that
@@ -110,6 +124,7 @@ struct TensorCoreStream {
   Axis stream;               // the streamed axis, kStreamPositionsPerStep positions per step
   std::vector<StreamScore> scores;
   std::vector<StreamProduct> products;
+  std::vector<StreamRowProduct> rowProducts;  // warpgroups only
   std::optional<StreamStepSkip> skip;
   // Positions of the stream a block takes (whole steps), where its outputs
   // are plain sums over it, shared out across blocks that add their sums into

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "lowering/lowering.h"
+#include "planning/row_products.h"
 
 namespace llmc {
 
@@ -128,9 +129,21 @@ std::vector<PlannedKernel> unfuseOffTensorCores(const Graph& graph, std::vector<
   return unfuseOffTensorCores(std::move(kernels), cost, emit, memo);
 }
 
-std::vector<PlannedKernel> unfuseOffTensorCores(std::vector<PlannedKernel> kernels, const CostOptions& cost,
+std::vector<PlannedKernel> unfuseOffTensorCores(std::vector<PlannedKernel> kernels, const CostOptions& asked,
                                                 const EmitOptions& emit, PartitionMemo& memo) {
   const Graph& graph = memo.graph();
+  // Row products run on tensor-core streams alone (lowering/tensor_core_stream.h):
+  // where a kernel holding one stays off them (no wgmma, f32 storage), fusion
+  // makes none.
+  CostOptions cost = asked;
+  if (cost.rowProducts && std::any_of(kernels.begin(), kernels.end(), [&](const PlannedKernel& pk) {
+        const Kernel& k = pk.kernel;
+        return !pricedOnTensorCores(pk.cost) && !rowProductOutputs(graph, k.outputs, k.nodes, k.streamAxis).empty();
+      })) {
+    cost.rowProducts = false;
+    kernels = planKernels(cost, {}, memo);
+    chooseEngines(kernels, cost, emit, memo);
+  }
   FusionOptions fusion;  // what `kernels` were fused with
   // Each round leaves more streams unfused; a few rounds reach every chain.
   for (int round = 0; round < 4; ++round) {

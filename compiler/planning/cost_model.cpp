@@ -1,5 +1,6 @@
 #include "planning/cost_model.h"
 #include "planning/thread_loads.h"
+#include "planning/row_products.h"
 #include "planning/staged_rows.h"
 #include "planning/transposed_reads.h"
 #include "planning/shifted_axes.h"
@@ -181,11 +182,18 @@ void addPerPositionContractions(KernelShape& s, const Graph& g, const Kernel& k,
   // partition.
   std::string rowAxis;
   std::set<std::string> scoreAxes;  // the axes of the per-position contractions' operands
+  std::vector<NodeId> rowWeights;   // the row products' weights: skipped steps must leave them 0
   for (NodeId id : k.nodes) {
     const Node& n = g.node(id);
     if (n.op != Op::Contract || s.streamAxis.empty() || !n.type.has(s.streamAxis) ||
         std::find(n.axes.begin(), n.axes.end(), s.streamAxis) != n.axes.end())
       continue;
+    // A row product (planning/row_products.h) sums over the rows: one more
+    // product a step, not a score that says which axis the rows are.
+    if (isRowProduct(g, n, s.streamAxis, [&](NodeId m) { return members.count(m) > 0; })) {
+      rowWeights.push_back(members.count(n.operands[0]) ? n.operands[0] : n.operands[1]);
+      continue;
+    }
     s.perPosition = true;
     const Type& x = g.node(n.operands[0]).type;
     const Type& y = g.node(n.operands[1]).type;
@@ -204,8 +212,12 @@ void addPerPositionContractions(KernelShape& s, const Graph& g, const Kernel& k,
   if (s.perPosition)
     std::erase_if(s.groupAxes, [&](const Axis& a) { return !scoreAxes.count(a.name); });
   if (s.perPosition && !rowAxis.empty()) {
-    if (const std::optional<StreamStepSkip> skip =
-            findStepSkip(g, analyzeStream(g, members, s.streamAxis), rowAxis, s.streamAxis)) {
+    std::optional<StreamStepSkip> skip = findStepSkip(g, analyzeStream(g, members, s.streamAxis), rowAxis, s.streamAxis);
+    for (NodeId w : rowWeights)  // as the tensor-core stream plans it (tensor_core_stream.cpp)
+      if (skip && std::any_of(skip->conditions.begin(), skip->conditions.end(),
+                              [&](const NeutralCondition& c) { return !zeroWhereNeutral(g, w, c); }))
+        skip.reset();
+    if (skip) {
       const auto row = std::find_if(s.groupAxes.begin(), s.groupAxes.end(), [&](const Axis& a) { return a.name == rowAxis; });
       const StepsRun run = stepsRun(*skip, rowAxis, row->size, s.streamExtent, kStreamRowsPerBlock, kStreamPositionsPerStep);
       s.stepsRun = run.fraction;
@@ -474,10 +486,22 @@ void outputTraffic(const Graph& g, const Kernel& k, const KernelShape& s, const 
   // Outputs added into atomically are zeroed first by a launch of their own
   // (codegen/launch_list.cpp, clearBefore): a graph node more, and the zeros' bytes.
   auto zeroedFirst = [&](const Type& ty) { tr.clearSeconds += clearLaunchSeconds(ty, t); };
+  const std::set<NodeId> members(k.nodes.begin(), k.nodes.end());
   for (NodeId out : k.outputs) {
     const Node& n = g.node(out);
     const Type& ty = n.type;
     tr.unique += static_cast<double>(ty.elementCount()) * elementBytes(ty, o) * segmentsMoved(ty, s, p, o);
+    if (isRowProduct(g, n, s.streamAxis, [&](NodeId m) { return members.count(m) > 0; })) {
+      // A row product (planning/row_products.h): each block of rows adds
+      // its share at the steps it runs, an f32 atomic an element, into an
+      // array zeroed first. (At the measured rate of scalar atomics: the
+      // vector reductions the kernel issues are not yet measured.)
+      const double shares = static_cast<double>(ceilDiv(g.node(n.operands[0]).type.find(n.axes[0])->size, kStreamRowsPerBlock)) * s.stepsRun;
+      tr.moved += 2 * 4 * static_cast<double>(ty.elementCount()) * shares;
+      tr.atomicAdds += static_cast<double>(ty.elementCount()) * shares;
+      zeroedFirst(ty);
+      continue;
+    }
     if (n.op == Op::ScatterAdd) {
       // An f32 atomic read-modify-write in L2 per value added; nothing held.
       tr.moved += 2 * 4 * static_cast<double>(g.node(n.operands[0]).type.elementCount());

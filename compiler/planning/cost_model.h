@@ -44,6 +44,9 @@ struct CostOptions {
   // are too small for a blocked scan to be chosen, so that random diagrams
   // exercise its launch too.
   bool scansAlways = false;
+  // Contractions over a stream's rows made in the stream (FusionOptions::
+  // rowProducts), in every fusion the passes and stages run.
+  bool rowProducts = false;
 };
 
 struct Partition {

@@ -4,6 +4,7 @@
 //
 //   fusion.cpp          the vocabulary, anchors, prologues and epilogues, the kernels collected
 //   fusion_streams.cpp  reductions merged into the streams that make what they reduce
+//   fusion_row_products.cpp  contractions over a stream's rows joining it (FusionOptions::rowProducts)
 //   fusion_siblings.cpp elementwise kernels taken into a sibling GEMM's epilogue
 #pragma once
 
@@ -191,6 +192,10 @@ class Fuser {
   bool sameAxesAsMatmuls(const std::set<NodeId>& members, const std::vector<NodeId>& matmuls) const;
   bool readsEachInEpilogue(int group, const std::set<NodeId>& values) const;
   bool pathThroughOthers(int from, int to) const;
+
+  // Contractions over a stream's rows join the stream (FusionOptions::
+  // rowProducts; fusion_row_products.cpp).
+  void joinRowProducts();
 
   // An elementwise node in the kernel of its operands that one other kernel
   // alone reads moves there, where that costs no new large read

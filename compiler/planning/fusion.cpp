@@ -3,6 +3,7 @@
 #include <unordered_map>
 
 #include "planning/fuser.h"
+#include "planning/row_products.h"
 
 namespace llmc {
 
@@ -144,6 +145,7 @@ std::vector<Kernel> Fuser::run() {
   attachEpilogues(next);
   joinSiblingEpilogues();
   mergeStreams();
+  if (options_.rowProducts) joinRowProducts();
   sinkIntoReaders();
   joinSiblingSums();
   separateMaximumMasks(next);
@@ -591,9 +593,15 @@ std::vector<Kernel> Fuser::collect() const {
     // with the most positions; the rest are consumed whole inside a chunk.
     std::map<std::string, int64_t> reduced;
     std::vector<std::string> reducedInOrder;  // as the kernel's nodes first reduce them: no name decides
-    // (A gather reads one row per index: it reduces nothing worth streaming.)
+    // (A gather reads one row per index: it reduces nothing worth streaming.
+    // A row product sums over the stream's rows, a group axis tiled across
+    // blocks: planning/row_products.h.)
+    const std::set<NodeId> nodeSet(k.nodes.begin(), k.nodes.end());
+    auto rowProduct = [&](const Node& n) {
+      return options_.rowProducts && isRowProduct(g_, n, k.streamAxis, [&](NodeId id) { return nodeSet.count(id) > 0; });
+    };
     for (NodeId id : k.nodes)
-      if (g_.node(id).op != Op::Gather)
+      if (g_.node(id).op != Op::Gather && !rowProduct(g_.node(id)))
         for (const auto& a : reducedBy(g_.node(id)))
           for (NodeId o : g_.node(id).operands)
             if (const Axis* ax = g_.node(o).type.find(a)) {

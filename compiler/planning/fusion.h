@@ -39,6 +39,14 @@ struct FusionOptions {
   // take stored operands only, and the lowering priced the store below the
   // prologue's contraction on the CUDA cores (a weight gradient's activation).
   std::set<NodeId> stored;
+  // A contraction over a stream's rows of a value the stream computes
+  // (attention's dQ, a sum over the keys of the scores' gradient, beside the
+  // stream over the queries that makes dK and dV) joins that stream as a
+  // row product (planning/row_products.h): each block adds its rows' share
+  // into an f32 output by atomics, where apart the value would be stored for
+  // a kernel of its own or remade there. Experimental: not yet measured on a
+  // GPU (llmc-compile --row-products).
+  bool rowProducts = false;
 };
 
 std::vector<Kernel> formKernels(const Graph& graph, const FusionOptions& options = {});

@@ -78,11 +78,15 @@ std::vector<PlannedKernel> partitionKernels(std::vector<Kernel> kernels, const C
 
 std::vector<PlannedKernel> planKernels(const Graph& graph, const Target& target, const CostOptions& options,
                                        const FusionOptions& fusion) {
-  return partitionKernels(graph, formKernels(graph, fusion), target, options);
+  FusionOptions asked = fusion;
+  asked.rowProducts = asked.rowProducts || options.rowProducts;
+  return partitionKernels(graph, formKernels(graph, asked), target, options);
 }
 
 std::vector<PlannedKernel> planKernels(const CostOptions& options, const FusionOptions& fusion, PartitionMemo& memo) {
-  return partitionKernels(formKernels(memo.graph(), fusion), options, memo);
+  FusionOptions asked = fusion;
+  asked.rowProducts = asked.rowProducts || options.rowProducts;
+  return partitionKernels(formKernels(memo.graph(), asked), options, memo);
 }
 
 std::string partitionText(const Graph& g, const PlannedKernel& k) {

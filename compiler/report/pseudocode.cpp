@@ -8,6 +8,7 @@
 
 #include "analysis/streamability.h"
 #include "ir/print.h"
+#include "planning/row_products.h"
 #include "planning/fusion.h"
 
 namespace llmc {
@@ -79,7 +80,9 @@ class Writer {
     } else {
       body(1, k, stream, inside);
     }
+    const std::vector<NodeId> rowProducts = rowProductOutputs(g_, k.outputs, k.nodes, s.streamAxis);
     for (NodeId out : k.outputs) {
+      if (std::count(rowProducts.begin(), rowProducts.end(), out)) continue;
       const Type& ty = g_.node(out).type;
       line(1, fmt::format("GMEM {} <- {}", names_[static_cast<size_t>(out)], tile(ty, s, p)),
            fmt::format("store {}", kib(static_cast<double>(ty.elementCount()) * 2)));
@@ -211,6 +214,11 @@ class Writer {
         line(depth, fmt::format("S{0} = S{0} + sum over {1} of {2}", i, stream.axis, core), "accumulator body");
       }
     }
+    // Row products (planning/row_products.h) are added a step at a time.
+    for (NodeId out : rowProductOutputs(g_, k.outputs, k.nodes, k.streamAxis))
+      line(depth, fmt::format("GMEM {} += {} over the block's {}", names_[static_cast<size_t>(out)],
+                              names_[static_cast<size_t>(out)], g_.node(out).axes[0]),
+           "an atomic add an element, zeroed first");
     if (!stream.slots.empty()) {
       std::string after;
       for (NodeId id : stream.aggregates) after += (after.empty() ? "" : ", ") + names_[static_cast<size_t>(id)];

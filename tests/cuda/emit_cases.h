@@ -32,6 +32,9 @@ struct EmitCase {
   // llmc-train keeps them: the stacked ones' parts, sums included, are then
   // written within them (codegen/concat_parts.h).
   bool gradientsInF32 = false;
+  // Contractions over a stream's rows made in the stream (CostOptions::rowProducts,
+  // planning/row_products.h).
+  bool rowProducts = false;
 };
 
 // The source tree: $LLMC_SOURCE_DIR (a copy on another machine), else the
@@ -312,6 +315,18 @@ inline std::vector<EmitCase> otherCases() {
        false, {}},
       {"long rows: layernorm, aligned", "tests/diagrams/long_rows.dg", "long_layernorm", {{"N", 33}, {"C", 17408}},
        false, {}},
+      // Row products (planning/row_products.h): dQ in the stream over the queries, each block of keys
+      // adding its share by atomics (on sm_90a with bf16; elsewhere the kernels without them); at 333
+      // positions and 40 channels the cheaper plan streams over the keys, dK and dV the row products; dQ's
+      // weights unmasked: no step skipped; multi-query keys (no row product planned: the plan without).
+      {"row products: attention backward", "tests/diagrams/row_products.dg", "attention_backward",
+       {{"B", 2}, {"H", 3}, {"T", 1000}, {"D", 64}}, false, {}, 1, -1, {}, false, true},
+      {"row products: two, odd sizes", "tests/diagrams/row_products.dg", "attention_backward",
+       {{"B", 1}, {"H", 2}, {"T", 333}, {"D", 40}}, false, {}, 1, -1, {}, false, true},
+      {"row products: unmasked weights", "tests/diagrams/row_products.dg", "unmasked_rows",
+       {{"B", 2}, {"H", 3}, {"T", 1000}, {"D", 64}}, false, {}, 1, -1, {}, false, true},
+      {"row products: multi-query", "tests/diagrams/row_products.dg", "multi_query_backward",
+       {{"B", 2}, {"H", 3}, {"T", 333}, {"D", 64}}, false, {}, 1, -1, {}, false, true},
       // Arrays read transposed, staged through shared memory (planning/transposed_reads.h): graph outputs
       // copied transposed, with and without a batch axis, and a [v n] mask minus [n v] values stored for a matmul.
       {"transposed read, odd", "tests/diagrams/transposed_reads.dg", "shifted_exp", {{"N", 77}, {"V", 1001}}, false, {}},

@@ -73,6 +73,7 @@ void runCase(const EmitCase& c, bool bf16, const std::string& arch, const cuda::
   llmc::Target target = llmc::loadTarget(arch);
   llmc::CostOptions cost;
   cost.storageBytes = bf16 ? 2 : 4;
+  cost.rowProducts = c.rowProducts;
   // With the target, as llmc-compile plans: training steps get the recompute pass.
   llmc::PipelineOptions pipeline = llmc::testing::pipelineOptions(c);
   pipeline.target = &target;

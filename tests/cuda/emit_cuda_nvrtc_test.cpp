@@ -33,6 +33,7 @@ int compilesEverywhere(const EmitCase& c, bool tensorCores = false) {
       llmc::Target target = llmc::loadTarget(arch);
       llmc::CostOptions cost;
       cost.storageBytes = storage == llmc::StorageType::BF16 ? 2 : 4;
+      cost.rowProducts = c.rowProducts;
       // With the target, as llmc-compile plans: training steps get the recompute pass.
       llmc::PipelineOptions pipeline = llmc::testing::pipelineOptions(c);
       pipeline.target = &target;
