@@ -304,6 +304,7 @@ std::optional<Failure> checkNvrtc(const DiagramSpec& spec, const DiagramFile& fi
       const Graph graph = compileGraph(file, spec, c.grad, &target, bytes, c.scansAlways);
       CostOptions cost;
       cost.storageBytes = bytes;
+      cost.rowProducts = options.rowProducts;
       // Lowered as llmc-compile and llmc-train lower it (lowering.h).
       const EmitOptions emit{.storage = bytes == 2 ? StorageType::BF16 : StorageType::F32};
       const CudaModule module = emitCuda(graph, lowerKernels(graph, target, cost, emit), target, emit);

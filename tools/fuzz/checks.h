@@ -43,6 +43,7 @@ struct CheckOptions {
   int fdCoordinates = 4;            // per differentiated input
   bool sanitizerFriendly = false;   // gpu: one launch at a time, synchronised
   unsigned compileThreads = 0;      // gpu: NVRTC's threads per diagram (0: one per hardware thread)
+  bool rowProducts = false;         // nvrtc, gpu: planned with CostOptions::rowProducts
   std::string tempDir = "/tmp";     // where the diagram file is written for the front end
 };
 

@@ -38,6 +38,7 @@ std::optional<Failure> runConfig(const DiagramSpec& spec, const DiagramFile& fil
   const bool bf16 = c.storage == "bf16";
   CostOptions cost;
   cost.storageBytes = bf16 ? 2 : 4;
+  cost.rowProducts = options.rowProducts;
   const Graph graph = compileGraph(file, spec, c.grad, &target, cost.storageBytes, c.scansAlways);
   // Lowered as llmc-compile and llmc-train lower it (lowering.h).
   const EmitOptions emit{.storage = bf16 ? StorageType::BF16 : StorageType::F32};

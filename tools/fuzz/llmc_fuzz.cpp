@@ -44,6 +44,7 @@ saved under --out with the command that reproduces it.
   --max-steps N         operations per diagram (default 10)
   --f32-only            no bf16 arrays in the diagrams
   --fd-coordinates N    coordinates per differentiated input checked by finite differences (default 4)
+  --row-products        plan with llmc-compile --row-products (nvrtc, gpu)
   --no-shrink           save failures as generated
   --shrink-seconds T    time to shrink one failure (default 120)
   --timeout T           seconds one diagram's checks may take (default 600)
@@ -132,6 +133,7 @@ Options parse(int argc, char** argv) {
     else if (arg == "--f32-only") o.generator.lowPrecision = false, o.argv.push_back(arg);
     else if (arg == "--fd-coordinates") o.checks.fdCoordinates = static_cast<int>(number());
     else if (arg == "--no-shrink") o.shrink = false;
+    else if (arg == "--row-products") o.checks.rowProducts = true, o.argv.push_back(arg);
     else if (arg == "--shrink-seconds") o.shrinkSeconds = number();
     else if (arg == "--timeout") o.timeout = number();
     else if (arg == "--no-fork") o.fork = false;
