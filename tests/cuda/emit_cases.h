@@ -318,7 +318,8 @@ inline std::vector<EmitCase> otherCases() {
       // Row products (planning/row_products.h): dQ in the stream over the queries, each block of keys
       // adding its share by atomics (on sm_90a with bf16; elsewhere the kernels without them); at 333
       // positions and 40 channels the cheaper plan streams over the keys, dK and dV the row products; dQ's
-      // weights unmasked: no step skipped; multi-query keys (no row product planned: the plan without).
+      // weights unmasked: no step skipped; multi-query keys (no row product planned: the plan without);
+      // dQ's values an array of their own, a rows tile more, 80 channels (a product 128 wide).
       {"row products: attention backward", "tests/diagrams/row_products.dg", "attention_backward",
        {{"B", 2}, {"H", 3}, {"T", 1000}, {"D", 64}}, false, {}, 1, -1, {}, false, true},
       {"row products: two, odd sizes", "tests/diagrams/row_products.dg", "attention_backward",
@@ -327,6 +328,8 @@ inline std::vector<EmitCase> otherCases() {
        {{"B", 2}, {"H", 3}, {"T", 1000}, {"D", 64}}, false, {}, 1, -1, {}, false, true},
       {"row products: multi-query", "tests/diagrams/row_products.dg", "multi_query_backward",
        {{"B", 2}, {"H", 3}, {"T", 333}, {"D", 64}}, false, {}, 1, -1, {}, false, true},
+      {"row products: values of their own, 80 channels", "tests/diagrams/row_products.dg", "own_values",
+       {{"B", 1}, {"H", 2}, {"T", 333}, {"D", 64}, {"E", 80}}, false, {}, 1, -1, {}, false, true},
       // Arrays read transposed, staged through shared memory (planning/transposed_reads.h): graph outputs
       // copied transposed, with and without a batch axis, and a [v n] mask minus [n v] values stored for a matmul.
       {"transposed read, odd", "tests/diagrams/transposed_reads.dg", "shifted_exp", {{"N", 77}, {"V", 1001}}, false, {}},
