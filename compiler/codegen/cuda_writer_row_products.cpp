@@ -43,8 +43,8 @@ void CudaWriter::tcsAddRowProduct(const TcsBody& b, int step, size_t k) {
   const StoredArray& arr = stored_.at(r.contraction);
   const bool pairs = out.type.axes.back().name == channel.name && channel.size % 2 == 0 && arr.strides.empty();
   // The channels' eights that hold any (the product's width is padded to 64).
-  const int n = open(step, fmt::format("_Pragma(\"unroll\") for (int rn = 0; rn < {}; ++rn)", (channel.size + 7) / 8));
-  const int h = open(n, "_Pragma(\"unroll\") for (int h = 0; h < 2; ++h)");
+  const int eights = open(step, fmt::format("_Pragma(\"unroll\") for (int rn = 0; rn < {}; ++rn)", (channel.size + 7) / 8));
+  const int h = open(eights, "_Pragma(\"unroll\") for (int h = 0; h < 2; ++h)");
   const std::string position = define(h, "int", "rp_" + t.stream.name, "c0 + warp * 16 + (lane >> 2) + 8 * h");
   const std::string first = define(h, "int", "rp_" + channel.name, "8 * rn + 2 * (lane & 3)");
   std::string inside;
@@ -67,7 +67,7 @@ void CudaWriter::tcsAddRowProduct(const TcsBody& b, int step, size_t k) {
   }
   if (at != h) close(at);
   close(h);
-  close(n);
+  close(eights);
 }
 
 }  // namespace llmc::cuda_writer

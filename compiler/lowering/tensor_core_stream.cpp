@@ -422,13 +422,18 @@ class Planner {
     r.contraction = id;
     r.weights = c.operands[firstMade ? 0 : 1];
     const NodeId values = c.operands[firstMade ? 1 : 0];
+    // The weights vary along the rows, the stream and the block's batch axes
+    // alone (a fragment element each); the values have one axis more, the
+    // output's channels.
+    const std::vector<Axis>& weightAxes = g_.node(r.weights).type.axes;
+    const bool elementwise = std::all_of(weightAxes.begin(), weightAxes.end(), [&](const Axis& a) {
+      return a.name == s.rows.name || a.name == plan_.streamAxis || group_.count(a.name);
+    });
     std::vector<Axis> channels;
     for (const Axis& a : g_.node(values).type.axes)
       if (a.name != s.rows.name && !group_.count(a.name)) channels.push_back(a);
-    for (const Axis& a : g_.node(r.weights).type.axes)
-      if (a.name != s.rows.name && a.name != plan_.streamAxis && !group_.count(a.name)) channels.clear();
-    if (channels.size() != 1) {
-      why = fmt::format("{}: not one axis of channels beside the rows and the stream", name(id));
+    if (!elementwise || channels.size() != 1) {
+      why = fmt::format("{}: not weights by row and position against values of one axis of channels", name(id));
       return false;
     }
     auto array = arrays_.find(id);
