@@ -9,6 +9,8 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include <random>
+
 #include "ir/autodiff.h"
 #include "codegen/emit_cuda.h"
 #include "driver/pipeline.h"
@@ -96,4 +98,51 @@ TEST_CASE("emitted CUDA of GPT-2 compiles with NVRTC", "[emit_cuda][nvrtc]") {
 
 TEST_CASE("emitted CUDA of the examples compiles with NVRTC", "[emit_cuda][nvrtc]") {
   for (const EmitCase& c : llmc::testing::otherCases()) compilesEverywhere(c);
+}
+
+// Row products (planning/row_products.h) at sizes drawn at random from a fixed
+// seed: the hand-written attention backwards of tests/diagrams/row_products.dg
+// with any batch, heads, length and channels (a multiple of 8, or not, where
+// the rows are not 16-byte aligned and the plan does without), planned for
+// sm_90a with bf16 storage and --row-products; every launch compiles, and
+// a third of the plans at least hold a row product (multi-query's and
+// unaligned rows' do not).
+TEST_CASE("row products at random sizes compile with NVRTC", "[emit_cuda][nvrtc][row products]") {
+  std::mt19937 rng(20261205);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  const char* entries[] = {"attention_backward", "unmasked_rows", "own_values", "multi_query_backward"};
+  const llmc::Target target = llmc::loadTarget("sm_90a");
+  int folded = 0, cases = 0;
+  for (int i = 0; i < 12; ++i) {
+    const std::string entry = entries[pick(0, 3)];
+    const int channels = pick(0, 4) == 0 ? pick(3, 130) : 8 * pick(1, 16);
+    EmitCase c{fmt::format("row products #{}", i), "tests/diagrams/row_products.dg", entry,
+               {{"B", pick(1, 3)}, {"H", pick(1, 4)}, {"T", pick(1, 700)}, {"D", channels}, {"E", 8 * pick(1, 16)}}};
+    c.rowProducts = true;
+    INFO(c.entry << " B=" << c.sizes.at("B") << " H=" << c.sizes.at("H") << " T=" << c.sizes.at("T") << " D="
+                 << c.sizes.at("D") << " E=" << c.sizes.at("E"));
+    llmc::CostOptions cost;
+    cost.rowProducts = true;
+    llmc::PipelineOptions pipeline = llmc::testing::pipelineOptions(c);
+    pipeline.target = &target;
+    pipeline.cost = cost;
+    const llmc::Graph graph = llmc::compileToIR(pipeline);
+    const llmc::EmitOptions emit{.storage = llmc::StorageType::BF16};
+    const llmc::CudaModule module = llmc::emitCuda(graph, llmc::lowerKernels(graph, target, cost, emit), target, emit);
+    std::vector<llmc::cuda::KernelSource> sources;
+    bool rows = false;
+    for (const llmc::KernelLaunch& launch : module.launches) {
+      sources.push_back({launch.name, launch.source, "sm_90a", {}});
+      rows = rows || launch.instructions.tensorCores.find("over the rows") != std::string::npos;
+    }
+    try {
+      llmc::cuda::compileKernels(sources, nullptr);
+    } catch (const llmc::cuda::KernelCompileError& e) {
+      FAIL(e.what());
+    }
+    folded += rows;
+    ++cases;
+  }
+  INFO(folded << " of " << cases << " planned with a row product");
+  CHECK(folded >= cases / 3);
 }
