@@ -25,7 +25,7 @@
 namespace llmc {
 
 // Whether `contraction` is a row product of a kernel streamed over `stream`
-// whose members are `members` (`inKernel(id)`): it contracts one axis x, one
+// (`inKernel(id)`: whether the kernel computes node id): it contracts one axis x, one
 // operand (the weights) is made in the kernel and has x and the stream
 // axis, the other (the values) is read from outside with x and without the
 // stream axis, and x is the kernel's: some member reduces the stream axis
