@@ -25,6 +25,9 @@ const std::set<std::string> kReserved = {
 // Values larger than this are not made: the losses stay far from overflow in
 // f32 and bf16, and finite differences keep their precision.
 constexpr double kMaxBound = 1e6;
+// The most elements a running sum's mask over positions may take (runningScan):
+// 2 GB of f64 in the interpreter.
+constexpr int64_t kQuadraticScanElements = int64_t{1} << 28;
 
 Value derived(const Value& x) {
   Value v = x;
@@ -269,7 +272,13 @@ bool Generator::runningScan(int x, const std::string& axis) {
   const std::string op = u < 0.3 ? "sum" : u < 0.45 ? "max" : u < 0.6 ? "prod" : u < 0.8 ? "linear" : "user";
   if (op == "user") return userOperatorScan(x, axis);
   const bool exclusive = op != "max" && chance(0.4);  // (an exclusive maximum starts at -inf)
-  const bool printed = op != "prod" && chance(0.3);
+  // Written as the language writes a running sum, a scan is a sum over a
+  // mask of the positions before each (the masked-sums pass makes it a scan
+  // node): quadratic in the axis, which the interpreter holds whole. Past
+  // kQuadraticScanElements the printed form, a scan node at once.
+  const bool quadratic = double(elements(v.axes)) * n > double(kQuadraticScanElements);
+  if (quadratic && op == "prod") return false;
+  const bool printed = op != "prod" && (chance(0.3) || quadratic);
   const bool lagged = printed && op == "linear" && !exclusive && chance(0.5);
   std::string form = printed ? fmt::format("{0} -> {0}", axis) : axis;
   if (exclusive) form += ", exclusive";
