@@ -459,6 +459,7 @@ class CudaWriter {
     std::map<std::string, std::string> axes;  // the stored array's axes -> the launch's (through renames)
   };
   std::map<NodeId, Prefetched> prefetched_;
+  std::string rowInside_;  // openRows: the lane's row lies inside the axis (empty: every row does)
   std::string rowBinding_, columnBinding_;  // the rows' and positions' indices where the step reads them
   bool prefetching_ = false;
   void tcsFindPrefetched(const TcsBody& b);

@@ -54,8 +54,13 @@ int CudaWriter::openRows(int parent, Env& env) {
   fragment_.half = fresh("h");
   const int s = open(parent, fmt::format("_Pragma(\"unroll\") for (int {0} = 0; {0} < 2; ++{0})", fragment_.half));
   const Axis& r = tcs_->rows;
-  std::string row = fmt::format("t_{} + warp * 16 + (lane >> 2) + 8 * {}", r.name, fragment_.half);
-  if (r.size % kStreamRowsPerBlock != 0) row = fmt::format("min({}, {})", row, r.size - 1);
+  const std::string unclamped = fmt::format("t_{} + warp * 16 + (lane >> 2) + 8 * {}", r.name, fragment_.half);
+  std::string row = unclamped;
+  rowInside_.clear();
+  if (r.size % kStreamRowsPerBlock != 0) {
+    row = fmt::format("min({}, {})", row, r.size - 1);
+    rowInside_ = fmt::format("{} < {}", unclamped, r.size);
+  }
   env[r.name] = {define(s, "int", "i_" + r.name, row), s};
   rowBinding_ = env[r.name].expr;
   return s;
@@ -387,10 +392,9 @@ void CudaWriter::tcsElementwise(const TcsBody& b, int parent) {
     }
     // A row product's weights, 0 past the ends of the rows and the stream:
     // they sum over the block's rows.
-    std::string rowValid;
-    if (b.t.rows.size % kStreamRowsPerBlock != 0)
-      rowValid = fmt::format("t_{} + warp * 16 + (lane >> 2) + 8 * {} < {}", b.t.rows.name, fragment_.half, b.t.rows.size);
-    const std::string inside = valid.empty() ? rowValid : rowValid.empty() ? valid : valid + " && " + rowValid;
+    const std::string inside = valid.empty()        ? rowInside_
+                               : rowInside_.empty() ? valid
+                                                    : valid + " && " + rowInside_;
     for (size_t k = 0; k < b.t.rowProducts.size(); ++k)
       emit(at, fmt::format("wr{}[{}][2 * {} + {}] = {};", k, fragment_.column, fragment_.half, fragment_.element,
                            masked(inside, value(b.t.rowProducts[k].weights, e), "0.0f")));

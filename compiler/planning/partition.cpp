@@ -76,17 +76,21 @@ std::vector<PlannedKernel> partitionKernels(std::vector<Kernel> kernels, const C
   return planned;
 }
 
+namespace {
+// The fusion the cost options ask for too (CostOptions::rowProducts).
+FusionOptions askedBy(const CostOptions& options, FusionOptions fusion) {
+  fusion.rowProducts = fusion.rowProducts || options.rowProducts;
+  return fusion;
+}
+}  // namespace
+
 std::vector<PlannedKernel> planKernels(const Graph& graph, const Target& target, const CostOptions& options,
                                        const FusionOptions& fusion) {
-  FusionOptions asked = fusion;
-  asked.rowProducts = asked.rowProducts || options.rowProducts;
-  return partitionKernels(graph, formKernels(graph, asked), target, options);
+  return partitionKernels(graph, formKernels(graph, askedBy(options, fusion)), target, options);
 }
 
 std::vector<PlannedKernel> planKernels(const CostOptions& options, const FusionOptions& fusion, PartitionMemo& memo) {
-  FusionOptions asked = fusion;
-  asked.rowProducts = asked.rowProducts || options.rowProducts;
-  return partitionKernels(formKernels(memo.graph(), asked), options, memo);
+  return partitionKernels(formKernels(memo.graph(), askedBy(options, fusion)), options, memo);
 }
 
 std::string partitionText(const Graph& g, const PlannedKernel& k) {
