@@ -119,6 +119,7 @@ bool CudaWriter::axisVariable(const std::string& name) {
 // A loop over a whole axis, binding it in env; over the block's share of
 // an axis split across blocks.
 int CudaWriter::loop(int parent, const Axis& axis, Env& env) {
+  if (!heldRows_.empty() && axis.name == heldRows_.axis && laneLoop(axis.name, parent)) return heldRowsLoop(parent, axis, env);
   if (laneLoop(axis.name, parent) && lanesTake8(axis.size) && bf16ArrayAlong(axis.name)) {
     // 8 adjacent positions a lane per span of 8 x lanes: bf16 arrays along the axis load 16 bytes at once (load).
     const std::string base = fresh("i_" + axis.name + "_8");
@@ -197,6 +198,7 @@ std::string CudaWriter::value(NodeId id, const Env& env) {
   std::string result;
   if (std::optional<std::string> staged = stagedValue(id, own, target)) result = *staged;
   else if (std::optional<std::string> row = stagedRowValue(n, own, target)) result = *row;
+  else if (std::optional<std::string> held = heldRowValue(n, own, target)) result = *held;
   else if (stream_.streamable && aggregateTerms().count(id)) result = aggregate(n, own, target);
   else if (stored_.count(id) && !plan_.computed.count(id)) result = load(n, own, target);
   else result = compute(n, own, target);

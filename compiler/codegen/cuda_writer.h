@@ -30,6 +30,7 @@
 #include "lowering/tensor_core_stream.h"
 #include "planning/cost_model.h"
 #include "planning/fusion.h"
+#include "planning/held_rows.h"
 #include "planning/staged_rows.h"
 #include "planning/transposed_reads.h"
 
@@ -323,6 +324,17 @@ class CudaWriter {
   // A staged array's element (or a lane's 8) at `own`, read from shared
   // memory, its row copied there first for the point; else empty.
   std::optional<std::string> stagedRowValue(const Node& n, const Env& own, int target);
+  // Rows held in registers (planning/held_rows.h): where a warp-per-point
+  // tile launch's passes over the lane axis read the point's rows, each
+  // lane loads its chunks of them once at the start of the point (`point`,
+  // `env` binding its position) and every loop over the axis is unrolled
+  // over the chunks (heldRowsLoop). Whether it does: heldRows_ non-empty.
+  void setUpHeldRows(int point, const Env& env);
+  int heldRowsLoop(int parent, const Axis& axis, Env& env);
+  std::string chunkLoopHeader(const std::string& k) const;  // over a lane's chunks, the last's positions past the end skipped
+  std::string chunkPosition(const std::string& k) const;    // a lane's first position of chunk k
+  // A held array's element (or a lane's 8) at `own`, read from its registers; else empty.
+  std::optional<std::string> heldRowValue(const Node& n, const Env& own, int target);
   // A reduction's lanes combined across the block's warps (after each warp's
   // shuffles), through shared memory: every thread then holds the whole.
   void combineWarps(const std::string& acc, const char* ctype, const std::string& combine, int target);
@@ -611,6 +623,9 @@ class CudaWriter {
   std::map<NodeId, StagedRead> staged_;           // stageTransposedReads
   StagedRows stagedRows_;                         // setUpStagedRows
   std::map<NodeId, std::string> rowBuffers_;      // a staged array -> its row in shared memory, once copied
+  HeldRows heldRows_;                             // setUpHeldRows
+  std::map<NodeId, std::string> heldBuffers_;     // a held array -> its registers
+  std::map<int, std::string> heldChunk_;          // a loop over a lane's chunks (heldRowsLoop) -> its chunk index
   std::map<std::string, std::string> pointVars_;  // group axis -> the variable of the point's position along it
 };
 

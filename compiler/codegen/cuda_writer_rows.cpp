@@ -32,9 +32,10 @@ std::optional<std::string> CudaWriter::stagedRowValue(const Node& n, const Env& 
   auto row = std::find_if(stagedRows_.rows.begin(), stagedRows_.rows.end(),
                           [&](const StagedRow& r) { return r.array == n.id; });
   if (row == stagedRows_.rows.end()) return std::nullopt;
+  const std::string& along = n.type.axes.back().name;  // the held axis, or the array's name for it (pointRowArrays)
   // At the point's own positions only (a gather's row elsewhere reads GMEM).
   for (const Axis& a : n.type.axes) {
-    if (a.name == stagedRows_.axis || a.size == 1) continue;
+    if (a.name == along || a.size == 1) continue;
     auto var = pointVars_.find(a.name);
     if (var == pointVars_.end() || own.at(a.name).expr != var->second) return std::nullopt;
   }
@@ -46,7 +47,7 @@ std::optional<std::string> CudaWriter::stagedRowValue(const Node& n, const Env& 
     // the loop being written): a barrier first, so that the previous point's
     // passes are done with the rows.
     Env start = own;
-    start[stagedRows_.axis] = {"0", floor_};
+    start[along] = {"0", floor_};
     for (const Axis& a : n.type.axes)  // an axis of one position may be bound deeper than the point (a loop of one)
       if (a.size == 1) start[a.name] = {"0", floor_};
     const std::string base = fresh("row");
@@ -83,7 +84,7 @@ std::optional<std::string> CudaWriter::stagedRowValue(const Node& n, const Env& 
   const std::string& s = buffer->second;
   const bool bf16 = arr.ctype == "llmc_bf16";
   if (const VectorSpan* span = vectorSpanOf(n, own)) {
-    const std::string at = spanStart(n, *span, own).at(stagedRows_.axis).expr;
+    const std::string at = spanStart(n, *span, own).at(along).expr;
     const std::string key = fmt::format("{}@{}@{}", n.id, at, span->scope);
     auto [it, isNew] = vectorLoads_.emplace(key, "");
     if (isNew) {
@@ -96,7 +97,7 @@ std::optional<std::string> CudaWriter::stagedRowValue(const Node& n, const Env& 
     }
     return define(target, "float", names_[static_cast<size_t>(n.id)], it->second + "[e]");
   }
-  const std::string element = fmt::format("{}[{}]", s, own.at(stagedRows_.axis).expr);
+  const std::string element = fmt::format("{}[{}]", s, own.at(along).expr);
   return define(target, "float", names_[static_cast<size_t>(n.id)],
                 bf16 ? fmt::format("llmc_bf16_to_f32({})", element) : element);
 }

@@ -127,6 +127,7 @@ void CudaWriter::tile(WrittenKernel& out) {
   if (!outside.empty() && slices_ == 1 && !clamped)
     emit(point, fmt::format("if ({}) continue;  // past the end of a remainder tile", outside));
   eightBase_ = eightBase;
+  if (!streamed && !eight && unrolled.empty()) setUpHeldRows(point, env);
   if (streamed) {
     // The thread's 8 points (if so) are a loop inside the stream's positions, then again for the tail.
     streamLoop(point, env, out);

@@ -43,12 +43,11 @@ std::string heldRowAxis(const Graph& g, const std::set<NodeId>& computed, const 
   return best;
 }
 
-StagedRows stagedRows(const Graph& g, const std::set<NodeId>& computed, const std::set<NodeId>& stored,
-                      const std::vector<Axis>& groupAxes, const std::string& heldAxis,
-                      const std::function<int64_t(NodeId)>& elementBytes,
-                      const std::function<bool(NodeId)>& rowMajor, int64_t maxBytes) {
-  StagedRows out;
-  if (heldAxis.empty()) return out;
+std::vector<NodeId> pointRowArrays(const Graph& g, const std::set<NodeId>& computed, const std::set<NodeId>& stored,
+                                   const std::vector<Axis>& groupAxes, const std::string& axis,
+                                   const std::function<bool(NodeId)>& rowMajor) {
+  std::vector<NodeId> out;
+  if (axis.empty()) return out;
   std::set<std::string> group;
   for (const Axis& a : groupAxes) group.insert(a.name);
   std::set<NodeId> seen;
@@ -56,19 +55,39 @@ StagedRows stagedRows(const Graph& g, const std::set<NodeId>& computed, const st
     const Node& reader = g.node(id);
     if (isView(reader) || reader.op == Op::Gather || reader.op == Op::ScatterAdd) continue;
     for (NodeId o : reader.operands) {
-      if (!stored.count(o) || computed.count(o) || !seen.insert(o).second) continue;
+      // Read directly, or through renamings of its innermost axis to `axis`
+      // (a row the fuser joined under another name: the residual's branch).
+      std::string along = axis;
+      while (!stored.count(o) && !computed.count(o) && g.node(o).op == Op::Rename) {
+        if (g.node(o).newAxes[0] == along) along = g.node(o).axes[0];
+        o = g.node(o).operands[0];
+      }
+      if (!stored.count(o) || computed.count(o) || seen.count(o)) continue;
       const Type& type = g.node(o).type;
-      if (!isFloat(type.dtype) || !rowAlong(type, heldAxis, group) || !rowMajor(o)) continue;
-      const int64_t bytes = elementBytes(o);
-      if (bytes <= 0) continue;
-      out.extent = type.axes.back().size;
-      out.rows.push_back({o, bytes, out.bytes});
-      // A row of a length not a whole number of 16-byte words starts where
-      // it lies in GMEM modulo 16 bytes (the writer copies its words whole):
-      // 16 bytes more.
-      const int64_t rowBytes = out.extent * bytes;
-      out.bytes = alignUp(out.bytes + rowBytes + (rowBytes % 16 == 0 ? 0 : 16), 16);
+      if (isFloat(type.dtype) && rowAlong(type, along, group) && rowMajor(o)) {
+        seen.insert(o);
+        out.push_back(o);
+      }
     }
+  }
+  return out;
+}
+
+StagedRows stagedRows(const Graph& g, const std::set<NodeId>& computed, const std::set<NodeId>& stored,
+                      const std::vector<Axis>& groupAxes, const std::string& heldAxis,
+                      const std::function<int64_t(NodeId)>& elementBytes,
+                      const std::function<bool(NodeId)>& rowMajor, int64_t maxBytes) {
+  StagedRows out;
+  for (NodeId o : pointRowArrays(g, computed, stored, groupAxes, heldAxis, rowMajor)) {
+    const int64_t bytes = elementBytes(o);
+    if (bytes <= 0) continue;
+    out.extent = g.node(o).type.axes.back().size;
+    out.rows.push_back({o, bytes, out.bytes});
+    // A row of a length not a whole number of 16-byte words starts where
+    // it lies in GMEM modulo 16 bytes (the writer copies its words whole):
+    // 16 bytes more.
+    const int64_t rowBytes = out.extent * bytes;
+    out.bytes = alignUp(out.bytes + rowBytes + (rowBytes % 16 == 0 ? 0 : 16), 16);
   }
   if (out.bytes <= kStagedRowsAbove || out.bytes > maxBytes) return {};
   out.axis = heldAxis;

@@ -73,12 +73,21 @@ struct StagedRows {
   bool empty() const { return rows.empty(); }
 };
 
-// The rows a launch stages: the stored arrays (`stored`) that `computed`'s
-// nodes read directly (not through views), whose innermost axis is the held
-// axis and whose other axes are all group axes, one at least longer than one
-// (a point's own row, contiguous), where together they take more than kStagedRowsAbove and at
-// most `maxBytes` (stagedRowsLimit). `rowMajor(array)`: the array lies row-major
-// (not interleaved in a concatenation); `elementBytes(array)` as stored.
+// A point's own rows along `axis`: the stored arrays (`stored`) that
+// `computed`'s nodes read directly (not through views, gathers or
+// scatters; renamings of their innermost axis to `axis` read them
+// directly), floats whose innermost axis is `axis` (or so renamed) and whose other axes are
+// all group axes, one at least longer than one (a row every point reads
+// alike, a layernorm's weights, stays in L1 as it is), lying row-major
+// (`rowMajor`: not interleaved in a concatenation). Staged here, or held in
+// registers (planning/held_rows.h).
+std::vector<NodeId> pointRowArrays(const Graph& g, const std::set<NodeId>& computed, const std::set<NodeId>& stored,
+                                   const std::vector<Axis>& groupAxes, const std::string& axis,
+                                   const std::function<bool(NodeId)>& rowMajor);
+
+// The rows a launch stages: its point rows along the held axis
+// (pointRowArrays), where together they take more than kStagedRowsAbove and
+// at most `maxBytes` (stagedRowsLimit); `elementBytes(array)` as stored.
 StagedRows stagedRows(const Graph& g, const std::set<NodeId>& computed, const std::set<NodeId>& stored,
                       const std::vector<Axis>& groupAxes, const std::string& heldAxis,
                       const std::function<int64_t(NodeId)>& elementBytes,

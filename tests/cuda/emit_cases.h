@@ -104,6 +104,17 @@ inline std::vector<EmitCase> otherCases() {
       {"classifier with cross-entropy", "tests/lit/pseudocode/classifier.dg", "", {{"N", 100}, {"C", 48}, {"V", 771}},
        false, {{"target", 771}}},
       {"layernorm", "tests/lit/pseudocode/layernorm.dg", "", {{"N", 100}, {"C", 771}}},
+      // Rows held in registers across the passes (planning/held_rows.h): a
+      // residual sum's two rows (one through a renaming), 7 spans of 8 a lane
+      // at GPT-2 d48's 1600 channels; 1001 (a position a lane, the last chunk
+      // partly past the end); a row read by one pass left in memory.
+      {"held rows: residual layernorm C=1600", "tests/diagrams/held_rows.dg", "residual_layernorm",
+       {{"N", 300}, {"C", 1600}}},
+      {"held rows: residual layernorm C=1001", "tests/diagrams/held_rows.dg", "residual_layernorm",
+       {{"N", 77}, {"C", 1001}}},
+      {"held rows: residual layernorm training step", "tests/diagrams/held_rows.dg", "residual_layernorm_loss",
+       {{"N", 77}, {"C", 1000}}, true, {}},
+      {"held rows: a row read once", "tests/diagrams/held_rows.dg", "one_pass", {{"N", 77}, {"C", 2000}}},
       // Dot products of rows shorter than a warp's span: 8 (D=64) or 4 (D=40)
       // lanes a row, several rows a warp; N=1000 ends a tile past the rows: a warp a row.
       {"row dot products D=64", "tests/lit/cuda/row_dot.dg", "", {{"N", 1024}, {"D", 64}}},
