@@ -559,6 +559,7 @@ std::string CudaWriter::reduction(const Node& n, const Env& own, int target) {
 
 // table[a = index]; NaN (0 for integers) for an index out of range.
 std::string CudaWriter::gather(const Node& n, const Env& own, int target) {
+  if (std::optional<std::string> span = gatheredSpan(n, own, target)) return *span;
   const std::string& axis = n.axes[0];
   std::string row = define(target, "int", "row", value(n.operands[1], own));
   std::string r = fresh(names_[static_cast<size_t>(n.id)]);
@@ -570,6 +571,53 @@ std::string CudaWriter::gather(const Node& n, const Env& own, int target) {
   emit(s, fmt::format("{} = {};", r, v));
   close(s);
   return r;
+}
+
+// A gathered row read 8 positions at once: where the table is a stored
+// float array whose innermost axis (not the gathered one) is a span's, and
+// the index and the table's other positions are the same for the span's 8,
+// one bounds check and one 16-byte load (two for f32) a span instead of 8
+// checks and 8 loads of 2 bytes (GPT-2's token embedding: 42 us where its
+// bytes take 25, H200).
+std::optional<std::string> CudaWriter::gatheredSpan(const Node& n, const Env& own, int target) {
+  const Node& table = g_.node(n.operands[0]);
+  const std::string& axis = n.axes[0];
+  const auto stored = stored_.find(table.id);
+  if (stored == stored_.end() || plan_.computed.count(table.id) || !isFloat(table.type.dtype) ||
+      (stored->second.ctype != "llmc_bf16" && stored->second.ctype != "float") || table.type.axes.empty() ||
+      table.type.axes.back().name == axis || !contiguousAlong(table.id, 1))
+    return std::nullopt;
+  const std::string& inner = table.type.axes.back().name;
+  const auto element = vectorElements_.find(own.at(inner).expr);
+  if (element == vectorElements_.end()) return std::nullopt;
+  const VectorSpan& span = element->second;
+  if (!span.elementVars.empty() || (!span.axes.empty() && span.axes != std::vector<std::string>{inner}))
+    return std::nullopt;
+  auto atSpan = [&](const std::string& a) { return depth(own.at(a).scope) <= depth(span.scope); };
+  const Node& index = g_.node(n.operands[1]);
+  Env indexAt;
+  for (const Axis& a : index.type.axes) {
+    if (!atSpan(a.name)) return std::nullopt;
+    indexAt[a.name] = own.at(a.name);
+  }
+  for (const Axis& a : table.type.axes)
+    if (a.name != axis && a.name != inner && !atSpan(a.name)) return std::nullopt;
+  const std::string row = define(span.scope, "int", "row", value(index.id, indexAt));
+  reads_.insert(table.id);
+  Env start = own;
+  start[axis] = {row, span.scope};
+  start[inner] = {span.base, span.scope};
+  const std::string at = fmt::format("{} + {}", stored->second.param, offset(table.id, start));
+  const std::string key = fmt::format("{}@gather@{}@{}", n.id, at, span.scope);
+  auto [it, isNew] = vectorLoads_.emplace(key, "");
+  if (isNew) {
+    it->second = fresh(names_[static_cast<size_t>(n.id)] + "_8");
+    emit(span.scope, fmt::format("float {}[8];", it->second));
+    emit(span.scope, fmt::format("if ({0} >= 0 && {0} < {1}) llmc_load_{2}x8({3}, {4});", row, axisSize(table.id, axis),
+                                 stored->second.ctype == "float" ? "f32" : "bf16", at, it->second));
+    emit(span.scope, fmt::format("else for (int q = 0; q < 8; ++q) {}[q] = LLMC_NAN;", it->second));
+  }
+  return define(target, "float", names_[static_cast<size_t>(n.id)], it->second + "[e]");
 }
 
 std::string CudaWriter::joinAxes(const std::vector<std::string>& axes) {

@@ -154,6 +154,7 @@ class CudaWriter {
 
   // table[a = index]; NaN (0 for integers) for an index out of range.
   std::string gather(const Node& n, const Env& own, int target);
+  std::optional<std::string> gatheredSpan(const Node& n, const Env& own, int target);
 
   static std::string joinAxes(const std::vector<std::string>& axes);
 

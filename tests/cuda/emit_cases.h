@@ -115,6 +115,11 @@ inline std::vector<EmitCase> otherCases() {
       {"held rows: residual layernorm training step", "tests/diagrams/held_rows.dg", "residual_layernorm_loss",
        {{"N", 77}, {"C", 1000}}, true, {}},
       {"held rows: a row read once", "tests/diagrams/held_rows.dg", "one_pass", {{"N", 77}, {"C", 2000}}},
+      // An embedding's rows gathered 8 channels a load (CudaWriter::gatheredSpan); 770 a channel a load.
+      {"gathered rows: embedding C=776", "tests/lit/cuda/gathered_rows.dg", "", {{"B", 4}, {"T", 100}, {"V", 1001}, {"C", 776}},
+       false, {{"tokens", 1001}}},
+      {"gathered rows: embedding C=770", "tests/lit/cuda/gathered_rows.dg", "", {{"B", 4}, {"T", 100}, {"V", 1001}, {"C", 770}},
+       false, {{"tokens", 1001}}},
       // Dot products of rows shorter than a warp's span: 8 (D=64) or 4 (D=40)
       // lanes a row, several rows a warp; N=1000 ends a tile past the rows: a warp a row.
       {"row dot products D=64", "tests/lit/cuda/row_dot.dg", "", {{"N", 1024}, {"D", 64}}},
