@@ -628,6 +628,7 @@ class CudaWriter {
   HeldRows heldRows_;                             // setUpHeldRows
   std::map<NodeId, std::string> heldBuffers_;     // a held array -> its registers
   std::map<int, std::string> heldChunk_;          // a loop over a lane's chunks (heldRowsLoop) -> its chunk index
+  std::map<std::string, std::string> heldPositions_;  // a chunk loop's position variable (one a chunk) -> its chunk index
   std::map<std::string, std::string> pointVars_;  // group axis -> the variable of the point's position along it
 };
 

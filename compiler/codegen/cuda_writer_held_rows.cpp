@@ -79,6 +79,7 @@ int CudaWriter::heldRowsLoop(int parent, const Axis& axis, Env& env) {
   heldChunk_[chunk] = k;
   if (!heldRows_.vectorised) {
     const std::string var = define(chunk, "int", "i_" + axis.name, chunkPosition(k));
+    heldPositions_[var] = k;
     env[axis.name] = {var, chunk};
     return chunk;
   }
@@ -104,8 +105,9 @@ std::optional<std::string> CudaWriter::heldRowValue(const Node& n, const Env& ow
   const Binding& at = own.at(along);
   const std::string name = names_[static_cast<size_t>(n.id)];
   if (!heldRows_.vectorised) {
-    auto chunk = heldChunk_.find(at.scope);
-    if (chunk == heldChunk_.end()) return std::nullopt;
+    // At the chunk's own position only (a shifted read, x[c + 1], reads GMEM).
+    auto chunk = heldPositions_.find(at.expr);
+    if (chunk == heldPositions_.end()) return std::nullopt;
     return define(target, "float", name, fmt::format("{}[{}]", buffer->second, chunk->second));
   }
   auto element = vectorElements_.find(at.expr);
