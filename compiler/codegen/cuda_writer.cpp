@@ -125,12 +125,7 @@ int CudaWriter::loop(int parent, const Axis& axis, Env& env) {
     // 8 adjacent positions a lane per span of 8 x lanes: bf16 arrays along the axis load 16 bytes at once (load).
     const std::string base = fresh("i_" + axis.name + "_8");
     const int span = openLanes(parent, fmt::format("for (int {0} = lane * 8; {0} < {1}; {0} += {2})", base, axis.size, 8 * lanes_));
-    const int elements = open(span, "_Pragma(\"unroll\") for (int e = 0; e < 8; ++e)");
-    const std::string var = define(elements, "int", "i_" + axis.name, base + " + e");
-    spanOf_[elements] = span;
-    vectorElements_[var] = {base, span, elements};
-    env[axis.name] = {var, elements};
-    return elements;
+    return openSpanElements(span, axis.name, base, env);
   }
   std::string var = fresh("i_" + axis.name);
   auto split = tcs_ ? plan_.splitTiles.end() : plan_.splitTiles.find(axis.name);
@@ -151,6 +146,15 @@ int CudaWriter::loop(int parent, const Axis& axis, Env& env) {
   if (whole && split->second == 1) emit(s, fmt::format("const int {} = split_{};", var, axis.name));
   env[axis.name] = {var, s};
   return s;
+}
+
+int CudaWriter::openSpanElements(int span, const std::string& axis, const std::string& base, Env& env) {
+  const int elements = open(span, "_Pragma(\"unroll\") for (int e = 0; e < 8; ++e)");
+  const std::string var = define(elements, "int", "i_" + axis, base + " + e");
+  spanOf_[elements] = span;
+  vectorElements_[var] = {base, span, elements};
+  env[axis] = {var, elements};
+  return elements;
 }
 
 void CudaWriter::closeAll(std::vector<int>& opened) {

@@ -114,6 +114,10 @@ class CudaWriter {
   // A loop over a whole axis, binding it in env; over the block's share of
   // an axis split across blocks.
   int loop(int parent, const Axis& axis, Env& env);
+  // The loop over a span's 8 positions of `axis` from `base` (a lane's 8, in
+  // the span loop `span`), binding the axis in env: arrays along it are read
+  // and written 16 bytes at once (load, store).
+  int openSpanElements(int span, const std::string& axis, const std::string& base, Env& env);
   void closeAll(std::vector<int>& opened);
 
   int64_t axisSize(NodeId id, const std::string& axis) const;

@@ -84,12 +84,7 @@ int CudaWriter::heldRowsLoop(int parent, const Axis& axis, Env& env) {
     return chunk;
   }
   const std::string base = define(chunk, "int", "i_" + axis.name + "_8", chunkPosition(k));
-  const int elements = open(chunk, "_Pragma(\"unroll\") for (int e = 0; e < 8; ++e)");
-  const std::string var = define(elements, "int", "i_" + axis.name, base + " + e");
-  spanOf_[elements] = chunk;
-  vectorElements_[var] = {base, chunk, elements};
-  env[axis.name] = {var, elements};
-  return elements;
+  return openSpanElements(chunk, axis.name, base, env);
 }
 
 std::optional<std::string> CudaWriter::heldRowValue(const Node& n, const Env& own, int target) {
