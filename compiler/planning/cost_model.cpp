@@ -2,6 +2,7 @@
 #include "planning/thread_loads.h"
 #include "planning/row_products.h"
 #include "planning/staged_rows.h"
+#include "planning/held_rows.h"
 #include "planning/transposed_reads.h"
 #include "planning/shifted_axes.h"
 
@@ -545,6 +546,33 @@ void registerTiles(const Graph& g, const Kernel& k, const KernelShape& s, const 
     if (!boundary.count(id)) tr.intermediate = std::max(tr.intermediate, tileElements(g.node(id).type, s, p) * 4);
 }
 
+// Rows neither staged nor held in registers (planning/held_rows.h) are
+// read again by every pass over them after the first, through L2: a row of
+// a point's lanes that several passes read, past the registers a thread
+// gives them (kHeldRowRegisters). The lanes and their 8 positions as the
+// CUDA writer takes them (a warp a point; 8 positions a lane where bf16
+// storage and the row's length allow; a row shorter than a warp's 256
+// positions is a chunk a lane, held).
+void rereadRows(const Graph& g, const Kernel& k, const KernelShape& s, const std::string& laneAxis,
+                const CostOptions& o, Traffic& tr) {
+  if (laneAxis.empty()) return;
+  const std::set<NodeId> computed(k.nodes.begin(), k.nodes.end()), stored(k.inputs.begin(), k.inputs.end());
+  const std::vector<NodeId> rows = pointRowArrays(g, computed, stored, s.groupAxes, laneAxis, [](NodeId) { return true; });
+  if (rows.empty()) return;
+  const int64_t extent = g.node(rows.front()).type.axes.back().size;
+  if (extent < 256) return;
+  auto bytes = [&](NodeId array) { return static_cast<int64_t>(elementBytes(g.node(array).type, o)); };
+  const HeldRows heldRows = llmc::heldRows(g, computed, k.outputs, rows, laneAxis, 32,
+                                           o.storageBytes == 2 && extent % 8 == 0, bytes);
+  for (NodeId row : rows) {
+    if (heldRows.holds(row)) continue;
+    const int passes = lanePassesReading(g, computed, k.outputs, laneAxis, row);
+    if (passes > 1)
+      tr.moved += static_cast<double>(passes - 1) * static_cast<double>(g.node(row).type.elementCount()) *
+                  static_cast<double>(bytes(row));
+  }
+}
+
 // A plain tile (no stream, no split) loads its points' values straight into
 // registers; only its transposed reads (planning/transposed_reads.h) go
 // through shared memory, copied in and read back once, after a barrier. Their
@@ -575,7 +603,10 @@ void plainTileStaging(const Graph& g, const Kernel& k, const KernelShape& s, con
   const StagedRows rows = stagedRows(g, computed, stored, s.groupAxes, held,
                                      [&](NodeId array) { return elementBytes(g.node(array).type, o); },
                                      [](NodeId) { return true; }, stagedRowsLimit(t.level("SMEM").maxPerBlock));
-  if (rows.empty()) return;
+  if (rows.empty()) {
+    rereadRows(g, k, s, held, o, tr);
+    return;
+  }
   int64_t points = 1, reductions = 0;
   for (const auto& [axis, tile] : tiles) points *= tile;
   for (NodeId id : k.nodes)

@@ -4,6 +4,7 @@
 
 #include <set>
 
+#include "planning/cost_model.h"
 #include "planning/fusion.h"
 #include "planning/held_rows.h"
 #include "planning/staged_rows.h"
@@ -98,4 +99,26 @@ TEST_CASE("a row read by one pass is not held", "[held rows]") {
   const std::set<NodeId> computed(k.nodes.begin(), k.nodes.end());
   for (NodeId in : k.inputs)
     if (l.graph.node(in).name == "w") CHECK(lanePassesReading(l.graph, computed, k.outputs, "c", in) == 1);
+}
+
+TEST_CASE("the cost model prices the passes' reads of rows neither staged nor held", "[held rows]") {
+  // 6000 channels: 24 spans a lane, 96 registers a bf16 row, neither of the
+  // sum's two rows held; three passes read each (mean, variance, output), two
+  // of them again through L2: 2 x 2 x (2000 x 6000 x 2 bytes) more than at
+  // 1600 channels, where both are held and each is read once.
+  const Target hopper = loadTarget("sm_90a");
+  const CostOptions bf16{2};
+  auto l2Bytes = [&](int64_t channels) {
+    const Launch l = launch("residual_layernorm", {{"N", 2000}, {"C", channels}});
+    REQUIRE(l.kernels.size() == 1);
+    const KernelShape shape = kernelShape(l.graph, l.kernels[0], hopper, bf16);
+    const KernelCost cost = evaluate(l.graph, l.kernels[0], shape, Partition{{{"n", 1}}, 0}, hopper, bf16);
+    const auto l2 = std::find_if(cost.levels.begin(), cost.levels.end(), [](const auto& level) { return level.level == "L2"; });
+    REQUIRE(l2 != cost.levels.end());
+    const auto gmem = std::find_if(cost.levels.begin(), cost.levels.end(), [](const auto& level) { return level.level == "GMEM"; });
+    // Beyond one read of each array (the weights g and b: one a block).
+    return l2->movedBytes - gmem->movedBytes - (2000.0 - 1) * 2 * static_cast<double>(channels) * 2;
+  };
+  CHECK(l2Bytes(1600) == Approx(0).margin(1));
+  CHECK(l2Bytes(6000) == Approx(2.0 * 2 * 2000 * 6000 * 2));
 }
