@@ -65,7 +65,6 @@ struct WrittenKernel {
   // a name here) before any column group is computed (gemm_common.cuh).
   std::vector<std::string> epilogueInputs;
   std::string epilogueLoads;    // load()'s body
-  std::string epiloguePrefetches;  // prefetch()'s: the same addresses brought into L2
 };
 
 // What the device holds at once: threads (SMs x resident warps x 32) and

@@ -23,7 +23,6 @@ WrittenKernel CudaWriter::run() {
   out.reads = reads_;
   out.epilogueInputs = epilogueInputs_;
   out.epilogueLoads = epilogueLoads_;
-  out.epiloguePrefetches = epiloguePrefetches_;
   return out;
 }
 
@@ -306,7 +305,6 @@ std::string CudaWriter::load(const Node& n, const Env& own, int target) {
       if (addressedByCoordinates(n, at)) {
         epilogueInputs_.push_back("uint4 " + it->second);
         epilogueLoads_ += fmt::format("in.{} = llmc_load_raw16({} + {});\n", it->second, arr.param, offset(n.id, at));
-        epiloguePrefetches_ += fmt::format("llmc_prefetch_l2({} + {});\n", arr.param, offset(n.id, at));
         emit(0, fmt::format("llmc_unpack_bf16x8(in.{0}, {0});", it->second));
       } else {
         emit(0, fmt::format("llmc_load_bf16x8({} + {}, {});", arr.param, offset(n.id, at), it->second));
@@ -328,7 +326,6 @@ std::string CudaWriter::load(const Node& n, const Env& own, int target) {
       const std::string read = fmt::format("{}[{}]", arr.param, offset(n.id, own));
       epilogueLoads_ += fmt::format("in.{} = {};\n", it->second,
                                     arr.ctype == "llmc_bf16" ? fmt::format("llmc_bf16_to_f32({})", read) : read);
-      epiloguePrefetches_ += fmt::format("llmc_prefetch_l2(&{});\n", read);
     }
     return define(target, "float", names_[static_cast<size_t>(n.id)], "in." + it->second);
   }

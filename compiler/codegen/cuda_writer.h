@@ -621,7 +621,6 @@ class CudaWriter {
   bool wholeStep_ = false;  // writing a step whose positions all lie inside the stream axis: no clamps, no masks
   std::vector<std::string> epilogueInputs_;  // WrittenKernel::epilogueInputs: declarations
   std::string epilogueLoads_;                // WrittenKernel::epilogueLoads
-  std::string epiloguePrefetches_;           // WrittenKernel::epiloguePrefetches
   struct StagedRead {
     TransposedRead read;
     std::string buffer;  // its tile in shared memory

@@ -401,24 +401,18 @@ class ModuleWriter {
         sm90 ? " (persistent: one block per SM at most)" : "", launch.instructions.describe(), axisList(gemm.m),
         axisList(gemm.n), axisList(gemm.k), axisList(gemm.batch), operandNote("A", gemm.a), operandNote("B", gemm.b),
         gemm.BM, gemm.BN, gemm.tileChoice);
-    std::string inputs;
+    std::string inputs, loads;
     for (const std::string& input : epilogue.epilogueInputs) inputs += fmt::format(" {};", input);
-    auto indented = [](const std::string& lines) {
-      std::string out;
-      for (size_t at = 0; at < lines.size();) {
-        const size_t end = lines.find('\n', at);
-        out += "    " + lines.substr(at, end - at + 1);
-        at = end + 1;
-      }
-      return out;
-    };
+    for (size_t at = 0; at < epilogue.epilogueLoads.size();) {
+      size_t end = epilogue.epilogueLoads.find('\n', at);
+      loads += "    " + epilogue.epilogueLoads.substr(at, end - at + 1);
+      at = end + 1;
+    }
     text += fmt::format("struct {}_epilogue {{\n{}  struct Inputs {{{}{}}};\n"
                         "  __device__ void load(llmc::BatchIndex batch, int row, int col, Inputs& in) const {{\n{}  }}\n"
-                        "  __device__ void prefetch(llmc::BatchIndex batch, int row, int col) const {{\n{}  }}\n"
                         "  __device__ void operator()(llmc::BatchIndex batch, int row, int col, const float (&v)[8], "
                         "int count, const Inputs& in) const {{\n",
-                        n, members, inputs, inputs.empty() ? "" : " ", indented(epilogue.epilogueLoads),
-                        indented(epilogue.epiloguePrefetches));
+                        n, members, inputs, inputs.empty() ? "" : " ", loads);
     std::string body;
     for (size_t at = 0; at < epilogue.body.size();) {
       size_t end = epilogue.body.find('\n', at);

@@ -43,9 +43,6 @@ __device__ __forceinline__ void llmc_unpack_bf16x8(const uint4& u, float (&v)[8]
   for (int i = 0; i < 4; ++i) v[2 * i] = __uint_as_float(w[i] << 16), v[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
 }
 
-// The line holding p brought into L2, no register held (a GEMM epilogue's inputs, ahead of their loads).
-__device__ __forceinline__ void llmc_prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
-
 // 8 consecutive bf16 values at a 16-byte aligned address, as floats: one 16-byte load.
 __device__ __forceinline__ void llmc_load_bf16x8(const llmc_bf16* p, float (&v)[8]) { llmc_unpack_bf16x8(llmc_load_raw16(p), v); }
 

@@ -98,7 +98,6 @@ __device__ inline int swizzled_offset(int outer, int inner) {
 //     struct E {
 //       struct Inputs { ... };  // what one call reads from global memory (may be empty)
 //       __device__ void load(BatchIndex batch, int row, int col, Inputs& in) const;
-//       __device__ void prefetch(BatchIndex batch, int row, int col) const;  // what load reads, into L2
 //       __device__ void operator()(BatchIndex batch, int row, int col, const float (&v)[8],
 //                                  int count, const Inputs& in) const;
 //     };
@@ -111,9 +110,7 @@ __device__ inline int swizzled_offset(int outer, int inner) {
 // threads of a warp get consecutive column groups of one row, and 16-byte stores from the functor
 // (store_bf16x8) coalesce into whole 128-byte segments. The functor may read any memory (bias,
 // residual) but not write what the running GEMM reads; it must not synchronise (not all threads
-// call it equally often). prefetch brings what load(batch, row, col) will read into L2, holding
-// no registers: a kernel may call it for a tile's groups long before their loads (sm_90a's
-// consumers, as the tile's k-steps begin), so that the loads find them there.
+// call it equally often).
 
 // Stores v[0..count) to p as bf16; one 16-byte store when count == 8 (p then 16-byte aligned,
 // which the requirements above guarantee for p = base + row * ld + col).
@@ -161,7 +158,6 @@ struct EpilogueStoreBf16 {
 
   struct Inputs {};
   __device__ void load(BatchIndex, int, int, Inputs&) const {}
-  __device__ void prefetch(BatchIndex, int, int) const {}
   __device__ void operator()(BatchIndex b, int row, int col, const float (&v)[8], int count, const Inputs&) const {
     store_bf16x8(out + batch.offset(b) + row * ld + col, v, count);
   }
@@ -216,19 +212,6 @@ struct StagingTile {
       const int g = thread + (first + i) * kThreads;
       const int row = g / (kCols / 8), col = (g % (kCols / 8)) * 8;
       if (row0 + row < M && col0 + col < N) epilogue.load(batch, row0 + row, col0 + col, in[i]);
-    }
-  }
-
-  // The epilogue's prefetch of every column group of the tile whose element (0, 0) is C(row0, col0)
-  // this thread would load.
-  template <int kThreads, class Epilogue>
-  __device__ void prefetch_inputs(const Epilogue& epilogue, BatchIndex batch, int row0, int col0, int M, int N,
-                                  int thread) const {
-#pragma unroll
-    for (int i = 0; i < groups<kThreads>(); ++i) {
-      const int g = thread + i * kThreads;
-      const int row = g / (kCols / 8), col = (g % (kCols / 8)) * 8;
-      if (row0 + row < M && col0 + col < N) epilogue.prefetch(batch, row0 + row, col0 + col);
     }
   }
 

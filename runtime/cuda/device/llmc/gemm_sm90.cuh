@@ -281,18 +281,6 @@ __device__ void gemm(const TmaDescriptor& tma_a, const TmaDescriptor& tma_b, con
         continue;
       }
 
-      // The epilogue's inputs of this consumer's part of the tile into L2 while its k-steps run,
-      // so that the epilogue finds them there (a unit whose partial tile another unit finishes
-      // has no epilogue). Loaded only when the epilogue came, a GELU backward's (its input read,
-      // two outputs stored) waited a memory latency for each of its four 64x64 pieces, outlasting
-      // the other consumer's k-steps: 0.61 of cuBLAS's GEMM alone (d12's fc backward, H200).
-      if (!(splits > 1 && split.workspace)) {
-#pragma unroll
-        for (int q = 0; q < Cfg::kRowBlocks * (BN / 64); ++q)
-          piece.template prefetch_inputs<128>(epilogue, batch, m0 + row_base + 64 * (q / (BN / 64)),
-                                              n0 + 64 * (q % (BN / 64)), M, N, thread);
-      }
-
       // Ping-pong: this unit's k-steps after the other consumer's previous unit's.
       if (Cfg::kPingPong && turn > 0) named_barrier(5 + consumer, 256);
       int previous_stage = -1;
