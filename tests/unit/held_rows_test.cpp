@@ -16,15 +16,10 @@ using namespace llmc::testing;
 
 namespace {
 
-struct Launch {
-  Graph graph;
-  std::vector<Kernel> kernels;
-};
+using Launch = FusedGraph;
 
 Launch launch(const std::string& entry, const SizeBindings& sizes) {
-  Launch l{compileFor("tests/diagrams/held_rows.dg", entry, sizes, false, loadTarget("sm_90a")), {}};
-  l.kernels = formKernels(l.graph);
-  return l;
+  return fusedFor("tests/diagrams/held_rows.dg", entry, sizes);
 }
 
 // The rows the launch of kernel `k`, a point per position of n, holds with

@@ -14,15 +14,10 @@ using namespace llmc::testing;
 
 namespace {
 
-struct Launch {
-  Graph graph;
-  std::vector<Kernel> kernels;
-};
+using Launch = FusedGraph;
 
 Launch launch(const std::string& entry, const SizeBindings& sizes, bool grad = false) {
-  Launch l{compileFor("tests/diagrams/long_rows.dg", entry, sizes, grad, loadTarget("sm_90a")), {}};
-  l.kernels = formKernels(l.graph);
-  return l;
+  return fusedFor("tests/diagrams/long_rows.dg", entry, sizes, grad);
 }
 
 StagedRows rowsOf(const Graph& g, const Kernel& k, const std::vector<std::string>& groupNames, int64_t bytes,

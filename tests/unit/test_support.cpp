@@ -4,6 +4,8 @@
 #include <stdexcept>
 
 #include "driver/pipeline.h"
+#include "planning/fusion.h"
+#include "planning/target.h"
 
 namespace llmc::testing {
 
@@ -26,6 +28,12 @@ Graph compileFor(const std::string& relative, const std::string& entry, const Si
   options.grad = grad;
   options.target = &target;
   return compileToIR(options);
+}
+
+FusedGraph fusedFor(const std::string& relative, const std::string& entry, const SizeBindings& sizes, bool grad) {
+  FusedGraph f{compileFor(relative, entry, sizes, grad, loadTarget("sm_90a")), {}};
+  f.kernels = formKernels(f.graph);
+  return f;
 }
 
 NodeId addInput(Graph& g, const std::string& name, const Type& type, bool param) {

@@ -9,6 +9,7 @@
 #include "frontend/program.h"
 #include "interpreter.h"
 #include "ir/ir.h"
+#include "planning/fusion.h"
 #include "tensor.h"
 
 namespace llmc {
@@ -27,6 +28,13 @@ Graph compileFile(const std::string& relative, const SizeBindings& sizes, const 
 // pass included, as llmc-compile runs it), with its backward where `grad`.
 Graph compileFor(const std::string& relative, const std::string& entry, const SizeBindings& sizes, bool grad,
                  const Target& target);
+
+// That graph for sm_90a and the kernels fusion makes of it.
+struct FusedGraph {
+  Graph graph;
+  std::vector<Kernel> kernels;
+};
+FusedGraph fusedFor(const std::string& relative, const std::string& entry, const SizeBindings& sizes, bool grad = false);
 
 // Appends an input (a trainable parameter where `param`) to g's signature.
 NodeId addInput(Graph& g, const std::string& name, const Type& type, bool param = false);
