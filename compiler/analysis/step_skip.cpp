@@ -208,6 +208,15 @@ bool zeroWhereNeutral(const Graph& g, NodeId value, const NeutralCondition& cond
   return whenHolds(g, value, condition.node, condition.neutralWhen) == Known::Zero;
 }
 
+std::optional<StreamStepSkip> skipKeepingZeros(const Graph& g, std::optional<StreamStepSkip> skip,
+                                               const std::vector<NodeId>& values) {
+  if (!skip) return skip;
+  for (NodeId v : values)
+    for (const NeutralCondition& c : skip->conditions)
+      if (!zeroWhereNeutral(g, v, c)) return std::nullopt;
+  return skip;
+}
+
 std::optional<StreamStepSkip> findStepSkip(const Graph& g, const StreamAnalysis& analysis, const std::string& rows,
                                            const std::string& streamAxis) {
   // Conditions on positions are free (planning/fusion.h, isFree): no kernel

@@ -61,6 +61,12 @@ std::optional<StreamStepSkip> findStepSkip(const Graph& graph, const StreamAnaly
 // row product, planning/row_products.h) is skipped with the steps only then.
 bool zeroWhereNeutral(const Graph& graph, NodeId value, const NeutralCondition& condition);
 
+// `skip` where each of `values` is 0 wherever each of its conditions is
+// neutral (a row product's weights; an output stored along the stream, whose
+// skipped positions are stored as zeros), else none.
+std::optional<StreamStepSkip> skipKeepingZeros(const Graph& graph, std::optional<StreamStepSkip> skip,
+                                               const std::vector<NodeId>& values);
+
 // The first and last position of an axis in a box (the block's rows, the
 // step's positions), as numbers or as CUDA expressions.
 using NumericRange = std::function<std::pair<int64_t, int64_t>(const std::string& axis)>;

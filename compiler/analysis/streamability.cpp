@@ -448,6 +448,20 @@ StreamAnalysis analyzeStream(const Graph& graph, const std::set<NodeId>& region,
   return Analyzer(graph, withStopGradients(graph, region), axis).run();
 }
 
+bool readsStreamResults(const Graph& g, const StreamAnalysis& analysis, const std::set<NodeId>& region, NodeId value) {
+  const std::set<NodeId> results(analysis.aggregates.begin(), analysis.aggregates.end());
+  std::set<NodeId> seen;
+  std::vector<NodeId> pending{value};
+  while (!pending.empty()) {
+    const NodeId n = pending.back();
+    pending.pop_back();
+    if (results.count(n)) return true;
+    if (!region.count(n) || !seen.insert(n).second) continue;
+    for (NodeId operand : g.node(n).operands) pending.push_back(operand);
+  }
+  return false;
+}
+
 std::vector<std::string> reducedAxes(const Graph& graph) {
   std::vector<std::string> axes;
   auto add = [&](const std::string& a) {

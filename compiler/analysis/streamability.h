@@ -92,6 +92,10 @@ std::set<NodeId> withStopGradients(const Graph& graph, std::set<NodeId> nodes);
 // stop_gradients of its values.
 StreamAnalysis analyzeStream(const Graph& graph, const std::set<NodeId>& region, const std::string& axis);
 
+// Whether `value` is one of the stream's aggregates or reads one through
+// `region`'s nodes: known only once the stream is done.
+bool readsStreamResults(const Graph& graph, const StreamAnalysis& analysis, const std::set<NodeId>& region, NodeId value);
+
 // The axes some node of the graph reduces (sum, max, contraction, gather).
 std::vector<std::string> reducedAxes(const Graph& graph);
 

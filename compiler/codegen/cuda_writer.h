@@ -485,6 +485,7 @@ class CudaWriter {
   static Env storedAt(const Prefetched& ahead, const Env& launch);
   std::optional<std::string> prefetchedValue(const Node& n, const Env& own) const;
   void tcsStageSlots(const TcsBody& b);
+  void tcsSkippedOutputs(const TcsBody& b);
   void tcsTail(TcsBody& b, WrittenKernel& out);
 
   // The channel axis of a product slot when it is the innermost axis of

@@ -398,6 +398,13 @@ void CudaWriter::tcsElementwise(const TcsBody& b, int parent) {
     for (size_t k = 0; k < b.t.rowProducts.size(); ++k)
       emit(at, fmt::format("wr{}[{}][2 * {} + {}] = {};", k, fragment_.column, fragment_.half, fragment_.element,
                            masked(inside, value(b.t.rowProducts[k].weights, e), "0.0f")));
+    // The outputs along the stream at the element (a row past the end is
+    // the last one again, a position past the end the last one: not stored).
+    if (!b.t.stepOutputs.empty()) {
+      const int stored = inside.empty() ? at : open(at, fmt::format("if ({})", inside));
+      for (NodeId o : b.t.stepOutputs) store(stored, o, e);
+      if (stored != at) close(stored);
+    }
     closeAll(opened);
     close(rows);
   }
@@ -517,6 +524,40 @@ void CudaWriter::tcsStageSlots(const TcsBody& b) {
   emit(0, "__syncthreads();");
 }
 
+// The outputs along the stream at the positions of the steps the block
+// skipped (before c_first and past c_last's step), 0 there by the laws
+// (step_skip.h, skipKeepingZeros): the block's threads store zeros across its
+// rows and those positions, consecutive threads along the output's innermost
+// axis of the two.
+void CudaWriter::tcsSkippedOutputs(const TcsBody& b) {
+  const TensorCoreStream& t = b.t;
+  if (!t.skip || t.stepOutputs.empty()) return;
+  const int64_t positions = t.stream.size;
+  // The positions the steps run: none where every step was skipped.
+  const std::string runFirst = fresh("run_first"), runEnd = fresh("run_end"), skipped = fresh("skipped");
+  emit(0, fmt::format("const int {} = min(c_first, {});", runFirst, positions));
+  emit(0, fmt::format("const int {} = c_first <= c_last ? min(c_last + {}, {}) : {};", runEnd, kStreamPositionsPerStep,
+                      positions, runFirst));
+  emit(0, fmt::format("const int {} = {} - ({} - {});  // positions of the skipped steps", skipped, positions, runEnd, runFirst));
+  for (NodeId o : t.stepOutputs) {
+    const bool rowsInnermost = g_.node(o).type.axes.back().name == t.rows.name;
+    const int q = open(0, fmt::format("for (int q = threadIdx.x; q < {} * {}; q += blockDim.x)", kStreamRowsPerBlock, skipped));
+    floor_ = q;
+    const std::string row = rowsInnermost ? fmt::format("q % {}", kStreamRowsPerBlock) : fmt::format("q / {}", skipped);
+    const std::string nth = rowsInnermost ? fmt::format("q / {}", kStreamRowsPerBlock) : fmt::format("q % {}", skipped);
+    Env e = b.env;
+    e[t.rows.name] = {define(q, "int", "i_" + t.rows.name, fmt::format("{} + {}", b.rowOrigin, row)), q};
+    if (t.rows.size % kStreamRowsPerBlock != 0)
+      emit(q, fmt::format("if ({} >= {}) continue;  // past the end of the rows", e.at(t.rows.name).expr, t.rows.size));
+    // The nth skipped position: those before c_first, then those past the run.
+    const std::string n = define(q, "int", "n", nth);
+    e[t.stream.name] = {define(q, "int", "i_" + t.stream.name, fmt::format("{0} < {1} ? {0} : {0} + ({2} - {1})", n, runFirst, runEnd)), q};
+    const StoredArray& arr = stored_.at(o);
+    emit(q, fmt::format("{}[{}] = {};", arr.param, offset(o, e), storeConversion(arr, "0.0f")));
+    close(q);
+  }
+}
+
 // After the loop: the outputs, from the staged slots.
 void CudaWriter::tcsTail(TcsBody& b, WrittenKernel& out) {
   const TensorCoreStream& t = b.t;
@@ -528,9 +569,11 @@ void CudaWriter::tcsTail(TcsBody& b, WrittenKernel& out) {
   // stored by threads along the channels (coalesced; 8 a thread and one
   // 16-byte store where bf16), each other output by a thread per row.
   std::vector<NodeId> byRow;
+  tcsSkippedOutputs(b);
   for (NodeId o : plan_.outputs) {
-    if (std::any_of(t.rowProducts.begin(), t.rowProducts.end(), [&](const StreamRowProduct& r) { return r.contraction == o; }))
-      continue;  // added by the steps
+    if (std::any_of(t.rowProducts.begin(), t.rowProducts.end(), [&](const StreamRowProduct& r) { return r.contraction == o; }) ||
+        std::find(t.stepOutputs.begin(), t.stepOutputs.end(), o) != t.stepOutputs.end())
+      continue;  // added or stored by the steps
     const Axis* channel = channelsInnermost(o);
     if (!channel) {
       byRow.push_back(o);

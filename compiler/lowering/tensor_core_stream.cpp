@@ -161,12 +161,12 @@ class Planner {
       }
       if (product) s.products.push_back(*product);
     }
-    s.skip = findStepSkip(g_, analysis, s.rows.name, plan_.streamAxis);
-    // A skipped step must leave the row products unchanged too.
-    for (const StreamRowProduct& r : s.rowProducts)
-      if (s.skip && std::any_of(s.skip->conditions.begin(), s.skip->conditions.end(),
-                                [&](const NeutralCondition& c) { return !zeroWhereNeutral(g_, r.weights, c); }))
-        s.skip.reset();
+    if (!stepOutputs(analysis, s, out.reason)) return out;
+    // A skipped step must leave the row products unchanged too, and its
+    // outputs 0.
+    std::vector<NodeId> zeroWhenSkipped = s.stepOutputs;
+    for (const StreamRowProduct& r : s.rowProducts) zeroWhenSkipped.push_back(r.weights);
+    s.skip = skipKeepingZeros(g_, findStepSkip(g_, analysis, s.rows.name, plan_.streamAxis), zeroWhenSkipped);
     for (NodeId id : plan_.computed)
       if (const Axis* a = g_.node(id).type.find(plan_.streamAxis)) s.stream = *a;
     for (const StreamScore& sc : s.scores)
@@ -443,6 +443,30 @@ class Planner {
     }
     if (!tile(values, s.rows.name, channels[0].name, r.values, why)) return false;
     s.rowProducts.push_back(r);
+    return true;
+  }
+
+  // The outputs along the stream other than the row products: values the
+  // step makes at each fragment element, so along the rows, the stream and
+  // the block's batch axes alone, and from no result of the stream (a slot's
+  // sum or maximum is whole only after it: such an output would be made
+  // again after the stream, every element on its own).
+  bool stepOutputs(const StreamAnalysis& analysis, TensorCoreStream& s, std::string& why) const {
+    for (NodeId o : plan_.outputs) {
+      if (!hasAxis(g_.node(o), plan_.streamAxis) ||
+          std::any_of(s.rowProducts.begin(), s.rowProducts.end(), [&](const StreamRowProduct& r) { return r.contraction == o; }))
+        continue;
+      for (const Axis& a : g_.node(o).type.axes)
+        if (a.name != plan_.streamAxis && !group_.count(a.name)) {
+          why = fmt::format("{} lies along the stream with the axis {}, neither a group axis nor the stream's", name(o), a.name);
+          return false;
+        }
+      if (readsStreamResults(g_, analysis, plan_.computed, o)) {
+        why = fmt::format("{} lies along the stream and reads the stream's results: it would be made again after it", name(o));
+        return false;
+      }
+      s.stepOutputs.push_back(o);
+    }
     return true;
   }
 

@@ -125,6 +125,11 @@ struct TensorCoreStream {
   std::vector<StreamScore> scores;
   std::vector<StreamProduct> products;
   std::vector<StreamRowProduct> rowProducts;  // warpgroups only
+  // Outputs along the stream (a stored dS beside attention's dK and dV, for
+  // a GEMM of its own): each step stores them at its fragment elements; the
+  // positions of the steps a condition skips, where they are 0 by the laws
+  // (step_skip.h), are stored as zeros apart.
+  std::vector<NodeId> stepOutputs;
   std::optional<StreamStepSkip> skip;
   // Positions of the stream a block takes (whole steps), where its outputs
   // are plain sums over it, shared out across blocks that add their sums into

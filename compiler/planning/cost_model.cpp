@@ -213,11 +213,14 @@ void addPerPositionContractions(KernelShape& s, const Graph& g, const Kernel& k,
   if (s.perPosition)
     std::erase_if(s.groupAxes, [&](const Axis& a) { return !scoreAxes.count(a.name); });
   if (s.perPosition && !rowAxis.empty()) {
-    std::optional<StreamStepSkip> skip = findStepSkip(g, analyzeStream(g, members, s.streamAxis), rowAxis, s.streamAxis);
-    for (NodeId w : rowWeights)  // as the tensor-core stream plans it (tensor_core_stream.cpp)
-      if (skip && std::any_of(skip->conditions.begin(), skip->conditions.end(),
-                              [&](const NeutralCondition& c) { return !zeroWhereNeutral(g, w, c); }))
-        skip.reset();
+    // As the tensor-core stream plans it (tensor_core_stream.cpp): skipped
+    // steps leave the row products' weights and the outputs along the stream 0.
+    std::vector<NodeId> zeroWhenSkipped = rowWeights;
+    for (NodeId out : k.outputs)
+      if (g.node(out).type.has(s.streamAxis) && !isRowProduct(g, g.node(out), s.streamAxis, [&](NodeId m) { return members.count(m) > 0; }))
+        zeroWhenSkipped.push_back(out);
+    std::optional<StreamStepSkip> skip =
+        skipKeepingZeros(g, findStepSkip(g, analyzeStream(g, members, s.streamAxis), rowAxis, s.streamAxis), zeroWhenSkipped);
     if (skip) {
       const auto row = std::find_if(s.groupAxes.begin(), s.groupAxes.end(), [&](const Axis& a) { return a.name == rowAxis; });
       const StepsRun run = stepsRun(*skip, rowAxis, row->size, s.streamExtent, kStreamRowsPerBlock, kStreamPositionsPerStep);

@@ -71,18 +71,27 @@ class Writer {
                             stream.slots[i].kind == AccumulatorSlot::Kind::Max ? "-inf" : "0");
       line(1, "REG  " + head, "accumulator head");
     }
+    std::set<NodeId> storedInStream;
     if (p.streamChunk > 0) {
       line(1, fmt::format("for {0}0 in 0..{1} step {2}", s.streamAxis, s.streamExtent, p.streamChunk),
            fmt::format("stream: {} chunks", c.chunks));
       for (NodeId in : k.inputs)
         if (g_.node(in).type.has(s.streamAxis)) load(2, in, s, p);
-      body(2, k, stream, inside);
+      // A tensor-core stream stores its outputs along the stream that need
+      // none of its results at each step (tensor_core_stream.h, stepOutputs).
+      std::vector<std::string> eachStep;
+      if (c.engine == "tensor-core stream")
+        for (NodeId out : stepOutputs(k, stream)) {
+          eachStep.push_back(fmt::format("GMEM {} <- {}", names_[static_cast<size_t>(out)], tile(g_.node(out).type, s, p)));
+          storedInStream.insert(out);
+        }
+      body(2, k, stream, eachStep);
     } else {
-      body(1, k, stream, inside);
+      body(1, k, stream, {});
     }
     const std::vector<NodeId> rowProducts = rowProductOutputs(g_, k.outputs, k.nodes, s.streamAxis);
     for (NodeId out : k.outputs) {
-      if (std::count(rowProducts.begin(), rowProducts.end(), out)) continue;
+      if (std::count(rowProducts.begin(), rowProducts.end(), out) || storedInStream.count(out)) continue;
       const Type& ty = g_.node(out).type;
       line(1, fmt::format("GMEM {} <- {}", names_[static_cast<size_t>(out)], tile(ty, s, p)),
            fmt::format("store {}", kib(static_cast<double>(ty.elementCount()) * 2)));
@@ -91,6 +100,18 @@ class Writer {
   }
 
  private:
+  // The outputs along the stream that read none of its results.
+  std::vector<NodeId> stepOutputs(const Kernel& k, const StreamAnalysis& stream) const {
+    const std::vector<NodeId> rowProducts = rowProductOutputs(g_, k.outputs, k.nodes, stream.axis);
+    const std::set<NodeId> inside(k.nodes.begin(), k.nodes.end());
+    std::vector<NodeId> out;
+    for (NodeId o : k.outputs)
+      if (!stream.axis.empty() && g_.node(o).type.has(stream.axis) && !std::count(rowProducts.begin(), rowProducts.end(), o) &&
+          !readsStreamResults(g_, stream, inside, o))
+        out.push_back(o);
+    return out;
+  }
+
   // A whole array summed over the grid (planning/fusion.h, isWholeArraySum):
   // as codegen/cuda_writer_launches.cpp writes it.
   void gridSum(const Kernel& k, NodeId sum, const KernelCost& c) {
@@ -183,7 +204,8 @@ class Writer {
          "load");
   }
 
-  void body(int depth, const Kernel& k, const StreamAnalysis& stream, const std::set<NodeId>& inside) {
+  // `eachStep`: the lines of the stores made at each step of the stream.
+  void body(int depth, const Kernel& k, const StreamAnalysis& stream, const std::vector<std::string>& eachStep) {
     std::set<NodeId> tail(stream.tail.begin(), stream.tail.end());
     std::set<NodeId> aggregates(stream.aggregates.begin(), stream.aggregates.end());
     for (NodeId id : k.nodes) {
@@ -219,13 +241,13 @@ class Writer {
       line(depth, fmt::format("GMEM {} += {} over the block's {}", names_[static_cast<size_t>(out)],
                               names_[static_cast<size_t>(out)], g_.node(out).axes[0]),
            "an atomic add an element, zeroed first");
+    for (const std::string& store : eachStep) line(depth, store, "store, each step");
     if (!stream.slots.empty()) {
       std::string after;
       for (NodeId id : stream.aggregates) after += (after.empty() ? "" : ", ") + names_[static_cast<size_t>(id)];
       for (NodeId id : stream.tail) after += ", " + names_[static_cast<size_t>(id)];
       line(depth - 1, "REG  " + after + " from S0..S" + std::to_string(stream.slots.size() - 1), "accumulator tail");
     }
-    (void)inside;
   }
 
   std::string describe(const Node& n) const {

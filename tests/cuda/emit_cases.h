@@ -346,6 +346,22 @@ inline std::vector<EmitCase> otherCases() {
        {{"B", 2}, {"H", 3}, {"T", 333}, {"D", 64}}, false, {}, 1, -1, {}, false, true},
       {"row products: values of their own, 80 channels", "tests/diagrams/row_products.dg", "own_values",
        {{"B", 1}, {"H", 2}, {"T", 333}, {"D", 64}, {"E", 80}}, false, {}, 1, -1, {}, false, true},
+      // Outputs along a tensor-core stream (tensor_core_stream.h, stepOutputs), stored by each step and as
+      // zeros at the skipped steps' positions: dS beside dK and dV for dQ's GEMM (no row products), ragged
+      // and whole; unmasked (no step skipped); multi-query (the probabilities and dS, along the stream's
+      // innermost axis); the forward's scores (not 0 where masked: no step skipped) and probabilities.
+      {"stream step outputs: dS for a GEMM", "tests/diagrams/row_products.dg", "attention_backward",
+       {{"B", 2}, {"H", 3}, {"T", 1000}, {"D", 64}}, false, {}},
+      {"stream step outputs: dS, odd sizes", "tests/diagrams/row_products.dg", "attention_backward",
+       {{"B", 1}, {"H", 2}, {"T", 333}, {"D", 40}}, false, {}},
+      {"stream step outputs: unmasked", "tests/diagrams/row_products.dg", "unmasked_rows",
+       {{"B", 1}, {"H", 2}, {"T", 333}, {"D", 64}}, false, {}},
+      {"stream step outputs: multi-query", "tests/diagrams/row_products.dg", "multi_query_backward",
+       {{"B", 2}, {"H", 3}, {"T", 333}, {"D", 64}}, false, {}},
+      {"stream step outputs: scores", "tests/diagrams/stream_step_outputs.dg", "stored_scores",
+       {{"B", 2}, {"H", 3}, {"T", 333}, {"D", 40}}, false, {}},
+      {"stream step outputs: probabilities", "tests/diagrams/stream_step_outputs.dg", "stored_probabilities",
+       {{"B", 2}, {"H", 3}, {"T", 1000}, {"D", 64}}, false, {}},
       // Arrays read transposed, staged through shared memory (planning/transposed_reads.h): graph outputs
       // copied transposed, with and without a batch axis, and a [v n] mask minus [n v] values stored for a matmul.
       {"transposed read, odd", "tests/diagrams/transposed_reads.dg", "shifted_exp", {{"N", 77}, {"V", 1001}}, false, {}},
