@@ -540,6 +540,14 @@ class CudaWriter {
   int slices_ = 1;     // the block's threads share a point's stream in this many slices (streamSlices)
   int blockThreads_ = 256;  // the launch's block
   std::string eightBase_;  // set: each thread takes 8 adjacent points, from this one (pointsTake8)
+  // A CUDA-core stream's outputs along its axis stored at each position in
+  // the stream (streamStepOutputs), not made again after it; and the
+  // condition of a point past the end of its tile that the stream still
+  // runs (sliced: every thread reaches the slices' joins), its stores skipped.
+  std::vector<NodeId> streamStored_;
+  std::string pointOutside_;
+  std::vector<NodeId> streamStepOutputs() const;
+  std::vector<NodeId> outputsAfterStream() const;
   EightPoints eight_;      // how they lie, where eightBase_ is set
   // Lanes taking 8 adjacent positions (vectorLanes, loop): each element's
   // position variable -> the span loop around it and the span's first

@@ -140,6 +140,8 @@ void CudaWriter::streamLoop(int point, const Env& env, WrittenKernel& out) {
     share = std::min(extent, split->second);
   }
   const bool lanes = laneAxis_ == x;
+  if (lanes && !streamStored_.empty() && (vectorisableLanes(extent) || scalarSlots()))
+    streamStored_.clear();  // (the vectorised lanes' paths: made after the stream)
   if (lanes && vectorisableLanes(extent) && share % 8 == 0 && share >= 8 * lanes_) {
     vectorLanes(point, env, start, end, false);
     mergeLaneSlots(point);
@@ -170,6 +172,13 @@ void CudaWriter::streamLoop(int point, const Env& env, WrittenKernel& out) {
   Env e = env;
   e[x] = {var, positions};
   positions_ = positions;
+  // The outputs along the stream that need none of its results, at each
+  // position (the point's own, or each of its lanes' positions).
+  if (!streamStored_.empty()) {
+    const int stored = pointOutside_.empty() ? positions : open(positions, fmt::format("if (!({}))", pointOutside_));
+    for (NodeId o : streamStored_) store(stored, o, e);
+    if (stored != positions) close(stored);
+  }
   // With 8 points a thread: the slots' common inner axes, then the 8 points, around every update.
   std::vector<int> around;
   int body = positions;
@@ -207,6 +216,36 @@ void CudaWriter::streamLoop(int point, const Env& env, WrittenKernel& out) {
                                slots_.size(), lanes ? ", " + lanesNote() + ", its lanes along the stream" : "",
                                eightBase_.empty() ? "" : ", 8 points a thread",
                                slices_ > 1 ? fmt::format(", its positions dealt to {} slices of the block's threads", slices_) : "");
+}
+
+// Outputs a CUDA-core stream can store at each of its positions: along the
+// stream, along every group axis (a point's own) and no other, reading none
+// of the stream's results (a slot's sum or maximum is whole only after it);
+// where the thread takes one point (not 8) and no axis is spread over the
+// lanes after the reduction. The others are made after the stream, each
+// element again.
+std::vector<NodeId> CudaWriter::streamStepOutputs() const {
+  std::vector<NodeId> out;
+  if (!spread_.empty() || !eightBase_.empty() || !stagedRows_.empty() || !plan_.splitTiles.empty()) return out;
+  const std::string& x = plan_.streamAxis;
+  for (NodeId o : plan_.outputs) {
+    const Type& type = g_.node(o).type;
+    if (!type.has(x) || readsStreamResults(g_, stream_, plan_.computed, o)) continue;
+    const bool pointsOwn = std::all_of(plan_.groupAxes.begin(), plan_.groupAxes.end(), [&](const Axis& a) { return type.has(a.name); }) &&
+                           std::all_of(type.axes.begin(), type.axes.end(), [&](const Axis& a) {
+                             return a.name == x || std::any_of(plan_.groupAxes.begin(), plan_.groupAxes.end(),
+                                                               [&](const Axis& g) { return g.name == a.name; });
+                           });
+    if (pointsOwn) out.push_back(o);
+  }
+  return out;
+}
+
+std::vector<NodeId> CudaWriter::outputsAfterStream() const {
+  std::vector<NodeId> out;
+  for (NodeId o : plan_.outputs)
+    if (std::find(streamStored_.begin(), streamStored_.end(), o) == streamStored_.end()) out.push_back(o);
+  return out;
 }
 
 // The lanes a point takes: a warp's 32, or, where the lane axis is shorter

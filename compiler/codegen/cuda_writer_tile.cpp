@@ -130,6 +130,8 @@ void CudaWriter::tile(WrittenKernel& out) {
   if (!streamed && !eight && unrolled.empty()) setUpHeldRows(point, env);
   if (streamed) {
     // The thread's 8 points (if so) are a loop inside the stream's positions, then again for the tail.
+    pointOutside_ = slices_ > 1 ? outside : "";
+    if (unrolled.empty()) streamStored_ = streamStepOutputs();
     streamLoop(point, env, out);
     if (slices_ > 1) mergeSlices(point, threadPoints);
   }
@@ -144,7 +146,7 @@ void CudaWriter::tile(WrittenKernel& out) {
     pointVars_[unrolled] = var;
   }
   if (spread_.empty()) {
-    storeOutputs(at, env);
+    storeOutputs(at, env, outputsAfterStream());
   } else {
     storeSpread(at, env);
     std::vector<std::string> names;
