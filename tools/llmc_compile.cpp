@@ -124,8 +124,10 @@ options:
   --row-products      with a target: a contraction over a stream's rows of a
                       value the stream makes joins that stream, each block
                       adding its rows' share by atomics (attention's dQ beside
-                      dK and dV, in one pass: planning/row_products.h).
-                      Experimental: not yet run on a GPU
+                      dK and dV, in one pass: planning/row_products.h),
+                      wherever it can. By default where the model prices it
+                      cheaper than the kernels without
+  --no-row-products   never join row products to their streams
   --loss NAME         with --grad: the output to differentiate (default: the
                       only output)
   --wrt A,B,...       with --grad: differentiate against these inputs instead
@@ -287,6 +289,9 @@ std::optional<Invocation> parseCommandLine(int argc, char** argv) {
     } else if (arg == "--row-products") {
       args.takesNoValue();
       in.cost.rowProducts = true;
+    } else if (arg == "--no-row-products") {
+      args.takesNoValue();
+      in.cost.rowProductsWhereCheaper = false;
     } else if (arg == "--hold-less") {
       const std::string hold = value();
       if (hold != "0" && hold != "1") usageError("--hold-less expects 0 or 1");

@@ -36,7 +36,7 @@
 // writes every row.
 //
 // usage: step_kernels_bench [--diagram FILE] [--entry NAME] [--set SIZES] [--forward]
-//                           [--storage bf16|f32] [--row-products] [--launch-by-launch] [--reps N]
+//                           [--storage bf16|f32] [--row-products|--no-row-products] [--launch-by-launch] [--reps N]
 //                           [--top N] [--json FILE]
 #include <fmt/format.h>
 
@@ -97,7 +97,7 @@ void fillInput(const llmc::BufferDesc& b, CUdeviceptr address, int64_t bound, st
 
 constexpr const char* kUsage =
     "usage: step_kernels_bench [--diagram FILE] [--entry NAME] [--set SIZES] [--forward]\n"
-    "                          [--storage bf16|f32] [--row-products] [--launch-by-launch] [--reps N] [--top N]\n"
+    "                          [--storage bf16|f32] [--row-products|--no-row-products] [--launch-by-launch] [--reps N] [--top N]\n"
     "                          [--json FILE]\n"
     "\n"
     "Times every launch of a compiled diagram on GPU 0 beside the cost model's prediction (default: GPT-2's\n"
@@ -108,7 +108,7 @@ int run(int argc, char** argv) {
   const char* sourceDir = std::getenv("LLMC_SOURCE_DIR");
   std::string diagram = std::string(sourceDir ? sourceDir : LLMC_SOURCE_DIR) + "/diagrams/gpt2/model.dg";
   std::string entry = "gpt2", sizes = "B=32,T=1024,maxT=1024,L=12,C=768,H=12,V=50257,Vp=50304", json;
-  bool grad = true, bf16 = true, launchByLaunch = false, rowProducts = false;
+  bool grad = true, bf16 = true, launchByLaunch = false, rowProducts = false, noRowProducts = false;
   int reps = 10, top = 40;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -129,6 +129,7 @@ int run(int argc, char** argv) {
       if (s != "bf16" && s != "f32") throw std::invalid_argument("--storage expects bf16 or f32");
       bf16 = s == "bf16";
     } else if (arg == "--row-products") rowProducts = true;  // as llmc-compile --row-products
+    else if (arg == "--no-row-products") noRowProducts = true;  // as llmc-compile --no-row-products
     else if (arg == "--launch-by-launch") launchByLaunch = true;
     else if (arg == "--reps") reps = std::max(1, std::stoi(value()));
     else if (arg == "--top") top = std::stoi(value());
@@ -142,6 +143,7 @@ int run(int argc, char** argv) {
   llmc::CostOptions cost;
   cost.storageBytes = bf16 ? 2 : 4;
   cost.rowProducts = rowProducts;
+  cost.rowProductsWhereCheaper = !noRowProducts;
   llmc::PipelineOptions options;
   options.path = diagram;
   options.entry = entry;

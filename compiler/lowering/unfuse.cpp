@@ -129,8 +129,10 @@ std::vector<PlannedKernel> unfuseOffTensorCores(const Graph& graph, std::vector<
   return unfuseOffTensorCores(std::move(kernels), cost, emit, memo);
 }
 
-std::vector<PlannedKernel> unfuseOffTensorCores(std::vector<PlannedKernel> kernels, const CostOptions& asked,
-                                                const EmitOptions& emit, PartitionMemo& memo) {
+namespace {
+
+std::vector<PlannedKernel> unfuseStreams(std::vector<PlannedKernel> kernels, const CostOptions& asked,
+                                         const EmitOptions& emit, PartitionMemo& memo) {
   const Graph& graph = memo.graph();
   // Row products run on tensor-core streams alone (lowering/tensor_core_stream.h):
   // where a kernel holding one stays off them (no wgmma, f32 storage), fusion
@@ -172,6 +174,33 @@ std::vector<PlannedKernel> unfuseOffTensorCores(std::vector<PlannedKernel> kerne
     }
   }
   return kernels;
+}
+
+// The kernels fused with row products (planning/row_products.h), lowered and
+// unfused as without, where fusion makes any and they price cheaper than
+// `kernels` (CostOptions::rowProductsWhereCheaper).
+std::vector<PlannedKernel> withRowProductsWhereCheaper(std::vector<PlannedKernel> kernels, const CostOptions& asked,
+                                                       const EmitOptions& emit, PartitionMemo& memo) {
+  if (asked.rowProducts || !asked.rowProductsWhereCheaper) return kernels;
+  const Graph& graph = memo.graph();
+  const std::vector<Kernel> fused = formKernels(graph, {.rowProducts = true});
+  if (std::none_of(fused.begin(), fused.end(), [&](const Kernel& k) {
+        return !rowProductOutputs(graph, k.outputs, k.nodes, k.streamAxis).empty();
+      }))
+    return kernels;
+  CostOptions with = asked;
+  with.rowProducts = true;
+  std::vector<PlannedKernel> folded = planKernels(with, {}, memo);
+  chooseEngines(folded, with, emit, memo);
+  folded = unfuseOffTensorCores(std::move(folded), with, emit, memo);
+  return totalSeconds(folded) < totalSeconds(kernels) ? folded : kernels;
+}
+
+}  // namespace
+
+std::vector<PlannedKernel> unfuseOffTensorCores(std::vector<PlannedKernel> kernels, const CostOptions& asked,
+                                                const EmitOptions& emit, PartitionMemo& memo) {
+  return withRowProductsWhereCheaper(unfuseStreams(std::move(kernels), asked, emit, memo), asked, emit, memo);
 }
 
 }  // namespace llmc

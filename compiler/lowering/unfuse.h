@@ -4,7 +4,10 @@
 // as separate kernels, its contractions then tensor-core GEMMs of their own;
 // a contraction's operand a CUDA-core kernel remakes itself (a prologue) is
 // tried stored instead; then the tensor-core streams bound by their blocks'
-// steps (small grids), all together. The cheaper graph of kernels is kept. It runs after
+// steps (small grids), all together; and, unless asked otherwise
+// (CostOptions::rowProducts, rowProductsWhereCheaper), the kernels fused
+// with row products (planning/row_products.h) where fusion makes any. The
+// cheaper graph of kernels is kept. It runs after
 // the lowering stage (lowering.h), which tells which kernels stay off the
 // tensor cores, and fuses, partitions and lowers each trial again.
 #pragma once

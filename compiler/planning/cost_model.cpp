@@ -369,6 +369,7 @@ struct Traffic {
   double loads = 0;         // of the largest share of an input a block reads
   double clearSeconds = 0;  // the launches zeroing what atomics add into
   double atomicAdds = 0;
+  double pairAtomicAdds = 0;  // 8-byte reductions of f32 pairs (row products)
   double accumulator = 0, intermediate = 0;  // tiles in registers
   bool stagedRows = false;  // rows held in shared memory, a point at a time (plainTileStaging)
 };
@@ -497,12 +498,17 @@ void outputTraffic(const Graph& g, const Kernel& k, const KernelShape& s, const 
     tr.unique += static_cast<double>(ty.elementCount()) * elementBytes(ty, o) * segmentsMoved(ty, s, p, o);
     if (isRowProduct(g, n, s.streamAxis, [&](NodeId m) { return members.count(m) > 0; })) {
       // A row product (planning/row_products.h): each block of rows adds
-      // its share at the steps it runs, an f32 atomic an element, into an
-      // array zeroed first. (At the measured rate of scalar atomics: the
-      // vector reductions the kernel issues are not yet measured.)
+      // its share at the steps it runs into an array zeroed first: a pair of
+      // neighbours a reduction where the channels (the values' own axis) are
+      // the output's innermost of an even length, else an f32 atomic an
+      // element (as codegen/cuda_writer_row_products.cpp adds them).
       const double shares = static_cast<double>(ceilDiv(g.node(n.operands[0]).type.find(n.axes[0])->size, kStreamRowsPerBlock)) * s.stepsRun;
       tr.moved += 2 * 4 * static_cast<double>(ty.elementCount()) * shares;
-      tr.atomicAdds += static_cast<double>(ty.elementCount()) * shares;
+      const Axis& inner = ty.axes.back();
+      const bool valuesInner = g.node(n.operands[0]).type.has(inner.name) != g.node(n.operands[1]).type.has(inner.name);
+      if (inner.name != s.streamAxis && valuesInner && inner.size % 2 == 0 && t.pairAtomicAddsPerSecond > 0)
+        tr.pairAtomicAdds += static_cast<double>(ty.elementCount()) / 2 * shares;
+      else tr.atomicAdds += static_cast<double>(ty.elementCount()) * shares;
       zeroedFirst(ty);
       continue;
     }
@@ -721,6 +727,7 @@ KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const
   // under what its L2 moves of plain traffic (the token embedding's gradient:
   // 125 us against 20 at L2 bandwidth, on the H200).
   if (tr.atomicAdds > 0 && t.atomicAddsPerSecond > 0) cost.seconds["atomics"] = tr.atomicAdds / t.atomicAddsPerSecond;
+  if (tr.pairAtomicAdds > 0) cost.seconds["atomics"] += tr.pairAtomicAdds / t.pairAtomicAddsPerSecond;
   // Blocks adding their partial sums into the same outputs wait for each
   // other at each address: a split's blocks per output element, a
   // whole-array sum's blocks at its one value.

@@ -47,6 +47,10 @@ struct CostOptions {
   // Contractions over a stream's rows made in the stream (FusionOptions::
   // rowProducts), in every fusion the passes and stages run.
   bool rowProducts = false;
+  // Without rowProducts: the kernels fused with row products, where fusion
+  // makes any, planned too, and kept where they price cheaper (the unfuse
+  // stage, lowering/unfuse.h). False: never.
+  bool rowProductsWhereCheaper = true;
 };
 
 struct Partition {

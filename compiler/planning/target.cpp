@@ -396,7 +396,7 @@ struct TargetFile {
 
     Field overheads = root["overheads"];
     overheads.allowOnly({"kernel_launch_s", "graph_kernel_launch_s", "block_sync_base_cycles",
-                         "block_sync_cycles_per_warp", "global_f32_atomic_adds_per_s",
+                         "block_sync_cycles_per_warp", "global_f32_atomic_adds_per_s", "global_f32x2_atomic_adds_per_s",
                          "same_address_f32_atomic_add_s", "block_dispatch_s", "scan_bytes_per_s_per_sm"});
     t.launchOverhead = figures.positive(overheads["kernel_launch_s"]);
     t.graphLaunchOverhead = figures.positive(overheads["graph_kernel_launch_s"]);
@@ -404,6 +404,8 @@ struct TargetFile {
     t.blockSyncCyclesPerWarp = figures.positive(overheads["block_sync_cycles_per_warp"]);
     if (overheads.has("global_f32_atomic_adds_per_s"))
       t.atomicAddsPerSecond = figures.positive(overheads["global_f32_atomic_adds_per_s"]);
+    if (overheads.has("global_f32x2_atomic_adds_per_s"))
+      t.pairAtomicAddsPerSecond = figures.positive(overheads["global_f32x2_atomic_adds_per_s"]);
     if (overheads.has("same_address_f32_atomic_add_s"))
       t.sameAddressAtomicSeconds = figures.positive(overheads["same_address_f32_atomic_add_s"]);
     if (overheads.has("block_dispatch_s")) t.blockDispatchSeconds = figures.positive(overheads["block_dispatch_s"]);

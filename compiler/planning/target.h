@@ -112,6 +112,10 @@ struct Target {
   // Scalar f32 atomic adds to global memory the device completes a second,
   // to distinct addresses (a scatter-add's); 0 where the file gives none.
   double atomicAddsPerSecond = 0;
+  // 8-byte reductions of f32 pairs (red.global.add.v2.f32) a second, where
+  // blocks add whole tiles of partial sums (a row product's shares); 0: each
+  // pair is two scalar adds.
+  double pairAtomicAddsPerSecond = 0;
   // Seconds an f32 atomic add to an address waits for the one before it
   // there: adds to one address (blocks sharing out a sum) serialise in L2.
   double sameAddressAtomicSeconds = 0;

@@ -74,6 +74,7 @@ void runCase(const EmitCase& c, bool bf16, const std::string& arch, const cuda::
   llmc::CostOptions cost;
   cost.storageBytes = bf16 ? 2 : 4;
   cost.rowProducts = c.rowProducts;
+  cost.rowProductsWhereCheaper = false;  // the plan the case names: with row products or without
   // With the target, as llmc-compile plans: training steps get the recompute pass.
   llmc::PipelineOptions pipeline = llmc::testing::pipelineOptions(c);
   pipeline.target = &target;

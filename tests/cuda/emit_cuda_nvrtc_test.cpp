@@ -36,6 +36,7 @@ int compilesEverywhere(const EmitCase& c, bool tensorCores = false) {
       llmc::CostOptions cost;
       cost.storageBytes = storage == llmc::StorageType::BF16 ? 2 : 4;
       cost.rowProducts = c.rowProducts;
+      cost.rowProductsWhereCheaper = false;  // the plan the case names: with row products or without
       // With the target, as llmc-compile plans: training steps get the recompute pass.
       llmc::PipelineOptions pipeline = llmc::testing::pipelineOptions(c);
       pipeline.target = &target;
