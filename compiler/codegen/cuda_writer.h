@@ -486,6 +486,7 @@ class CudaWriter {
   std::optional<std::string> prefetchedValue(const Node& n, const Env& own) const;
   void tcsStageSlots(const TcsBody& b);
   void tcsSkippedOutputs(const TcsBody& b);
+  bool tcsPairStore(const TcsBody& b, NodeId o, const Env& e, const std::vector<int>& opened);
   void tcsTail(TcsBody& b, WrittenKernel& out);
 
   // The channel axis of a product slot when it is the innermost axis of
