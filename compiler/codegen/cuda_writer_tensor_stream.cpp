@@ -562,7 +562,8 @@ bool CudaWriter::tcsPairStore(const TcsBody& b, NodeId o, const Env& e, const st
 // skipped (before c_first and past c_last's step), 0 there by the laws
 // (step_skip.h, skipKeepingZeros): the block's threads store zeros across its
 // rows and those positions, consecutive threads along the output's innermost
-// axis of the two.
+// axis of the two (the positions: a warp a row, its lanes along them, no
+// division by their runtime count).
 void CudaWriter::tcsSkippedOutputs(const TcsBody& b) {
   const TensorCoreStream& t = b.t;
   if (!t.skip || t.stepOutputs.empty()) return;
@@ -575,10 +576,16 @@ void CudaWriter::tcsSkippedOutputs(const TcsBody& b) {
   emit(0, fmt::format("const int {} = {} - ({} - {});  // positions of the skipped steps", skipped, positions, runEnd, runFirst));
   for (NodeId o : t.stepOutputs) {
     const bool rowsInnermost = g_.node(o).type.axes.back().name == t.rows.name;
-    const int q = open(0, fmt::format("for (int q = threadIdx.x; q < {} * {}; q += blockDim.x)", kStreamRowsPerBlock, skipped));
+    std::string row = fmt::format("q % {}", kStreamRowsPerBlock), nth = fmt::format("q / {}", kStreamRowsPerBlock);
+    int q = -1, lanes = -1;
+    if (rowsInnermost) {
+      q = open(0, fmt::format("for (int q = threadIdx.x; q < {} * {}; q += blockDim.x)", kStreamRowsPerBlock, skipped));
+    } else {
+      lanes = open(0, fmt::format("for (int r = threadIdx.x / 32; r < {}; r += blockDim.x / 32)", kStreamRowsPerBlock));
+      q = open(lanes, fmt::format("for (int q = threadIdx.x % 32; q < {}; q += 32)", skipped));
+      row = "r", nth = "q";
+    }
     floor_ = q;
-    const std::string row = rowsInnermost ? fmt::format("q % {}", kStreamRowsPerBlock) : fmt::format("q / {}", skipped);
-    const std::string nth = rowsInnermost ? fmt::format("q / {}", kStreamRowsPerBlock) : fmt::format("q % {}", skipped);
     Env e = b.env;
     e[t.rows.name] = {define(q, "int", "i_" + t.rows.name, fmt::format("{} + {}", b.rowOrigin, row)), q};
     if (t.rows.size % kStreamRowsPerBlock != 0)
@@ -589,6 +596,7 @@ void CudaWriter::tcsSkippedOutputs(const TcsBody& b) {
     const StoredArray& arr = stored_.at(o);
     emit(q, fmt::format("{}[{}] = {};", arr.param, offset(o, e), storeConversion(arr, "0.0f")));
     close(q);
+    if (lanes >= 0) close(lanes);
   }
 }
 
