@@ -487,6 +487,8 @@ class CudaWriter {
   void tcsStageSlots(const TcsBody& b);
   void tcsSkippedOutputs(const TcsBody& b);
   bool tcsPairStore(const TcsBody& b, NodeId o, const Env& e, const std::vector<int>& opened);
+  bool tcsStageOutput(const TcsBody& b, NodeId o, const Env& e, const std::vector<int>& opened);
+  void tcsStoreStaged(const TcsBody& b, int step);
   void tcsTail(TcsBody& b, WrittenKernel& out);
 
   // The channel axis of a product slot when it is the innermost axis of

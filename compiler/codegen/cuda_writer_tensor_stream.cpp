@@ -263,6 +263,9 @@ void CudaWriter::tcsSteps(const TcsBody& b) {
   // Measured on the H200 (2026-12-02): three or four stages, loading 2 or 3
   // steps ahead, ran these streams no faster (RoPE's backward 133 us at 2,
   // 134 at 3 and 4): a step waits on its instructions, not on its tiles.
+  for (const StagedStepOutput& o : t.stagedOutputs)
+    emit(0, fmt::format("llmc_bf16* const {0}_staged = reinterpret_cast<llmc_bf16*>(smem + {1} + warp * {2});  // the warp's tile of {0}",
+                        names_[static_cast<size_t>(o.value)], o.smemOffset, StagedStepOutput::kWarpBytes));
   const int step = open(0, fmt::format("for (int c0 = c_first, stage = 0{}; c0 <= c_last; c0 += {}, stage ^= 1{})",
                                        warpgroup ? ", n = 0" : "", kStreamPositionsPerStep, warpgroup ? ", ++n" : ""));
   tcsPrefetchColumns(b, step);
@@ -326,6 +329,7 @@ void CudaWriter::tcsSteps(const TcsBody& b) {
   } else {
     tcsElementwise(b, step);
   }
+  tcsStoreStaged(b, step);
   std::string productFragments;
   for (const StreamProduct& p : t.products) {
     productFragments += fmt::format("{}{}", productFragments.empty() ? "" : ", ", slots_[static_cast<size_t>(p.slot)].name);
@@ -402,7 +406,7 @@ void CudaWriter::tcsElementwise(const TcsBody& b, int parent) {
     // the last one again, a position past the end the last one: not stored).
     std::vector<NodeId> elementwise;
     for (NodeId o : b.t.stepOutputs)
-      if (!tcsPairStore(b, o, e, opened)) elementwise.push_back(o);
+      if (!tcsStageOutput(b, o, e, opened) && !tcsPairStore(b, o, e, opened)) elementwise.push_back(o);
     if (!elementwise.empty()) {
       const int stored = inside.empty() ? at : open(at, fmt::format("if ({})", inside));
       for (NodeId o : elementwise) store(stored, o, e);
@@ -558,12 +562,58 @@ bool CudaWriter::tcsPairStore(const TcsBody& b, NodeId o, const Env& e, const st
   return true;
 }
 
+// An output stored through shared memory (StagedStepOutput): the lane's two
+// neighbouring positions written into its warp's tile at once, after the
+// loop over them. False: not staged.
+bool CudaWriter::tcsStageOutput(const TcsBody& b, NodeId o, const Env& e, const std::vector<int>& opened) {
+  if (std::none_of(b.t.stagedOutputs.begin(), b.t.stagedOutputs.end(), [&](const StagedStepOutput& s) { return s.value == o; }))
+    return false;
+  const int column = opened[0], element = opened[1];
+  const std::string pair = fresh(names_[static_cast<size_t>(o)] + "_pair");
+  emit(column, fmt::format("float {}[2];", pair));
+  emit(element, fmt::format("{}[{}] = {};", pair, fragment_.element, value(o, e)));
+  afterClose_[element].push_back(fmt::format(
+      "*reinterpret_cast<unsigned*>({}_staged + ((lane >> 2) + 8 * {}) * {} + 8 * {} + 2 * (lane & 3)) = llmc_pack_bf16x2({}[0], {}[1]);",
+      names_[static_cast<size_t>(o)], fragment_.half, StagedStepOutput::kPitch, fragment_.column, pair, pair));
+  return true;
+}
+
+// The staged outputs' tiles, once the warp's lanes wrote them: 16 bytes a
+// lane, 8 consecutive lanes along a row.
+void CudaWriter::tcsStoreStaged(const TcsBody& b, int step) {
+  const TensorCoreStream& t = b.t;
+  if (t.stagedOutputs.empty()) return;
+  constexpr int kVectors = kStreamPositionsPerStep / StagedStepOutput::kVector;  // a row's
+  emit(step, "__syncwarp();");
+  for (const StagedStepOutput& o : t.stagedOutputs) {
+    const std::string name = names_[static_cast<size_t>(o.value)];
+    const int each = open(step, fmt::format("_Pragma(\"unroll\") for (int k = 0; k < {}; ++k)", 16 * kVectors / 32));
+    emit(each, fmt::format("const int q = lane + 32 * k, row = q / {}, vector = q % {};", kVectors, kVectors));
+    Env e = b.env;
+    e[t.rows.name] = {define(each, "int", "i_" + t.rows.name, fmt::format("t_{} + warp * 16 + row", t.rows.name)), each};
+    e[t.stream.name] = {define(each, "int", "i_" + t.stream.name, fmt::format("c0 + vector * {}", StagedStepOutput::kVector)), each};
+    std::string inside;
+    auto within = [&](const Axis& a, int64_t tile) {
+      if (a.size % tile != 0) inside += fmt::format("{}{} < {}", inside.empty() ? "" : " && ", e.at(a.name).expr, a.size);
+    };
+    within(t.rows, kStreamRowsPerBlock);
+    within(t.stream, kStreamPositionsPerStep);
+    const std::string write =
+        fmt::format("*reinterpret_cast<uint4*>({} + {}) = *reinterpret_cast<const uint4*>({}_staged + row * {} + vector * {});",
+                    stored_.at(o.value).param, offset(o.value, e), name, StagedStepOutput::kPitch, StagedStepOutput::kVector);
+    emit(each, inside.empty() ? write : fmt::format("if ({}) {}", inside, write));
+    close(each);
+  }
+}
+
 // The outputs along the stream at the positions of the steps the block
 // skipped (before c_first and past c_last's step), 0 there by the laws
 // (step_skip.h, skipKeepingZeros): the block's threads store zeros across its
 // rows and those positions, consecutive threads along the output's innermost
 // axis of the two (the positions: a warp a row, its lanes along them, no
-// division by their runtime count).
+// division by their runtime count); 8 zeros a thread in one 16-byte store
+// where that axis holds whole vectors of a plain bf16 array (the skipped
+// positions start and end on whole steps or the axis' end, multiples of 8).
 void CudaWriter::tcsSkippedOutputs(const TcsBody& b) {
   const TensorCoreStream& t = b.t;
   if (!t.skip || t.stepOutputs.empty()) return;
@@ -575,15 +625,19 @@ void CudaWriter::tcsSkippedOutputs(const TcsBody& b) {
                       positions, runFirst));
   emit(0, fmt::format("const int {} = {} - ({} - {});  // positions of the skipped steps", skipped, positions, runEnd, runFirst));
   for (NodeId o : t.stepOutputs) {
-    const bool rowsInnermost = g_.node(o).type.axes.back().name == t.rows.name;
-    std::string row = fmt::format("q % {}", kStreamRowsPerBlock), nth = fmt::format("q / {}", kStreamRowsPerBlock);
+    const StoredArray& arr = stored_.at(o);
+    const Axis& innermost = g_.node(o).type.axes.back();
+    const bool rowsInnermost = innermost.name == t.rows.name;
+    const int v = arr.ctype == "llmc_bf16" && arr.strides.empty() && innermost.size % 8 == 0 ? 8 : 1;
+    std::string row = v > 1 ? fmt::format("q % {} * {}", kStreamRowsPerBlock / v, v) : fmt::format("q % {}", kStreamRowsPerBlock);
+    std::string nth = fmt::format("q / {}", kStreamRowsPerBlock / v);
     int q = -1, lanes = -1;
     if (rowsInnermost) {
-      q = open(0, fmt::format("for (int q = threadIdx.x; q < {} * {}; q += blockDim.x)", kStreamRowsPerBlock, skipped));
+      q = open(0, fmt::format("for (int q = threadIdx.x; q < {} * {}; q += blockDim.x)", kStreamRowsPerBlock / v, skipped));
     } else {
       lanes = open(0, fmt::format("for (int r = threadIdx.x / 32; r < {}; r += blockDim.x / 32)", kStreamRowsPerBlock));
-      q = open(lanes, fmt::format("for (int q = threadIdx.x % 32; q < {}; q += 32)", skipped));
-      row = "r", nth = "q";
+      q = open(lanes, fmt::format("for (int q = threadIdx.x % 32; q < {}{}; q += 32)", skipped, v > 1 ? " / 8" : ""));
+      row = "r", nth = v > 1 ? "q * 8" : "q";
     }
     floor_ = q;
     Env e = b.env;
@@ -593,8 +647,8 @@ void CudaWriter::tcsSkippedOutputs(const TcsBody& b) {
     // The nth skipped position: those before c_first, then those past the run.
     const std::string n = define(q, "int", "n", nth);
     e[t.stream.name] = {define(q, "int", "i_" + t.stream.name, fmt::format("{0} < {1} ? {0} : {0} + ({2} - {1})", n, runFirst, runEnd)), q};
-    const StoredArray& arr = stored_.at(o);
-    emit(q, fmt::format("{}[{}] = {};", arr.param, offset(o, e), storeConversion(arr, "0.0f")));
+    if (v > 1) emit(q, fmt::format("*reinterpret_cast<uint4*>({} + {}) = make_uint4(0, 0, 0, 0);", arr.param, offset(o, e)));
+    else emit(q, fmt::format("{}[{}] = {};", arr.param, offset(o, e), storeConversion(arr, "0.0f")));
     close(q);
     if (lanes >= 0) close(lanes);
   }

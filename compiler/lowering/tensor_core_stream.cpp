@@ -210,6 +210,15 @@ class Planner {
       r.weightsOffset = at;
       at += int64_t{kStreamRowsPerBlock} * kStreamPositionsPerStep * 2;
     }
+    // The outputs along the stream stored through shared memory, each its
+    // four warps' tiles (dropped below where the block has no room for them).
+    const int64_t tilesEnd = at;
+    for (NodeId o : s.stepOutputs)
+      if (std::optional<StagedStepOutput> staging = stagedOutput(o, s)) {
+        staging->smemOffset = at;
+        at += 4 * StagedStepOutput::kWarpBytes;
+        s.stagedOutputs.push_back(*staging);
+      }
     int64_t staged = 0;
     for (size_t k = 0; k < analysis.slots.size(); ++k) {
       s.slotSmemOffset[static_cast<int>(k)] = staged;
@@ -224,9 +233,17 @@ class Planner {
     if (hasWarpgroupMma(target, widths) && target.hasTMA && tensorMaps(s)) s.issuer = MmaIssuer::Warpgroup;
     if (!s.rowProducts.empty() && s.issuer != MmaIssuer::Warpgroup)
       return fail(out, "its row products need warpgroup wgmma and the TMA (sm_90a)");
-    s.barrierOffset = (std::max(at, staged) + 7) / 8 * 8;
-    s.smemBytes = s.issuer == MmaIssuer::Warpgroup ? s.barrierOffset + 16 + kSwizzleAlignment : std::max(at, staged);
     const int64_t limit = target.level("SMEM").maxPerBlock;
+    auto placeBarriers = [&] {
+      s.barrierOffset = (std::max(at, staged) + 7) / 8 * 8;
+      s.smemBytes = s.issuer == MmaIssuer::Warpgroup ? s.barrierOffset + 16 + kSwizzleAlignment : std::max(at, staged);
+    };
+    placeBarriers();
+    if (s.smemBytes > limit && !s.stagedOutputs.empty()) {
+      s.stagedOutputs.clear();
+      at = tilesEnd;
+      placeBarriers();
+    }
     if (s.smemBytes > limit)
       return fail(out, fmt::format("its tiles need {} bytes of shared memory, more than a block's {}", s.smemBytes, limit));
     s.grid = ceilDiv(s.rows.size, kStreamRowsPerBlock);
@@ -470,6 +487,19 @@ class Planner {
     return true;
   }
 
+  // An output stored each step through shared memory (StagedStepOutput):
+  // a plain bf16 array along the rows whose innermost axis, the stream's,
+  // holds whole 16-byte vectors. Otherwise the lanes store their fragment
+  // elements themselves.
+  std::optional<StagedStepOutput> stagedOutput(NodeId o, const TensorCoreStream& s) const {
+    const auto array = arrays_.find(o);
+    const Type& type = g_.node(o).type;
+    if (array == arrays_.end() || array->second.ctype != "llmc_bf16" || !array->second.strides.empty() ||
+        !type.has(s.rows.name) || type.axes.back().name != s.stream.name || s.stream.size % StagedStepOutput::kVector != 0)
+      return std::nullopt;
+    return StagedStepOutput{o};
+  }
+
   const std::vector<std::string>& names_;  // printedNames(g_)
   std::set<std::string> group_;
 };
@@ -502,10 +532,13 @@ std::string TensorCoreStream::describe() const {
   for (const StreamScore& s : scores) channels += fmt::format("{}{}", channels.empty() ? "" : ", ", s.rows.channel.size);
   return fmt::format(
       "tensor cores: llmc::stream ({} + {}), {} rows of {} per block, {} positions of {} per step; "
-      "{} score contraction(s) over {} channels, {} product(s) along the stream{}{}{}; {} block(s) an SM",
+      "{} score contraction(s) over {} channels, {} product(s) along the stream{}{}{}{}; {} block(s) an SM",
       issuer == MmaIssuer::Warpgroup ? "TMA" : "cp.async", issuer == MmaIssuer::Warpgroup ? "wgmma" : "mma.sync", kStreamRowsPerBlock, rows.name, kStreamPositionsPerStep,
       stream.name, scores.size(), channels, products.size(),
       rowProducts.empty() ? "" : fmt::format(", {} over the rows (each block's share added atomically)", rowProducts.size()),
+      stepOutputs.empty() ? ""
+                          : fmt::format("; {} output(s) along the stream stored each step, {} through shared memory",
+                                        stepOutputs.size(), stagedOutputs.size()),
       skip ? "; steps a comparison of positions leaves unchanged are skipped" : "",
       share > 0 ? fmt::format("; the stream shared out, {} positions a block, the blocks' sums added atomically", share) : "",
       residentBlocks);

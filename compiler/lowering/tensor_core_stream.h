@@ -110,6 +110,29 @@ struct StreamPrefetch {
   int registers() const { return alongStream ? 16 : 2; }
 };
 
+// An output along the stream whose innermost axis is the stream's, stored
+// each step through shared memory: the lanes write their fragment elements
+// (a lane's two neighbouring positions at once) into their warp's tile of 16
+// rows by the step's 64 positions, then the warp stores the tile 16 bytes a
+// lane along the rows: whole sectors, a quarter of the store instructions of
+// the lanes' pairs. Stored at the fragment elements, the stores' queue held
+// such a stream at 3-4x its bytes' time (the H100, 2026-12-05: a forward's
+// stored probabilities 229 us, through shared memory 146). An output whose
+// innermost axis is the rows' stays at the fragment elements (8 rows a lane
+// quarter, 16 bytes together): staged, d12-sized attention's dS ran 10%
+// slower (638 us against 580), a smaller one 4% faster. bf16 storage only:
+// with f32 storage such streams run on the CUDA cores.
+struct StagedStepOutput {
+  NodeId value = -1;
+  int64_t smemOffset = 0;  // bytes: the four warps' tiles, kWarpBytes apart
+  static constexpr int kVector = 8;  // bf16 values in 16 bytes
+  // Elements from a row to the next: the step's 64 positions and 8 more, so
+  // that the fragment's 8 rows of a pair write fall on distinct banks (and
+  // each row starts 16-byte aligned).
+  static constexpr int kPitch = kStreamPositionsPerStep + kVector;
+  static constexpr int64_t kWarpBytes = 16 * kPitch * 2;
+};
+
 struct TensorCoreStream {
   // Who issues the products, and how the tiles load: each warp its 16 rows by mma.sync on tiles
   // every thread loads by cp.async (stream_mma.cuh); or the block's warpgroup all 64 rows by wgmma
@@ -130,6 +153,7 @@ struct TensorCoreStream {
   // positions of the steps a condition skips, where they are 0 by the laws
   // (step_skip.h), are stored as zeros apart.
   std::vector<NodeId> stepOutputs;
+  std::vector<StagedStepOutput> stagedOutputs;  // those of stepOutputs stored through shared memory
   std::optional<StreamStepSkip> skip;
   // Positions of the stream a block takes (whole steps), where its outputs
   // are plain sums over it, shared out across blocks that add their sums into

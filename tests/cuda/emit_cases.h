@@ -362,6 +362,18 @@ inline std::vector<EmitCase> otherCases() {
        {{"B", 2}, {"H", 3}, {"T", 333}, {"D", 40}}, false, {}},
       {"stream step outputs: probabilities", "tests/diagrams/stream_step_outputs.dg", "stored_probabilities",
        {{"B", 2}, {"H", 3}, {"T", 1000}, {"D", 64}}, false, {}},
+      // Staged in shared memory and stored 16 bytes a lane (tensor_core_stream.h, StagedStepOutput), the
+      // outputs along the stream's innermost axis (the probabilities, T ragged; the scores; unmasked p and
+      // dK's weights); dS along the rows' innermost axis at the fragment elements, rows and stream ragged;
+      // the skipped steps' zeros 16 bytes a thread along either.
+      {"stream step outputs: staged probabilities", "tests/diagrams/stream_step_outputs.dg", "stored_probabilities",
+       {{"B", 2}, {"H", 6}, {"T", 1000}, {"D", 64}}, false, {}},
+      {"stream step outputs: staged scores", "tests/diagrams/stream_step_outputs.dg", "stored_scores",
+       {{"B", 2}, {"H", 3}, {"T", 1000}, {"D", 40}}, false, {}},
+      {"stream step outputs: staged, unmasked", "tests/diagrams/row_products.dg", "unmasked_rows",
+       {{"B", 1}, {"H", 2}, {"T", 336}, {"D", 64}}, false, {}},
+      {"stream step outputs: dS along the rows, whole vectors", "tests/diagrams/row_products.dg", "attention_backward",
+       {{"B", 4}, {"H", 6}, {"T", 1000}, {"D", 64}}, false, {}},
       // Arrays read transposed, staged through shared memory (planning/transposed_reads.h): graph outputs
       // copied transposed, with and without a batch axis, and a [v n] mask minus [n v] values stored for a matmul.
       {"transposed read, odd", "tests/diagrams/transposed_reads.dg", "shifted_exp", {{"N", 77}, {"V", 1001}}, false, {}},
