@@ -126,6 +126,9 @@ TEST_CASE("renaming every axis leaves the launches unchanged", "[rename]") {
       {"benchmarks/diagrams/classifier.dg", "classifier", {{"N", 77}, {"V", 1001}, {"C", 80}}, true},
       {"tests/diagrams/row_products.dg", "attention_backward", {{"B", 2}, {"H", 3}, {"T", 333}, {"D", 64}}, false, true},
       {"tests/diagrams/row_products.dg", "attention_backward", {{"B", 1}, {"H", 2}, {"T", 333}, {"D", 40}}, false, true},
+      // Outputs along a stream staged through shared memory (tensor_core_stream.h, StagedStepOutput).
+      {"tests/diagrams/stream_step_outputs.dg", "stored_probabilities", {{"B", 2}, {"H", 6}, {"T", 1000}, {"D", 64}}},
+      {"tests/diagrams/stream_step_outputs.dg", "stored_scores", {{"B", 2}, {"H", 3}, {"T", 1000}, {"D", 40}}},
   };
   for (const char* arch : {"sm_90a", "sm_80"}) {
     const Target target = loadTarget(arch);
