@@ -242,7 +242,9 @@ int run(Invocation& in) {
   std::string missing;
   const std::shared_ptr<Gpu> gpu = openGpu(missing);
   const std::string arch = plannedArch(in, gpu.get());
-  const llmc::Target target = llmc::loadTarget(arch);
+  // Planned and priced for the GPU that runs it where it is of the arch (an H100 is not an H200).
+  const bool native = gpu && arch == (gpuComputeCapability(*gpu) >= 90 ? "sm_90a" : "sm_80");
+  const llmc::Target target = native ? llmc::loadTargetFor(arch, gpuName(*gpu)) : llmc::loadTarget(arch);
   llmc::CostOptions cost;
   cost.storageBytes = in.bf16 ? 2 : 4;
   in.options.target = &target;

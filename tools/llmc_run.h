@@ -40,6 +40,7 @@ struct Gpu;
 // GPU 0, or null with `missing` saying why there is none.
 std::shared_ptr<Gpu> openGpu(std::string& missing);
 int gpuComputeCapability(const Gpu& gpu);
+std::string gpuName(const Gpu& gpu);  // as the driver names it: "NVIDIA H100 80GB HBM3"
 
 // Plans `graph` for `arch`, compiles and runs it on the GPU with `inputs`,
 // then --check or --bench; the exit status. Errors of NVRTC or the GPU are

@@ -43,6 +43,7 @@ std::shared_ptr<Gpu> openGpu(std::string& missing) {
 }
 
 int gpuComputeCapability(const Gpu& gpu) { return gpu.context.computeCapability(); }
+std::string gpuName(const Gpu& gpu) { return gpu.context.name(); }
 
 namespace {
 

@@ -17,6 +17,7 @@ std::shared_ptr<Gpu> openGpu(std::string& missing) {
 }
 
 int gpuComputeCapability(const Gpu&) { throw std::logic_error("llmc-run: no GPU in an llmc built without CUDA"); }
+std::string gpuName(const Gpu&) { throw std::logic_error("llmc-run: no GPU in an llmc built without CUDA"); }
 
 int runOnGpu(Gpu&, const Invocation&, const std::string&, const llmc::Target&, const llmc::CostOptions&,
              const llmc::Graph&, const std::map<std::string, llmc::HostTensor>&) {

@@ -296,7 +296,7 @@ int main(int argc, char** argv) {
   try {
     cuda::Context context(0);
     const std::string arch = context.arch();
-    llmc::Target target = llmc::loadTarget(arch == "sm_90a" ? "sm_90a" : "sm_80");
+    llmc::Target target = llmc::loadTargetFor(arch == "sm_90a" ? "sm_90a" : "sm_80", context.name());
     llmc::PipelineOptions options;
     const char* source = std::getenv("LLMC_SOURCE_DIR");
     options.path = std::string(source ? source : LLMC_SOURCE_DIR) + "/diagrams/gpt2/model.dg";

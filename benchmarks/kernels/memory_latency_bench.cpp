@@ -117,11 +117,11 @@ int main(int argc, char** argv) try {
   int count = 0;
   for (const Row& r : rows)
     if (r.loads == 1 && r.bandwidth < 0.6 * best) sum += r.latency, ++count;
-  const llmc::Target target = llmc::loadTarget(context->arch());
+  const llmc::Target target = llmc::loadTargetFor(context->arch(), context->name());
   fmt::print("largest bandwidth {:.2f} TB/s; latency with a load a thread, under 60% of it: {} (mean of {} grids); "
-             "{} gmem.latency_s: {:.0f} ns\n",
+             "{} ({}) gmem.latency_s: {:.0f} ns\n",
              best * 1e-12, count == 0 ? std::string("none") : fmt::format("{:.0f} ns", sum / count * 1e9), count,
-             target.arch, target.level("GMEM").latency * 1e9);
+             target.arch, target.device, target.level("GMEM").latency * 1e9);
   return 0;
 } catch (const std::exception& e) {
   fmt::print(stderr, "memory_latency_bench: {}\n", e.what());

@@ -139,7 +139,7 @@ int run(int argc, char** argv) {
 
   const std::optional<llmc::cuda::Context> context = llmc::cuda::contextOrSkip();
   if (!context) return 77;
-  const llmc::Target target = llmc::loadTarget(context->arch());
+  const llmc::Target target = llmc::loadTargetFor(context->arch(), context->name());
   llmc::CostOptions cost;
   cost.storageBytes = bf16 ? 2 : 4;
   cost.rowProducts = rowProducts;
@@ -172,8 +172,9 @@ int run(int argc, char** argv) {
   llmc::cuda::Stream stream;
   const llmc::cuda::LaunchTimes times = llmc::cuda::timeLaunches(executor, stream, {launchByLaunch, reps});
   const std::vector<llmc::cuda::LaunchTimeRow> rows = llmc::cuda::launchTimeRows(module, planned, times);
-  fmt::print("{} ({}{}, {}) on {}: {} launches, {}\n", graph.name, sizes, grad ? ", training step" : "",
-             bf16 ? "bf16" : "f32", context->name(), module.launches.size(), jit.summary.describe());
+  fmt::print("{} ({}{}, {}) on {}, planned and priced for the {} ({}): {} launches, {}\n", graph.name, sizes,
+             grad ? ", training step" : "", bf16 ? "bf16" : "f32", context->name(), target.device, target.arch,
+             module.launches.size(), jit.summary.describe());
   fmt::print("{}", llmc::cuda::describeLaunchTimes(rows, planned, times, std::max(top, 0)));
 
   if (!json.empty()) std::ofstream(json) << llmc::cuda::launchTimesJson(rows, times).dump(1) << "\n";

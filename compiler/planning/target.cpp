@@ -578,6 +578,12 @@ Target loadTarget(const std::string& archOrPath, const std::string& device) {
   return t;
 }
 
+Target loadTargetFor(const std::string& arch, const std::string& gpuName) {
+  const Target byDefault = loadTarget(arch);
+  const std::string device = openTargetFile(byDefault.file).matchDevice(gpuName);
+  return device.empty() ? byDefault : loadTarget(arch, device);
+}
+
 Target detectTarget() {
   GpuProperties gpu;
   try {

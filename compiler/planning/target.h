@@ -186,6 +186,13 @@ std::vector<std::string> knownArchs();
 // the known archs or devices for an unknown one.
 Target loadTarget(const std::string& archOrPath, const std::string& device = "");
 
+// The target of `arch` for the GPU the driver names `gpuName` ("NVIDIA H100
+// 80GB HBM3"): the device of the arch's file whose device_names match it,
+// else the file's default device; the file's figures as they are (a plan
+// made for a device is the same on every one of its kind). What the tools
+// that run on a GPU plan and price for: an H100 is not priced as an H200.
+Target loadTargetFor(const std::string& arch, const std::string& gpuName);
+
 // For --arch auto: the target of the first GPU present, read from its arch's
 // data file, with what the driver reports (SM count, clock, memory sizes,
 // memory bandwidth, thread and register limits) in place of the file's

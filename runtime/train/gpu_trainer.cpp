@@ -79,7 +79,7 @@ GpuTrainer::GpuTrainer(const std::string& diagramsDir, const Gpt2Config& config,
     communicator_ = std::make_unique<cuda::NcclCommunicator>(options_.dataParallel->id, options_.dataParallel->rank,
                                                              processes);
   startup_.contextSeconds = secondsSince(started_);
-  const Target target = loadTarget(context_.arch());
+  const Target target = loadTargetFor(context_.arch(), context_.name());
   peakFlops_ = target.unit("tensor_bf16").peak;
   startup_.device = context_.name();
   startup_.arch = context_.arch();
@@ -310,8 +310,8 @@ void GpuTrainer::planModules(const std::string& diagramsDir, const Target& targe
     std::set<std::string> f32Values;
   };
   auto emit = [&](const ModulePlan& plan, bool& hit) {
-    std::string description = fmt::format("{} {} grad={} storage={} cost={} recompute={} hold-less={}",
-                                          plan.file, plan.entry, plan.grad,
+    std::string description = fmt::format("{} {} device={} grad={} storage={} cost={} recompute={} hold-less={}",
+                                          plan.file, plan.entry, target.device, plan.grad,
                                           plan.storage == StorageType::BF16 ? "bf16" : "f32", plan.cost.storageBytes,
                                           options_.recompute, options_.holdLess);
     for (const auto& [name, size] : plan.sizes) description += fmt::format(" {}={}", name, size);

@@ -70,7 +70,8 @@ struct Outcome {
 
 void runCase(const EmitCase& c, bool bf16, const std::string& arch, const cuda::Context& context, Outcome& outcome) {
   const std::string label = fmt::format("{} ({} storage, {})", c.name, bf16 ? "bf16" : "f32", arch);
-  llmc::Target target = llmc::loadTarget(arch);
+  // The GPU's own device where the arch is its own (sm_80 on a Hopper: the file's default).
+  llmc::Target target = arch == context.arch() ? llmc::loadTargetFor(arch, context.name()) : llmc::loadTarget(arch);
   llmc::CostOptions cost;
   cost.storageBytes = bf16 ? 2 : 4;
   cost.rowProducts = c.rowProducts;

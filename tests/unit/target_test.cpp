@@ -305,6 +305,18 @@ TEST_CASE("target: an unknown arch or device lists the known ones", "[target]") 
   CHECK_THAT(loadError("sm_90a"), StartsWith("unknown arch 'sm_90a': the known archs are sm_80"));
 }
 
+TEST_CASE("target: a GPU's name picks its device of the arch's file, else the default", "[target]") {
+  using llmc::loadTargetFor;
+  const Target h100 = loadTargetFor("sm_90a", "NVIDIA H100 80GB HBM3");
+  CHECK(h100.device == "H100 SXM");
+  CHECK(h100.level("GMEM").attainableBandwidth == loadTarget("sm_90a", "H100 SXM").level("GMEM").attainableBandwidth);
+  CHECK(h100.level("GMEM").attainableBandwidth < loadTarget("sm_90a").level("GMEM").attainableBandwidth);
+  CHECK(loadTargetFor("sm_90a", "NVIDIA H200").device == "H200");
+  CHECK(loadTargetFor("sm_80", "NVIDIA A100-SXM4-40GB").device == "A100 40GB SXM");
+  // A GPU the file does not list: its default device.
+  CHECK(loadTargetFor("sm_90a", "NVIDIA H800").device == loadTarget("sm_90a").device);
+}
+
 TEST_CASE("target: --arch auto reads the GPU, or says there is none", "[target]") {
   // Decided apart from detectTarget, so that a GPU it fails to see is a failure.
   const bool gpuPresent = fs::exists("/dev/nvidia0");
