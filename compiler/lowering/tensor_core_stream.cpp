@@ -469,10 +469,8 @@ class Planner {
   // sum or maximum is whole only after it: such an output would be made
   // again after the stream, every element on its own).
   bool stepOutputs(const StreamAnalysis& analysis, TensorCoreStream& s, std::string& why) const {
-    for (NodeId o : plan_.outputs) {
-      if (!hasAxis(g_.node(o), plan_.streamAxis) ||
-          std::any_of(s.rowProducts.begin(), s.rowProducts.end(), [&](const StreamRowProduct& r) { return r.contraction == o; }))
-        continue;
+    const std::vector<NodeId> computed(plan_.computed.begin(), plan_.computed.end());
+    for (NodeId o : outputsAlongStream(g_, plan_.outputs, computed, plan_.streamAxis)) {
       for (const Axis& a : g_.node(o).type.axes)
         if (a.name != plan_.streamAxis && !group_.count(a.name)) {
           why = fmt::format("{} lies along the stream with the axis {}, neither a group axis nor the stream's", name(o), a.name);

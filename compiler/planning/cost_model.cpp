@@ -216,9 +216,7 @@ void addPerPositionContractions(KernelShape& s, const Graph& g, const Kernel& k,
     // As the tensor-core stream plans it (tensor_core_stream.cpp): skipped
     // steps leave the row products' weights and the outputs along the stream 0.
     std::vector<NodeId> zeroWhenSkipped = rowWeights;
-    for (NodeId out : k.outputs)
-      if (g.node(out).type.has(s.streamAxis) && !isRowProduct(g, g.node(out), s.streamAxis, [&](NodeId m) { return members.count(m) > 0; }))
-        zeroWhenSkipped.push_back(out);
+    for (NodeId out : outputsAlongStream(g, k.outputs, k.nodes, s.streamAxis)) zeroWhenSkipped.push_back(out);
     std::optional<StreamStepSkip> skip =
         skipKeepingZeros(g, findStepSkip(g, analyzeStream(g, members, s.streamAxis), rowAxis, s.streamAxis), zeroWhenSkipped);
     if (skip) {

@@ -15,4 +15,15 @@ std::vector<NodeId> rowProductOutputs(const Graph& g, const std::vector<NodeId>&
   return out;
 }
 
+std::vector<NodeId> outputsAlongStream(const Graph& g, const std::vector<NodeId>& outputs,
+                                       const std::vector<NodeId>& nodes, const std::string& stream) {
+  if (stream.empty()) return {};
+  const std::vector<NodeId> rowProducts = rowProductOutputs(g, outputs, nodes, stream);
+  std::vector<NodeId> out;
+  for (NodeId o : outputs)
+    if (g.node(o).type.has(stream) && std::find(rowProducts.begin(), rowProducts.end(), o) == rowProducts.end())
+      out.push_back(o);
+  return out;
+}
+
 }  // namespace llmc

@@ -38,6 +38,13 @@ bool isRowProduct(const Graph& g, const Node& contraction, const std::string& st
 std::vector<NodeId> rowProductOutputs(const Graph& g, const std::vector<NodeId>& outputs,
                                       const std::vector<NodeId>& nodes, const std::string& stream);
 
+// The other outputs of such a kernel that lie along `stream`: a tensor-core
+// stream stores them at each step (lowering/tensor_core_stream.h,
+// stepOutputs), where none reads the stream's results, and the steps it
+// skips must leave them 0 (analysis/step_skip.h, skipKeepingZeros).
+std::vector<NodeId> outputsAlongStream(const Graph& g, const std::vector<NodeId>& outputs,
+                                       const std::vector<NodeId>& nodes, const std::string& stream);
+
 // ---- implementation
 
 template <class InKernel>

@@ -102,13 +102,10 @@ class Writer {
  private:
   // The outputs along the stream that read none of its results.
   std::vector<NodeId> stepOutputs(const Kernel& k, const StreamAnalysis& stream) const {
-    const std::vector<NodeId> rowProducts = rowProductOutputs(g_, k.outputs, k.nodes, stream.axis);
     const std::set<NodeId> inside(k.nodes.begin(), k.nodes.end());
     std::vector<NodeId> out;
-    for (NodeId o : k.outputs)
-      if (!stream.axis.empty() && g_.node(o).type.has(stream.axis) && !std::count(rowProducts.begin(), rowProducts.end(), o) &&
-          !readsStreamResults(g_, stream, inside, o))
-        out.push_back(o);
+    for (NodeId o : outputsAlongStream(g_, k.outputs, k.nodes, stream.axis))
+      if (!readsStreamResults(g_, stream, inside, o)) out.push_back(o);
     return out;
   }
 
