@@ -481,7 +481,8 @@ std::string backendOutput(const Invocation& in, const llmc::Graph& graph, const 
   backend.emit = llmc::emitOptionsFor(in.cost);
   backend.emit.f32Values = f32Values(in, graph);
   backend.callerMemory = in.callerMemory;
-  backend.until = isOneOf(in.emit, {"pseudocode", "perf", "dot-plan", "svg-plan", "report"}) ? "unfuse"
+  // The reports of the model (perf, report) show each kernel's launch as written: through the write stage.
+  backend.until = isOneOf(in.emit, {"pseudocode", "dot-plan", "svg-plan"}) ? "unfuse"
                   : in.emit == "memory"                                                    ? "memory"
                                                                                            : "write";
   backend.reporting = in.options.reporting;

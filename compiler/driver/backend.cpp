@@ -117,6 +117,7 @@ Backend compileBackend(const Graph& graph, const Target& target, const BackendOp
   after("order", [&] { return describeLaunchList(graph, *out.launches); });
   if (last < stageIndex("write")) return out;
   out.module = stages.run("write", [&] { return writeModule(graph, *out.launches, target, emit); });
+  recordLaunches(out.kernels, *out.module);
   after("write", [&] { return launchesToJson(*out.module).dump(2) + "\n"; });
   if (last < stageIndex("memory")) return out;
   out.memory = stages.run("memory", [&] {

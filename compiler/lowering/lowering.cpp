@@ -193,6 +193,19 @@ void priceAsLowered(std::vector<PlannedKernel>& kernels, const CudaModule& modul
 
 }  // namespace
 
+void recordLaunches(std::vector<PlannedKernel>& kernels, const CudaModule& module) {
+  std::map<int, const KernelLaunch*> tileOf;
+  for (const KernelLaunch& l : module.launches)
+    if (l.kernel >= 0 && l.role == "tile") tileOf[l.kernel] = &l;
+  for (PlannedKernel& pk : kernels) {
+    auto it = tileOf.find(pk.kernel.id);
+    if (it == tileOf.end()) continue;
+    const KernelLaunch& l = *it->second;
+    pk.cost.launchedBlocks = l.grid[0] * l.grid[1] * l.grid[2];
+    pk.cost.launchedSmemBytes = l.instructions.tensorCores.empty() ? -1 : l.dynamicSmemBytes;
+  }
+}
+
 bool pricedOnTensorCores(const KernelCost& cost) {
   return std::any_of(cost.work.begin(), cost.work.end(),
                      [](const auto& w) { return w.first.rfind("tensor", 0) == 0 && w.second > 0; });

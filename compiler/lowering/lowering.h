@@ -37,6 +37,12 @@ void chooseEngines(std::vector<PlannedKernel>& kernels, const CostOptions& cost,
 std::vector<PlannedKernel> lowerKernels(const Graph& graph, const Target& target, const CostOptions& cost,
                                         const EmitOptions& emit);
 
+// Records in each kernel's cost the tile launch `module` makes of it (the
+// module the write stage made of these kernels): its grid and, on the
+// tensor cores, its dynamic shared memory (KernelCost::launchedBlocks,
+// launchedSmemBytes), for the reports to show the launches as written.
+void recordLaunches(std::vector<PlannedKernel>& kernels, const CudaModule& module);
+
 // Whether a kernel was priced with work on the tensor cores.
 bool pricedOnTensorCores(const KernelCost& cost);
 

@@ -93,6 +93,14 @@ struct KernelCost {
   // concatenation whose parts are written where it has them): it costs
   // nothing.
   bool launched = true;
+  // Set after the write stage (lowering.h, recordLaunches): the emitted tile
+  // launch's blocks (its grid) and, for a launch on the tensor cores (a GEMM
+  // of the tile library, a tensor-core stream), the dynamic shared memory a
+  // block takes, which is all of its shared memory (a ring of stages,
+  // staging tiles, staged outputs), where the SMEM level's memoryBytes are
+  // the partition's tile bytes the model prices. -1: not known (a CUDA-core
+  // launch's static arrays are not counted here).
+  int64_t launchedBlocks = -1, launchedSmemBytes = -1;
 };
 
 // What a kernel's partition constrains, derived from its nodes.

@@ -64,9 +64,14 @@ std::string perfReportText(const Graph& graph, const std::vector<PlannedKernel>&
         ratio > 2 ? ++slower : ratio < 0.5 ? ++faster : ++within;
       }
     }
+    // The launch's shared memory and grid where the lowering knows them (a
+    // GEMM's ring of stages, its persistent grid), else the partition's.
+    const double smem = k.cost.launchedSmemBytes >= 0 ? static_cast<double>(k.cost.launchedSmemBytes)
+                                                      : k.cost.level("SMEM").memoryBytes;
+    const int64_t blocks = k.cost.launchedBlocks >= 0 ? k.cost.launchedBlocks : k.cost.blocks;
     out += fmt::format("{:<28} {:<44} {:>8.1f}KB {:>8.1f}MB {:>10.2f} {:>9} {:>10.2f}{}  {}{}\n", k.kernel.name.substr(0, 28),
-                       partitionText(graph, k), k.cost.level("SMEM").memoryBytes / 1024,
-                       k.cost.level("L2").movedBytes / 1e6, tc / 1e9, k.cost.blocks, k.cost.predicted * 1e6,
+                       partitionText(graph, k), smem / 1024, k.cost.level("L2").movedBytes / 1e6, tc / 1e9, blocks,
+                       k.cost.predicted * 1e6,
                        measuredColumns, k.cost.bottleneck, k.cost.fits ? "" : " (does not fit)");
     total += k.cost.predicted;
     totalBytes += k.cost.level("L2").movedBytes;
@@ -102,6 +107,8 @@ nlohmann::json perfReportJson(const Graph& graph, const std::vector<PlannedKerne
                     {"stream_chunk", k.partition.streamChunk},
                     {"split_tiles", k.partition.splitTiles},
                     {"blocks", k.cost.blocks},
+                    {"launched_blocks", k.cost.launchedBlocks},
+                    {"launched_smem_bytes", k.cost.launchedSmemBytes},
                     {"levels", levels},
                     {"work", k.cost.work},
                     {"seconds", k.cost.seconds},
