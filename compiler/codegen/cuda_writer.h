@@ -486,6 +486,7 @@ class CudaWriter {
   std::optional<std::string> prefetchedValue(const Node& n, const Env& own) const;
   void tcsStageSlots(const TcsBody& b);
   void tcsSkippedOutputs(const TcsBody& b);
+  std::string tcsGatherPair(NodeId o, const Env& e, const std::vector<int>& opened);
   bool tcsPairStore(const TcsBody& b, NodeId o, const Env& e, const std::vector<int>& opened);
   bool tcsStageOutput(const TcsBody& b, NodeId o, const Env& e, const std::vector<int>& opened);
   void tcsStoreStaged(const TcsBody& b, int step);

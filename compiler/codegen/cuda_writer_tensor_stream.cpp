@@ -531,6 +531,16 @@ void CudaWriter::tcsStageSlots(const TcsBody& b) {
   emit(0, "__syncthreads();");
 }
 
+// The lane's two neighbouring values of `o` along a fragment column
+// (positions 2 (lane % 4) + 0 and 1), gathered into a pair by the loop over
+// them (opened: the column's scope, then the element's): the pair's name.
+std::string CudaWriter::tcsGatherPair(NodeId o, const Env& e, const std::vector<int>& opened) {
+  const std::string pair = fresh(names_[static_cast<size_t>(o)] + "_pair");
+  emit(opened[0], fmt::format("float {}[2];", pair));
+  emit(opened[1], fmt::format("{}[{}] = {};", pair, fragment_.element, value(o, e)));
+  return pair;
+}
+
 // An output whose innermost axis is the stream's, at the lane's two
 // neighbouring positions of a fragment column (2 (lane % 4) + 0 and 1): both
 // values gathered by the loop over them, then one 4-byte (bf16) or 8-byte
@@ -546,9 +556,7 @@ bool CudaWriter::tcsPairStore(const TcsBody& b, NodeId o, const Env& e, const st
       (!bf16 && arr.ctype != "float") || opened.size() != 2)
     return false;
   const int column = opened[0], element = opened[1];
-  const std::string pair = fresh(names_[static_cast<size_t>(o)] + "_pair");
-  emit(column, fmt::format("float {}[2];", pair));
-  emit(element, fmt::format("{}[{}] = {};", pair, fragment_.element, value(o, e)));
+  const std::string pair = tcsGatherPair(o, e, opened);
   Env first = e;
   const std::string position = fmt::format("c0 + 8 * {} + 2 * (lane & 3)", fragment_.column);
   first[t.stream.name] = {fmt::format("({})", position), column};
@@ -568,11 +576,8 @@ bool CudaWriter::tcsPairStore(const TcsBody& b, NodeId o, const Env& e, const st
 bool CudaWriter::tcsStageOutput(const TcsBody& b, NodeId o, const Env& e, const std::vector<int>& opened) {
   if (std::none_of(b.t.stagedOutputs.begin(), b.t.stagedOutputs.end(), [&](const StagedStepOutput& s) { return s.value == o; }))
     return false;
-  const int column = opened[0], element = opened[1];
-  const std::string pair = fresh(names_[static_cast<size_t>(o)] + "_pair");
-  emit(column, fmt::format("float {}[2];", pair));
-  emit(element, fmt::format("{}[{}] = {};", pair, fragment_.element, value(o, e)));
-  afterClose_[element].push_back(fmt::format(
+  const std::string pair = tcsGatherPair(o, e, opened);
+  afterClose_[opened[1]].push_back(fmt::format(
       "*reinterpret_cast<unsigned*>({}_staged + ((lane >> 2) + 8 * {}) * {} + 8 * {} + 2 * (lane & 3)) = llmc_pack_bf16x2({}[0], {}[1]);",
       names_[static_cast<size_t>(o)], fragment_.half, StagedStepOutput::kPitch, fragment_.column, pair, pair));
   return true;
