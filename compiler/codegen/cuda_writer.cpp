@@ -8,6 +8,8 @@ namespace llmc::cuda_writer {
 
 WrittenKernel CudaWriter::run() {
   WrittenKernel out;
+  for (NodeId id : plan_.computed)
+    for (NodeId o : g_.node(id).operands) readInLaunch_.insert(o);
   if (epilogue_) gemmEpilogue();
   else if (tcs_) tensorCoreStream(out);
   else switch (plan_.kind) {
@@ -209,7 +211,10 @@ std::string CudaWriter::value(NodeId id, const Env& env) {
   // A value this launch stores in bf16 is that value wherever it is read:
   // here as in the launches that load it (a mean subtracted from the values
   // it was taken over cancels exactly; a mask finds the maximum stored).
-  if (plan_.computed.count(id) && isFloat(n.type.dtype))
+  // One only stored is rounded by its store (round to nearest even, as
+  // here), so it is left as it is: GELU's derivative GEMM rounded both its
+  // outputs twice, 4 of its epilogue's 30 instructions an element.
+  if (plan_.computed.count(id) && isFloat(n.type.dtype) && readInLaunch_.count(id))
     if (auto s = stored_.find(id); s != stored_.end() && s->second.ctype == "llmc_bf16")
       result = define(target, "float", names_[static_cast<size_t>(id)] + "_bf16", fmt::format("llmc_round_bf16({})", result));
   cache_[key] = result;

@@ -631,6 +631,7 @@ class CudaWriter {
   Env firstColumn_;    // the same at column col (e = 0)
   bool columnsVectorised_ = false;  // the epilogue's rows hold a multiple of 8 columns
   std::map<NodeId, std::string> fixed_;  // values known where the code is written (a step's unmasked comparison)
+  std::set<NodeId> readInLaunch_;        // computed values another node of the launch reads (run())
   bool wholeStep_ = false;  // writing a step whose positions all lie inside the stream axis: no clamps, no masks
   std::vector<std::string> epilogueInputs_;  // WrittenKernel::epilogueInputs: declarations
   std::string epilogueLoads_;                // WrittenKernel::epilogueLoads
