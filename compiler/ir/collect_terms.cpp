@@ -4,6 +4,7 @@
 #include <optional>
 #include <vector>
 
+#include "ir/canonicalize.h"
 #include "ir/rewrite.h"
 
 namespace llmc {
@@ -215,7 +216,8 @@ class TermCollector {
       // In graph order, so that a node's operands are expanded before it (no
       // recursion as deep as a long chain of sums).
       const Expansion& e = expand(n.id);
-      if (!isSum(n)) return std::nullopt;
+      // Sums, and constants times sums, are rewritten; a product of one term stays.
+      if (!isSum(n) && !(isMul(n) && e.terms.size() > 1)) return std::nullopt;
       if (e.expanded.empty()) return std::nullopt;  // left as an atom
       CountingWriter count(g_);
       const int counted = Factoring(count).polynomial(e.terms);
@@ -227,6 +229,15 @@ class TermCollector {
   }
 
  private:
+  static bool isMul(const Node& n) { return n.op == Op::Binary && n.binary == BinaryOp::Mul; }
+
+  // Whether `constant` is a nonzero constant and `sum` has several terms.
+  bool scalesSum(NodeId constant, NodeId sum) {
+    const Expansion& c = expand(constant);
+    return c.terms.size() == 1 && c.terms[0].atoms.empty() && c.terms[0].coefficient != 0 &&
+           summand(sum).terms.size() > 1;
+  }
+
   static bool isSum(const Node& n) {
     return n.op == Op::Binary && isFloat(n.type.dtype) && (n.binary == BinaryOp::Add || n.binary == BinaryOp::Sub);
   }
@@ -250,6 +261,15 @@ class TermCollector {
     return e.terms.size() == 1 ? e : atom(id);
   }
 
+  // An operand of a sum: its terms, but for a sum that other nodes read too.
+  // Computed for them anyway, it is one atom here, so that x + k·x·x·x stays a
+  // polynomial in x where x = a + b feeds other expressions.
+  Expansion summand(NodeId id) {
+    if (isSum(g_.node(id)) && (readers_[static_cast<size_t>(id)].size() > 1 || output_[static_cast<size_t>(id)]))
+      return atom(id);
+    return expand(id);
+  }
+
   Expansion expandNode(const Node& n) {
     if (!isFloat(n.type.dtype)) return atom(n.id);
     if (n.op == Op::Constant) return {{{n.value, {}}}, {}};
@@ -258,8 +278,8 @@ class TermCollector {
       e = expand(n.operands[0]);
       for (Term& t : e.terms) t.coefficient = -t.coefficient;
     } else if (isSum(n)) {
-      const Expansion& x = expand(n.operands[0]);
-      const Expansion& y = expand(n.operands[1]);
+      const Expansion x = summand(n.operands[0]);
+      const Expansion y = summand(n.operands[1]);
       Polynomial terms = x.terms;
       for (Term t : y.terms) {
         if (n.binary == BinaryOp::Sub) t.coefficient = -t.coefficient;
@@ -268,7 +288,15 @@ class TermCollector {
       std::optional<Polynomial> m = merged(std::move(terms));
       if (!m || m->size() > kMaxTerms) return atom(n.id);
       e = {std::move(*m), unionOf(x.expanded, y.expanded)};
-    } else if (n.op == Op::Binary && n.binary == BinaryOp::Mul) {
+    } else if (isMul(n) && (scalesSum(n.operands[0], n.operands[1]) || scalesSum(n.operands[1], n.operands[0]))) {
+      // A constant times a sum: the constant scales the sum's coefficients,
+      // which multiplies nothing out (c·(x + k·x³) is c·x + c·k·x³).
+      const bool constantFirst = scalesSum(n.operands[0], n.operands[1]);
+      const Expansion& c = expand(n.operands[constantFirst ? 0 : 1]);
+      const Expansion sum = summand(n.operands[constantFirst ? 1 : 0]);
+      e = {sum.terms, unionOf(c.expanded, sum.expanded)};
+      for (Term& t : e.terms) t.coefficient *= c.terms[0].coefficient;
+    } else if (isMul(n)) {
       const Expansion x = factor(n.operands[0]), y = factor(n.operands[1]);
       Term t{x.terms[0].coefficient * y.terms[0].coefficient, x.terms[0].atoms};
       t.atoms.insert(t.atoms.end(), y.terms[0].atoms.begin(), y.terms[0].atoms.end());
@@ -325,8 +353,28 @@ class TermCollector {
   std::vector<std::optional<Expansion>> memo_;
 };
 
+size_t operationCount(const Graph& g) {
+  return static_cast<size_t>(std::count_if(g.nodes.begin(), g.nodes.end(), [](const Node& n) {
+    return n.op == Op::Unary || n.op == Op::Binary;
+  }));
+}
+
 }  // namespace
 
-Graph collectTerms(const Graph& graph) { return TermCollector(graph).run(); }
+// Rounds until nothing changes (a few at most): a sum is decided in graph
+// order, while the terms of later sums still read its parts — the forward's
+// x + k·x·x·x waits for the backward's derivative, collected in the same
+// round, to stop reading x·x and k·x. Each rewrite removes operations, so the
+// count falls every round that changes anything.
+Graph collectTerms(const Graph& graph) {
+  constexpr int kMaxRounds = 4;
+  Graph g = canonicalize(TermCollector(graph).run());
+  for (int round = 1; round < kMaxRounds; ++round) {
+    Graph next = canonicalize(TermCollector(g).run());
+    if (operationCount(next) >= operationCount(g)) break;
+    g = std::move(next);
+  }
+  return g;
+}
 
 }  // namespace llmc
