@@ -78,7 +78,17 @@ void addTilePipeline(KernelCost& cost, const TensorCoreGemm& gemm, const GemmTil
   reads(gemm.b, batches * static_cast<double>(tilesM) * 2.0 * static_cast<double>(gemm.N * gemm.K));
 
   const double fixed = cost.seconds["sync"] + cost.seconds["launch"];
-  const double busiest = cost.predicted - fixed;
+  double busiest = cost.predicted - fixed;
+  // The stages fill from L2 through the TMA, at a rate of its own where the
+  // target has one: the busiest term taken again over the others.
+  if (t.tileL2BytesPerSecond > 0) {
+    for (LevelCost& level : cost.levels)
+      if (level.level == "L2") cost.seconds["L2"] = level.seconds = level.movedBytes / t.tileL2BytesPerSecond;
+    busiest = 0;
+    for (const auto& [term, seconds] : cost.seconds)
+      if (term != "sync" && term != "launch" && seconds / cost.waveEfficiency > busiest)
+        busiest = seconds / cost.waveEfficiency, cost.bottleneck = term;
+  }
   cost.seconds["k-steps"] = kStepSeconds;
   cost.seconds["epilogue"] = epilogueSeconds;
   cost.seconds["fill"] = t.tileFillSeconds;

@@ -150,6 +150,10 @@ struct Target {
   // then straddles two 128-byte lines; 0 (no limit beyond L2's) where the
   // file gives none.
   double unalignedRowBandwidth[3] = {0, 0, 0};
+  // The bytes a second the whole device's TMA moves from L2 into the tile
+  // library's stages (the operands, each re-read by every tile along the
+  // other dimension); 0 where the file gives none (the L2 level's rate).
+  double tileL2BytesPerSecond = 0;
   // One __syncthreads costs blockSyncBaseCycles + blockSyncCyclesPerWarp x the block's warps.
   double blockSyncBaseCycles = 0;
   double blockSyncCyclesPerWarp = 0;

@@ -113,3 +113,33 @@ TEST_CASE("a GEMM's epilogue is priced by the operations it makes", "[lowering][
   target.tileEpilogueOpsPerSecondPerSM = 0;
   CHECK(epilogueOf("activated_product", target) == Approx(epilogueOf("plain_product", target)).epsilon(1e-9));
 }
+
+TEST_CASE("a GEMM's stages are filled from L2 at the tile library's rate where the target has one", "[lowering][gemm]") {
+  // The same GEMM and tile priced with the L2 level's rate and with a tile
+  // library rate twice it: the L2 term halves, and the prediction falls by
+  // what the L2 term bounded (a tile whose operands are re-read along a long
+  // dimension: 8000 x 3001 over 771).
+  const SizeBindings sizes = {{"M", 8000}, {"N", 3001}, {"K", 771}};
+  const GemmTile tile = {.bm = 128, .bn = 64, .splits = 1, .pingPong = false};
+  auto priced = [&](const Target& target) {
+    const Graph g = testing::compileFor("tests/diagrams/epilogue_work.dg", "plain_product", sizes, false, target);
+    const std::vector<PlannedKernel> kernels = lowerKernels(g, target, CostOptions{}, EmitOptions{});
+    for (const KernelLaunch& l : emitCuda(g, kernels, target, EmitOptions{}).launches)
+      if (l.gemm && l.kernel >= 0)
+        return priceGemmTile(g, kernels.at(static_cast<size_t>(l.kernel)), *l.gemm, tile, target, CostOptions{});
+    FAIL("no tile-library GEMM");
+    return KernelCost{};
+  };
+  Target target = loadTarget("sm_90a");
+  target.tileL2BytesPerSecond = 0;
+  const KernelCost atLevel = priced(target);
+  target.tileL2BytesPerSecond = 2 * target.level("L2").attainableBandwidth;
+  const KernelCost atTiles = priced(target);
+  INFO("L2 seconds " << atLevel.seconds.at("L2") << " -> " << atTiles.seconds.at("L2") << ", predicted "
+                     << atLevel.predicted << " -> " << atTiles.predicted);
+  CHECK(atTiles.seconds.at("L2") == Approx(atLevel.seconds.at("L2") / 2).epsilon(1e-9));
+  CHECK(atTiles.level("L2").seconds == Approx(atTiles.seconds.at("L2")).epsilon(1e-9));
+  CHECK(atTiles.predicted <= atLevel.predicted);
+  REQUIRE(atLevel.bottleneck == "L2");
+  CHECK(atTiles.predicted < atLevel.predicted);
+}
