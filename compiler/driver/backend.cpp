@@ -96,8 +96,8 @@ Backend compileBackend(const Graph& graph, const Target& target, const BackendOp
   auto after = [&](const std::string& stage, auto describe) {
     if (stages.dumps(stage)) stages.dump(fmt::format("# after stage {}\n{}", stage, describe()));
   };
-  const CostOptions& cost = options.cost;
   const EmitOptions& emit = options.emit;
+  const CostOptions cost = pricedAsWritten(graph, options.cost, emit);
   Backend out;
 
   std::vector<Kernel> kernels = stages.run("fuse", [&] { return formKernels(graph, {.rowProducts = cost.rowProducts}); });

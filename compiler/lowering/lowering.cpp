@@ -229,8 +229,21 @@ void chooseEngines(std::vector<PlannedKernel>& kernels, const CostOptions& cost,
   priceAsLowered(kernels, module, cost, memo);
 }
 
-std::vector<PlannedKernel> lowerKernels(const Graph& graph, const Target& target, const CostOptions& cost,
+CostOptions pricedAsWritten(const Graph& graph, CostOptions cost, const EmitOptions& emit) {
+  if (emit.storage == StorageType::F32) return cost;
+  for (NodeId id : graph.inputs)
+    if (emit.f32Values.count(graph.node(id).name)) cost.f32Stored.insert(id);
+  for (const GraphOutput& o : graph.outputs)
+    if (emit.f32Values.count(o.name)) cost.f32Stored.insert(o.node);
+  // What scatter-adds accumulate into: f32 atomics, read as f32 after.
+  for (const Node& n : graph.nodes)
+    if (n.op == Op::ScatterAdd) cost.f32Stored.insert(n.id);
+  return cost;
+}
+
+std::vector<PlannedKernel> lowerKernels(const Graph& graph, const Target& target, const CostOptions& options,
                                         const EmitOptions& emit) {
+  const CostOptions cost = pricedAsWritten(graph, options, emit);
   PartitionMemo memo(graph, target);
   std::vector<PlannedKernel> kernels = planKernels(cost, {}, memo);
   chooseEngines(kernels, cost, emit, memo);

@@ -31,6 +31,12 @@ void chooseEngines(const Graph& graph, std::vector<PlannedKernel>& kernels, cons
 void chooseEngines(std::vector<PlannedKernel>& kernels, const CostOptions& cost, const EmitOptions& emit,
                    PartitionMemo& memo);
 
+// `cost` with the values the writer stores in f32 under bf16 storage because
+// the emit options name them or scatter-adds accumulate into them
+// (codegen/launch_list.cpp, storage), so that they are priced as written
+// (CostOptions::f32Stored).
+CostOptions pricedAsWritten(const Graph& graph, CostOptions cost, const EmitOptions& emit);
+
 // The back end up to the launches: fusion, partition, lowering and unfusion
 // (the stages of driver/backend.h that make kernels), for callers that write
 // the module themselves.

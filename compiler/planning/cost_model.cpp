@@ -76,6 +76,11 @@ int elementBytes(const Type& t, const CostOptions& o) {
   return isFloat(t.dtype) && o.storageBytes > 0 ? o.storageBytes : dtypeBytes(t.dtype);
 }
 
+int storedElementBytes(const Graph& g, NodeId id, const CostOptions& o) {
+  const Type& t = g.node(id).type;
+  return isFloat(t.dtype) && o.f32Stored.count(id) ? 4 : elementBytes(t, o);
+}
+
 int64_t streamShare(const KernelShape& s, const Partition& p) {
   auto split = p.splitTiles.find(s.streamAxis);
   return split == p.splitTiles.end() ? s.streamExtent : std::min(s.streamExtent, split->second);
@@ -441,14 +446,15 @@ void inputTraffic(const Graph& g, const Kernel& k, const KernelShape& s, const P
       elements *= static_cast<double>(shifted != s.shiftedInputs.end() && group != s.groupAxes.end()
                                           ? std::min(a.size, group->size) : a.size);
     }
-    double bytes = elements * elementBytes(ty, o);
+    const int each = storedElementBytes(g, in, o);
+    double bytes = elements * each;
     // A table read through a gather moves only the rows gathered, each by
     // the block whose positions index it.
     bool gathered = false;
     for (NodeId id : k.nodes) {
       const Node& n = g.node(id);
       if (n.op == Op::Gather && n.operands[0] == in) {
-        bytes = std::min(bytes, static_cast<double>(n.type.elementCount()) * elementBytes(ty, o));
+        bytes = std::min(bytes, static_cast<double>(n.type.elementCount()) * each);
         gathered = true;
       }
     }
@@ -462,10 +468,10 @@ void inputTraffic(const Graph& g, const Kernel& k, const KernelShape& s, const P
     // (KernelShape::stepsRun): a window's keys, a causal mask's later ones.
     if (!s.streamAxis.empty() && ty.has(s.streamAxis)) replication *= s.stepsRun;
     tr.moved += bytes * replication;
-    double tile = tileElements(ty, s, p) * elementBytes(ty, o);
+    double tile = tileElements(ty, s, p) * each;
     for (NodeId id : k.nodes) {  // a gathered table holds only the rows of this tile
       const Node& n = g.node(id);
-      if (n.op == Op::Gather && n.operands[0] == in) tile = tileElements(n.type, s, p) * elementBytes(ty, o);
+      if (n.op == Op::Gather && n.operands[0] == in) tile = tileElements(n.type, s, p) * each;
     }
     // What the block's threads may share out: its whole stream and the
     // positions it loops over, not only a chunk.
@@ -493,7 +499,8 @@ void outputTraffic(const Graph& g, const Kernel& k, const KernelShape& s, const 
   for (NodeId out : k.outputs) {
     const Node& n = g.node(out);
     const Type& ty = n.type;
-    tr.unique += static_cast<double>(ty.elementCount()) * elementBytes(ty, o) * segmentsMoved(ty, s, p, o);
+    const int each = storedElementBytes(g, out, o);
+    tr.unique += static_cast<double>(ty.elementCount()) * each * segmentsMoved(ty, s, p, o);
     if (isRowProduct(g, n, s.streamAxis, [&](NodeId m) { return members.count(m) > 0; })) {
       // A row product (planning/row_products.h): each block of rows adds
       // its share at the steps it runs into an array zeroed first: a pair of
@@ -520,12 +527,12 @@ void outputTraffic(const Graph& g, const Kernel& k, const KernelShape& s, const 
     // are stored as its loop passes them).
     const bool gridAdded = wholeArraySum && ty.axes.empty();
     if (gridAdded) tr.moved += 2 * 4 * static_cast<double>(cost.blocks);
-    else if (wholeArraySum) tr.moved += static_cast<double>(ty.elementCount()) * elementBytes(ty, o);
+    else if (wholeArraySum) tr.moved += static_cast<double>(ty.elementCount()) * each;
     else if (splits > 1) {
       tr.moved += 2 * 4 * static_cast<double>(ty.elementCount()) * static_cast<double>(splits);
       tr.atomicAdds += static_cast<double>(ty.elementCount()) * static_cast<double>(splits);
     } else
-      tr.moved += static_cast<double>(ty.elementCount()) * elementBytes(ty, o) * segmentsMoved(ty, s, p, o);
+      tr.moved += static_cast<double>(ty.elementCount()) * each * segmentsMoved(ty, s, p, o);
     if (gridAdded || (!wholeArraySum && splits > 1)) zeroedFirst(ty);
   }
   // A scatter-add is launched apart from its kernel's other work, into an
@@ -568,7 +575,7 @@ void rereadRows(const Graph& g, const Kernel& k, const KernelShape& s, const std
   if (rows.empty()) return;
   const int64_t extent = g.node(rows.front()).type.axes.back().size;
   if (extent < 256) return;
-  auto bytes = [&](NodeId array) { return static_cast<int64_t>(elementBytes(g.node(array).type, o)); };
+  auto bytes = [&](NodeId array) { return static_cast<int64_t>(storedElementBytes(g, array, o)); };
   const HeldRows heldRows = llmc::heldRows(g, computed, k.outputs, rows, laneAxis, 32,
                                            o.storageBytes == 2 && extent % 8 == 0, bytes);
   for (NodeId row : rows) {
@@ -597,7 +604,7 @@ void plainTileStaging(const Graph& g, const Kernel& k, const KernelShape& s, con
   }
   const std::set<NodeId> computed(k.nodes.begin(), k.nodes.end()), stored(k.inputs.begin(), k.inputs.end());
   const std::vector<TransposedRead> reads = transposedReads(
-      g, computed, stored, k.outputs, axes, tiles, [&](NodeId array) { return elementBytes(g.node(array).type, o); });
+      g, computed, stored, k.outputs, axes, tiles, [&](NodeId array) { return storedElementBytes(g, array, o); });
   const double bytes = static_cast<double>(transposedTileBytes(reads));
   tr.smemBytes = bytes;
   tr.smemTraffic = 2 * bytes * static_cast<double>(cost.blocks);
@@ -608,7 +615,7 @@ void plainTileStaging(const Graph& g, const Kernel& k, const KernelShape& s, con
   // a barrier either side of the copy, two for each reduction's warps.
   const std::string held = heldRowAxis(g, computed, s.groupAxes, {});
   const StagedRows rows = stagedRows(g, computed, stored, s.groupAxes, held,
-                                     [&](NodeId array) { return elementBytes(g.node(array).type, o); },
+                                     [&](NodeId array) { return storedElementBytes(g, array, o); },
                                      [](NodeId) { return true; }, stagedRowsLimit(t.level("SMEM").maxPerBlock));
   if (rows.empty()) {
     rereadRows(g, k, s, held, o, tr);

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,12 @@ struct CostOptions {
   // makes any, planned too, and kept where they price cheaper (the unfuse
   // stage, lowering/unfuse.h). False: never.
   bool rowProductsWhereCheaper = true;
+  // Values stored in f32 whatever storageBytes says: under bf16 storage, the
+  // graph inputs and outputs EmitOptions::f32Values names (a training step's
+  // gradients for its f32 master weights) and what scatter-adds accumulate
+  // into. Filled by the lowering stage (lowering.h, pricedAsWritten), so
+  // that they are priced as written.
+  std::set<NodeId> f32Stored = {};
 };
 
 struct Partition {
@@ -152,6 +159,9 @@ double clearLaunchSeconds(const Type& type, const Target& target);
 
 // The bytes an element of `type` takes in GMEM (floats at the storage's width).
 int elementBytes(const Type& type, const CostOptions& options);
+// The bytes an element of stored value `id` takes in GMEM: as elementBytes,
+// but 4 for a float value options.f32Stored holds.
+int storedElementBytes(const Graph& g, NodeId id, const CostOptions& options);
 
 // The positions of the stream a block takes: all, or its share of a split.
 int64_t streamShare(const KernelShape& shape, const Partition& partition);

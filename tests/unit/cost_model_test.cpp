@@ -9,6 +9,8 @@
 
 #include "analysis/step_skip.h"
 #include "analysis/streamability.h"
+#include "codegen/module.h"
+#include "lowering/lowering.h"
 #include "planning/cost_model.h"
 #include "planning/fusion.h"
 #include "planning/recomputed_work.h"
@@ -368,4 +370,31 @@ TEST_CASE("a window's steps are skipped only where the mask hides every key of t
   CHECK(stepsRun(*skip, "t", T, T, 64, 64).longest == longest);
   CHECK(longest == 3);  // 64 rows and the 100 keys before them span 163 positions: 3 steps
   CHECK(double(run) / double(all) < 0.2);
+}
+
+TEST_CASE("values the writer stores in f32 under bf16 storage are priced at 4 bytes", "[cost]") {
+  // GELU's bias gradient named as an f32 output (as llmc-train names its
+  // gradients): the kernel that writes it moves 2 bytes an element more than
+  // with the output in bf16, and no other kernel's bytes change.
+  const Target target = loadTarget("sm_90a");
+  const Graph g = compileFor("tests/diagrams/collect_terms.dg", "gelu_loss", {{"N", 512}, {"M", 1024}}, true, target);
+  auto gmemBytes = [&](const EmitOptions& emit) {
+    std::map<std::string, double> bytes;
+    for (const PlannedKernel& k : lowerKernels(g, target, CostOptions{}, emit))
+      bytes[std::to_string(k.kernel.id)] = k.cost.level("GMEM").movedBytes;
+    return bytes;
+  };
+  EmitOptions f32;
+  f32.f32Values = {"grad_b"};
+  const auto plain = gmemBytes(EmitOptions{}), wide = gmemBytes(f32);
+  REQUIRE(plain.size() == wide.size());
+  int changed = 0;
+  for (const auto& [id, bytes] : plain) {
+    INFO("kernel " << id << ": " << bytes << " -> " << wide.at(id) << " bytes");
+    if (wide.at(id) != bytes) {
+      ++changed;
+      CHECK(wide.at(id) - bytes == Approx(1024 * 2));
+    }
+  }
+  CHECK(changed == 1);
 }
