@@ -563,11 +563,7 @@ class LaunchPlanner {
   // the values options.f32Values names in f32 whatever the storage, and what
   // atomics accumulate into in f32 too.
   void storage(const std::vector<size_t>& order) {
-    std::set<NodeId> keptWhole;  // stored as f32 whatever the storage
-    for (NodeId id : g_.inputs)
-      if (options_.f32Values.count(g_.node(id).name)) keptWhole.insert(id);
-    for (const GraphOutput& o : g_.outputs)
-      if (options_.f32Values.count(o.name)) keptWhole.insert(o.node);
+    std::set<NodeId> keptWhole = namedF32Values(g_, options_);  // stored as f32 whatever the storage
     // A statistic that a contraction reads is a matmul operand like any other:
     // the tensor cores take bf16 (its staging copy or TMA reads the stored bytes).
     std::set<NodeId> contracted;
@@ -668,6 +664,15 @@ std::string describeLaunchList(const Graph& graph, const LaunchList& list) {
     out += "\n";
   }
   return out;
+}
+
+std::set<NodeId> namedF32Values(const Graph& graph, const EmitOptions& options) {
+  std::set<NodeId> named;
+  for (NodeId id : graph.inputs)
+    if (options.f32Values.count(graph.node(id).name)) named.insert(id);
+  for (const GraphOutput& o : graph.outputs)
+    if (options.f32Values.count(o.name)) named.insert(o.node);
+  return named;
 }
 
 }  // namespace llmc

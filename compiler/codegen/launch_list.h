@@ -38,6 +38,10 @@ struct LaunchList {
 
 LaunchList planLaunches(const Graph& graph, const std::vector<PlannedKernel>& kernels, const EmitOptions& options);
 
+// The graph inputs and outputs options.f32Values names: stored in f32 whatever
+// the storage (with statistics, scalars and what atomics add into).
+std::set<NodeId> namedF32Values(const Graph& graph, const EmitOptions& options);
+
 // The list in words (--dump-after order): each launch with its role, kernel,
 // the arrays it writes and reads; then the buffers with their storage.
 std::string describeLaunchList(const Graph& graph, const LaunchList& list);

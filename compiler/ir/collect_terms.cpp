@@ -231,11 +231,16 @@ class TermCollector {
  private:
   static bool isMul(const Node& n) { return n.op == Op::Binary && n.binary == BinaryOp::Mul; }
 
-  // Whether `constant` is a nonzero constant and `sum` has several terms.
-  bool scalesSum(NodeId constant, NodeId sum) {
-    const Expansion& c = expand(constant);
-    return c.terms.size() == 1 && c.terms[0].atoms.empty() && c.terms[0].coefficient != 0 &&
-           summand(sum).terms.size() > 1;
+  // Of a product's two operands, the one that is a nonzero constant while the
+  // other is a sum of several terms (0 or 1); -1 where there is none.
+  int constantScalingSum(const Node& product) {
+    for (int at : {0, 1}) {
+      const Expansion& c = expand(product.operands[static_cast<size_t>(at)]);
+      if (c.terms.size() == 1 && c.terms[0].atoms.empty() && c.terms[0].coefficient != 0 &&
+          summand(product.operands[static_cast<size_t>(1 - at)]).terms.size() > 1)
+        return at;
+    }
+    return -1;
   }
 
   static bool isSum(const Node& n) {
@@ -288,12 +293,11 @@ class TermCollector {
       std::optional<Polynomial> m = merged(std::move(terms));
       if (!m || m->size() > kMaxTerms) return atom(n.id);
       e = {std::move(*m), unionOf(x.expanded, y.expanded)};
-    } else if (isMul(n) && (scalesSum(n.operands[0], n.operands[1]) || scalesSum(n.operands[1], n.operands[0]))) {
+    } else if (const int at = isMul(n) ? constantScalingSum(n) : -1; at >= 0) {
       // A constant times a sum: the constant scales the sum's coefficients,
       // which multiplies nothing out (c·(x + k·x³) is c·x + c·k·x³).
-      const bool constantFirst = scalesSum(n.operands[0], n.operands[1]);
-      const Expansion& c = expand(n.operands[constantFirst ? 0 : 1]);
-      const Expansion sum = summand(n.operands[constantFirst ? 1 : 0]);
+      const Expansion& c = expand(n.operands[static_cast<size_t>(at)]);
+      const Expansion sum = summand(n.operands[static_cast<size_t>(1 - at)]);
       e = {sum.terms, unionOf(c.expanded, sum.expanded)};
       for (Term& t : e.terms) t.coefficient *= c.terms[0].coefficient;
     } else if (isMul(n)) {

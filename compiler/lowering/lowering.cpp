@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "codegen/emit_cuda.h"
+#include "codegen/launch_list.h"
 #include "lowering/gemm_tiles.h"
 #include "lowering/unfuse.h"
 
@@ -231,10 +232,7 @@ void chooseEngines(std::vector<PlannedKernel>& kernels, const CostOptions& cost,
 
 CostOptions pricedAsWritten(const Graph& graph, CostOptions cost, const EmitOptions& emit) {
   if (emit.storage == StorageType::F32) return cost;
-  for (NodeId id : graph.inputs)
-    if (emit.f32Values.count(graph.node(id).name)) cost.f32Stored.insert(id);
-  for (const GraphOutput& o : graph.outputs)
-    if (emit.f32Values.count(o.name)) cost.f32Stored.insert(o.node);
+  cost.f32Stored = namedF32Values(graph, emit);
   // What scatter-adds accumulate into: f32 atomics, read as f32 after.
   for (const Node& n : graph.nodes)
     if (n.op == Op::ScatterAdd) cost.f32Stored.insert(n.id);
