@@ -138,8 +138,10 @@ std::optional<LtEpilogue> matchEpilogue(const llmc::KernelLaunch& l, const llmc:
   if (end == std::string_view::npos) return std::nullopt;
   const std::string_view functor = source.substr(begin, end - begin);
   const bool hasTanh = functor.find("tanh") != std::string_view::npos;
-  // GELU's tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
-  const bool gelu = hasTanh && functor.find("0.044715") != std::string_view::npos;
+  // GELU's tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), its constant as written or, with
+  // the compiler's terms collected (ir/collect_terms.h), x (sqrt(2/pi) + 0.0356774 x^2).
+  const bool gelu = hasTanh && (functor.find("0.044715") != std::string_view::npos ||
+                                functor.find("0.0356774") != std::string_view::npos);
   if (hasTanh && !gelu) return std::nullopt;
 
   const size_t v = vectors.size(), m = matrices.size();
