@@ -84,6 +84,21 @@ Graph compileGraph(const DiagramFile& file, const DiagramSpec& spec, bool grad, 
   return compileToIR(o);
 }
 
+namespace {
+
+// Positions an integer input can name where no `# fuzz-input: NAME index N` says: the shortest axis
+// a gather looks it up along (a hand-written diagram's token ids or targets), else 2.
+int64_t integerInputBound(const Graph& graph, NodeId input) {
+  int64_t bound = 0;
+  for (const Node& n : graph.nodes)
+    if (n.op == Op::Gather && n.operands.size() == 2 && n.operands[1] == input)
+      if (const Axis* a = graph.node(n.operands[0]).type.find(n.axes.at(0)); a && (bound == 0 || a->size < bound))
+        bound = a->size;
+  return bound > 0 ? bound : 2;
+}
+
+}  // namespace
+
 std::map<std::string, HostTensor> randomInputs(const Graph& graph, const DiagramSpec& spec, uint64_t seed,
                                                bool roundToBf16) {
   std::map<std::string, HostTensor> inputs;
@@ -96,6 +111,8 @@ std::map<std::string, HostTensor> randomInputs(const Graph& graph, const Diagram
     HostTensor t;
     if (v && (!v->indexAxis.empty() || v->indexBound > 0))
       t = randomUniform(n.type, s, 0, double(v->indexBound > 0 ? v->indexBound : spec.sizeOf(v->indexAxis).value_or(1)));
+    else if (isInteger(n.type.dtype))
+      t = randomUniform(n.type, s, 0, double(integerInputBound(graph, id)));
     else if (v && v->lo > 0) t = randomUniform(n.type, s, std::max(v->lo, 0.5), std::max(std::max(v->lo, 0.5), std::min(v->bound, 2.0)));
     else t = randomNormal(n.type, s, 0, 1);
     // A bf16 input holds bf16 values whatever the storage (f32 storage keeps them in f32).
@@ -211,9 +228,13 @@ std::optional<Failure> checkGradients(const DiagramSpec& spec, const DiagramFile
   const double loss = fwd[lossAt].data.at(0);
   if (!std::isfinite(loss))
     return Failure{"grad", "grad: the interpreter's loss is not finite (a generator bug)", fmt::format("loss = {}", loss)};
-  double terms = 0;  // sum |y * wy|
-  const HostTensor weights = permuteTo(inputs.at("wy"), fwd[yAt].type);
-  for (size_t i = 0; i < weights.data.size(); ++i) terms += std::abs(fwd[yAt].data[i] * weights.data[i]);
+  // sum |y * wy|, the generator's loss; a hand-written diagram's (--file) may be any other: |loss|.
+  double terms = std::abs(loss);
+  if (inputs.count("wy")) {
+    terms = 0;
+    const HostTensor weights = permuteTo(inputs.at("wy"), fwd[yAt].type);
+    for (size_t i = 0; i < weights.data.size(); ++i) terms += std::abs(fwd[yAt].data[i] * weights.data[i]);
+  }
   const std::vector<std::string> wrt = spec.wrt();
   std::mt19937_64 rng(spec.seed);
   std::optional<bool> tied;  // hasExactTie, asked once where a coordinate disagrees

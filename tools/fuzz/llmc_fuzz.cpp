@@ -311,8 +311,11 @@ int runFuzzer(const Options& o) {
   int64_t next = 0, passed = 0, failed = 0, knownFailures = 0;
   std::map<std::string, int> signatures;
   const int64_t total = o.file.empty() ? o.count : 1;
-  fmt::print("llmc-fuzz: seeds {}..{}, checks {}, {} jobs\n", o.seed, o.seed + uint64_t(total) - 1,
-             fmt::join(o.checks.checks, ","), o.jobs);
+  if (o.file.empty())
+    fmt::print("llmc-fuzz: seeds {}..{}, checks {}, {} jobs\n", o.seed, o.seed + uint64_t(total) - 1,
+               fmt::join(o.checks.checks, ","), o.jobs);
+  else
+    fmt::print("llmc-fuzz: {}, checks {}\n", o.file, fmt::join(o.checks.checks, ","));
   if (o.fork) fuzz::stopOnSignals();
   std::vector<uint64_t> unfinished;
   while (next < total || runner.running() > 0) {
@@ -332,16 +335,20 @@ int runFuzzer(const Options& o) {
     const fuzz::DiagramSpec& spec = specs[size_t(tag)];
     if (!outcome.failure) {
       ++passed;
-      fmt::print("[{}/{}] seed {}: ok ({} statements, {:.1f} s)\n", passed + failed + knownFailures, total, spec.seed,
-                 spec.statements.size(),
-                 outcome.seconds);
+      // A --file diagram is read as text: its statements are not counted.
+      if (o.file.empty())
+        fmt::print("[{}/{}] seed {}: ok ({} statements, {:.1f} s)\n", passed + failed + knownFailures, total, spec.seed,
+                   spec.statements.size(), outcome.seconds);
+      else
+        fmt::print("[{}/{}] {}: ok ({:.1f} s)\n", passed + failed + knownFailures, total, o.file, outcome.seconds);
       continue;
     }
     const fuzz::Failure& f = *outcome.failure;
     const bool isKnown = std::any_of(known.begin(), known.end(), [&](const std::regex& r) { return std::regex_search(f.signature, r); });
     ++(isKnown ? knownFailures : failed);
     ++signatures[f.signature];
-    fmt::print("[{}/{}] seed {}: {}FAIL {} ({:.1f} s)\n  {}\n", passed + failed + knownFailures, total, spec.seed,
+    fmt::print("[{}/{}] {}: {}FAIL {} ({:.1f} s)\n  {}\n", passed + failed + knownFailures, total,
+               o.file.empty() ? fmt::format("seed {}", spec.seed) : o.file,
                isKnown ? "known " : "", f.signature, outcome.seconds, f.detail.substr(0, 600));
     // Known failures are saved as generated: their shrunk diagram is in known/ already.
     fmt::print("  saved: {}\n", save(o, runner, spec, f, o.shrink && !isKnown));
