@@ -462,6 +462,12 @@ bool readsStreamResults(const Graph& g, const StreamAnalysis& analysis, const st
   return false;
 }
 
+bool sharesStreamOut(const Graph& g, const StreamAnalysis& analysis, const std::set<NodeId>& region, NodeId output,
+                     const std::string& axis) {
+  if (std::find(analysis.aggregates.begin(), analysis.aggregates.end(), output) != analysis.aggregates.end()) return true;
+  return g.node(output).type.has(axis) && !readsStreamResults(g, analysis, region, output);
+}
+
 std::vector<std::string> reducedAxes(const Graph& graph) {
   std::vector<std::string> axes;
   auto add = [&](const std::string& a) {

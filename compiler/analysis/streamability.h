@@ -96,6 +96,14 @@ StreamAnalysis analyzeStream(const Graph& graph, const std::set<NodeId>& region,
 // `region`'s nodes: known only once the stream is done.
 bool readsStreamResults(const Graph& graph, const StreamAnalysis& analysis, const std::set<NodeId>& region, NodeId value);
 
+// Whether `output` lets blocks share the stream over `axis` out among them:
+// one of the stream's aggregates (each block adds its partial sums into it),
+// or a value along the axis that reads none of them (each block stores the
+// positions of its share: an RMSNorm's normalised rows beside its gain's
+// gradient).
+bool sharesStreamOut(const Graph& graph, const StreamAnalysis& analysis, const std::set<NodeId>& region, NodeId output,
+                     const std::string& axis);
+
 // The axes some node of the graph reduces (sum, max, contraction, gather).
 std::vector<std::string> reducedAxes(const Graph& graph);
 

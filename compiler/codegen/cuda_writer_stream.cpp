@@ -504,7 +504,8 @@ std::string CudaWriter::aggregate(const Node& n, const Env& own, int target) {
 void CudaWriter::store(int scope, NodeId id, const Env& env) {
   const StoredArray& arr = stored_.at(id);
   std::string v = value(id, env);
-  if (!plan_.splitTiles.empty() && (!tcs_ || tcs_->share > 0)) {  // a partial sum: f32, zeroed first
+  if (!plan_.splitTiles.empty() && (!tcs_ || tcs_->share > 0) &&
+      addsPartialSums(g_.node(id).type, plan_.splitTiles)) {  // a partial sum: f32, zeroed first
     emit(scope, fmt::format("atomicAdd(&{}[{}], {});", arr.param, offset(id, env), v));
     return;
   }

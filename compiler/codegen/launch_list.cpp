@@ -359,8 +359,8 @@ class LaunchPlanner {
     tile.plan.streamChunk = pk.partition.streamChunk;
     tile.plan.gemmTile = pk.gemmTile;
     splitK(pk, tile.plan);
-    if (!tile.plan.splitTiles.empty())
-      for (NodeId o : tile.plan.outputs) {
+    for (NodeId o : tile.plan.outputs)
+      if (!tile.plan.splitTiles.empty() && addsPartialSums(g_.node(o).type, tile.plan.splitTiles)) {
         splitSums_.insert(o);
         clearBefore(k, o);
       }
@@ -380,14 +380,14 @@ class LaunchPlanner {
   }
 
   // Split-K where the partition shares a reduced axis out across blocks and
-  // every output is a plain sum over it: partial sums added atomically into
-  // f32 arrays zeroed first.
+  // every output is a plain sum over it (partial sums added atomically into
+  // f32 arrays zeroed first) or lies along it (each block its share).
   void splitK(const PlannedKernel& pk, LaunchPlan& plan) const {
     for (const auto& [axis, perBlock] : pk.partition.splitTiles) {
       const StreamAnalysis sums = analyzeStream(g_, plan.computed, axis);
       const bool plainSums = sums.streamable && sums.tail.empty() &&
                              std::all_of(plan.outputs.begin(), plan.outputs.end(), [&](NodeId o) {
-                               return std::count(sums.aggregates.begin(), sums.aggregates.end(), o) > 0;
+                               return sharesStreamOut(g_, sums, plan.computed, o, axis);
                              });
       int64_t extent = 0;
       for (NodeId id : plan.computed)

@@ -81,6 +81,10 @@ int storedElementBytes(const Graph& g, NodeId id, const CostOptions& o) {
   return isFloat(t.dtype) && o.f32Stored.count(id) ? 4 : elementBytes(t, o);
 }
 
+bool addsPartialSums(const Type& output, const std::map<std::string, int64_t>& splitTiles) {
+  return std::any_of(splitTiles.begin(), splitTiles.end(), [&](const auto& split) { return !output.has(split.first); });
+}
+
 int64_t streamShare(const KernelShape& s, const Partition& p) {
   auto split = p.splitTiles.find(s.streamAxis);
   return split == p.splitTiles.end() ? s.streamExtent : std::min(s.streamExtent, split->second);
@@ -154,12 +158,12 @@ namespace {
 
 // kernelShape's parts, in its order.
 
-void addStreamSplit(KernelShape& s, const Graph& g, const Kernel& k, const std::set<NodeId>& members,
-                    const std::set<std::string>& outputAxes) {
+void addStreamSplit(KernelShape& s, const Graph& g, const Kernel& k, const std::set<NodeId>& members) {
   // A stream whose slots are plain sums, read by the outputs as they are,
   // may be shared out across blocks like a looped axis (each block's partial
-  // sums added atomically): few long rows (a sum along the only long axis of
-  // a few rows) then fill the device. Not a kernel with a contraction (a
+  // sums added atomically; an output along the stream, each block's share
+  // of its positions stored): few long rows (a sum along the only long axis
+  // of a few rows) then fill the device. Not a kernel with a contraction (a
   // GEMM's k, split by its own loop axes; a tensor-core stream).
   if (!s.streamAxis.empty()) {
     bool contraction = false;
@@ -171,9 +175,9 @@ void addStreamSplit(KernelShape& s, const Graph& g, const Kernel& k, const std::
                              return slot.kind == AccumulatorSlot::Kind::Sum && slot.rescaledBy < 0;
                            }) &&
                            std::all_of(k.outputs.begin(), k.outputs.end(), [&](NodeId o) {
-                             return std::count(stream.aggregates.begin(), stream.aggregates.end(), o) > 0;
+                             return sharesStreamOut(g, stream, members, o, s.streamAxis);
                            });
-    if (plainSums && !contraction && !outputAxes.count(s.streamAxis) && s.streamExtent >= 2 * kSplitPositionsMin &&
+    if (plainSums && !contraction && s.streamExtent >= 2 * kSplitPositionsMin &&
         !isWholeArraySum(g, k.outputs, members))  // that one is written over the whole grid already
       s.splitAxes.push_back(s.streamAxis);
   }
@@ -353,7 +357,7 @@ KernelShape kernelShape(const Graph& g, const Kernel& k, const Target& target, c
                   });
     if (linear && !outputAxes.count(name)) s.splitAxes.push_back(name);
   }
-  addStreamSplit(s, g, k, members, outputAxes);
+  addStreamSplit(s, g, k, members);
   addPerPositionContractions(s, g, k, members);
   addTileMultiples(s, g, k, target, o);
   for (NodeId in : k.inputs)
@@ -528,12 +532,12 @@ void outputTraffic(const Graph& g, const Kernel& k, const KernelShape& s, const 
     const bool gridAdded = wholeArraySum && ty.axes.empty();
     if (gridAdded) tr.moved += 2 * 4 * static_cast<double>(cost.blocks);
     else if (wholeArraySum) tr.moved += static_cast<double>(ty.elementCount()) * each;
-    else if (splits > 1) {
+    else if (splits > 1 && addsPartialSums(ty, p.splitTiles)) {
       tr.moved += 2 * 4 * static_cast<double>(ty.elementCount()) * static_cast<double>(splits);
       tr.atomicAdds += static_cast<double>(ty.elementCount()) * static_cast<double>(splits);
     } else
       tr.moved += static_cast<double>(ty.elementCount()) * each * segmentsMoved(ty, s, p, o);
-    if (gridAdded || (!wholeArraySum && splits > 1)) zeroedFirst(ty);
+    if (gridAdded || (!wholeArraySum && splits > 1 && addsPartialSums(ty, p.splitTiles))) zeroedFirst(ty);
   }
   // A scatter-add is launched apart from its kernel's other work, into an
   // array zeroed first, whether or not the kernel stores it as an output.

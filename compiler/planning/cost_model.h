@@ -68,6 +68,12 @@ struct Partition {
   std::map<std::string, int64_t> splitTiles = {};
 };
 
+// Whether the blocks sharing `splitTiles`'s axes out each add a partial sum
+// into `output` (it lacks one of those axes: an f32 array zeroed first, added
+// to by atomics) rather than store their own positions of it (an output
+// along a shared stream, analysis/streamability.h, sharesStreamOut).
+bool addsPartialSums(const Type& output, const std::map<std::string, int64_t>& splitTiles);
+
 struct LevelCost {
   std::string level;        // "GMEM", "SMEM", "REG"
   double memoryBytes = 0;   // used at once (per block for SMEM, per thread for REG)
