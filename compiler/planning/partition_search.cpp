@@ -45,6 +45,18 @@ std::string traceText(const Partition& p, const KernelCost& c) {
   return line;
 }
 
+// Whether a kernel's threads wait on the memory's latency far longer than
+// anything else takes it: the latency term more than twice every other but
+// the launch and the barriers.
+bool latencyBoundByFar(const KernelCost& c) {
+  const auto latency = c.seconds.find("latency");
+  if (latency == c.seconds.end()) return false;
+  double others = 0;
+  for (const auto& [term, seconds] : c.seconds)
+    if (term != "latency" && term != "launch" && term != "sync") others = std::max(others, seconds);
+  return latency->second > 2 * others;
+}
+
 }  // namespace
 
 // (Written so that nothing overflows for any extent: past 2^62 a doubling
@@ -188,12 +200,25 @@ Partition searchPartition(const Graph& g, const Kernel& k, const KernelShape& s,
   // 2026-12-01, at the same predicted time). A layernorm's gain gradient
   // over 333 rows of 771 channels, 13 blocks whole, ran 22 us where its
   // model said 9.5: each thread walked 84 rows, a load in flight a row.
+  // Also where the grid fills the SMs with blocks of a thread or two, their
+  // loads too few to hide the memory's latency (latency more than twice any
+  // other term), if shared out it is priced at most 2/3 of whole: a split
+  // stream beside a full grid ran 1.4x the time priced whole (the bias
+  // gradients above). A layernorm's gain gradient over 256 channels, a
+  // block a channel of one thread walking 4096 rows, priced 902 us whole
+  // and 58 shared out; GPT-2's, their latency 1.3x their bytes' time, stay
+  // whole.
   const bool streamSplits = std::find(s.splitAxes.begin(), s.splitAxes.end(), s.streamAxis) != s.splitAxes.end();
-  if (!streamSplits || whole.blocks >= t.smCount) return whole.partition;
+  if (!streamSplits) return whole.partition;
+  const bool fills = whole.blocks >= t.smCount;
+  const KernelCost wholeCost = fills ? evaluate(g, k, s, whole.partition, t, o) : KernelCost{};
+  if (fills && !latencyBoundByFar(wholeCost)) return whole.partition;
   std::vector<int64_t> perBlock;
   for (int64_t n = s.streamExtent; n >= kSplitPositionsMin; n /= 2) perBlock.push_back(n);
   options.push_back(perBlock);
-  return searchOptions(g, k, s, t, o, objective, options, chunks).partition;
+  const Partition shared = searchOptions(g, k, s, t, o, objective, options, chunks).partition;
+  if (fills && evaluate(g, k, s, shared, t, o).predicted * 1.5 > wholeCost.predicted) return whole.partition;
+  return shared;
 }
 
 }  // namespace llmc
