@@ -130,7 +130,8 @@ namespace {
 size_t outputIndex(const Graph& g, const std::string& name) {
   for (size_t i = 0; i < g.outputs.size(); ++i)
     if (g.outputs[i].name == name) return i;
-  throw std::runtime_error("no output " + name);
+  throw std::runtime_error(fmt::format("the diagram has no output '{}' (llmc-fuzz checks a diagram 'fuzz' with the outputs "
+                                       "y and loss: tools/fuzz/README.md)", name));
 }
 
 bool allFinite(const HostTensor& t) {
