@@ -474,6 +474,9 @@ class CudaWriter {
     std::string name;  // the registers: [2] a lane's rows, [8][2] its positions of the step
     bool alongStream = false;
     std::map<std::string, std::string> axes;  // the stored array's axes -> the launch's (through renames)
+    int64_t smemOffset = -1;  // staged in shared memory a step ahead (StreamPrefetch::staged)
+    int half = 0;             // staged: the half of the block's threads that loads it
+    bool staged() const { return smemOffset >= 0; }
   };
   std::map<NodeId, Prefetched> prefetched_;
   std::string rowInside_;  // openRows: the lane's row lies inside the axis (empty: every row does)
@@ -482,6 +485,8 @@ class CudaWriter {
   void tcsFindPrefetched(const TcsBody& b);
   void tcsPrefetchRows(const TcsBody& b);
   void tcsPrefetchColumns(const TcsBody& b, int step);
+  void tcsStageAlong(const TcsBody& b, int scope, const std::string& first, const std::string& into);
+  void tcsStoreAlongAhead(int step);
   static Env storedAt(const Prefetched& ahead, const Env& launch);
   std::optional<std::string> prefetchedValue(const Node& n, const Env& own) const;
   void tcsStageSlots(const TcsBody& b);

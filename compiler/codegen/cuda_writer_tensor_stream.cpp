@@ -237,6 +237,17 @@ void CudaWriter::tcsFirstStep(TcsBody& b) {
   }
   tcsFindPrefetched(b);
   tcsPrefetchRows(b);
+  bool staged = false;
+  for (const auto& [id, ahead] : prefetched_)
+    if (ahead.staged()) {
+      staged = true;
+      emit(0, fmt::format("float* const {} = reinterpret_cast<float*>(smem + {});  // {} at the step's positions, two stages",
+                          ahead.name, ahead.smemOffset, names_[static_cast<size_t>(id)]));
+    }
+  if (staged) {
+    tcsStageAlong(b, 0, "c_first", "0");
+    emit(0, "__syncthreads();");
+  }
   // Accumulators: two rows per lane, or a product's [channels / 8][4] fragment.
   for (size_t k = 0; k < slots_.size(); ++k) {
     const bool isMax = stream_.slots[k].kind == AccumulatorSlot::Kind::Max;
@@ -341,6 +352,7 @@ void CudaWriter::tcsSteps(const TcsBody& b) {
   }
   if (warpgroup) emit(step, fmt::format("llmc::stream::warpgroup_wait({});", productFragments));
   tcsRowProducts(b, step);
+  tcsStoreAlongAhead(step);
   emit(step, "__syncthreads();");
   close(step);
 }
@@ -420,8 +432,45 @@ void CudaWriter::tcsElementwise(const TcsBody& b, int parent) {
 // Names the registers of the values the plan loads ahead.
 void CudaWriter::tcsFindPrefetched(const TcsBody& b) {
   prefetched_.clear();
+  int staged = 0;
   for (const StreamPrefetch& p : b.t.prefetched)
-    prefetched_[p.value] = {fresh(names_[static_cast<size_t>(p.value)] + "_ahead"), p.alongStream, p.axes};
+    prefetched_[p.value] = {fresh(names_[static_cast<size_t>(p.value)] + (p.staged() ? "_s" : "_ahead")), p.alongStream,
+                            p.axes, p.smemOffset, p.staged() ? staged++ % 2 : 0};
+}
+
+// The staged values along the stream (StreamPrefetch::staged) at the step
+// from `first`: a thread of the value's half loads its position and, with
+// `into` a stage, stores it there; else it keeps it in NAME_next, stored
+// into the other stage at the end of the step (tcsStoreAlongAhead).
+void CudaWriter::tcsStageAlong(const TcsBody& b, int scope, const std::string& first, const std::string& into) {
+  const Axis& c = b.t.stream;
+  for (const auto& [id, ahead] : prefetched_) {
+    if (!ahead.staged()) continue;
+    if (into.empty()) emit(scope, fmt::format("float {}_next = 0.0f;", ahead.name));
+    const std::string nextRuns = into.empty() ? fmt::format("{} + {} <= c_last && ", first, kStreamPositionsPerStep) : "";
+    const int mine = open(scope, fmt::format("if ({}threadIdx.x / {} == {})", nextRuns, kStreamPositionsPerStep, ahead.half));
+    Env e = b.env;
+    std::string position = fmt::format("{} + {} + threadIdx.x % {}", first, into.empty() ? kStreamPositionsPerStep : 0,
+                                       kStreamPositionsPerStep);
+    if (c.size % kStreamPositionsPerStep != 0) position = fmt::format("min({}, {})", position, c.size - 1);
+    e[c.name] = {define(mine, "int", "i_" + c.name, position), mine};
+    prefetching_ = true;
+    const std::string loaded = load(g_.node(id), storedAt(ahead, e), mine);
+    prefetching_ = false;
+    if (into.empty()) emit(mine, fmt::format("{}_next = {};", ahead.name, loaded));
+    else emit(mine, fmt::format("{}[{} * {} + threadIdx.x % {}] = {};", ahead.name, into, kStreamPositionsPerStep,
+                                kStreamPositionsPerStep, loaded));
+    close(mine);
+  }
+}
+
+// The next step's staged values into the other stage, before the step's
+// closing barrier (the stage was last read by the step before this one).
+void CudaWriter::tcsStoreAlongAhead(int step) {
+  for (const auto& [id, ahead] : prefetched_)
+    if (ahead.staged())
+      emit(step, fmt::format("if (c0 + {0} <= c_last && threadIdx.x / {0} == {1}) {2}[(stage ^ 1) * {0} + threadIdx.x % {0}] = {2}_next;",
+                             kStreamPositionsPerStep, ahead.half, ahead.name));
 }
 
 // A lane's two rows of each value read per row, before the loop.
@@ -450,8 +499,9 @@ void CudaWriter::tcsPrefetchRows(const TcsBody& b) {
 void CudaWriter::tcsPrefetchColumns(const TcsBody& b, int step) {
   const TensorCoreStream& t = b.t;
   std::vector<NodeId> along;
+  tcsStageAlong(b, step, "c0", "");
   for (const auto& [id, ahead] : prefetched_)
-    if (ahead.alongStream) {
+    if (ahead.alongStream && !ahead.staged()) {
       along.push_back(id);
       emit(step, fmt::format("float {}[8][2];  // {} at the lane's positions of the step", ahead.name,
                              names_[static_cast<size_t>(id)]));
@@ -505,6 +555,9 @@ std::optional<std::string> CudaWriter::prefetchedValue(const Node& n, const Env&
                                                         : at == "i_" + launchAxis;
     if (!same) return std::nullopt;
   }
+  if (ahead.staged())
+    return fmt::format("{}[stage * {} + 8 * {} + 2 * (lane & 3) + {}]", ahead.name, kStreamPositionsPerStep,
+                       fragment_.column, fragment_.element);
   if (ahead.alongStream) return fmt::format("{}[{}][{}]", ahead.name, fragment_.column, fragment_.element);
   return fmt::format("{}[{}]", ahead.name, fragment_.half);
 }

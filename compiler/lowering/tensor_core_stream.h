@@ -102,12 +102,19 @@ struct StreamRowProduct {
 // the stream alone (and the block's batch positions): a softmax's statistics
 // in attention's backward. Loaded into registers ahead of the products that
 // it would otherwise wait behind: a lane's two rows once before the loop, or
-// its 16 positions of a step at the top of the step.
+// its 16 positions of a step at the top of the step; or, along the stream
+// where those 16 registers would cost the block its room (attention's dK/dV
+// stream reads three such values), staged in shared memory a step ahead: a
+// thread loads one position of the next step at the top of a step and
+// stores it into the other stage at its end.
 struct StreamPrefetch {
   NodeId value = -1;                         // the stored value (reached through views)
   bool alongStream = false;                  // by the stream's positions, else by the rows
   std::map<std::string, std::string> axes;   // its axes -> the launch's (through renames)
-  int registers() const { return alongStream ? 16 : 2; }
+  int64_t smemOffset = -1;                   // bytes: staged, two stages of a step's floats; -1: in registers
+  bool staged() const { return smemOffset >= 0; }
+  int registers() const { return staged() ? 1 : alongStream ? 16 : 2; }
+  static constexpr int64_t kStagedBytes = 2 * int64_t{kStreamPositionsPerStep} * 4;
 };
 
 // An output along the stream whose innermost axis is the stream's, stored
