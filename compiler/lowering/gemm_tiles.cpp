@@ -1,8 +1,11 @@
 #include "lowering/gemm_tiles.h"
 
+#include "lowering/lowering.h"
+
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <tuple>
 #include <vector>
 
@@ -97,7 +100,18 @@ void addTilePipeline(KernelCost& cost, const TensorCoreGemm& gemm, const GemmTil
   if (streamed == kStepSeconds && kStepSeconds > busiest) cost.bottleneck = "k-steps";
   if (streamed == unaligned && unaligned > busiest) cost.bottleneck = "unaligned rows";
   if (epilogueSeconds + t.tileFillSeconds > streamed) cost.bottleneck = "fill/epilogue";
-  cost.predicted = streamed + epilogueSeconds + t.tileFillSeconds + fixed;
+  // A split's units add their partial tiles atomically after their k-steps:
+  // the adds of the last wave follow its k-steps with nothing left to hide
+  // them (the earlier waves' run beside later k-steps, within the whole
+  // kernel's "atomics" term). Measured on the H200 (2026-12-06), splits
+  // priced without it ran 1.5-2.4x their price where the units fit in one
+  // wave: a gated MLP's 1000 x 771 projection over 2051 split 2 ways 25.5 us
+  // against 12.4 unsplit, priced 13.7 and 16.0.
+  double atomicTail = 0;
+  if (const auto atomics = cost.seconds.find("atomics"); tile.splits > 1 && atomics != cost.seconds.end())
+    atomicTail = atomics->second * static_cast<double>(std::min<int64_t>(units, t.smCount)) / static_cast<double>(units);
+  if (atomicTail > 0) cost.seconds["atomics, last wave"] = atomicTail;
+  cost.predicted = streamed + epilogueSeconds + atomicTail + t.tileFillSeconds + fixed;
 }
 
 // Cuts `tile` positions of a GEMM dimension over its axes (outermost first),
@@ -114,15 +128,19 @@ void cutAlong(const std::vector<Axis>& axes, int64_t tile, std::map<std::string,
 // The k axes `splits` units of a tile share, each with the positions a unit
 // takes (the library cuts the k-steps of the collapsed k dimension; an axis
 // a unit takes whole is left out); empty where the kernel's outputs are not
-// plain sums over those axes (KernelShape::splitAxes), or splits is 1.
-std::map<std::string, int64_t> splitTilesOf(const PlannedKernel& kernel, const TensorCoreGemm& gemm, int splits) {
+// plain sums over those axes (KernelShape::splitAxes; the stream axis, a
+// GEMM's only k axis where the rows have no batch axis: `streamSums`,
+// outputsSumOverStream), or splits is 1.
+std::map<std::string, int64_t> splitTilesOf(const PlannedKernel& kernel, const TensorCoreGemm& gemm, int splits,
+                                            bool streamSums) {
   std::map<std::string, int64_t> cut, out;
   if (splits <= 1) return out;
   cutAlong(gemm.k, ceilDiv(ceilDiv(gemm.K, gemm.BK), splits) * gemm.BK, cut);
   const auto& splittable = kernel.shape.splitAxes;
   for (const Axis& a : gemm.k) {
     if (cut.at(a.name) >= a.size) continue;
-    if (std::find(splittable.begin(), splittable.end(), a.name) == splittable.end()) return {};
+    const bool stream = a.name == kernel.shape.streamAxis && streamSums;
+    if (!stream && std::find(splittable.begin(), splittable.end(), a.name) == splittable.end()) return {};
     out[a.name] = cut.at(a.name);
   }
   return out;
@@ -154,7 +172,8 @@ double epilogueOperations(const Graph& graph, const PlannedKernel& kernel, const
 
 }  // namespace
 
-Partition gemmTilePartition(const PlannedKernel& kernel, const TensorCoreGemm& gemm, const GemmTile& tile) {
+Partition gemmTilePartition(const Graph& graph, const PlannedKernel& kernel, const TensorCoreGemm& gemm,
+                            const GemmTile& tile) {
   Partition p = kernel.partition;
   for (const Axis& a : gemm.batch) p.groupTiles[a.name] = 1;
   cutAlong(gemm.m, tile.bm, p.groupTiles);
@@ -162,13 +181,13 @@ Partition gemmTilePartition(const PlannedKernel& kernel, const TensorCoreGemm& g
   for (const Axis& a : kernel.shape.groupAxes)
     if (a.size == 1) p.groupTiles[a.name] = 1;
   if (!kernel.shape.streamAxis.empty()) p.streamChunk = std::min<int64_t>(gemm.BK, kernel.shape.streamExtent);
-  p.splitTiles = splitTilesOf(kernel, gemm, tile.splits);
+  p.splitTiles = splitTilesOf(kernel, gemm, tile.splits, outputsSumOverStream(graph, kernel));
   return p;
 }
 
 KernelCost priceGemmTile(const Graph& graph, const PlannedKernel& kernel, const TensorCoreGemm& gemm,
                          const GemmTile& tile, const Target& target, const CostOptions& options) {
-  KernelCost cost = evaluate(graph, kernel.kernel, kernel.shape, gemmTilePartition(kernel, gemm, tile), target, options);
+  KernelCost cost = evaluate(graph, kernel.kernel, kernel.shape, gemmTilePartition(graph, kernel, gemm, tile), target, options);
   // The library's tiles fit by construction (libraryTiles): evaluate's
   // registers assume 256 threads a block, where the library's consumers hold
   // up to 128 accumulators each (a 256 x 128 tile over two warpgroups).
@@ -177,24 +196,41 @@ KernelCost priceGemmTile(const Graph& graph, const PlannedKernel& kernel, const 
   return cost;
 }
 
+// A split along the stream (outputsSumOverStream: the only k axis of rows
+// without a batch axis, a linear layer's weight gradient over its tokens) is
+// taken only where it is priced at most 2/3 of the best tile without one, as
+// partition_search takes a CUDA-core stream's split: it is what fills the
+// SMs where the tiles are few (N=65536 rows, 128 x 64 outputs: 2 tiles, 409
+// us priced unsplit), and near a tie the atomics it adds are the likelier
+// price to be wrong.
+constexpr double kStreamSplitGain = 2.0 / 3.0;
+
 void chooseGemmTile(const Graph& graph, PlannedKernel& kernel, const TensorCoreGemm& gemm, const Target& target,
                     const CostOptions& options) {
   const int64_t kSteps = ceilDiv(gemm.K, gemm.BK);
-  bool found = false;
+  const bool streamSums = outputsSumOverStream(graph, kernel);
+  struct Choice {
+    GemmTile tile;
+    KernelCost cost;
+  };
+  std::optional<Choice> plain, alongStream;  // the cheapest without a split along the stream, and with one
   for (GemmTile tile : libraryTiles(gemm))
     for (tile.splits = 1; tile.splits <= maxSplits(gemm); ++tile.splits) {
       // Splits that leave some unit without k-steps run as fewer; a split
       // needs outputs that are plain sums over what it cuts.
-      if (tile.splits > 1 && (ceilDiv(kSteps, tile.splits) * (tile.splits - 1) >= kSteps ||
-                              splitTilesOf(kernel, gemm, tile.splits).empty()))
-        continue;
+      const std::map<std::string, int64_t> cut = splitTilesOf(kernel, gemm, tile.splits, streamSums);
+      if (tile.splits > 1 && (ceilDiv(kSteps, tile.splits) * (tile.splits - 1) >= kSteps || cut.empty())) continue;
+      std::optional<Choice>& best = cut.count(kernel.shape.streamAxis) ? alongStream : plain;
       KernelCost cost = priceGemmTile(graph, kernel, gemm, tile, target, options);
-      if (found && cost.predicted >= kernel.cost.predicted * (1 - 1e-9)) continue;
-      found = true;
-      kernel.gemmTile = tile;
-      kernel.partition = gemmTilePartition(kernel, gemm, tile);
-      kernel.cost = std::move(cost);
+      if (best && cost.predicted >= best->cost.predicted * (1 - 1e-9)) continue;
+      best = Choice{tile, std::move(cost)};
     }
+  std::optional<Choice>& chosen =
+      alongStream && (!plain || alongStream->cost.predicted <= kStreamSplitGain * plain->cost.predicted) ? alongStream : plain;
+  if (!chosen) return;
+  kernel.gemmTile = chosen->tile;
+  kernel.partition = gemmTilePartition(graph, kernel, gemm, chosen->tile);
+  kernel.cost = std::move(chosen->cost);
 }
 
 }  // namespace llmc

@@ -35,6 +35,7 @@ KernelCost priceGemmTile(const Graph& graph, const PlannedKernel& kernel, const 
 // several axes takes the inner ones whole), one position of each batch axis,
 // the stream in chunks of the tile's k-step, the k axis shared by `splits`
 // units.
-Partition gemmTilePartition(const PlannedKernel& kernel, const TensorCoreGemm& gemm, const GemmTile& tile);
+Partition gemmTilePartition(const Graph& graph, const PlannedKernel& kernel, const TensorCoreGemm& gemm,
+                            const GemmTile& tile);
 
 }  // namespace llmc

@@ -87,21 +87,6 @@ void addStreamStepLatency(KernelCost& cost, const KernelShape& shape, const Part
   }
 }
 
-// Whether every output of the kernel is a plain sum over the stream axis:
-// what blocks sharing the stream out can add atomically (as launch_list.cpp's
-// split-K asks).
-bool outputsSumOverStream(const Graph& graph, const PlannedKernel& kernel) {
-  const std::string& axis = kernel.shape.streamAxis;
-  if (axis.empty()) return false;
-  const std::set<NodeId> members(kernel.kernel.nodes.begin(), kernel.kernel.nodes.end());
-  const StreamAnalysis sums = analyzeStream(graph, members, axis);
-  if (!sums.streamable || !sums.tail.empty()) return false;
-  for (const AccumulatorSlot& slot : sums.slots)
-    if (slot.kind != AccumulatorSlot::Kind::Sum || slot.rescaledBy >= 0) return false;
-  return std::all_of(kernel.kernel.outputs.begin(), kernel.kernel.outputs.end(), [&](NodeId o) {
-    return std::count(sums.aggregates.begin(), sums.aggregates.end(), o) > 0;
-  });
-}
 
 // A kernel that runs as a tensor-core stream, priced with the stream's tiles:
 // kStreamRowsPerBlock rows a block, one position of each batch axis,
@@ -193,6 +178,22 @@ void priceAsLowered(std::vector<PlannedKernel>& kernels, const CudaModule& modul
 }
 
 }  // namespace
+
+// Whether every output of the kernel is a plain sum over the stream axis:
+// what blocks sharing the stream out can add atomically (as launch_list.cpp's
+// split-K asks).
+bool outputsSumOverStream(const Graph& graph, const PlannedKernel& kernel) {
+  const std::string& axis = kernel.shape.streamAxis;
+  if (axis.empty()) return false;
+  const std::set<NodeId> members(kernel.kernel.nodes.begin(), kernel.kernel.nodes.end());
+  const StreamAnalysis sums = analyzeStream(graph, members, axis);
+  if (!sums.streamable || !sums.tail.empty()) return false;
+  for (const AccumulatorSlot& slot : sums.slots)
+    if (slot.kind != AccumulatorSlot::Kind::Sum || slot.rescaledBy >= 0) return false;
+  return std::all_of(kernel.kernel.outputs.begin(), kernel.kernel.outputs.end(), [&](NodeId o) {
+    return std::count(sums.aggregates.begin(), sums.aggregates.end(), o) > 0;
+  });
+}
 
 void recordLaunches(std::vector<PlannedKernel>& kernels, const CudaModule& module) {
   std::map<int, const KernelLaunch*> tileOf;

@@ -52,6 +52,11 @@ void recordLaunches(std::vector<PlannedKernel>& kernels, const CudaModule& modul
 // Whether a kernel was priced with work on the tensor cores.
 bool pricedOnTensorCores(const KernelCost& cost);
 
+// Whether every output of the kernel is a plain sum over its stream axis:
+// what blocks sharing the stream out can add atomically (a tensor-core
+// stream's share, a GEMM's split-K along the stream).
+bool outputsSumOverStream(const Graph& graph, const PlannedKernel& kernel);
+
 // The storage the cost options describe (2 bytes: bf16, else f32).
 EmitOptions emitOptionsFor(const CostOptions& cost);
 
