@@ -304,6 +304,10 @@ inline std::vector<EmitCase> otherCases() {
        false, {}, 1, 1},
       {"RMSNorm, matmul training step", "benchmarks/diagrams/rmsnorm_matmul.dg", "rmsnorm_matmul_loss",
        {{"N", 33}, {"C", 77}, {"F", 308}}, true, {}},
+      // A linear layer's weight gradient over 20011 rows without a batch axis: 1 tile of its
+      // 72 x 40 outputs, the GEMM split along its stream (the rows), partial tiles added atomically.
+      {"linear layer over tokens, training step", "tests/diagrams/linear_tokens.dg", "linear_loss",
+       {{"N", 20011}, {"C", 72}, {"O", 40}}, true, {}},
       {"classifier, mean cross-entropy", "benchmarks/diagrams/classifier.dg", "classifier",
        {{"N", 77}, {"V", 1001}, {"C", 80}}, true, {{"target", 1001}}, 0.3},
       // Few rows of a long vocabulary: a block of several warps a row, the
