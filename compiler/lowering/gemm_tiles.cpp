@@ -129,18 +129,19 @@ void cutAlong(const std::vector<Axis>& axes, int64_t tile, std::map<std::string,
 // takes (the library cuts the k-steps of the collapsed k dimension; an axis
 // a unit takes whole is left out); empty where the kernel's outputs are not
 // plain sums over those axes (KernelShape::splitAxes; the stream axis, a
-// GEMM's only k axis where the rows have no batch axis: `streamSums`,
-// outputsSumOverStream), or splits is 1.
-std::map<std::string, int64_t> splitTilesOf(const PlannedKernel& kernel, const TensorCoreGemm& gemm, int splits,
-                                            bool streamSums) {
+// GEMM's only k axis where the rows have no batch axis, where
+// outputsSumOverStream: asked only of a split that cuts it), or splits is 1.
+std::map<std::string, int64_t> splitTilesOf(const Graph& graph, const PlannedKernel& kernel, const TensorCoreGemm& gemm,
+                                            int splits) {
   std::map<std::string, int64_t> cut, out;
   if (splits <= 1) return out;
   cutAlong(gemm.k, ceilDiv(ceilDiv(gemm.K, gemm.BK), splits) * gemm.BK, cut);
   const auto& splittable = kernel.shape.splitAxes;
   for (const Axis& a : gemm.k) {
     if (cut.at(a.name) >= a.size) continue;
-    const bool stream = a.name == kernel.shape.streamAxis && streamSums;
-    if (!stream && std::find(splittable.begin(), splittable.end(), a.name) == splittable.end()) return {};
+    if (std::find(splittable.begin(), splittable.end(), a.name) == splittable.end() &&
+        (a.name != kernel.shape.streamAxis || !outputsSumOverStream(graph, kernel)))
+      return {};
     out[a.name] = cut.at(a.name);
   }
   return out;
@@ -181,7 +182,7 @@ Partition gemmTilePartition(const Graph& graph, const PlannedKernel& kernel, con
   for (const Axis& a : kernel.shape.groupAxes)
     if (a.size == 1) p.groupTiles[a.name] = 1;
   if (!kernel.shape.streamAxis.empty()) p.streamChunk = std::min<int64_t>(gemm.BK, kernel.shape.streamExtent);
-  p.splitTiles = splitTilesOf(kernel, gemm, tile.splits, outputsSumOverStream(graph, kernel));
+  p.splitTiles = splitTilesOf(graph, kernel, gemm, tile.splits);
   return p;
 }
 
@@ -208,7 +209,6 @@ constexpr double kStreamSplitGain = 2.0 / 3.0;
 void chooseGemmTile(const Graph& graph, PlannedKernel& kernel, const TensorCoreGemm& gemm, const Target& target,
                     const CostOptions& options) {
   const int64_t kSteps = ceilDiv(gemm.K, gemm.BK);
-  const bool streamSums = outputsSumOverStream(graph, kernel);
   struct Choice {
     GemmTile tile;
     KernelCost cost;
@@ -218,7 +218,7 @@ void chooseGemmTile(const Graph& graph, PlannedKernel& kernel, const TensorCoreG
     for (tile.splits = 1; tile.splits <= maxSplits(gemm); ++tile.splits) {
       // Splits that leave some unit without k-steps run as fewer; a split
       // needs outputs that are plain sums over what it cuts.
-      const std::map<std::string, int64_t> cut = splitTilesOf(kernel, gemm, tile.splits, streamSums);
+      const std::map<std::string, int64_t> cut = splitTilesOf(graph, kernel, gemm, tile.splits);
       if (tile.splits > 1 && (ceilDiv(kSteps, tile.splits) * (tile.splits - 1) >= kSteps || cut.empty())) continue;
       std::optional<Choice>& best = cut.count(kernel.shape.streamAxis) ? alongStream : plain;
       KernelCost cost = priceGemmTile(graph, kernel, gemm, tile, target, options);
