@@ -394,7 +394,8 @@ void Fuser::attachEpilogues(int& next) {
   };
   for (auto it = orphans.rbegin(); it != orphans.rend(); ++it) {
     for (NodeId c : readersThroughViews(*it))
-      if (int gc = group_[idx(c)]; gc >= 0 && (!holdsScan(gc) || prologueOfScan(*it, gc)) && !readsScatterIn(*it, gc) && !feedsContraction(*it) &&
+      if (int gc = group_[idx(c)]; gc >= 0 && (!holdsScan(gc) || prologueOfScan(*it, gc)) && !readsScatterIn(*it, gc) &&
+                                   !feedsContraction(*it) && !options_.stored.count(*it) &&
                                    !narrowerThanMatmulIn(*it, gc) && !readsKernelValueMoved(g_.node(*it), gc) &&
                                    staysAcyclicWith(*it, gc)) {
         join(*it, group_[idx(c)], Acyclic::Known);

@@ -308,6 +308,10 @@ inline std::vector<EmitCase> otherCases() {
       // 72 x 40 outputs, the GEMM split along its stream (the rows), partial tiles added atomically.
       {"linear layer over tokens, training step", "tests/diagrams/linear_tokens.dg", "linear_loss",
        {{"N", 20011}, {"C", 72}, {"O", 40}}, true, {}},
+      // Few queries over many keys at d=128: dV a tensor-core GEMM over the
+      // probabilities stored by a kernel of their own (tests/lit/perf/stored_prologue.dg).
+      {"cross-attention, d=128 over long keys, training step", "tests/diagrams/cross_attention.dg",
+       "cross_attention_loss", {{"B", 1}, {"H", 2}, {"Tq", 20}, {"Tk", 1000}, {"D", 128}}, true, {}},
       {"classifier, mean cross-entropy", "benchmarks/diagrams/classifier.dg", "classifier",
        {{"N", 77}, {"V", 1001}, {"C", 80}}, true, {{"target", 1001}}, 0.3},
       // Few rows of a long vocabulary: a block of several warps a row, the
