@@ -60,6 +60,35 @@ std::set<NodeId> streamsBoundBySteps(const Graph& graph, const std::vector<Plann
   });
 }
 
+// The reductions of kernels that hold a reduced axis whole for what reads
+// the reduction along it (a column's mean subtracted from its rows: a block
+// a tile of columns, each thread walking every row) and that leave SMs
+// without a block or wait on the memory's latency: fusion's candidates to
+// keep apart (FusionOptions::apart), the statistic then a column sum shared
+// out over the grid and its readers a kernel of their own.
+// `heldSeconds`: the time those kernels take.
+std::set<NodeId> heldAxesLeavingSMsIdle(const Graph& graph, const std::vector<PlannedKernel>& kernels,
+                                         int smCount, double& heldSeconds) {
+  std::set<NodeId> reductions;
+  heldSeconds = 0;
+  for (const PlannedKernel& pk : kernels) {
+    const Kernel& k = pk.kernel;
+    if (!k.streamAxis.empty() || pricedOnTensorCores(pk.cost)) continue;
+    if (pk.cost.blocks >= smCount && pk.cost.bottleneck != "latency") continue;
+    bool holds = false;
+    for (NodeId id : k.nodes) {
+      const Node& r = graph.node(id);
+      if (r.op != Op::Reduce) continue;
+      const bool readAlong = std::any_of(k.outputs.begin(), k.outputs.end(), [&](NodeId o) {
+        return std::any_of(r.axes.begin(), r.axes.end(), [&](const std::string& x) { return graph.node(o).type.has(x); });
+      });
+      if (readAlong) reductions.insert(id), holds = true;
+    }
+    if (holds) heldSeconds += pk.cost.predicted;
+  }
+  return reductions;
+}
+
 // The operands of contractions in kernels on the CUDA cores that the kernel
 // computes itself (a prologue: a ReLU remade for a weight gradient): fusion's
 // candidates to store instead, so that the contraction reads them from GMEM.
@@ -148,6 +177,24 @@ std::vector<PlannedKernel> unfuseStreams(std::vector<PlannedKernel> kernels, con
     chooseEngines(kernels, cost, emit, memo);
   }
   FusionOptions fusion;  // what `kernels` were fused with
+  // First the statistics held whole over an axis in kernels that leave SMs
+  // idle, all at once (one trial, made only where there are such): apart,
+  // the kernels that read them may be streams the trials below look at.
+  // Taken where it saves a third of those kernels' time at least: apart, the
+  // statistics take launches of their own and their readers read them back
+  // (a layernorm over 100 rows of 1600, a warp a row on 100 SMs: 6.5 us
+  // held, 6.1 priced in three launches).
+  double heldSeconds = 0;
+  const std::set<NodeId> held = heldAxesLeavingSMsIdle(graph, kernels, memo.target().smCount, heldSeconds);
+  if (!held.empty()) {
+    FusionOptions trial;
+    trial.apart = held;
+    std::vector<PlannedKernel> separate = planUnfused(trial, cost, emit, memo, kernels);
+    if (!sameKernels(separate, kernels)) {
+      if (totalSeconds(separate) < totalSeconds(kernels) - heldSeconds / 3)
+        fusion = std::move(trial), kernels = std::move(separate);
+    }
+  }
   // Each round leaves more streams unfused; a few rounds reach every chain.
   for (int round = 0; round < 4; ++round) {
     const std::set<NodeId> streams = streamsOffTensorCores(graph, kernels);

@@ -318,6 +318,8 @@ class Fuser {
   // values at its own points only (a stream's accumulator is the sum at this
   // point, not at the slice's offset), so n must read it stored instead.
   bool readsKernelValueMoved(const Node& n, int group) const;
+  // Whether n reads a reduction of `group` kept apart (FusionOptions::apart).
+  bool readsApart(const Node& n, int group) const;
   // The same for the values `inKernel` holds.
   bool readsValueMoved(const Node& n, const std::function<bool(NodeId)>& inKernel) const;
 

@@ -347,6 +347,17 @@ bool Fuser::endsForward(int group) const {
   return true;
 }
 
+// Whether n reads a reduction of `group` kept apart (FusionOptions::apart):
+// such a kernel stores the plain sum, which its blocks may then share out
+// over the reduced axis, and what reads it is a kernel of its own.
+bool Fuser::readsApart(const Node& n, int group) const {
+  if (options_.apart.empty()) return false;
+  return std::any_of(n.operands.begin(), n.operands.end(), [&](NodeId o) {
+    const NodeId value = throughViews(o);
+    return options_.apart.count(value) && group_[idx(value)] == group;
+  });
+}
+
 // Whether `group` reduces to a scalar (a gradient's global norm, a loss):
 // it takes no epilogue. What follows would spread the scalar back over
 // the axes it reduced (the gradient scaled by its norm) with all of them in
@@ -381,6 +392,7 @@ void Fuser::attachEpilogues(int& next) {
     if (chosen >= 0 && spreadsScalarReduction(chosen)) chosen = -1;
     if (chosen >= 0 && forBackwardInForward(n, chosen)) chosen = -1;
     if (chosen >= 0 && readsKernelValueMoved(n, chosen)) chosen = -1;
+    if (chosen >= 0 && readsApart(n, chosen)) chosen = -1;
     if (chosen >= 0 && !staysAcyclicWith(n.id, chosen)) chosen = -1;
     if (chosen >= 0) join(n.id, chosen, Acyclic::Known);
     else orphans.push_back(n.id);
@@ -393,10 +405,20 @@ void Fuser::attachEpilogues(int& next) {
            std::all_of(readers.begin(), readers.end(), [&](NodeId r) { return group_[idx(r)] == gc; });
   };
   for (auto it = orphans.rbegin(); it != orphans.rend(); ++it) {
-    for (NodeId c : readersThroughViews(*it))
+    // With statistics kept apart, forward values that read them (a batch
+    // normalisation's centred rows) are orphans too: joined to a backward
+    // reader, they would be stored there for the forward's other readers,
+    // and the kernels would wait on each other in a loop (breakCycles then
+    // cuts them into a kernel a node). A reader of its own pass first.
+    std::vector<NodeId> readers = readersThroughViews(*it);
+    if (!options_.apart.empty())
+      std::stable_partition(readers.begin(), readers.end(),
+                            [&](NodeId c) { return g_.node(c).adjoint == g_.node(*it).adjoint; });
+    for (NodeId c : readers)
       if (int gc = group_[idx(c)]; gc >= 0 && (!holdsScan(gc) || prologueOfScan(*it, gc)) && !readsScatterIn(*it, gc) &&
                                    !feedsContraction(*it) && !options_.stored.count(*it) &&
                                    !narrowerThanMatmulIn(*it, gc) && !readsKernelValueMoved(g_.node(*it), gc) &&
+                                   !readsApart(g_.node(*it), gc) &&
                                    staysAcyclicWith(*it, gc)) {
         join(*it, group_[idx(c)], Acyclic::Known);
         break;

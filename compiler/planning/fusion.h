@@ -39,6 +39,14 @@ struct FusionOptions {
   // take stored operands only, and the lowering priced the store below the
   // prologue's contraction on the CUDA cores (a weight gradient's activation).
   std::set<NodeId> stored;
+  // Reductions whose kernel takes nothing that reads them along an axis they
+  // reduce: a statistic over the rows of a column (a batch normalisation's
+  // mean) held whole in a block leaves the grid a block a tile of columns,
+  // each thread walking every row; apart, the statistic is a column sum
+  // shared out over the grid, and what reads it along the rows a kernel of
+  // its own. The lowering tries it where the held kernel leaves SMs idle or
+  // waits on the memory's latency (lowering/unfuse.h).
+  std::set<NodeId> apart;
   // A contraction over a stream's rows of a value the stream computes
   // (attention's dQ, a sum over the keys of the scores' gradient, beside the
   // stream over the queries that makes dK and dV) joins that stream as a

@@ -401,6 +401,8 @@ bool Fuser::tryMerge(const Node& r, const std::string& x, const std::set<int>& g
     return bytes > kStagedRowsAbove && bytes <= kStagedRowsMax;
   };
   if (!streams && (contracts || (reducedExtent(r, x) > kWholeAxisLimit && !staged()))) return false;
+  // A reduction kept apart (FusionOptions::apart) takes a stream or nothing.
+  if (!streams && options_.apart.count(r.id)) return false;
   // Nor a gather along x: a kernel holding x whole reads its values again
   // in each pass over x, and a gathered row is read an element at a time
   // (GPT-2's embedding in its first layernorm's kernel: 150 us measured on
