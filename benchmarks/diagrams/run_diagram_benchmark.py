@@ -153,6 +153,14 @@ def gated_recurrence(x, g):  # h = sigmoid(g) * h + x along t, by torch's associ
     return associative_scan(combine, (torch.sigmoid(g.float()), x.float()), dim=1, combine_mode=mode)[1]
 
 
+def batch_norm_linear(x, g, bias, w):  # x [n c]: training-mode statistics over the rows (cuDNN's kernels)
+    return F.batch_norm(x, None, None, g, bias, training=True, eps=1e-5) @ w
+
+
+def cross_attention(q, k, v):  # q [b h tq d], k, v [b h tk d]: no mask, the backend PyTorch selects
+    return F.scaled_dot_product_attention(q, k, v)
+
+
 # name, diagram, entry, sizes, grad, torch function, input shapes (by size names), integer inputs
 CASES = [
     ("gated MLP, odd", "gated_mlp.dg", "gated_mlp", dict(N=1000, C=771, F=2051), False, gated_mlp,
@@ -229,6 +237,16 @@ CASES = [
      running_logsumexp, ["B T C"]),
     ("running logsumexp, user operator, backward", "recurrences.dg", "running_logsumexp_loss",
      dict(B=8, T=4096, C=1024), True, running_logsumexp, ["B T C"]),
+    ("batch normalisation, linear", "batch_norm.dg", "batch_norm_linear", dict(N=100000, C=64, O=64), False,
+     batch_norm_linear, ["N C", "C", "C", "C O"]),
+    ("batch normalisation, linear, backward", "batch_norm.dg", "batch_norm_loss", dict(N=100000, C=64, O=64), True,
+     batch_norm_linear, ["N C", "C", "C", "C O"]),
+    ("batch normalisation, wide, backward", "batch_norm.dg", "batch_norm_loss", dict(N=16384, C=512, O=512), True,
+     batch_norm_linear, ["N C", "C", "C", "C O"]),
+    ("cross-attention, d=128, long keys", "cross_attention.dg", "cross_attention",
+     dict(B=4, H=8, Tq=64, Tk=8192, D=128), False, cross_attention, ["B H Tq D", "B H Tk D", "B H Tk D"]),
+    ("cross-attention, d=128, long keys, backward", "cross_attention.dg", "cross_attention_loss",
+     dict(B=4, H=8, Tq=64, Tk=8192, D=128), True, cross_attention, ["B H Tq D", "B H Tk D", "B H Tk D"]),
     ("top-k routing", "topk_routing.dg", "topk_routing", dict(N=2048, C=256, E=8, O=256, R=2), False,
      topk_routing(2), ["N C", "E C", "E C O"]),
     ("top-k routing, backward", "topk_routing.dg", "topk_routing_loss", dict(N=2048, C=256, E=8, O=256, R=2), True,

@@ -89,6 +89,14 @@ std::set<NodeId> heldAxesLeavingSMsIdle(const Graph& graph, const std::vector<Pl
   return reductions;
 }
 
+// The reductions anchoring tensor-core streams whose blocks take a quarter
+// of the SMs or fewer.
+std::set<NodeId> streamsOnFewBlocks(const Graph& graph, const std::vector<PlannedKernel>& kernels, int smCount) {
+  return streamAnchors(graph, kernels, [&](const PlannedKernel& pk) {
+    return pricedOnTensorCores(pk.cost) && pk.cost.blocks * 4 <= smCount;
+  });
+}
+
 // The operands of contractions in kernels on the CUDA cores that the kernel
 // computes itself (a prologue: a ReLU remade for a weight gradient): fusion's
 // candidates to store instead, so that the contraction reads them from GMEM.
@@ -211,14 +219,18 @@ std::vector<PlannedKernel> unfuseStreams(std::vector<PlannedKernel> kernels, con
   }
   // Then the step-bound tensor-core streams, all at once (one more trial,
   // made only where there are such streams).
-  const std::set<NodeId> stepped = streamsBoundBySteps(graph, kernels);
-  if (!stepped.empty()) {
+  // Then those on a quarter of the SMs or fewer, bound by whatever (a batch
+  // normalisation's gradients streamed with the matmul they read, a block
+  // for all 64 channels walking 100000 rows, bound by that block's loads).
+  const int smCount = memo.target().smCount;
+  for (const std::set<NodeId>& streams : {streamsBoundBySteps(graph, kernels), streamsOnFewBlocks(graph, kernels, smCount)}) {
+    if (streams.empty()) continue;
     FusionOptions trial = fusion;
-    trial.unstreamed.insert(stepped.begin(), stepped.end());
+    trial.unstreamed.insert(streams.begin(), streams.end());
     std::vector<PlannedKernel> separate = planKernels(cost, trial, memo);
     if (!sameKernels(separate, kernels)) {
       chooseEngines(separate, cost, emit, memo);
-      if (totalSeconds(separate) < totalSeconds(kernels)) kernels = std::move(separate);
+      if (totalSeconds(separate) < totalSeconds(kernels)) fusion = std::move(trial), kernels = std::move(separate);
     }
   }
   return kernels;

@@ -310,13 +310,13 @@ inline std::vector<EmitCase> otherCases() {
        {{"N", 20011}, {"C", 72}, {"O", 40}}, true, {}},
       // Few queries over many keys at d=128: dV a tensor-core GEMM over the
       // probabilities stored by a kernel of their own (tests/lit/perf/stored_prologue.dg).
-      {"cross-attention, d=128 over long keys, training step", "tests/diagrams/cross_attention.dg",
+      {"cross-attention, d=128 over long keys, training step", "benchmarks/diagrams/cross_attention.dg",
        "cross_attention_loss", {{"B", 1}, {"H", 2}, {"Tq", 20}, {"Tk", 1000}, {"D", 128}}, true, {}},
       // A column's statistics kept apart from what reads them along the rows
       // (tests/lit/perf/statistics_apart.dg): column sums shared out over the grid.
-      {"batch normalisation before a linear layer, training step", "tests/diagrams/batch_norm.dg",
+      {"batch normalisation before a linear layer, training step", "benchmarks/diagrams/batch_norm.dg",
        "batch_norm_loss", {{"N", 5003}, {"C", 40}, {"O", 24}}, true, {}},
-      {"a column's mean subtracted from its rows", "tests/diagrams/batch_norm.dg", "centre_columns",
+      {"a column's mean subtracted from its rows", "benchmarks/diagrams/batch_norm.dg", "centre_columns",
        {{"N", 20011}, {"C", 72}}, false, {}},
       {"classifier, mean cross-entropy", "benchmarks/diagrams/classifier.dg", "classifier",
        {{"N", 77}, {"V", 1001}, {"C", 80}}, true, {{"target", 1001}}, 0.3},

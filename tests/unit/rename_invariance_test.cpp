@@ -124,6 +124,10 @@ TEST_CASE("renaming every axis leaves the launches unchanged", "[rename]") {
        true},
       {"benchmarks/diagrams/rmsnorm_matmul.dg", "rmsnorm_matmul_loss", {{"N", 33}, {"C", 77}, {"F", 308}}, true},
       {"benchmarks/diagrams/classifier.dg", "classifier", {{"N", 77}, {"V", 1001}, {"C", 80}}, true},
+      // A column's statistics kept apart (FusionOptions::apart); a prologue stored for a GEMM (dV of cross-attention).
+      {"benchmarks/diagrams/batch_norm.dg", "batch_norm_loss", {{"N", 5003}, {"C", 40}, {"O", 24}}, true},
+      {"benchmarks/diagrams/cross_attention.dg", "cross_attention_loss",
+       {{"B", 1}, {"H", 2}, {"Tq", 20}, {"Tk", 1000}, {"D", 128}}, true},
       {"tests/diagrams/row_products.dg", "attention_backward", {{"B", 2}, {"H", 3}, {"T", 333}, {"D", 64}}, false, true},
       {"tests/diagrams/row_products.dg", "attention_backward", {{"B", 1}, {"H", 2}, {"T", 333}, {"D", 40}}, false, true},
       // Outputs along a stream staged through shared memory (tensor_core_stream.h, StagedStepOutput).
