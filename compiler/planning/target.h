@@ -117,7 +117,8 @@ struct Target {
   // pair is two scalar adds.
   double pairAtomicAddsPerSecond = 0;
   // Seconds an f32 atomic add to an address waits for the one before it
-  // there: adds to one address (blocks sharing out a sum) serialise in L2.
+  // there: adds to one address (blocks sharing out a sum) serialise in L2,
+  // as do a split's adds to one 128-byte line (cost_model.cpp).
   double sameAddressAtomicSeconds = 0;
   // Seconds an SM takes to start each block it is given: a grid of many
   // small blocks is bound by ceil(blocks / SMs) of them; 0 where the file
