@@ -176,6 +176,14 @@ void addStreamSplit(KernelShape& s, const Graph& g, const Kernel& k, const std::
                            }) &&
                            std::all_of(k.outputs.begin(), k.outputs.end(), [&](NodeId o) {
                              return sharesStreamOut(g, stream, members, o, s.streamAxis);
+                           }) &&
+                           // Each aggregate it stores one slot as it is, scaled by no other
+                           // aggregate: a softmax's gradient sum over its own normaliser squared
+                           // (-S1 / S0^2) is no sum of the blocks' shares.
+                           std::all_of(k.outputs.begin(), k.outputs.end(), [&](NodeId o) {
+                             const auto terms = stream.aggregateTerms.find(o);
+                             return terms == stream.aggregateTerms.end() ||
+                                    (terms->second.size() == 1 && terms->second[0].scale.empty());
                            });
     if (plainSums && !contraction && s.streamExtent >= 2 * kSplitPositionsMin &&
         !isWholeArraySum(g, k.outputs, members))  // that one is written over the whole grid already
