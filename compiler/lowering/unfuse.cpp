@@ -218,12 +218,14 @@ std::vector<PlannedKernel> unfuseStreams(std::vector<PlannedKernel> kernels, con
     kernels = std::move(separate);
   }
   // Then the step-bound tensor-core streams, all at once (one more trial,
-  // made only where there are such streams).
-  // Then those on a quarter of the SMs or fewer, bound by whatever (a batch
+  // made only where there are such streams); then, of the plan that leaves,
+  // those on a quarter of the SMs or fewer, bound by whatever (a batch
   // normalisation's gradients streamed with the matmul they read, a block
   // for all 64 channels walking 100000 rows, bound by that block's loads).
   const int smCount = memo.target().smCount;
-  for (const std::set<NodeId>& streams : {streamsBoundBySteps(graph, kernels), streamsOnFewBlocks(graph, kernels, smCount)}) {
+  for (int trialKind = 0; trialKind < 2; ++trialKind) {
+    const std::set<NodeId> streams =
+        trialKind == 0 ? streamsBoundBySteps(graph, kernels) : streamsOnFewBlocks(graph, kernels, smCount);
     if (streams.empty()) continue;
     FusionOptions trial = fusion;
     trial.unstreamed.insert(streams.begin(), streams.end());
