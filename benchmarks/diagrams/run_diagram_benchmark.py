@@ -157,6 +157,18 @@ def batch_norm_linear(x, g, bias, w):  # x [n c]: training-mode statistics over 
     return F.batch_norm(x, None, None, g, bias, training=True, eps=1e-5) @ w
 
 
+def group_norm_silu(x, w, bias):  # x [b g e s]: each group's statistics over its channels e and positions s
+    b, g, e, n = x.shape
+    return F.silu(F.group_norm(x.reshape(b, g * e, n), g, w.reshape(-1), bias.reshape(-1), eps=1e-5))
+
+
+def contrastive(q, k, t):  # q [b d], k [n d], t [b n] soft targets (no gradient): cosine similarities x 10
+    def unit(x):
+        return x * torch.rsqrt((x.float() * x.float()).sum(1, keepdim=True) + 1e-6).to(x.dtype)
+    s = unit(q) @ unit(k).t() * 10.0
+    return torch.logsumexp(s.float(), dim=1).sum() - (s.float() * t.float()).sum()
+
+
 def cross_attention(q, k, v):  # q [b h tq d], k, v [b h tk d]: no mask, the backend PyTorch selects
     return F.scaled_dot_product_attention(q, k, v)
 
@@ -247,6 +259,12 @@ CASES = [
      dict(B=4, H=8, Tq=64, Tk=8192, D=128), False, cross_attention, ["B H Tq D", "B H Tk D", "B H Tk D"]),
     ("cross-attention, d=128, long keys, backward", "cross_attention.dg", "cross_attention_loss",
      dict(B=4, H=8, Tq=64, Tk=8192, D=128), True, cross_attention, ["B H Tq D", "B H Tk D", "B H Tk D"]),
+    ("group normalisation, SiLU", "group_norm.dg", "group_norm_silu", dict(B=16, G=32, E=10, S=784), False,
+     group_norm_silu, ["B G E S", "G E", "G E"]),
+    ("group normalisation, SiLU, backward", "group_norm.dg", "group_norm_loss", dict(B=16, G=32, E=10, S=784), True,
+     group_norm_silu, ["B G E S", "G E", "G E"]),
+    ("contrastive loss over cosine similarities, backward", "contrastive.dg", "contrastive_loss",
+     dict(B=1000, N=5003, D=128), True, contrastive, ["B D", "N D", "const B N"]),
     ("top-k routing", "topk_routing.dg", "topk_routing", dict(N=2048, C=256, E=8, O=256, R=2), False,
      topk_routing(2), ["N C", "E C", "E C O"]),
     ("top-k routing, backward", "topk_routing.dg", "topk_routing_loss", dict(N=2048, C=256, E=8, O=256, R=2), True,
@@ -300,8 +318,10 @@ def torch_case(name, sizes, grad, fn, shapes, reps):
 
     def dims(shape):  # size names, or numbers
         return [int(s) if s.isdigit() else sizes[s] for s in shape.split()]
-    inputs = [(torch.randn(dims(shape), device="cuda", generator=gen) * 0.3)
-              .to(torch.bfloat16).requires_grad_(grad) for shape in shapes]
+    # "const SHAPE": an input the diagram takes no gradient of (not a param).
+    inputs = [(torch.randn(dims(shape.removeprefix("const ")), device="cuda", generator=gen) * 0.3)
+              .to(torch.bfloat16).requires_grad_(grad and not shape.startswith("const "))
+              for shape in shapes]
     extra = []
     if fn is classifier:
         extra = [torch.randint(0, sizes["V"], (sizes["N"],), device="cuda", generator=gen)]

@@ -383,7 +383,14 @@ class Fuser {
   // is a property of those groups, or a loop through other kernels, which
   // merges elsewhere never undo.
   void mergeStreams();
-  bool tryMerge(const Node& r, const std::string& x, const std::set<int>& groups, const std::set<NodeId>& members);
+  bool tryMerge(const Node& r, const std::vector<std::string>& xs, const std::set<int>& groups,
+                const std::set<NodeId>& members);
+  // A reduction over several axes that keeps others (a group
+  // normalisation's statistics over its channels and positions, each group's
+  // rows): merged with the kernels making what it reduces, all of its axes
+  // held whole in a block (tryMerge), never streamed. True where merged.
+  // `looked`: the groups weighed.
+  bool mergeHeldWhole(const Node& r, std::set<int>& looked);
 
   // The groups in an order in which every kernel runs after those whose
   // values it reads (through views too); among the ready ones, the one whose

@@ -350,14 +350,18 @@ int64_t Fuser::gridPositions(const std::set<NodeId>& members, const std::string&
 // Merges `groups` (their nodes `members`) into one kernel for r's reduction
 // over x where the union streams over x or holds it whole, still spreads over
 // blocks, and stays acyclic; false, with nothing changed, where it may not.
-bool Fuser::tryMerge(const Node& r, const std::string& x, const std::set<int>& groups, const std::set<NodeId>& members) {
-  if (groups.size() < 2) return false;
+bool Fuser::tryMerge(const Node& r, const std::vector<std::string>& xs, const std::set<int>& groups,
+                     const std::set<NodeId>& members) {
+  if (groups.size() < 2 || xs.empty()) return false;
+  const std::string& x = xs.front();
   // A scan's launch takes its prologue alone (planning/scan_layout.h).
   if (std::any_of(groups.begin(), groups.end(), [&](int gr) { return holdsScan(gr); })) return false;
   // (These checks come before the stream analysis, the costliest: a merge
   // grown along a residual stream fails them most often.)
   // Nothing may be redone for every tile of r's kernel (redoneInside).
-  if (std::any_of(members.begin(), members.end(), [&](NodeId m) { return redoneInStream(m, r, x); }))
+  if (std::any_of(members.begin(), members.end(), [&](NodeId m) {
+        return std::any_of(xs.begin(), xs.end(), [&](const std::string& a) { return redoneInStream(m, r, a); });
+      }))
     return false;
   {
     auto [known, added] = regionAcyclic_.try_emplace(versionsOf(groups), false);
@@ -383,7 +387,11 @@ bool Fuser::tryMerge(const Node& r, const std::string& x, const std::set<int>& g
         return m != r.id && isAnchor(g_.node(m));
       }))
     return false;
-  bool streams = analyzeStream(g_, members, x).streamable;
+  // Several axes reduced at once (a group normalisation's statistics over
+  // its channels and positions) are held whole together, never streamed.
+  bool streams = xs.size() == 1 && analyzeStream(g_, members, x).streamable;
+  int64_t heldExtent = 1;
+  for (const std::string& a : xs) heldExtent *= reducedExtent(r, a);
   // Holding x whole suits statistics over a short axis (a layernorm), or
   // over one past kWholeAxisLimit whose rows a block stages in shared
   // memory (a softmax over a vocabulary with its gradient;
@@ -398,9 +406,9 @@ bool Fuser::tryMerge(const Node& r, const std::string& x, const std::set<int>& g
   };
   auto staged = [&] {
     const int64_t bytes = rowBytesAlong(g_, members, x, storedBytes);
-    return bytes > kStagedRowsAbove && bytes <= kStagedRowsMax;
+    return xs.size() == 1 && bytes > kStagedRowsAbove && bytes <= kStagedRowsMax;
   };
-  if (!streams && (contracts || (reducedExtent(r, x) > kWholeAxisLimit && !staged()))) return false;
+  if (!streams && (contracts || (heldExtent > kWholeAxisLimit && !staged()))) return false;
   // A reduction kept apart (FusionOptions::apart) takes a stream or nothing.
   if (!streams && options_.apart.count(r.id)) return false;
   // Nor a gather along x: a kernel holding x whole reads its values again
@@ -408,7 +416,8 @@ bool Fuser::tryMerge(const Node& r, const std::string& x, const std::set<int>& g
   // (GPT-2's embedding in its first layernorm's kernel: 150 us measured on
   // the H200 against the 38 the model gives; apart, 38 + 25 + 25).
   if (!streams && std::any_of(members.begin(), members.end(), [&](NodeId m) {
-        return g_.node(m).op == Op::Gather && g_.node(m).type.has(x);
+        return g_.node(m).op == Op::Gather &&
+               std::any_of(xs.begin(), xs.end(), [&](const std::string& a) { return g_.node(m).type.has(a); });
       }))
     return false;
   // Nor may it gather into one kernel, inside each block, other axes
@@ -435,7 +444,7 @@ bool Fuser::tryMerge(const Node& r, const std::string& x, const std::set<int>& g
   verified_.insert(keep);  // staysAcyclic and runsInOrderMerging said so, just above
   for (int gr : groups) streamAxis_.erase(gr);
   if (streams) streamAxis_[keep] = x;
-  else wholeAxes_[keep].insert(x);
+  else wholeAxes_[keep].insert(xs.begin(), xs.end());
   return true;
 }
 
@@ -445,14 +454,47 @@ void Fuser::mergeStreams() {
   auto unchanged = [&](const std::vector<std::pair<int, uint64_t>>& seen) {
     return std::all_of(seen.begin(), seen.end(), [&](const auto& gv) { return groupVersion_[gv.first] == gv.second; });
   };
+  // Maxima compared with what they reduce (the mask of a maximum's
+  // gradient, where no stop_gradient spares it): separateMaximumMasks takes
+  // them and their readers out of any kernel afterwards, and a stream
+  // anchored on one would leave behind the kernels it joined, fused for no
+  // stream (a cosine similarity's norms and matmul, a CUDA-core stream over
+  // the channels: 1.2 ms where the GEMM takes 15 us).
+  std::set<NodeId> maskedMaxima;
+  for (const Node& c : g_.nodes) {
+    if (c.op != Op::Compare || c.operands.size() != 2) continue;
+    for (size_t side = 0; side < 2; ++side) {
+      const Node& m = g_.node(throughViews(c.operands[side]));
+      if (m.op == Op::Reduce && m.reduce == ReduceOp::Max && m.operands.size() == 1 &&
+          throughViews(m.operands[0]) == throughViews(c.operands[1 - side]))
+        maskedMaxima.insert(m.id);
+    }
+  }
   bool changed = true;
   while (changed) {
     changed = false;
     for (const Node& r : g_.nodes) {
-      // A reduction over several axes at once (a loss summed over every
-      // axis) stays a kernel of its own: fused into the kernels it reads,
-      // it would leave them nothing to spread over blocks.
-      if (!isAnchor(r) || reducedCount(r) != 1 || options_.unstreamed.count(r.id)) continue;
+      if (maskedMaxima.count(r.id)) continue;
+      if (!isAnchor(r) || options_.unstreamed.count(r.id)) continue;
+      // A reduction over several axes at once that keeps none (a loss summed
+      // over every axis) stays a kernel of its own: fused into the kernels it
+      // reads, it would leave them nothing to spread over blocks. One that
+      // keeps axes holds the ones it reduces whole (mergeHeldWhole).
+      if (reducedCount(r) > 1) {
+        if (r.op != Op::Reduce || r.type.axes.empty()) continue;
+        const std::pair<NodeId, std::string> key{r.id, ""};
+        if (auto it = refused.find(key); it != refused.end() && unchanged(it->second)) continue;
+        std::set<int> looked;
+        if (mergeHeldWhole(r, looked)) {
+          changed = true;
+          refused.erase(key);
+        } else {
+          std::vector<std::pair<int, uint64_t>>& seen = refused[key];
+          seen.clear();
+          for (int g : looked) seen.push_back({g, groupVersion_[g]});
+        }
+        continue;
+      }
       for (const std::string& x : reducedBy(r)) {
         if (auto it = refused.find({r.id, x}); it != refused.end() && unchanged(it->second)) continue;
         std::set<int> looked = {group_[idx(r.id)]};
@@ -493,8 +535,8 @@ void Fuser::mergeStreams() {
         std::set<int> grown = groups;
         growAlong(grown, x, &looked);
         looked.insert(grown.begin(), grown.end());
-        if ((!knownToLoop(grown) && tryMerge(r, x, grown, membersOf(grown))) ||
-            (grown != groups && !knownToLoop(groups) && tryMerge(r, x, groups, membersOf(groups)))) {
+        if ((!knownToLoop(grown) && tryMerge(r, {x}, grown, membersOf(grown))) ||
+            (grown != groups && !knownToLoop(groups) && tryMerge(r, {x}, groups, membersOf(groups)))) {
           changed = true;
           refused.erase({r.id, x});
         } else {
@@ -505,6 +547,36 @@ void Fuser::mergeStreams() {
       }
     }
   }
+}
+
+// The kernels r's kernel reads the reduced array from, where every
+// reduction in them is over r's axes too (its mean, for its variance), with
+// the same checks as a merge over one axis; none grown further.
+bool Fuser::mergeHeldWhole(const Node& r, std::set<int>& looked) {
+  const std::vector<std::string> xs = reducedBy(r);
+  const std::set<std::string> held(xs.begin(), xs.end());
+  auto reducesOnlyHeld = [&](int group) {
+    for (NodeId m : membersOfGroup(group))
+      for (const std::string& a : reducedBy(g_.node(m)))
+        if (!held.count(a)) return false;
+    return true;
+  };
+  const int own = group_[idx(r.id)];
+  std::set<int> groups = {own};
+  looked.insert(own);
+  for (NodeId m : membersOfGroup(own))
+    for (NodeId o : g_.node(m).operands) {
+      const int go = group_[idx(o)];
+      if (go < 0 || groups.count(go)) continue;
+      looked.insert(go);
+      const Type& t = g_.node(o).type;
+      if (std::all_of(xs.begin(), xs.end(), [&](const std::string& a) { return t.has(a); }) && reducesOnlyHeld(go) &&
+          !holdsStoredBackwardOperand(go) && !storedForTensorCores(r, o) &&
+          !copiesAMember(r.id, membersOfGroup(go)) &&
+          std::none_of(xs.begin(), xs.end(), [&](const std::string& a) { return holdsRedoneWork(go, r, a); }))
+        groups.insert(go);
+    }
+  return !knownToLoop(groups) && tryMerge(r, xs, groups, membersOf(groups));
 }
 
 }  // namespace llmc::fusion

@@ -318,6 +318,20 @@ inline std::vector<EmitCase> otherCases() {
        "batch_norm_loss", {{"N", 5003}, {"C", 40}, {"O", 24}}, true, {}},
       {"a column's mean subtracted from its rows", "benchmarks/diagrams/batch_norm.dg", "centre_columns",
        {{"N", 20011}, {"C", 72}}, false, {}},
+      // Statistics over two axes at once, held whole together with what
+      // reads them (Fuser::mergeHeldWhole, tests/lit/perf/held_whole_axes.dg):
+      // odd sizes, remainder tiles of the groups; past kWholeAxisLimit
+      // positions a group (5 x 1999) the mean's kernel apart.
+      {"group normalisation, SiLU", "benchmarks/diagrams/group_norm.dg", "group_norm_silu",
+       {{"B", 3}, {"G", 7}, {"E", 5}, {"S", 301}}, false, {}},
+      {"group normalisation, SiLU, training step", "benchmarks/diagrams/group_norm.dg", "group_norm_loss",
+       {{"B", 2}, {"G", 5}, {"E", 3}, {"S", 333}}, true, {}},
+      {"group normalisation over long groups, training step", "benchmarks/diagrams/group_norm.dg", "group_norm_loss",
+       {{"B", 2}, {"G", 3}, {"E", 5}, {"S", 1999}}, true, {}},
+      // A maximum compared with what it reduces (no stop_gradient) anchors no
+      // stream: the cosine similarities a tensor-core GEMM (tests/lit/perf/masked_maximum.dg).
+      {"contrastive loss over cosine similarities, training step", "benchmarks/diagrams/contrastive.dg",
+       "contrastive_loss", {{"B", 77}, {"N", 301}, {"D", 40}}, true, {}},
       {"classifier, mean cross-entropy", "benchmarks/diagrams/classifier.dg", "classifier",
        {{"N", 77}, {"V", 1001}, {"C", 80}}, true, {{"target", 1001}}, 0.3},
       // Few rows of a long vocabulary: a block of several warps a row, the

@@ -126,6 +126,9 @@ TEST_CASE("renaming every axis leaves the launches unchanged", "[rename]") {
       {"benchmarks/diagrams/classifier.dg", "classifier", {{"N", 77}, {"V", 1001}, {"C", 80}}, true},
       // A column's statistics kept apart (FusionOptions::apart); a prologue stored for a GEMM (dV of cross-attention).
       {"benchmarks/diagrams/batch_norm.dg", "batch_norm_loss", {{"N", 5003}, {"C", 40}, {"O", 24}}, true},
+      // Statistics over two axes held whole together (Fuser::mergeHeldWhole).
+      {"benchmarks/diagrams/group_norm.dg", "group_norm_loss", {{"B", 2}, {"G", 5}, {"E", 3}, {"S", 333}}, true},
+      {"benchmarks/diagrams/contrastive.dg", "contrastive_loss", {{"B", 77}, {"N", 301}, {"D", 40}}, true},
       {"benchmarks/diagrams/cross_attention.dg", "cross_attention_loss",
        {{"B", 1}, {"H", 2}, {"Tq", 20}, {"Tk", 1000}, {"D", 128}}, true},
       {"tests/diagrams/row_products.dg", "attention_backward", {{"B", 2}, {"H", 3}, {"T", 333}, {"D", 64}}, false, true},
