@@ -389,7 +389,14 @@ bool Fuser::tryMerge(const Node& r, const std::vector<std::string>& xs, const st
     return false;
   // Several axes reduced at once (a group normalisation's statistics over
   // its channels and positions) are held whole together, never streamed.
-  bool streams = xs.size() == 1 && analyzeStream(g_, members, x).streamable;
+  // So are they where a kernel merged here holds them so already: a stream
+  // over one of them would leave the others looped inside each of its
+  // positions, with slots the CUDA writer does not keep.
+  const bool heldTogether = std::any_of(groups.begin(), groups.end(), [&](int gr) {
+    const auto whole = wholeAxes_.find(gr);
+    return whole != wholeAxes_.end() && whole->second.size() > 1 && whole->second.count(x);
+  });
+  bool streams = xs.size() == 1 && !heldTogether && analyzeStream(g_, members, x).streamable;
   int64_t heldExtent = 1;
   for (const std::string& a : xs) heldExtent *= reducedExtent(r, a);
   // Holding x whole suits statistics over a short axis (a layernorm), or
