@@ -391,6 +391,9 @@ class Fuser {
   // held whole in a block (tryMerge), never streamed. True where merged.
   // `looked`: the groups weighed.
   bool mergeHeldWhole(const Node& r, std::set<int>& looked);
+  // The maximum that compare node c sets against what it reduces on `side`
+  // (a maximum's gradient mask, x == max(x)); -1 where c is no such mask.
+  NodeId maximumMasked(const Node& c, size_t side) const;
 
   // The groups in an order in which every kernel runs after those whose
   // values it reads (through views too); among the ready ones, the one whose

@@ -185,14 +185,19 @@ void Fuser::separateScatterValues(int& next) {
   }
 }
 
+NodeId Fuser::maximumMasked(const Node& c, size_t side) const {
+  if (c.op != Op::Compare || c.operands.size() != 2) return -1;
+  const Node& m = g_.node(throughViews(c.operands[side]));
+  if (m.op != Op::Reduce || m.reduce != ReduceOp::Max || m.operands.size() != 1) return -1;
+  return throughViews(m.operands[0]) == throughViews(c.operands[1 - side]) ? m.id : -1;
+}
+
 void Fuser::separateMaximumMasks(int& next) {
   for (const Node& c : g_.nodes) {
-    if (c.op != Op::Compare || c.operands.size() != 2) continue;
     for (size_t side = 0; side < 2; ++side) {
+      if (maximumMasked(c, side) < 0) continue;
       const Node& m = g_.node(throughViews(c.operands[side]));
-      if (m.op != Op::Reduce || m.reduce != ReduceOp::Max || m.operands.size() != 1) continue;
       const NodeId x = throughViews(m.operands[0]);
-      if (throughViews(c.operands[1 - side]) != x) continue;
       const int gx = group_[idx(x)];
       if (gx < 0) continue;
       // What in x's kernel reads x through the maximum or the mask.

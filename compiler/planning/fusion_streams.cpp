@@ -468,21 +468,14 @@ void Fuser::mergeStreams() {
   // stream (a cosine similarity's norms and matmul, a CUDA-core stream over
   // the channels: 1.2 ms where the GEMM takes 15 us).
   std::set<NodeId> maskedMaxima;
-  for (const Node& c : g_.nodes) {
-    if (c.op != Op::Compare || c.operands.size() != 2) continue;
-    for (size_t side = 0; side < 2; ++side) {
-      const Node& m = g_.node(throughViews(c.operands[side]));
-      if (m.op == Op::Reduce && m.reduce == ReduceOp::Max && m.operands.size() == 1 &&
-          throughViews(m.operands[0]) == throughViews(c.operands[1 - side]))
-        maskedMaxima.insert(m.id);
-    }
-  }
+  for (const Node& c : g_.nodes)
+    for (size_t side = 0; side < 2; ++side)
+      if (const NodeId m = maximumMasked(c, side); m >= 0) maskedMaxima.insert(m);
   bool changed = true;
   while (changed) {
     changed = false;
     for (const Node& r : g_.nodes) {
-      if (maskedMaxima.count(r.id)) continue;
-      if (!isAnchor(r) || options_.unstreamed.count(r.id)) continue;
+      if (!isAnchor(r) || options_.unstreamed.count(r.id) || maskedMaxima.count(r.id)) continue;
       // A reduction over several axes at once that keeps none (a loss summed
       // over every axis) stays a kernel of its own: fused into the kernels it
       // reads, it would leave them nothing to spread over blocks. One that
