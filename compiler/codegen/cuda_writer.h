@@ -355,6 +355,7 @@ class CudaWriter {
   // another thread's by one + or max: no per-point axes, no sum rescaled by a
   // running max, the same axes looped inside each position.
   bool plainSlots() const;
+  bool slicedSlots() const;
 
   // A stream on CUDA cores whose launch has fewer threads than the device
   // holds (the columns of a bias gradient: 384 blocks of 8 threads of 8
@@ -368,10 +369,12 @@ class CudaWriter {
   // within the device's, a block within 256 threads, and each slice 8 or more
   // positions. The cost model's latency term counts the threads so.
   int streamSlices(int64_t grid, int64_t threadPoints) const;
+  std::vector<NodeId> alongStreamAfterIt() const;
+  void storeSlicedAlongStream(int point, const std::string& outside, Env env);
 
   // The slices' slots joined after the stream: a tree over shared memory,
   // each round the upper half of the slices handing theirs to the lower.
-  void mergeSlices(int point, int64_t threadPoints);
+  void mergeSlices(int point, int64_t threadPoints, bool shared);
 
   // A launch without lanes whose threads can take 8 adjacent points each,
   // under bf16 storage: along the last group axis (its tile and size

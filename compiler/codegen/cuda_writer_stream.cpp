@@ -176,7 +176,10 @@ void CudaWriter::streamLoop(int point, const Env& env, WrittenKernel& out) {
   // position (the point's own, or each of its lanes' positions).
   if (!streamStored_.empty()) {
     const int stored = pointOutside_.empty() ? positions : open(positions, fmt::format("if (!({}))", pointOutside_));
-    for (NodeId o : streamStored_) store(stored, o, e);
+    Env se = e;
+    const int at = eightBase_.empty() ? stored : openEightPoints(stored, stored, se);
+    for (NodeId o : streamStored_) store(at, o, se);
+    if (at != stored) close(at);
     if (stored != positions) close(stored);
   }
   // With 8 points a thread: the slots' common inner axes, then the 8 points, around every update.
@@ -221,12 +224,15 @@ void CudaWriter::streamLoop(int point, const Env& env, WrittenKernel& out) {
 // Outputs a CUDA-core stream can store at each of its positions: along the
 // stream, along every group axis (a point's own) and no other, reading none
 // of the stream's results (a slot's sum or maximum is whole only after it);
-// where the thread takes one point (not 8) and no axis is spread over the
-// lanes after the reduction. The others are made after the stream, each
-// element again.
+// where no axis is spread over the lanes after the reduction and no axis but
+// the stream is shared out over blocks (each block stores its share's
+// positions). A thread's 8 points store theirs 16 bytes at once. The others
+// are made after the stream, each element again.
 std::vector<NodeId> CudaWriter::streamStepOutputs() const {
   std::vector<NodeId> out;
-  if (!spread_.empty() || !eightBase_.empty() || !stagedRows_.empty() || !plan_.splitTiles.empty()) return out;
+  if (!spread_.empty() || !stagedRows_.empty()) return out;
+  for (const auto& split : plan_.splitTiles)
+    if (split.first != plan_.streamAxis) return out;
   const std::string& x = plan_.streamAxis;
   for (NodeId o : plan_.outputs) {
     const Type& type = g_.node(o).type;

@@ -133,8 +133,10 @@ void CudaWriter::tile(WrittenKernel& out) {
     pointOutside_ = slices_ > 1 ? outside : "";
     if (unrolled.empty()) streamStored_ = streamStepOutputs();
     streamLoop(point, env, out);
-    if (slices_ > 1) mergeSlices(point, threadPoints);
+    if (slices_ > 1) mergeSlices(point, threadPoints, !alongStreamAfterIt().empty());
   }
+  // Sliced, the outputs along the stream made after it: each slice its positions.
+  if (slices_ > 1 && !alongStreamAfterIt().empty()) storeSlicedAlongStream(point, outside, env);
   int tail = slices_ == 1 ? (clamped && !outside.empty() ? open(point, fmt::format("if (!({}))", outside)) : point)
              : outside.empty() ? open(point, "if (slice == 0)")
                                : open(point, fmt::format("if (slice == 0 && !({}))", outside));
@@ -146,7 +148,10 @@ void CudaWriter::tile(WrittenKernel& out) {
     pointVars_[unrolled] = var;
   }
   if (spread_.empty()) {
-    storeOutputs(at, env, outputsAfterStream());
+    std::vector<NodeId> outputs = outputsAfterStream();
+    if (slices_ > 1)
+      std::erase_if(outputs, [&](NodeId o) { return g_.node(o).type.has(plan_.streamAxis); });
+    storeOutputs(at, env, outputs);
   } else {
     storeSpread(at, env);
     std::vector<std::string> names;
@@ -157,6 +162,41 @@ void CudaWriter::tile(WrittenKernel& out) {
   if (at != tail) close(at);
   if (tail != point) close(tail);
   close(point);
+}
+
+// Outputs along the stream made after it (they read its results, or were
+// not stored inside it).
+std::vector<NodeId> CudaWriter::alongStreamAfterIt() const {
+  std::vector<NodeId> out;
+  if (plan_.streamAxis.empty()) return out;
+  for (NodeId o : outputsAfterStream())
+    if (g_.node(o).type.has(plan_.streamAxis)) out.push_back(o);
+  return out;
+}
+
+// Each slice walks its positions of the stream again (those it streamed:
+// every slices-th of the block's share) and stores the outputs along it
+// there, a thread's 8 points inside each position (16-byte stores); the
+// points past a remainder tile's end skip them.
+void CudaWriter::storeSlicedAlongStream(int point, const std::string& outside, Env env) {
+  const std::string& x = plan_.streamAxis;
+  const int64_t extent = innerSize(x);
+  std::string start = "0", end = std::to_string(extent);
+  if (auto split = plan_.splitTiles.find(x); split != plan_.splitTiles.end()) {
+    start = "split_" + x;
+    end = fmt::format("min(split_{} + {}, {})", x, split->second, extent);
+  }
+  const int inside = outside.empty() ? point : open(point, fmt::format("if (!({}))", outside));
+  const std::string var = fresh("i_" + x);
+  emit(inside, "// the outputs along the stream: the slice's positions again");
+  const int positions =
+      open(inside, fmt::format("for (int {0} = {1} + slice; {0} < {2}; {0} += {3})", var, start, end, slices_));
+  env[x] = {var, positions};
+  const int at = eightBase_.empty() ? positions : openEightPoints(positions, positions, env);
+  storeOutputs(at, env, alongStreamAfterIt());
+  if (at != positions) close(at);
+  close(positions);
+  if (inside != point) close(inside);
 }
 
 // A last group axis of a few positions (2 to 8), tiled whole, that a
@@ -223,6 +263,16 @@ bool CudaWriter::plainSlots() const {
   return true;
 }
 
+// Slots slices of a point's stream can each keep and join after it: scalars
+// per point (per each of 8 points where plain), the same axes looped inside
+// each position; a sum rescaled by a running maximum (a softmax over a
+// column) joined with it, as the lanes' are (mergeLaneSlots).
+bool CudaWriter::slicedSlots() const {
+  for (const SlotLayout& s : slots_)
+    if (!s.local.empty() || s.innerAxes != slots_[0].innerAxes) return false;
+  return eightBase_.empty() || plainSlots();
+}
+
 // A stream on CUDA cores whose launch has fewer threads than the device
 // holds (the columns of a bias gradient: 384 blocks of 8 threads of 8
 // channels, each summing rows) deals its positions out to slices of the
@@ -235,11 +285,12 @@ bool CudaWriter::plainSlots() const {
 // within the device's, a block within 256 threads, and each slice 8 or more
 // positions. A remainder tile's points past the end take the last point's
 // place and skip only their stores (tile), so all threads reach the joins.
-// The cost model's latency term counts the threads so.
+// Outputs along the stream are stored by the slice that takes the position:
+// in the stream, or after it, each slice walking its positions again with
+// the joined slots (a column's centred values beside its variance). The cost
+// model's latency term counts the threads so (planning/thread_loads.h).
 int CudaWriter::streamSlices(int64_t grid, int64_t threadPoints) const {
-  if (!laneAxis_.empty() || tcs_ || !plainSlots()) return 1;
-  for (NodeId o : plan_.outputs)
-    if (g_.node(o).type.has(plan_.streamAxis)) return 1;  // stored inside the stream: only the tail's stores are guarded
+  if (!laneAxis_.empty() || tcs_ || !slicedSlots()) return 1;
   const int64_t extent = streamShare();
   int slices = 1;
   const int64_t residentBlocks = std::min(grid, resident_.blocks);
@@ -251,7 +302,9 @@ int CudaWriter::streamSlices(int64_t grid, int64_t threadPoints) const {
 
 // The slices' slots joined after the stream: a tree over shared memory,
 // each round the upper half of the slices handing theirs to the lower.
-void CudaWriter::mergeSlices(int point, int64_t threadPoints) {
+// `shared`: then handed back from slice 0 to every slice (for outputs along
+// the stream that each slice makes after it).
+void CudaWriter::mergeSlices(int point, int64_t threadPoints, bool shared) {
   const int width = eightBase_.empty() ? 1 : 8;
   const std::string at = fmt::format("((slice - half) * {} + p) * {}", threadPoints, width);
   const std::string own = fmt::format("(slice * {} + p) * {}", threadPoints, width);
@@ -265,7 +318,23 @@ void CudaWriter::mergeSlices(int point, int64_t threadPoints) {
   close(upper);
   emit(round, "__syncthreads();");
   const int lower = open(round, "if (slice < half)");
+  // A running maximum and the sums it rescales: both sides' sums rescaled
+  // to the joined maximum (one value a point: no 8 points with such slots).
   for (size_t k = 0; k < slots_.size(); ++k) {
+    if (stream_.slots[k].kind != AccumulatorSlot::Kind::Max || !slots_[k].keepsPrevious) continue;
+    const std::string& m = slots_[k].name;
+    const std::string theirs = fresh(m + "_theirs"), joined = fresh(m + "_joined");
+    emit(lower, fmt::format("const float {} = {}_slices[{}];", theirs, m, own));
+    emit(lower, fmt::format("const float {} = fmaxf({}, {});", joined, m, theirs));
+    for (size_t j = 0; j < slots_.size(); ++j)
+      if (slots_[j].maxSlotOfRescale == static_cast<int>(k))
+        emit(lower, fmt::format("{0} = {0} * {1} + {0}_slices[{2}] * {3};", slots_[j].name,
+                                rescalePower(fmt::format("{}({}, {})", rescale(), m, joined), static_cast<int>(j)), own,
+                                rescalePower(fmt::format("{}({}, {})", rescale(), theirs, joined), static_cast<int>(j))));
+    emit(lower, fmt::format("{} = {};", m, joined));
+  }
+  for (size_t k = 0; k < slots_.size(); ++k) {
+    if (slots_[k].keepsPrevious || slots_[k].maxSlotOfRescale >= 0) continue;  // joined above
     const std::string& name = slots_[k].name;
     const std::string mine = width == 1 ? name : name + "[w]";
     const std::string theirs = fmt::format("{}_slices[{}{}]", name, own, width == 1 ? "" : " + w");
@@ -277,6 +346,17 @@ void CudaWriter::mergeSlices(int point, int64_t threadPoints) {
   close(lower);
   emit(round, "__syncthreads();");
   close(round);
+  if (!shared) return;
+  const std::string first = fmt::format("p * {}", width);  // slice 0's place, the last round's
+  const int zero = open(point, "if (slice == 0)");
+  for (const SlotLayout& s : slots_)
+    emit(zero, width == 1 ? fmt::format("{0}_slices[{1}] = {0};", s.name, first)
+                          : fmt::format("for (int w = 0; w < 8; ++w) {0}_slices[{1} + w] = {0}[w];", s.name, first));
+  close(zero);
+  emit(point, "__syncthreads();");
+  for (const SlotLayout& s : slots_)
+    emit(point, width == 1 ? fmt::format("{0} = {0}_slices[{1}];", s.name, first)
+                           : fmt::format("for (int w = 0; w < 8; ++w) {0}[w] = {0}_slices[{1} + w];", s.name, first));
 }
 
 // A launch without lanes whose threads can take 8 adjacent points each
@@ -360,8 +440,9 @@ void CudaWriter::storeOutputs(int point, const Env& env, const std::vector<NodeI
     if (!once.empty())  // stored by one point only (and one of its lanes: the others skip ahead)
       opened.push_back(s = once.find("lane == 0") != std::string::npos ? openLanes(s, fmt::format("if ({})", once))
                                                                         : open(s, fmt::format("if ({})", once)));
-    for (const Axis& a : g_.node(o).type.axes)
-      if (!group.count(a.name)) opened.push_back(s = loop(s, a, e));
+    for (const Axis& a : g_.node(o).type.axes)  // (the stream's, bound where each slice walks its positions)
+      if (!group.count(a.name) && !(slices_ > 1 && a.name == plan_.streamAxis && e.count(a.name)))
+        opened.push_back(s = loop(s, a, e));
     store(s, o, e);
     closeAll(opened);
   }

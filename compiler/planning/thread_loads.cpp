@@ -20,6 +20,67 @@ int64_t tileOf(const Partition& p, const Axis& a) {
   return it == p.groupTiles.end() ? a.size : it->second;
 }
 
+// Whether the CUDA writer deals the stream's positions out to slices of the
+// block's threads (CudaWriter::streamSlices): its slots one per point
+// (their factors along the group axes and the stream's alone, the same axes
+// looped inside each position), joined by +, max, or rescaled to a joined
+// running maximum. `afterwards`: set where outputs along the stream read its
+// results, each slice then walking its positions a second time; `rescaled`:
+// where a sum is rescaled by a running maximum (no 8 points a thread then).
+bool dealtToSlices(const Graph& g, const Kernel& k, const KernelShape& s, bool& afterwards, bool& rescaled) {
+  const std::set<NodeId> members(k.nodes.begin(), k.nodes.end());
+  const StreamAnalysis a = analyzeStream(g, members, s.streamAxis);
+  if (!a.streamable || a.slots.empty()) return false;
+  std::set<std::string> group;
+  for (const Axis& x : s.groupAxes) group.insert(x.name);
+  std::vector<std::string> inner;
+  for (size_t i = 0; i < a.slots.size(); ++i) {
+    const AccumulatorSlot& slot = a.slots[i];
+    rescaled = rescaled || slot.rescaledBy >= 0;
+    std::vector<std::string> own;
+    for (const std::string& x : slot.axes)
+      if (x != s.streamAxis) own.push_back(x);
+    if (i == 0) inner = own;
+    else if (own != inner) return false;
+    for (const StreamFactor& f : slot.core)
+      for (const Axis& x : g.node(f.node).type.axes)
+        if (!group.count(x.name) && std::find(slot.axes.begin(), slot.axes.end(), x.name) == slot.axes.end())
+          return false;
+  }
+  afterwards = std::any_of(k.outputs.begin(), k.outputs.end(), [&](NodeId o) {
+    return g.node(o).type.has(s.streamAxis) && readsStreamResults(g, a, members, o);
+  });
+  return true;
+}
+
+// How a stream dealt to slices lies in its block: a thread's points (8 where
+// they take 8 adjacent ones) and the slices, doubled while the block stays
+// within its threads, the blocks resident at once within the device's, and
+// each slice 8 positions or more (CudaWriter::streamSlices).
+struct SlicesDealt {
+  bool eight = false;
+  double threadPoints = 1, slices = 1;
+};
+
+SlicesDealt slicesDealt(const KernelShape& s, const Partition& p, const Target& t, const CostOptions& o, bool rescaled,
+                        double positions, const LoadsCounted& in) {
+  SlicesDealt d;
+  double points = 1;
+  for (const auto& [axis, tile] : p.groupTiles) points *= static_cast<double>(tile);
+  // (No group axis, or a last one the partition leaves untiled: a tile of its whole size.)
+  const Axis* last = s.groupAxes.empty() ? nullptr : &s.groupAxes.back();
+  const int64_t lastTile = last ? tileOf(p, *last) : 1;
+  d.eight = o.storageBytes == 2 && !rescaled && last && lastTile % 8 == 0 && last->size % 8 == 0;
+  d.threadPoints = std::ceil(points / (d.eight ? 8 : 1));
+  const double residentBlocks = std::min<double>(static_cast<double>(in.cost.blocks),
+                                                 static_cast<double>(t.smCount) * t.maxBlocksPerSM);
+  const double residentThreads = static_cast<double>(t.smCount) * t.maxWarpsPerSM * t.warpSize;
+  while (d.threadPoints * d.slices * 2 <= in.threads && residentBlocks * d.threadPoints * d.slices * 2 <= residentThreads &&
+         positions / (d.slices * 2) >= 8)
+    d.slices *= 2;
+  return d;
+}
+
 }  // namespace
 
 LaneStream laneStream(const Graph& g, const Kernel& k, const KernelShape& s, const Partition& p, const Target& t,
@@ -99,9 +160,9 @@ LaneStream laneStream(const Graph& g, const Kernel& k, const KernelShape& s, con
 // The block's threads share the loads of the largest share of an
 // input it reads (its tile along the whole stream and the axes it loops
 // over): a thread walks its points' positions, all of them, or 8 where
-// emit_cuda deals the positions out to slices of the block's threads (16
-// positions or more, and no output stored inside the stream, where only
-// one slice could store); at least a warp's threads, at most the block's.
+// 16 positions or more and nothing is stored along the stream; at least a
+// warp's threads, at most the block's. Streams dealt out to slices of the
+// block's threads are counted below.
 double latencySeconds(const Graph& g, const Kernel& k, const KernelShape& s, const Partition& p, const Target& t,
                       const CostOptions& o, const LaneStream& lanes, const LoadsCounted& in) {
   const bool tensorCoreWork = std::any_of(in.cost.work.begin(), in.cost.work.end(), [](const auto& w) {
@@ -160,23 +221,18 @@ double latencySeconds(const Graph& g, const Kernel& k, const KernelShape& s, con
   // positions of each input in flight. Counted as the loads' 16-byte
   // shares, a column sum over 41 rows of 64 channels had 41 threads.
   double chainSeconds = 0;  // the longest thread's loads, one round after another
-  const bool sliced = lanes.lanes == 0 && !storedInStream && !s.streamAxis.empty() && s.loopAxes.empty() &&
-                      std::find(s.splitAxes.begin(), s.splitAxes.end(), s.streamAxis) != s.splitAxes.end();
-  if (sliced) {
-    double points = 1;
-    for (const auto& [axis, tile] : p.groupTiles) points *= static_cast<double>(tile);
-    // (No group axis, or a last one the partition leaves untiled: a tile of its whole size.)
-    const Axis* last = s.groupAxes.empty() ? nullptr : &s.groupAxes.back();
-    const int64_t lastTile = last ? tileOf(p, *last) : 1;
-    const bool eight = o.storageBytes == 2 && last && lastTile % 8 == 0 && last->size % 8 == 0;
-    const double threadPoints = std::ceil(points / (eight ? 8 : 1));
-    const double residentBlocks = std::min<double>(static_cast<double>(in.cost.blocks),
-                                                   static_cast<double>(t.smCount) * t.maxBlocksPerSM);
-    const double residentThreads = static_cast<double>(t.smCount) * t.maxWarpsPerSM * t.warpSize;
-    double slices = 1;
-    while (threadPoints * slices * 2 <= in.threads && residentBlocks * threadPoints * slices * 2 <= residentThreads &&
-           positions / (slices * 2) >= 8)
-      slices *= 2;
+  bool afterwards = false;     // outputs along the stream made after it: each slice walks its positions twice
+  bool rescaled = false;
+  const bool dealt = lanes.lanes == 0 && !s.streamAxis.empty() && s.loopAxes.empty() &&
+                     dealtToSlices(g, k, s, afterwards, rescaled);
+  // Counted so as well, slices or none: a stream of plain sums the blocks
+  // may share out, storing nothing along it.
+  const bool splittable = dealt && !storedInStream &&
+                          std::find(s.splitAxes.begin(), s.splitAxes.end(), s.streamAxis) != s.splitAxes.end();
+  const SlicesDealt d = dealt ? slicesDealt(s, p, t, o, rescaled, positions, in) : SlicesDealt{};
+  if (dealt && (d.slices > 1 || splittable)) {
+    const double slices = d.slices, threadPoints = d.threadPoints;
+    const bool eight = d.eight;
     threadsUsed = std::min<double>(in.threads, slices > 1 ? threadPoints * slices : std::ceil(threadPoints / 32) * 32);
     double bytesPerPosition = 0;  // a thread's, over the inputs along the stream and the tile
     for (NodeId in : k.inputs) {    // (a row's statistic, the same for the whole warp, is one load)
@@ -191,7 +247,7 @@ double latencySeconds(const Graph& g, const Kernel& k, const KernelShape& s, con
     // average over the device's threads (a column sum over 41 rows in 4
     // slices waits 3 rounds where the average says 2.2).
     const double rounds = std::ceil(std::ceil(positions / slices) / kPointsInFlight);
-    chainSeconds = rounds * gmem.latency;
+    chainSeconds = rounds * gmem.latency * (afterwards ? 2 : 1);
   }
   // A lane stream's threads: its points' lanes, 8 positions a lane in flight.
   if (lanes.lanes > 0) {

@@ -328,6 +328,15 @@ inline std::vector<EmitCase> otherCases() {
        {{"B", 2}, {"G", 5}, {"E", 3}, {"S", 333}}, true, {}},
       {"group normalisation over long groups, training step", "benchmarks/diagrams/group_norm.dg", "group_norm_loss",
        {{"B", 2}, {"G", 3}, {"E", 5}, {"S", 1999}}, true, {}},
+      // Streams over a column's rows dealt to slices of the block's threads: a
+      // running maximum and the sum it rescales joined across the slices; a
+      // remainder tile of columns (odd C).
+      {"column log-sum-exp, sliced", "tests/diagrams/column_streams.dg", "column_logsumexp", {{"R", 4099}, {"C", 1000}},
+       false, {}},
+      {"column log-sum-exp, odd, training step", "tests/diagrams/column_streams.dg", "column_logsumexp_loss",
+       {{"R", 333}, {"C", 77}}, true, {}},
+      {"a column over its sum of squares", "tests/diagrams/column_streams.dg", "column_shares", {{"R", 4099}, {"C", 1000}},
+       false, {}},
       // A maximum compared with what it reduces (no stop_gradient) anchors no
       // stream: the cosine similarities a tensor-core GEMM (tests/lit/perf/masked_maximum.dg).
       {"contrastive loss over cosine similarities, training step", "benchmarks/diagrams/contrastive.dg",

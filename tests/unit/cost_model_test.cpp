@@ -139,18 +139,21 @@ TEST_CASE("a CUDA-core kernel of few threads is bound by the memory's latency (L
   CHECK(cost.bottleneck == "latency");
   CHECK(cost.seconds.at("latency") == Approx(loaded * latency / (32 * 256 * 4.0)).epsilon(1e-12));
   CHECK(cost.seconds.at("latency") > cost.seconds.at("GMEM") / cost.waveEfficiency);
-  // Tiles of 1 x 4 read 4 x 32 values: 16 threads of 8, priced as a warp;
-  // 16384 blocks, 32 resident on each SM. 4 of c's 32-value segment a tile:
-  // each row read moves the whole segment, 8 times the bytes.
+  // Tiles of 1 x 4 read 4 x 32 values: their 32 positions dealt to 4
+  // slices of 8 (CudaWriter::streamSlices), 16 threads, each with 4 loads in
+  // flight; 8192 blocks, 32 resident on each SM. 4 of c's 32-value segment
+  // a tile: each row read moves the whole segment, 8 times the bytes.
   const KernelCost narrow = evaluate(k.graph, k.kernel, k.shape, Partition{{{"t", 1}, {"c", 4}}, 8}, target, kF32);
   REQUIRE(narrow.blocks == 8192);
-  CHECK(narrow.seconds.at("latency") == Approx(8 * loaded * latency / (132 * 32 * 32 * 4.0)).epsilon(1e-12));
-  // bf16 storage: 16 bytes (8 values) a load.
+  CHECK(narrow.seconds.at("latency") ==
+        Approx(8 * loaded * latency / (132 * 32 * 16 * (kPointsInFlight * 4.0))).epsilon(1e-12));
+  // bf16 storage: 16 bytes (8 values) a load, a thread's 8 points; the
+  // tile's 128 threads of points in 2 slices, each thread with 4 loads in flight.
   const CostOptions bf16{2};
   auto half = single("batch_sum", {{"B", 32}, {"T", 64}, {"C", 512}}, target);
   half.shape = kernelShape(half.graph, half.kernel, target, bf16);
   const KernelCost wide = evaluate(half.graph, half.kernel, half.shape, few, target, bf16);
-  CHECK(wide.seconds.at("latency") == Approx(loaded / 2 * latency / (32 * 256 * 16.0)).epsilon(1e-12));
+  CHECK(wide.seconds.at("latency") == Approx(loaded / 2 * latency / (32 * 256 * (kPointsInFlight * 16.0))).epsilon(1e-12));
   // The search gives it more blocks than 32: it is not latency-bound then.
   const Partition searched = searchPartition(k.graph, k.kernel, k.shape, target, kF32);
   const KernelCost best = evaluate(k.graph, k.kernel, k.shape, searched, target, kF32);
