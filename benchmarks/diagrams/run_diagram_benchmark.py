@@ -157,6 +157,10 @@ def batch_norm_linear(x, g, bias, w):  # x [n c]: training-mode statistics over 
     return F.batch_norm(x, None, None, g, bias, training=True, eps=1e-5) @ w
 
 
+def batch_norm_2d(x, g, bias):  # x [b c h w]: training-mode statistics over b, h and w (cuDNN's kernels)
+    return F.batch_norm(x, None, None, g, bias, training=True, eps=1e-5)
+
+
 def group_norm_silu(x, w, bias):  # x [b g e s]: each group's statistics over its channels e and positions s
     b, g, e, n = x.shape
     return F.silu(F.group_norm(x.reshape(b, g * e, n), g, w.reshape(-1), bias.reshape(-1), eps=1e-5))
@@ -255,6 +259,10 @@ CASES = [
      batch_norm_linear, ["N C", "C", "C", "C O"]),
     ("batch normalisation, wide, backward", "batch_norm.dg", "batch_norm_loss", dict(N=16384, C=512, O=512), True,
      batch_norm_linear, ["N C", "C", "C", "C O"]),
+    ("batch normalisation over images", "batch_norm.dg", "batch_norm_2d", dict(B=32, C=64, H=56, W=56), False,
+     batch_norm_2d, ["B C H W", "C", "C"]),
+    ("batch normalisation over images, backward", "batch_norm.dg", "batch_norm_2d_loss",
+     dict(B=32, C=64, H=56, W=56), True, batch_norm_2d, ["B C H W", "C", "C"]),
     ("cross-attention, d=128, long keys", "cross_attention.dg", "cross_attention",
      dict(B=4, H=8, Tq=64, Tk=8192, D=128), False, cross_attention, ["B H Tq D", "B H Tk D", "B H Tk D"]),
     ("cross-attention, d=128, long keys, backward", "cross_attention.dg", "cross_attention_loss",

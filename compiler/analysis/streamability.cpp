@@ -468,6 +468,14 @@ bool sharesStreamOut(const Graph& g, const StreamAnalysis& analysis, const std::
   return g.node(output).type.has(axis) && !readsStreamResults(g, analysis, region, output);
 }
 
+bool slotsOnePerPoint(const Graph& g, const StreamAnalysis& analysis, const std::set<std::string>& group) {
+  for (const AccumulatorSlot& slot : analysis.slots)
+    for (const StreamFactor& f : slot.core)
+      for (const Axis& x : g.node(f.node).type.axes)
+        if (!group.count(x.name) && !contains(slot.axes, x.name)) return false;
+  return true;
+}
+
 std::vector<std::string> reducedAxes(const Graph& graph) {
   std::vector<std::string> axes;
   auto add = [&](const std::string& a) {

@@ -104,6 +104,14 @@ bool readsStreamResults(const Graph& graph, const StreamAnalysis& analysis, cons
 bool sharesStreamOut(const Graph& graph, const StreamAnalysis& analysis, const std::set<NodeId>& region, NodeId output,
                      const std::string& axis);
 
+// Whether every slot of the stream is one value per point of a tile over
+// the `group` axes: its factors lie along those and the axes the slot
+// reduces (the stream's, and any other looped whole at each position, as a
+// group norm's weight gradient sums over the batch inside each position),
+// none else. Such slots can be split over lanes or slices of a block and
+// joined after the stream by a shuffle or a tree.
+bool slotsOnePerPoint(const Graph& graph, const StreamAnalysis& analysis, const std::set<std::string>& group);
+
 // The axes some node of the graph reduces (sum, max, contraction, gather).
 std::vector<std::string> reducedAxes(const Graph& graph);
 

@@ -122,21 +122,30 @@ bool CudaWriter::axisVariable(const std::string& name) {
 // an axis split across blocks.
 int CudaWriter::loop(int parent, const Axis& axis, Env& env) {
   if (!heldRows_.empty() && axis.name == heldRows_.axis && laneLoop(axis.name, parent)) return heldRowsLoop(parent, axis, env);
-  if (laneLoop(axis.name, parent) && lanesTake8(axis.size) && bf16ArrayAlong(axis.name)) {
+  auto split = tcs_ ? plan_.splitTiles.end() : plan_.splitTiles.find(axis.name);
+  // The lanes walk the block's share of a split lane axis (a split stream's
+  // outputs along it, made after it), else the whole axis.
+  const bool laneSplit = split != plan_.splitTiles.end() && laneLoop(axis.name, parent);
+  const std::string laneStart = laneSplit ? fmt::format("split_{} + ", axis.name) : "";
+  const std::string laneEnd = laneSplit ? fmt::format("min(split_{} + {}, {})", axis.name, split->second, axis.size)
+                                        : std::to_string(axis.size);
+  if (laneLoop(axis.name, parent) && lanesTake8(axis.size) && bf16ArrayAlong(axis.name) &&
+      (!laneSplit || split->second % 8 == 0)) {
     // 8 adjacent positions a lane per span of 8 x lanes: bf16 arrays along the axis load 16 bytes at once (load).
     const std::string base = fresh("i_" + axis.name + "_8");
-    const int span = openLanes(parent, fmt::format("for (int {0} = lane * 8; {0} < {1}; {0} += {2})", base, axis.size, 8 * lanes_));
+    const int span = openLanes(parent, fmt::format("for (int {0} = {3}lane * 8; {0} < {1}; {0} += {2})", base, laneEnd,
+                                                   8 * lanes_, laneStart));
     return openSpanElements(span, axis.name, base, env);
   }
   std::string var = fresh("i_" + axis.name);
-  auto split = tcs_ ? plan_.splitTiles.end() : plan_.splitTiles.find(axis.name);
   // A block's share of a split axis that divides it has a count known here:
   // one position is no loop, more a loop of that count. A bound the compiler
   // cannot see (min(..)) would keep it from issuing the loads of the
   // unrolled positions around it together (a layernorm's column sums, split
   // one row of b a block, held one position's loads in flight).
   const bool whole = split != plan_.splitTiles.end() && axis.size % split->second == 0;
-  int s = laneLoop(axis.name, parent) ? openLanes(parent, fmt::format("for (int {0} = lane; {0} < {1}; {0} += {2})", var, axis.size, lanes_))
+  int s = laneLoop(axis.name, parent) ? openLanes(parent, fmt::format("for (int {0} = {3}lane; {0} < {1}; {0} += {2})", var, laneEnd,
+                                                                      lanes_, laneStart))
           : split == plan_.splitTiles.end()
               ? open(parent, fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", var, axis.size))
           : whole && split->second == 1 ? open(parent, "")
@@ -144,7 +153,7 @@ int CudaWriter::loop(int parent, const Axis& axis, Env& env) {
                                              split->second))
                   : open(parent, fmt::format("for (int {0} = split_{2}; {0} < min(split_{2} + {3}, {1}); ++{0})", var,
                                              axis.size, axis.name, split->second));
-  if (whole && split->second == 1) emit(s, fmt::format("const int {} = split_{};", var, axis.name));
+  if (whole && split->second == 1 && !laneLoop(axis.name, parent)) emit(s, fmt::format("const int {} = split_{};", var, axis.name));
   env[axis.name] = {var, s};
   return s;
 }

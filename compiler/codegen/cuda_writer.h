@@ -206,7 +206,9 @@ class CudaWriter {
   bool vectorisableLanes(int64_t extent) const;
   // The positions of the stream a block takes: all, or its share of a split.
   int64_t streamShare() const;
-  // Every slot one scalar per point (a softmax's max and sum over a row).
+  // Every slot one scalar per point (a softmax's max and sum over a row),
+  // all looping the same other reduced axes at each position (a group
+  // norm's batch, or none).
   bool scalarSlots() const;
 
   // The stream's positions 8 to a lane: per span of 8 x lanes, each bf16 array read
@@ -279,6 +281,9 @@ class CudaWriter {
   // The layouts of the stored arrays the launch reads along `along`, through
   // the views it reads them through (a renamed axis is the array's own).
   std::vector<AffineLayout> readLayoutsAlong(const std::string& along) const;
+  // Whether every stored array the launch reads along the stream lies
+  // contiguous along it (the stream is the arrays' innermost axis).
+  bool contiguousAlongStream() const;
 
   // Whether a stored array the launch reads along `along` is contiguous
   // along `walked`.

@@ -297,7 +297,7 @@ int64_t CudaWriter::streamShare() const {
 
 bool CudaWriter::scalarSlots() const {
   for (const SlotLayout& s : slots_)
-    if (!s.local.empty() || !s.innerAxes.empty()) return false;
+    if (!s.local.empty() || s.innerAxes != slots_[0].innerAxes) return false;
   return true;
 }
 
@@ -328,12 +328,17 @@ void CudaWriter::vectorLanes(int point, const Env& env, const std::string& start
         emit(group, fmt::format("{} *= {};  // rescaled as the max moves: exp(m_old - m_new)", slotRef(static_cast<int>(k), env),
                                 rescalePower(rescaleFactor(s.maxSlotOfRescale, env), static_cast<int>(k))));
     }
-    const int elements = open(group, "_Pragma(\"unroll\") for (int e = 0; e < 8; ++e)");
+    // The other axes the slots reduce, looped whole at each span (a group
+    // norm's batch): the 8 positions' loads inside, at every one of them.
     Env e = env;
+    std::vector<int> inner;
+    int around = group;
+    for (const std::string& a : slots_[0].innerAxes) inner.push_back(around = loop(around, Axis{a, innerSize(a)}, e));
+    const int elements = open(around, "_Pragma(\"unroll\") for (int e = 0; e < 8; ++e)");
     const std::string element =
         define(elements, "int", "i_" + x, strided ? fmt::format("{} + e * {}", base, lanes_) : base + " + e");
     const int inside = strided ? open(elements, fmt::format("if ({} < {})", element, end)) : elements;
-    if (!strided) vectorElements_[element] = {base, group, elements};
+    if (!strided) vectorElements_[element] = {base, around, elements};
     e[x] = {element, inside};
     positions_ = inside;
     for (size_t k = 0; k < slots_.size(); ++k) {
@@ -344,6 +349,7 @@ void CudaWriter::vectorLanes(int point, const Env& env, const std::string& start
     }
     if (inside != elements) close(inside);
     close(elements);
+    closeAll(inner);
   }
   close(group);
 }
@@ -411,11 +417,13 @@ int CudaWriter::streamLanes(int64_t grid, int64_t points) const {
     return lanes_;
   for (const Axis& a : plan_.groupAxes)
     if (a.size % plan_.tiles.at(a.name) != 0) return lanes_;  // a remainder tile's idle points would miss the barrier
+  int64_t inner = 1;  // the values a position adds: one, or the other reduced axes' positions
+  for (const std::string& a : slots_[0].innerAxes) inner *= innerSize(a);
   const int64_t extent = streamShare();
   const int64_t residentBlocks = std::min(grid, resident_.blocks);
   int lanes = 32;
   while (points * lanes * 2 <= 256 && residentBlocks * points * lanes * 2 <= resident_.threads &&
-         extent / (lanes * 2) >= 32)
+         extent * inner / (lanes * 2) >= 32)
     lanes *= 2;
   return lanes;
 }
@@ -558,9 +566,19 @@ bool CudaWriter::contiguousAcrossPoints(const std::string& along, const std::str
   return false;
 }
 
+bool CudaWriter::contiguousAlongStream() const {
+  const std::vector<AffineLayout> layouts = readLayoutsAlong(plan_.streamAxis);
+  return !layouts.empty() && std::all_of(layouts.begin(), layouts.end(), [&](const AffineLayout& l) {
+    return l.strides.count(plan_.streamAxis) && l.strides.at(plan_.streamAxis) == 1;
+  });
+}
+
 // A stream whose slots are all scalars per point (a softmax's max and
-// sum over a vocabulary) strides its positions by the lanes instead: each
-// lane keeps its own slots, merged after the stream (online-softmax style).
+// sum over a vocabulary; a group norm's weight gradient, summed over the
+// batch inside each position) strides its positions by the lanes instead:
+// each lane keeps its own slots, merged after the stream (online-softmax
+// style). Not where the points are contiguous in memory (column sums): their
+// threads walk the points, slices of them the stream.
 std::string CudaWriter::laneAxis() const {
   std::set<std::string> group;
   for (const Axis& a : plan_.groupAxes) group.insert(a.name);
@@ -571,13 +589,12 @@ std::string CudaWriter::laneAxis() const {
     if (otherSplits || plan_.streamChunk < kLaneAxisMin || streamShare() < kLaneAxisMin) return "";
     if (!plan_.groupAxes.empty() && contiguousAcrossPoints(plan_.streamAxis, plan_.groupAxes.back().name)) return "";
     const StreamAnalysis a = analyzeStream(g_, plan_.computed, plan_.streamAxis);
-    if (!a.streamable || a.slots.empty()) return "";
-    for (const AccumulatorSlot& slot : a.slots) {
-      if (slot.axes.size() != 1) return "";
-      for (const StreamFactor& f : slot.core)
-        for (const Axis& x : g_.node(f.node).type.axes)
-          if (!group.count(x.name) && x.name != plan_.streamAxis) return "";
-    }
+    if (!a.streamable || a.slots.empty() || !slotsOnePerPoint(g_, a, group)) return "";
+    // Slots that loop other axes at each position take lanes along the stream
+    // only where it is what every array read along it lies contiguous along
+    // (else the lanes' reads would stride by the looped axes').
+    const bool looped = std::any_of(a.slots.begin(), a.slots.end(), [](const AccumulatorSlot& s) { return s.axes.size() > 1; });
+    if (looped && !contiguousAlongStream()) return "";
     return plan_.streamAxis;
   }
   // Without a stream: the axis held whole (a split axis is the blocks' to share).

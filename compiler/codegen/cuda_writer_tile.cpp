@@ -66,8 +66,17 @@ void CudaWriter::tile(WrittenKernel& out) {
   if (!streamed && plan_.splitTiles.empty()) stageTransposedReads(origins);
   if (!laneAxis_.empty()) emit(0, fmt::format("const int lane = threadIdx.x % {};{}", lanes_,
                                               lanes_ < 32 ? "  // within the point's lanes" : ""));
-  if (slices_ > 1) emit(0, fmt::format("const int slice = threadIdx.x / {};  // the block's threads: {} slices of the stream's positions", threadPoints, slices_));
+  // Adjacent threads take adjacent points (a column sum's columns), or, where
+  // the arrays lie contiguous along the stream instead, adjacent slices (the
+  // stream's adjacent positions): either way a warp's loads share sectors.
+  const bool slicesAdjacent = slices_ > 1 && !eight && contiguousAlongStream();
+  if (slices_ > 1)
+    emit(0, slicesAdjacent ? fmt::format("const int slice = threadIdx.x % {};  // the block's threads: {} slices of the stream's "
+                                         "positions, adjacent threads adjacent slices", slices_, slices_)
+                           : fmt::format("const int slice = threadIdx.x / {};  // the block's threads: {} slices of the stream's "
+                                         "positions", threadPoints, slices_));
   const int point = open(0, !laneAxis_.empty() ? fmt::format("for (int p = threadIdx.x / {1}; p < {0}; p += blockDim.x / {1})", rows, lanes_)
+                            : slicesAdjacent   ? fmt::format("for (int p = threadIdx.x / {}; p < {}; p += blockDim.x)", slices_, threadPoints)
                             : slices_ > 1      ? fmt::format("for (int p = threadIdx.x % {}; p < {}; p += blockDim.x)", threadPoints, threadPoints)
                             : streamed || threadPoints <= blockThreads_
                                 ? fmt::format("for (int p = threadIdx.x; p < {}; p += blockDim.x)", threadPoints)

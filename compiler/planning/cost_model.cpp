@@ -349,11 +349,21 @@ KernelShape kernelShape(const Graph& g, const Kernel& k, const Target& target, c
     if (n.op == Op::Contract && !s.streamAxis.empty() && n.type.has(s.streamAxis))
       perPositionChannels.insert(n.axes.begin(), n.axes.end());
   }
+  const StreamAnalysis mainStream = s.streamAxis.empty() ? StreamAnalysis{} : analyzeStream(g, members, s.streamAxis);
   for (const auto& name : k.innerAxes) {
     int64_t extent = innerExtent[name];
     if (perPositionChannels.count(name) && extent <= kInnerLimit) continue;
     StreamAnalysis stream = analyzeStream(g, members, name);
-    bool looped = extent > kInnerLimit || (!s.streamAxis.empty() && !outputAxes.count(name) && stream.streamable);
+    // Outputs along it that read no result of this sum nor of the kernel's
+    // stream: each block can make them at the positions it takes (a batch
+    // normalisation's centred values stored beside their variance).
+    const auto madeAtShare = [&](NodeId out) {
+      return !g.node(out).type.has(name) ||
+             (!readsStreamResults(g, stream, members, out) &&
+              (!mainStream.streamable || !readsStreamResults(g, mainStream, members, out)));
+    };
+    const bool outputsAtShare = std::all_of(k.outputs.begin(), k.outputs.end(), madeAtShare);
+    bool looped = extent > kInnerLimit || (!s.streamAxis.empty() && outputsAtShare && stream.streamable);
     if (!looped) continue;
     s.loopAxes.push_back(name);
     s.loopExtent[name] = extent;
@@ -363,7 +373,8 @@ KernelShape kernelShape(const Graph& g, const Kernel& k, const Target& target, c
                   std::all_of(stream.slots.begin(), stream.slots.end(), [](const AccumulatorSlot& slot) {
                     return slot.kind == AccumulatorSlot::Kind::Sum && slot.rescaledBy < 0;
                   });
-    if (linear && !outputAxes.count(name)) s.splitAxes.push_back(name);
+    // (So they may with outputs along it made at their shares.)
+    if (linear && outputsAtShare) s.splitAxes.push_back(name);
   }
   addStreamSplit(s, g, k, members);
   addPerPositionContractions(s, g, k, members);

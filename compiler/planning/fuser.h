@@ -30,6 +30,11 @@ namespace llmc::fusion {
 // of it fit in shared memory (planning/staged_rows.h).
 inline constexpr int64_t kWholeAxisLimit = 8192;
 
+// A kernel reducing several axes streams over one its inputs lie contiguous
+// along when it has at least this many positions (a warp's lanes' worth),
+// before the longest (Fuser::collect).
+inline constexpr int64_t kContiguousStreamMin = 32;
+
 // The longest axis a contraction may reduce inside another reduction's
 // stream, recomputed for each of its chunks.
 inline constexpr int64_t kRedoneContractionLimit = 256;

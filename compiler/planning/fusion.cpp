@@ -590,6 +590,22 @@ bool Fuser::readOutside(NodeId id, const std::set<NodeId>& inside) const {
   return false;
 }
 
+namespace {
+
+// Whether every input of `k` along `axis` has it innermost, and one does.
+bool innermostInInputs(const Graph& g, const Kernel& k, const std::string& axis) {
+  bool any = false;
+  for (NodeId in : k.inputs) {
+    const Type& t = g.node(in).type;
+    if (!t.has(axis)) continue;
+    if (t.axes.back().name != axis) return false;
+    any = true;
+  }
+  return any;
+}
+
+}  // namespace
+
 std::vector<Kernel> Fuser::collect() const {
   std::map<int, Kernel> byGroup;
   for (const Node& n : g_.nodes) {
@@ -640,17 +656,28 @@ std::vector<Kernel> Fuser::collect() const {
     // it and does not hold it whole; of several as long, the first the
     // kernel reduces that it can stream (a running maximum's gradient
     // reduces t and t_scanned, both of T positions, and streams one).
+    // Before those, one every input read along it has innermost (a batch
+    // normalisation's image columns, beside its rows and batch): the threads
+    // walking the stream's positions then read adjacent addresses. (Not for
+    // a sum of a whole array: its launch spreads over the grid, no stream.)
     auto whole = wholeAxes_.find(gr);
     if (k.streamAxis.empty() && !reduced.empty()) {
       int64_t longest = 0;
       for (const auto& [a, size] : reduced) longest = std::max(longest, size);
       const std::set<NodeId> members(k.nodes.begin(), k.nodes.end());
-      for (const std::string& a : reducedInOrder) {
+      auto streamable = [&](const std::string& a) {
         const bool held = whole != wholeAxes_.end() && whole->second.count(a);
-        if (reduced.at(a) == longest && !held && analyzeStream(g_, members, a).streamable) {
+        return !held && analyzeStream(g_, members, a).streamable;
+      };
+      for (const std::string& a : reducedInOrder)
+        if (reduced.size() > 1 && !isWholeArraySum(g_, k.outputs, members) && reduced.at(a) >= kContiguousStreamMin &&
+            innermostInInputs(g_, k, a) && streamable(a)) {
           k.streamAxis = a;
           break;
         }
+      for (const std::string& a : reducedInOrder) {
+        if (!k.streamAxis.empty()) break;
+        if (reduced.at(a) == longest && streamable(a)) k.streamAxis = a;
       }
     }
     for (const auto& [a, size] : reduced)

@@ -123,6 +123,7 @@ PartitionChoice searchOptions(const Graph& g, const Kernel& k, const KernelShape
     if (i == pick.size()) break;
   }
   const bool traced = getenv("LLMC_DBG_SEARCH") != nullptr;
+  if (traced) fprintf(stderr, "search %s (stream %s)\n", k.name.c_str(), s.streamAxis.c_str());
   std::vector<PricedBrief> costs(candidates.size());
   parallelFor(candidates.size(), kCandidatesPerThreadMin, [&](size_t i) {
     const KernelCost c = evaluate(g, k, s, candidates[i], t, o);

@@ -34,6 +34,7 @@ bool dealtToSlices(const Graph& g, const Kernel& k, const KernelShape& s, bool& 
   std::set<std::string> group;
   for (const Axis& x : s.groupAxes) group.insert(x.name);
   std::vector<std::string> inner;
+  if (!slotsOnePerPoint(g, a, group)) return false;
   for (size_t i = 0; i < a.slots.size(); ++i) {
     const AccumulatorSlot& slot = a.slots[i];
     rescaled = rescaled || slot.rescaledBy >= 0;
@@ -42,10 +43,6 @@ bool dealtToSlices(const Graph& g, const Kernel& k, const KernelShape& s, bool& 
       if (x != s.streamAxis) own.push_back(x);
     if (i == 0) inner = own;
     else if (own != inner) return false;
-    for (const StreamFactor& f : slot.core)
-      for (const Axis& x : g.node(f.node).type.axes)
-        if (!group.count(x.name) && std::find(slot.axes.begin(), slot.axes.end(), x.name) == slot.axes.end())
-          return false;
   }
   afterwards = std::any_of(k.outputs.begin(), k.outputs.end(), [&](NodeId o) {
     return g.node(o).type.has(s.streamAxis) && readsStreamResults(g, a, members, o);
@@ -109,14 +106,18 @@ LaneStream laneStream(const Graph& g, const Kernel& k, const KernelShape& s, con
   const std::set<NodeId> members(k.nodes.begin(), k.nodes.end());
   const StreamAnalysis a = analyzeStream(g, members, s.streamAxis);
   if (!a.streamable || a.slots.empty()) return out;
+  if (!slotsOnePerPoint(g, a, group)) return out;
+  // (With slots looping other axes at each position: only along a stream
+  // every array read along lies contiguous along, CudaWriter::laneAxis.)
+  const bool looped = std::any_of(a.slots.begin(), a.slots.end(), [](const AccumulatorSlot& x) { return x.axes.size() > 1; });
+  for (NodeId in : k.inputs)
+    if (looped && g.node(in).type.has(s.streamAxis) && g.node(in).type.axes.back().name != s.streamAxis) return out;
   std::set<std::string> kept;  // the group axes the slots keep: their factors' (and pivots')
+  bool mixedInnerAxes = false;  // slots looping different other reduced axes at each position
   for (const AccumulatorSlot& slot : a.slots) {
-    if (slot.axes.size() != 1) return out;
+    mixedInnerAxes = mixedInnerAxes || slot.axes != a.slots[0].axes;
     for (const StreamFactor& f : slot.core) {
-      for (const Axis& x : g.node(f.node).type.axes) {
-        if (!group.count(x.name) && x.name != s.streamAxis) return out;
-        kept.insert(x.name);
-      }
+      for (const Axis& x : g.node(f.node).type.axes) kept.insert(x.name);
       if (f.pivoted())
         for (const Axis& x : g.node(f.pivotOf).type.axes)
           if (g.node(f.pivotKeeps).type.has(x.name)) kept.insert(x.name);
@@ -137,11 +138,14 @@ LaneStream laneStream(const Graph& g, const Kernel& k, const KernelShape& s, con
     while (16 * lanes <= extent) lanes *= 2;
     if (points % (32 / lanes) == 0) out.lanes = lanes;
   }
-  if (out.lanes == 32 && !remainder) {
+  if (out.lanes == 32 && !remainder && !mixedInnerAxes) {  // (CudaWriter::streamLanes: CudaWriter::scalarSlots)
     const int64_t deviceThreads = int64_t{t.smCount} * t.maxWarpsPerSM * t.warpSize;
     const int64_t residentBlocks = std::min<int64_t>(blocks, int64_t{t.smCount} * t.maxBlocksPerSM);
+    int64_t inner = 1;  // the values a position adds: one, or the other reduced axes' positions
+    for (const std::string& x : a.slots[0].axes)
+      if (auto loop = s.loopExtent.find(x); loop != s.loopExtent.end()) inner *= loop->second;
     while (points * out.lanes * 2 <= 256 && residentBlocks * points * out.lanes * 2 <= deviceThreads &&
-           extent / (out.lanes * 2) >= 32)
+           extent * inner / (out.lanes * 2) >= 32)
       out.lanes *= 2;
   }
   out.threads = std::min<int64_t>(256, points * out.lanes);
@@ -229,7 +233,10 @@ double latencySeconds(const Graph& g, const Kernel& k, const KernelShape& s, con
   // may share out, storing nothing along it.
   const bool splittable = dealt && !storedInStream &&
                           std::find(s.splitAxes.begin(), s.splitAxes.end(), s.streamAxis) != s.splitAxes.end();
-  const SlicesDealt d = dealt ? slicesDealt(s, p, t, o, rescaled, positions, in) : SlicesDealt{};
+  // (The slices deal out the stream's positions; each walks the looped axes
+  // whole at every one of its positions.)
+  const double share = s.streamAxis.empty() ? 1 : static_cast<double>(streamShare(s, p));
+  const SlicesDealt d = dealt ? slicesDealt(s, p, t, o, rescaled, share, in) : SlicesDealt{};
   if (dealt && (d.slices > 1 || splittable)) {
     const double slices = d.slices, threadPoints = d.threadPoints;
     const bool eight = d.eight;
@@ -246,7 +253,7 @@ double latencySeconds(const Graph& g, const Kernel& k, const KernelShape& s, con
     // slices' share rounded up, then the rounds rounded up, whatever the
     // average over the device's threads (a column sum over 41 rows in 4
     // slices waits 3 rounds where the average says 2.2).
-    const double rounds = std::ceil(std::ceil(positions / slices) / kPointsInFlight);
+    const double rounds = std::ceil(std::ceil(share / slices) * (positions / share) / kPointsInFlight);
     chainSeconds = rounds * gmem.latency * (afterwards ? 2 : 1);
   }
   // A lane stream's threads: its points' lanes, 8 positions a lane in flight.

@@ -328,6 +328,20 @@ inline std::vector<EmitCase> otherCases() {
        {{"B", 2}, {"G", 5}, {"E", 3}, {"S", 333}}, true, {}},
       {"group normalisation over long groups, training step", "benchmarks/diagrams/group_norm.dg", "group_norm_loss",
        {{"B", 2}, {"G", 3}, {"E", 5}, {"S", 1999}}, true, {}},
+      // Past 8192 positions a group: the variance over the channels and the
+      // (contiguous) positions a stream with 256 lanes along the positions, the
+      // channels looped at each; the weight's gradient over the batch and the
+      // positions shared out over blocks, each storing its share of the SiLU's
+      // gradient.
+      {"group normalisation, SiLU, training step, lanes over positions", "benchmarks/diagrams/group_norm.dg",
+       "group_norm_loss", {{"B", 9}, {"G", 16}, {"E", 5}, {"S", 3001}}, true, {}},
+      // Statistics over three axes (BatchNorm2d): column sums shared out over
+      // the batch and the columns too, each block storing its share of the
+      // centred values.
+      {"batch normalisation over images", "benchmarks/diagrams/batch_norm.dg", "batch_norm_2d",
+       {{"B", 7}, {"C", 13}, {"H", 29}, {"W", 31}}, false, {}},
+      {"batch normalisation over images, training step", "benchmarks/diagrams/batch_norm.dg", "batch_norm_2d_loss",
+       {{"B", 7}, {"C", 13}, {"H", 29}, {"W", 31}}, true, {}},
       // Streams over a column's rows dealt to slices of the block's threads: a
       // running maximum and the sum it rescales joined across the slices; a
       // remainder tile of columns (odd C).
