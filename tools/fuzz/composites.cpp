@@ -83,16 +83,30 @@ bool Generator::softmax() {
   return true;
 }
 
+// A normalisation: a layernorm's statistics over one axis, its gain and bias
+// along it; or, now and then, statistics over several axes at once, the gain
+// and bias along those (a group norm's channels in a group and positions) or
+// along the axes kept (a batch norm's channels, over the batch and the image).
 bool Generator::layernorm() {
   const int x = pick([&](const Value& v) { return !v.axes.empty() && v.bound <= 1e3; });
   if (x < 0) return false;
   const Value v = value(x);
-  const std::string c = choose(v.axes);
-  const int w = addInput(v.dtype, {c}), b = addInput(v.dtype, {c});
+  std::vector<std::string> over = {choose(v.axes)};
+  if (v.axes.size() >= 2 && chance(0.4)) {
+    for (const std::string& a : v.axes)
+      if (a != over[0] && chance(0.6)) over.push_back(a);
+    if (over.size() == v.axes.size() && chance(0.7)) over.pop_back();  // mostly an axis kept
+  }
+  const std::vector<std::string> kept = without(v.axes, over);
+  const std::vector<std::string> scaled = over.size() > 1 && !kept.empty() && chance(0.5) ? kept : over;
+  const int w = addInput(v.dtype, scaled), b = addInput(v.dtype, scaled);
+  std::string count;
+  for (const std::string& a : over) count += (count.empty() ? "" : " * ") + fmt::format("size({})", a);
+  const std::string axes = fmt::format("{}", fmt::join(over, ", "));
   Value row = v;
-  row.axes = without(v.axes, {c});
+  row.axes = kept;
   row.lo = -1;
-  const int mean = emit(row, {x}, fmt::format("sum($0, {}) / size({})", c, c), "layernorm");
+  const int mean = emit(row, {x}, fmt::format("sum($0, {}) / ({})", axes, count), "layernorm");
   Value centred = v;
   centred.bound = 2 * v.bound;
   centred.lo = -1;
@@ -100,13 +114,13 @@ bool Generator::layernorm() {
   Value var = row;
   var.bound = centred.bound * centred.bound;
   var.lo = 0;
-  const int vr = emit(var, {xc}, fmt::format("sum($0 * $0, {}) / size({})", c, c), "layernorm");
+  const int vr = emit(var, {xc}, fmt::format("sum($0 * $0, {}) / ({})", axes, count), "layernorm");
   Value r = row;
   r.bound = 1 / std::sqrt(1e-5);
   r.lo = 1 / std::sqrt(var.bound + 1e-5);
   const int rs = emit(r, {vr}, "rsqrt($0 + 0.00001)", "layernorm");
   Value y = v;
-  y.bound = std::sqrt(double(elements({c}))) * 4 + 4;
+  y.bound = std::sqrt(double(elements(over))) * 4 + 4;
   y.lo = -1;
   emit(y, {xc, rs, w, b}, "$0 * $1 * $2 + $3", "layernorm");
   return true;
