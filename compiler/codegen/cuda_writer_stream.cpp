@@ -423,7 +423,7 @@ int CudaWriter::streamLanes(int64_t grid, int64_t points) const {
   const int64_t residentBlocks = std::min(grid, resident_.blocks);
   int lanes = 32;
   while (points * lanes * 2 <= 256 && residentBlocks * points * lanes * 2 <= resident_.threads &&
-         extent * inner / (lanes * 2) >= 32)
+         extent * inner / (lanes * 2) >= 32 && lanes * 2 <= extent)
     lanes *= 2;
   return lanes;
 }
@@ -583,13 +583,15 @@ std::string CudaWriter::laneAxis() const {
   std::set<std::string> group;
   for (const Axis& a : plan_.groupAxes) group.insert(a.name);
   if (!plan_.streamAxis.empty()) {
-    // (A split of the stream itself leaves the lanes its share.)
-    const bool otherSplits = std::any_of(plan_.splitTiles.begin(), plan_.splitTiles.end(),
-                                         [&](const auto& split) { return split.first != plan_.streamAxis; });
-    if (otherSplits || plan_.streamChunk < kLaneAxisMin || streamShare() < kLaneAxisMin) return "";
+    if (plan_.streamChunk < kLaneAxisMin || streamShare() < kLaneAxisMin) return "";
     if (!plan_.groupAxes.empty() && contiguousAcrossPoints(plan_.streamAxis, plan_.groupAxes.back().name)) return "";
     const StreamAnalysis a = analyzeStream(g_, plan_.computed, plan_.streamAxis);
     if (!a.streamable || a.slots.empty() || !slotsOnePerPoint(g_, a, group)) return "";
+    // (A split of the stream itself leaves the lanes its share; one of an
+    // axis the slots loop at each position, its share of that loop.)
+    for (const auto& [axis, perBlock] : plan_.splitTiles)
+      if (axis != plan_.streamAxis && std::find(a.slots[0].axes.begin(), a.slots[0].axes.end(), axis) == a.slots[0].axes.end())
+        return "";
     // Slots that loop other axes at each position take lanes along the stream
     // only where it is what every array read along it lies contiguous along
     // (else the lanes' reads would stride by the looped axes').

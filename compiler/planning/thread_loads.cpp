@@ -86,9 +86,8 @@ LaneStream laneStream(const Graph& g, const Kernel& k, const KernelShape& s, con
   constexpr int64_t kLaneAxisMin = 32;  // the CUDA writer's
   // The positions a block streams: all, or its share of a split stream.
   int64_t extent = s.streamExtent;
-  for (const auto& [axis, perBlock] : p.splitTiles)  // the emitter keeps the splits that share an axis out
+  for (const auto& [axis, perBlock] : p.splitTiles)
     if (axis == s.streamAxis) extent = std::min(extent, perBlock);
-    else if (perBlock < s.loopExtent.at(axis)) return out;
   if (s.streamAxis.empty() || p.streamChunk < kLaneAxisMin || extent < kLaneAxisMin) return out;
   std::set<std::string> group;
   for (const Axis& a : s.groupAxes) group.insert(a.name);
@@ -107,6 +106,12 @@ LaneStream laneStream(const Graph& g, const Kernel& k, const KernelShape& s, con
   const StreamAnalysis a = analyzeStream(g, members, s.streamAxis);
   if (!a.streamable || a.slots.empty()) return out;
   if (!slotsOnePerPoint(g, a, group)) return out;
+  // The blocks may share out the stream, or an axis the slots loop at each
+  // position (CudaWriter::laneAxis), no other.
+  for (const auto& [axis, perBlock] : p.splitTiles)
+    if (axis != s.streamAxis && perBlock < s.loopExtent.at(axis) &&
+        std::find(a.slots[0].axes.begin(), a.slots[0].axes.end(), axis) == a.slots[0].axes.end())
+      return out;
   // (With slots looping other axes at each position: only along a stream
   // every array read along lies contiguous along, CudaWriter::laneAxis.)
   const bool looped = std::any_of(a.slots.begin(), a.slots.end(), [](const AccumulatorSlot& x) { return x.axes.size() > 1; });
@@ -145,7 +150,7 @@ LaneStream laneStream(const Graph& g, const Kernel& k, const KernelShape& s, con
     for (const std::string& x : a.slots[0].axes)
       if (auto loop = s.loopExtent.find(x); loop != s.loopExtent.end()) inner *= loop->second;
     while (points * out.lanes * 2 <= 256 && residentBlocks * points * out.lanes * 2 <= deviceThreads &&
-           extent * inner / (out.lanes * 2) >= 32)
+           extent * inner / (out.lanes * 2) >= 32 && out.lanes * 2 <= extent)
       out.lanes *= 2;
   }
   out.threads = std::min<int64_t>(256, points * out.lanes);
