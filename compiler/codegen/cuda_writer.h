@@ -380,6 +380,7 @@ class CudaWriter {
   // The slices' slots joined after the stream: a tree over shared memory,
   // each round the upper half of the slices handing theirs to the lower.
   void mergeSlices(int point, int64_t threadPoints, bool shared);
+  void storeSlots(int scope, const std::string& at, int width);
 
   // A launch without lanes whose threads can take 8 adjacent points each,
   // under bf16 storage: along the last group axis (its tile and size

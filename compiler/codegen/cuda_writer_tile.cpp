@@ -309,6 +309,14 @@ int CudaWriter::streamSlices(int64_t grid, int64_t threadPoints) const {
   return slices;
 }
 
+// Each slot's value (a thread's 8 where it takes 8 points) into its shared
+// array at `at`: a slice handing its slots on.
+void CudaWriter::storeSlots(int scope, const std::string& at, int width) {
+  for (const SlotLayout& s : slots_)
+    emit(scope, width == 1 ? fmt::format("{0}_slices[{1}] = {0};", s.name, at)
+                           : fmt::format("for (int w = 0; w < 8; ++w) {0}_slices[{1} + w] = {0}[w];", s.name, at));
+}
+
 // The slices' slots joined after the stream: a tree over shared memory,
 // each round the upper half of the slices handing theirs to the lower.
 // `shared`: then handed back from slice 0 to every slice (for outputs along
@@ -321,9 +329,7 @@ void CudaWriter::mergeSlices(int point, int64_t threadPoints, bool shared) {
     emit(0, fmt::format("__shared__ float {}_slices[{}];", slots_[k].name, slices_ / 2 * threadPoints * width));
   const int round = open(point, fmt::format("for (int half = {}; half > 0; half /= 2)", slices_ / 2));
   const int upper = open(round, "if (slice >= half && slice < 2 * half)");
-  for (const SlotLayout& s : slots_)
-    emit(upper, width == 1 ? fmt::format("{0}_slices[{1}] = {0};", s.name, at)
-                           : fmt::format("for (int w = 0; w < 8; ++w) {0}_slices[{1} + w] = {0}[w];", s.name, at));
+  storeSlots(upper, at, width);
   close(upper);
   emit(round, "__syncthreads();");
   const int lower = open(round, "if (slice < half)");
@@ -358,9 +364,7 @@ void CudaWriter::mergeSlices(int point, int64_t threadPoints, bool shared) {
   if (!shared) return;
   const std::string first = fmt::format("p * {}", width);  // slice 0's place, the last round's
   const int zero = open(point, "if (slice == 0)");
-  for (const SlotLayout& s : slots_)
-    emit(zero, width == 1 ? fmt::format("{0}_slices[{1}] = {0};", s.name, first)
-                          : fmt::format("for (int w = 0; w < 8; ++w) {0}_slices[{1} + w] = {0}[w];", s.name, first));
+  storeSlots(zero, first, width);
   close(zero);
   emit(point, "__syncthreads();");
   for (const SlotLayout& s : slots_)
