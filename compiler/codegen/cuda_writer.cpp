@@ -409,6 +409,8 @@ std::string CudaWriter::compute(const Node& n, const Env& own, int target) {
     }
     case Op::Binary: {
       const std::string x = operand(0), y = operand(1);  // in this order: each may define what it reads
+      if (n.binary == BinaryOp::Div && approximate_ && isF && g_.node(n.operands[1]).op != Op::Constant)
+        return def(fmt::format("{} * {}", x, reciprocal(n.operands[1], own, y)));
       return def(binaryExpression(n.binary, x, y, isF));
     }
     case Op::Compare: {
@@ -719,6 +721,18 @@ std::string CudaWriter::exp(const std::string& x) const {
 
 std::string CudaWriter::divide(const std::string& x, const std::string& y) const {
   return approximate_ ? fmt::format("llmc_fast_divide({}, {})", x, y) : fmt::format("{} / {}", x, y);
+}
+
+// 1 / y for the approximate division x * (1 / y), which is how div.approx.f32 is defined (PTX ISA):
+// the same result, with the reciprocal taken once where y is defined rather than once a quotient.
+// ptxas shares one divisor's MUFU.RCP among the div.approx it sees together, not across loops that
+// are not unrolled or the masked and unmasked copies of a step: attention's dQ stream, dividing each
+// score by its row's sum, went from 4 MUFU.RCP and 1008 instructions to 2 and 944 (cuobjdump, H100,
+// 2026-12-06); a softmax held per row takes one reciprocal a row.
+std::string CudaWriter::reciprocal(NodeId divisor, const Env& env, const std::string& y) {
+  int target = floor_;
+  for (const Axis& a : g_.node(divisor).type.axes) target = deeper(target, env.at(a.name).scope);
+  return defineValue(target, "float", names_[static_cast<size_t>(divisor)] + "_rcp", fmt::format("llmc_fast_reciprocal({})", y));
 }
 
 std::string CudaWriter::reciprocalSqrt(const std::string& x) const {

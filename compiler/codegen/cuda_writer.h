@@ -631,6 +631,7 @@ class CudaWriter {
   std::string unaryExpression(UnaryOp op, const std::string& x, bool isF) const;
   std::string binaryExpression(BinaryOp op, const std::string& x, const std::string& y, bool isF) const;
   std::string divide(const std::string& x, const std::string& y) const;
+  std::string reciprocal(NodeId divisor, const Env& env, const std::string& y);
   const char* rescale() const { return approximate_ ? "llmc_fast_rescale" : "llmc_rescale"; }
   std::string reciprocalSqrt(const std::string& x) const;
   std::map<NodeId, int> scoreIndex_;           // its score contractions: the register tile sc<k>

@@ -132,6 +132,13 @@ __device__ __forceinline__ float llmc_fast_divide(float a, float b) {
   asm("div.approx.ftz.f32 %0, %1, %2;" : "=f"(y) : "f"(a), "f"(b));
   return y;
 }
+// 1 / b as div.approx.ftz takes it: a / b there is a times this (a division by a value computed once,
+// as CudaWriter::reciprocal emits it, is then one multiply per quotient).
+__device__ __forceinline__ float llmc_fast_reciprocal(float b) {
+  float y;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(b));
+  return y;
+}
 __device__ __forceinline__ float llmc_fast_rsqrt(float x) {
   float y;
   asm("rsqrt.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
