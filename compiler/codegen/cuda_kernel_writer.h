@@ -74,6 +74,7 @@ struct DeviceResidency {
   int64_t threads = 0;  // 0: not known (no slices)
   int64_t blocks = 0;
   int64_t smemPerBlock = 0;  // bytes of shared memory a block may take (rows staged within it; 0: none staged)
+  bool asyncCopies = false;  // cp.async: GMEM -> SMEM without registers (staged rows copied all at once)
 };
 
 // `names`: printedNames(graph), made once for all the launches of a module.

@@ -54,7 +54,11 @@ std::optional<std::string> CudaWriter::stagedRowValue(const Node& n, const Env& 
     const int64_t extent = stagedRows_.extent;
     const int64_t perWord = 16 / row->elementBytes;  // elements a 16-byte word
     emit(floor_, fmt::format("const {}* {} = {} + {};", arr.ctype, base, arr.param, offset(n.id, start)));
-    const std::string copy = "*reinterpret_cast<uint4*>({0} + q) = *reinterpret_cast<const uint4*>({1} + q);";
+    // With cp.async every thread issues all of its 16-byte copies before it waits: the row's loads are
+    // in flight together, where loads through registers (four at a time) waited a memory latency for
+    // every four.
+    const std::string copy = resident_.asyncCopies ? "llmc_copy16_async({0} + q, {1} + q);"
+                                                   : "*reinterpret_cast<uint4*>({0} + q) = *reinterpret_cast<const uint4*>({1} + q);";
     if (extent % perWord == 0) {
       emit(floor_, fmt::format("{0}* {1} = reinterpret_cast<{0}*>(smem_rows + {2});", arr.ctype, buffer->second,
                                row->offsetBytes));
@@ -79,6 +83,7 @@ std::optional<std::string> CudaWriter::stagedRowValue(const Node& n, const Env& 
       emit(floor_, fmt::format("for (int q = {0} + threadIdx.x; q < {1}; q += blockDim.x) {2}[q] = {3}[q];", body,
                                extent, buffer->second, base));
     }
+    if (resident_.asyncCopies) emit(floor_, "llmc_copy_async_wait();");
     emit(floor_, "__syncthreads();");
   }
   const std::string& s = buffer->second;

@@ -170,7 +170,7 @@ class ModuleWriter {
   CudaModule run() {
     const DeviceResidency resident{int64_t{target_.smCount} * target_.maxWarpsPerSM * target_.warpSize,
                                    int64_t{target_.smCount} * target_.maxBlocksPerSM,
-                                   target_.level("SMEM").maxPerBlock};
+                                   target_.level("SMEM").maxPerBlock, target_.hasCpAsync};
     std::vector<WrittenKernel> cudaCores;  // every launch as the CUDA cores run it
     for (const ScheduledLaunch& l : list_.launches)
       cudaCores.push_back(writeKernel(graph_, l.plan, list_.arrays, list_.names, resident));

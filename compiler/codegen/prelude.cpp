@@ -38,6 +38,13 @@ __device__ __forceinline__ unsigned llmc_pack_bf16x2(float lo, float hi) {
 
 // 16 bytes at a 16-byte aligned address, unconverted; and 8 bf16 values so loaded, as floats.
 __device__ __forceinline__ uint4 llmc_load_raw16(const llmc_bf16* p) { return *reinterpret_cast<const uint4*>(p); }
+// 16 bytes GMEM -> SMEM without passing through registers (cp.async, sm_80 on), both 16-byte aligned: a thread
+// issues all of its copies, then waits once for them all (llmc_copy_async_wait), one memory latency for a row.
+__device__ __forceinline__ void llmc_copy16_async(void* smem, const void* gmem) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"((unsigned)__cvta_generic_to_shared(smem)), "l"(gmem)
+               : "memory");
+}
+__device__ __forceinline__ void llmc_copy_async_wait() { asm volatile("cp.async.wait_all;" ::: "memory"); }
 __device__ __forceinline__ void llmc_unpack_bf16x8(const uint4& u, float (&v)[8]) {
   const unsigned w[4] = {u.x, u.y, u.z, u.w};
   for (int i = 0; i < 4; ++i) v[2 * i] = __uint_as_float(w[i] << 16), v[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
