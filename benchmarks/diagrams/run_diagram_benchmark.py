@@ -161,6 +161,10 @@ def batch_norm_2d(x, g, bias):  # x [b c h w]: training-mode statistics over b, 
     return F.batch_norm(x, None, None, g, bias, training=True, eps=1e-5)
 
 
+def channel_rms_scale(x, g):  # x [b c h w]: each channel's root mean square over b, h and w, times its gain
+    return g * torch.rsqrt((x.float() * x.float()).mean(dim=(0, 2, 3)) + 1e-5).to(g.dtype)
+
+
 def group_norm_silu(x, w, bias):  # x [b g e s]: each group's statistics over its channels e and positions s
     b, g, e, n = x.shape
     return F.silu(F.group_norm(x.reshape(b, g * e, n), g, w.reshape(-1), bias.reshape(-1), eps=1e-5))
@@ -263,6 +267,10 @@ CASES = [
      batch_norm_2d, ["B C H W", "C", "C"]),
     ("batch normalisation over images, backward", "batch_norm.dg", "batch_norm_2d_loss",
      dict(B=32, C=64, H=56, W=56), True, batch_norm_2d, ["B C H W", "C", "C"]),
+    ("channel RMS scale over images", "batch_norm.dg", "channel_rms_scale", dict(B=32, C=64, H=56, W=56), False,
+     channel_rms_scale, ["B C H W", "C"]),
+    ("channel RMS scale over images, backward", "batch_norm.dg", "channel_rms_scale_loss",
+     dict(B=32, C=64, H=56, W=56), True, channel_rms_scale, ["B C H W", "C"]),
     ("cross-attention, d=128, long keys", "cross_attention.dg", "cross_attention",
      dict(B=4, H=8, Tq=64, Tk=8192, D=128), False, cross_attention, ["B H Tq D", "B H Tk D", "B H Tk D"]),
     ("cross-attention, d=128, long keys, backward", "cross_attention.dg", "cross_attention_loss",

@@ -60,12 +60,15 @@ std::set<NodeId> streamsBoundBySteps(const Graph& graph, const std::vector<Plann
   });
 }
 
-// The reductions of kernels that hold a reduced axis whole for what reads
-// the reduction along it (a column's mean subtracted from its rows: a block
-// a tile of columns, each thread walking every row) and that leave SMs
-// without a block or wait on the memory's latency: fusion's candidates to
-// keep apart (FusionOptions::apart), the statistic then a column sum shared
-// out over the grid and its readers a kernel of their own.
+// The reductions of kernels that leave SMs without a block or wait on the
+// memory's latency, where what the kernel makes from the reduction keeps its
+// reduced axes from being shared out over the grid: held whole for what reads
+// the reduction along them (a column's mean subtracted from its rows: a block
+// a tile of columns, each thread walking every row), or streamed whole by each
+// block for a value it makes from the finished sum (a channel's scale from its
+// mean: a block a channel, each walking all the images). Fusion's candidates
+// to keep apart (FusionOptions::apart): the statistic is then a sum the blocks
+// share out, adding their parts, and its readers a kernel of their own.
 // `heldSeconds`: the time those kernels take.
 std::set<NodeId> heldAxesLeavingSMsIdle(const Graph& graph, const std::vector<PlannedKernel>& kernels,
                                          int smCount, double& heldSeconds) {
@@ -73,8 +76,13 @@ std::set<NodeId> heldAxesLeavingSMsIdle(const Graph& graph, const std::vector<Pl
   heldSeconds = 0;
   for (const PlannedKernel& pk : kernels) {
     const Kernel& k = pk.kernel;
-    if (!k.streamAxis.empty() || pricedOnTensorCores(pk.cost)) continue;
+    if (pricedOnTensorCores(pk.cost)) continue;
     if (pk.cost.blocks >= smCount && pk.cost.bottleneck != "latency") continue;
+    // A stream that holds a contraction is the trials' below (unstreamed,
+    // its contraction a GEMM of its own), which start from this one's plan.
+    const bool streamed = !k.streamAxis.empty();
+    if (streamed && std::any_of(k.nodes.begin(), k.nodes.end(), [&](NodeId m) { return graph.node(m).op == Op::Contract; }))
+      continue;
     bool holds = false;
     for (NodeId id : k.nodes) {
       const Node& r = graph.node(id);
@@ -82,7 +90,11 @@ std::set<NodeId> heldAxesLeavingSMsIdle(const Graph& graph, const std::vector<Pl
       const bool readAlong = std::any_of(k.outputs.begin(), k.outputs.end(), [&](NodeId o) {
         return std::any_of(r.axes.begin(), r.axes.end(), [&](const std::string& x) { return graph.node(o).type.has(x); });
       });
-      if (readAlong) reductions.insert(id), holds = true;
+      const bool readInKernel = std::any_of(k.nodes.begin(), k.nodes.end(), [&](NodeId m) {
+        const std::vector<NodeId>& operands = graph.node(m).operands;
+        return m != id && std::find(operands.begin(), operands.end(), id) != operands.end();
+      });
+      if (streamed ? readInKernel : readAlong) reductions.insert(id), holds = true;
     }
     if (holds) heldSeconds += pk.cost.predicted;
   }

@@ -342,6 +342,13 @@ inline std::vector<EmitCase> otherCases() {
        {{"B", 7}, {"C", 13}, {"H", 29}, {"W", 31}}, false, {}},
       {"batch normalisation over images, training step", "benchmarks/diagrams/batch_norm.dg", "batch_norm_2d_loss",
        {{"B", 7}, {"C", 13}, {"H", 29}, {"W", 31}}, true, {}},
+      // A value per channel made from its sum over the batch and the image: the
+      // sum shared out over blocks (their parts added), the value a kernel of
+      // its own after it (lowering/unfuse.cpp, heldAxesLeavingSMsIdle).
+      {"channel RMS scale over images", "benchmarks/diagrams/batch_norm.dg", "channel_rms_scale",
+       {{"B", 31}, {"C", 7}, {"H", 57}, {"W", 29}}, false, {}},
+      {"channel RMS scale over images, training step", "benchmarks/diagrams/batch_norm.dg", "channel_rms_scale_loss",
+       {{"B", 31}, {"C", 7}, {"H", 57}, {"W", 29}}, true, {}},
       // Streams over a column's rows dealt to slices of the block's threads: a
       // running maximum and the sum it rescales joined across the slices; a
       // remainder tile of columns (odd C).
