@@ -504,11 +504,14 @@ KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const
     cost.seconds[unit] = ops / (s.perPosition && o.tensorCores ? t.unit(unit).warpMmaAttainable : t.unit(unit).attainable);
   // Rows held in shared memory (planning/staged_rows.h): a block copies a
   // point's rows, then its passes work on them between barriers, with one
-  // or two blocks an SM; the copies and the work hardly overlap. GPT-2's
-  // classifier (d12): 3.07 GB each way and two exponentials an element ran
-  // 2.19 ms on the H200 (2026-12-05), the bytes' 1.46 and the special
-  // functions' 0.79 one after the other; the larger alone predicted 1.57.
-  if (tr.stagedRows) {
+  // or two blocks an SM. Copied through registers, four 16-byte loads at a
+  // time, the copies and the work hardly overlapped: GPT-2's classifier
+  // (d12): 3.07 GB each way and two exponentials an element ran 2.19 ms on
+  // the H200 (2026-12-05), the bytes' 1.46 and the special functions' 0.79
+  // one after the other. Copied by cp.async, all of a row's loads in flight
+  // at once, the same kernel ran at its bytes' time: 2.59 -> 2.19 ms on an
+  // H100 (2026-12-06), 6.15 GiB at its 3.0 TB/s; so there the larger alone.
+  if (tr.stagedRows && !t.hasCpAsync) {
     double work = 0;
     for (const auto& [unit, ops] : cost.work) work = std::max(work, cost.seconds[unit]);
     cost.seconds["rows, then passes"] = tr.unique / gmem.attainableBandwidth + work;
