@@ -2,10 +2,14 @@
 
 #include "lowering/lowering.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <numeric>
 #include <optional>
+#include <regex>
 #include <tuple>
 #include <vector>
 
@@ -206,6 +210,15 @@ KernelCost priceGemmTile(const Graph& graph, const PlannedKernel& kernel, const 
 // price to be wrong.
 constexpr double kStreamSplitGain = 2.0 / 3.0;
 
+std::string gemmTileOverride() {
+  const char* value = std::getenv("LLMC_GEMM_TILE");
+  if (!value || !*value) return "";
+  if (!std::regex_match(value, std::regex("[0-9]{1,4}x[0-9]{1,4}p?")))
+    throw TargetError(fmt::format(
+        "LLMC_GEMM_TILE='{}': expected BMxBN or BMxBNp (ping-pong consumers), such as 128x256", value));
+  return value;
+}
+
 void chooseGemmTile(const Graph& graph, PlannedKernel& kernel, const TensorCoreGemm& gemm, const Target& target,
                     const CostOptions& options) {
   const int64_t kSteps = ceilDiv(gemm.K, gemm.BK);
@@ -214,7 +227,14 @@ void chooseGemmTile(const Graph& graph, PlannedKernel& kernel, const TensorCoreG
     KernelCost cost;
   };
   std::optional<Choice> plain, alongStream;  // the cheapest without a split along the stream, and with one
-  for (GemmTile tile : libraryTiles(gemm))
+  std::vector<GemmTile> tiles = libraryTiles(gemm);
+  if (const std::string forced = gemmTileOverride(); !forced.empty()) {
+    std::vector<GemmTile> named;
+    for (const GemmTile& t : tiles)
+      if (fmt::format("{}x{}{}", t.bm, t.bn, t.pingPong ? "p" : "") == forced) named.push_back(t);
+    if (!named.empty()) tiles = std::move(named);
+  }
+  for (GemmTile tile : tiles)
     for (tile.splits = 1; tile.splits <= maxSplits(gemm); ++tile.splits) {
       // Splits that leave some unit without k-steps run as fewer; a split
       // needs outputs that are plain sums over what it cuts.

@@ -11,6 +11,8 @@
 // 192 rows a tile ran as 128, in a persistent grid of a different size.
 #pragma once
 
+#include <string>
+
 #include "codegen/module.h"
 #include "ir/ir.h"
 #include "lowering/tensor_core_gemm.h"
@@ -20,8 +22,17 @@
 
 namespace llmc {
 
+// The tile LLMC_GEMM_TILE names, "" where it is unset: BMxBN (the two
+// consumers split a tile's rows) or BMxBNp (ping-pong), such as 128x256.
+// Every GEMM the library has that tile for takes it (its split-K still
+// priced), the others their cheapest: for timing the model's choices against
+// another tile on a GPU (benchmarks/kernels/README.md). Throws TargetError
+// for a value of another form. The plan cache's key
+// holds it (runtime/cuda/module_cache.h).
+std::string gemmTileOverride();
+
 // Sets `kernel`'s gemmTile, partition and cost to the cheapest tile for
-// `gemm`, the GEMM the writer made of its tile launch.
+// `gemm`, the GEMM the writer made of its tile launch (or LLMC_GEMM_TILE's).
 void chooseGemmTile(const Graph& graph, PlannedKernel& kernel, const TensorCoreGemm& gemm, const Target& target,
                     const CostOptions& options);
 

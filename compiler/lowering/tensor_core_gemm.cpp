@@ -9,6 +9,7 @@
 
 #include "analysis/strided_view.h"
 #include "ir/print.h"
+#include "lowering/gemm_tiles.h"
 #include "planning/fusion.h"
 
 namespace llmc {
@@ -181,7 +182,10 @@ void chooseTile(const Graph& g, const LaunchPlan& plan, NodeId contraction, Tens
     if (plan.gemmTile.chosen() && t.bm == plan.gemmTile.bm && t.bn == plan.gemmTile.bn && t.pingPong == plan.gemmTile.pingPong) {
       gemm.BM = t.bm, gemm.BN = t.bn;
       gemm.pingPong = gemm.library == TensorCoreGemm::Library::Sm90 && t.pingPong;
-      gemm.tileChoice = fmt::format("the cheapest of the library's {} tiles as the cost model prices them", legal.size());
+      gemm.tileChoice =
+          gemmTileOverride() == fmt::format("{}x{}{}", t.bm, t.bn, t.pingPong ? "p" : "")
+              ? "the tile LLMC_GEMM_TILE names"
+              : fmt::format("the cheapest of the library's {} tiles as the cost model prices them", legal.size());
       return;
     }
   // Before the lowering stage has priced them: consumers that ping-pong

@@ -14,8 +14,9 @@
 
 namespace llmc {
 
-// A malformed or missing target file, an unknown arch or device. The message
-// names the file and, for a malformed file, the field.
+// A malformed or missing target file, an unknown arch or device, a malformed
+// LLMC_GEMM_TILE (lowering/gemm_tiles.h). The message names the file and, for
+// a malformed file, the field (or the variable).
 class TargetError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;

@@ -1,5 +1,7 @@
 #include "module_cache.h"
 
+#include "lowering/gemm_tiles.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -77,6 +79,7 @@ uint64_t moduleCacheKey(const fs::path& diagramsDir, const std::string& descript
   hash.addField(fmt::format("llmc module cache {}", kFormat));
   hash.addField(description);
   hash.addField(targetFile.empty() ? "" : readFile(targetFile));
+  hash.addField(gemmTileOverride());  // a tile named for every GEMM makes another plan
   std::vector<fs::path> diagrams;
   for (const auto& entry : fs::recursive_directory_iterator(diagramsDir))
     if (entry.is_regular_file() && entry.path().extension() == ".dg") diagrams.push_back(entry.path());

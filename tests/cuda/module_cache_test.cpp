@@ -110,6 +110,12 @@ TEST_CASE("the module cache plans once, and again when a diagram changes", "[mod
   requireSame(first, second);
 
   CHECK(llmc::cuda::moduleCacheKey(dir.path / "diagrams", "gpt2 B=4", target) != key);
+  // A tile named for every GEMM (lowering/gemm_tiles.h) makes another plan.
+  setenv("LLMC_GEMM_TILE", "128x256", 1);
+  const uint64_t forced = llmc::cuda::moduleCacheKey(dir.path / "diagrams", "gpt2 B=2", target);
+  unsetenv("LLMC_GEMM_TILE");
+  CHECK(forced != key);
+  CHECK(llmc::cuda::moduleCacheKey(dir.path / "diagrams", "gpt2 B=2", target) == key);
   std::ofstream(dir.path / "diagrams" / "lib" / "softmax.dg", std::ios::app) << "\n# edited\n";
   CHECK(llmc::cuda::moduleCacheKey(dir.path / "diagrams", "gpt2 B=2", target) != key);
 }
