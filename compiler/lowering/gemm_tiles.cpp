@@ -210,6 +210,10 @@ KernelCost priceGemmTile(const Graph& graph, const PlannedKernel& kernel, const 
 // price to be wrong.
 constexpr double kStreamSplitGain = 2.0 / 3.0;
 
+std::string gemmTileName(const GemmTile& tile) {
+  return fmt::format("{}x{}{}", tile.bm, tile.bn, tile.pingPong ? "p" : "");
+}
+
 std::string gemmTileOverride() {
   const char* value = std::getenv("LLMC_GEMM_TILE");
   if (!value || !*value) return "";
@@ -231,7 +235,7 @@ void chooseGemmTile(const Graph& graph, PlannedKernel& kernel, const TensorCoreG
   if (const std::string forced = gemmTileOverride(); !forced.empty()) {
     std::vector<GemmTile> named;
     for (const GemmTile& t : tiles)
-      if (fmt::format("{}x{}{}", t.bm, t.bn, t.pingPong ? "p" : "") == forced) named.push_back(t);
+      if (gemmTileName(t) == forced) named.push_back(t);
     if (!named.empty()) tiles = std::move(named);
   }
   for (GemmTile tile : tiles)

@@ -31,6 +31,9 @@ namespace llmc {
 // holds it (runtime/cuda/module_cache.h).
 std::string gemmTileOverride();
 
+// A tile as LLMC_GEMM_TILE names it: "128x256", "128x128p".
+std::string gemmTileName(const GemmTile& tile);
+
 // Sets `kernel`'s gemmTile, partition and cost to the cheapest tile for
 // `gemm`, the GEMM the writer made of its tile launch (or LLMC_GEMM_TILE's).
 void chooseGemmTile(const Graph& graph, PlannedKernel& kernel, const TensorCoreGemm& gemm, const Target& target,

@@ -183,7 +183,7 @@ void chooseTile(const Graph& g, const LaunchPlan& plan, NodeId contraction, Tens
       gemm.BM = t.bm, gemm.BN = t.bn;
       gemm.pingPong = gemm.library == TensorCoreGemm::Library::Sm90 && t.pingPong;
       gemm.tileChoice =
-          gemmTileOverride() == fmt::format("{}x{}{}", t.bm, t.bn, t.pingPong ? "p" : "")
+          gemmTileOverride() == gemmTileName(t)
               ? "the tile LLMC_GEMM_TILE names"
               : fmt::format("the cheapest of the library's {} tiles as the cost model prices them", legal.size());
       return;
