@@ -730,6 +730,9 @@ std::string CudaWriter::divide(const std::string& x, const std::string& y) const
 // score by its row's sum, went from 4 MUFU.RCP and 1008 instructions to 2 and 944 (cuobjdump, H100,
 // 2026-12-06); a softmax held per row takes one reciprocal a row.
 std::string CudaWriter::reciprocal(NodeId divisor, const Env& env, const std::string& y) {
+  // A value staged along a tensor-core stream with its reciprocal: read that.
+  for (const auto& [id, ahead] : prefetched_)
+    if (!ahead.reciprocal.empty() && y == stagedRead(ahead.name)) return stagedRead(ahead.reciprocal);
   int target = floor_;
   for (const Axis& a : g_.node(divisor).type.axes) target = deeper(target, env.at(a.name).scope);
   return defineValue(target, "float", names_[static_cast<size_t>(divisor)] + "_rcp", fmt::format("llmc_fast_reciprocal({})", y));

@@ -485,6 +485,7 @@ class CudaWriter {
     std::map<std::string, std::string> axes;  // the stored array's axes -> the launch's (through renames)
     int64_t smemOffset = -1;  // staged in shared memory a step ahead (StreamPrefetch::staged)
     int half = 0;             // staged: the half of the block's threads that loads it
+    std::string reciprocal;   // staged with its reciprocal (StreamPrefetch::divisor): that array's name
     bool staged() const { return smemOffset >= 0; }
   };
   std::map<NodeId, Prefetched> prefetched_;
@@ -492,6 +493,8 @@ class CudaWriter {
   std::string rowBinding_, columnBinding_;  // the rows' and positions' indices where the step reads them
   bool prefetching_ = false;
   void tcsFindPrefetched(const TcsBody& b);
+  // A staged value's (or its reciprocal's) element at the lane's position.
+  std::string stagedRead(const std::string& array) const;
   void tcsPrefetchRows(const TcsBody& b);
   void tcsPrefetchColumns(const TcsBody& b, int step);
   void tcsStageAlong(const TcsBody& b, int scope, const std::string& first, const std::string& into);

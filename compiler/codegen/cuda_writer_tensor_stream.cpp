@@ -2,6 +2,8 @@
 // the stream_mma.cuh and stream_wgmma.cuh steps.
 #include "codegen/cuda_writer.h"
 
+#include <cctype>
+
 namespace llmc::cuda_writer {
 
 // ---- a stream on the tensor cores (tensor_core_stream.h): one block per 64
@@ -243,6 +245,10 @@ void CudaWriter::tcsFirstStep(TcsBody& b) {
       staged = true;
       emit(0, fmt::format("float* const {} = reinterpret_cast<float*>(smem + {});  // {} at the step's positions, two stages",
                           ahead.name, ahead.smemOffset, names_[static_cast<size_t>(id)]));
+      if (!ahead.reciprocal.empty())
+        emit(0, fmt::format("float* const {} = reinterpret_cast<float*>(smem + {});  // 1 / {}, taken as it is staged",
+                            ahead.reciprocal, ahead.smemOffset + StreamPrefetch::kStagedBytes,
+                            names_[static_cast<size_t>(id)]));
     }
   if (staged) {
     tcsStageAlong(b, 0, "c_first", "0");
@@ -437,9 +443,18 @@ void CudaWriter::tcsElementwise(const TcsBody& b, int parent) {
 void CudaWriter::tcsFindPrefetched(const TcsBody& b) {
   prefetched_.clear();
   int staged = 0;
-  for (const StreamPrefetch& p : b.t.prefetched)
-    prefetched_[p.value] = {fresh(names_[static_cast<size_t>(p.value)] + (p.staged() ? "_s" : "_ahead")), p.alongStream,
-                            p.axes, p.smemOffset, p.staged() ? staged++ % 2 : 0};
+  for (const StreamPrefetch& p : b.t.prefetched) {
+    const std::string& name = names_[static_cast<size_t>(p.value)];
+    // Quotients are x * (1 / y) only where division is approximate (reciprocal()).
+    const bool reciprocal = p.staged() && p.divisor && approximate_;
+    prefetched_[p.value] = {fresh(name + (p.staged() ? "_s" : "_ahead")), p.alongStream, p.axes, p.smemOffset,
+                            p.staged() ? staged++ % 2 : 0, reciprocal ? fresh(name + "_rcp_s") : ""};
+  }
+}
+
+std::string CudaWriter::stagedRead(const std::string& array) const {
+  return fmt::format("{}[stage * {} + 8 * {} + 2 * (lane & 3) + {}]", array, kStreamPositionsPerStep, fragment_.column,
+                     fragment_.element);
 }
 
 // The staged values along the stream (StreamPrefetch::staged) at the step
@@ -451,6 +466,7 @@ void CudaWriter::tcsStageAlong(const TcsBody& b, int scope, const std::string& f
   for (const auto& [id, ahead] : prefetched_) {
     if (!ahead.staged()) continue;
     if (into.empty()) emit(scope, fmt::format("float {}_next = 0.0f;", ahead.name));
+    if (into.empty() && !ahead.reciprocal.empty()) emit(scope, fmt::format("float {}_next = 0.0f;", ahead.reciprocal));
     const std::string nextRuns = into.empty() ? fmt::format("{} + {} <= c_last && ", first, kStreamPositionsPerStep) : "";
     const int mine = open(scope, fmt::format("if ({}threadIdx.x / {} == {})", nextRuns, kStreamPositionsPerStep, ahead.half));
     Env e = b.env;
@@ -459,11 +475,18 @@ void CudaWriter::tcsStageAlong(const TcsBody& b, int scope, const std::string& f
     if (c.size % kStreamPositionsPerStep != 0) position = fmt::format("min({}, {})", position, c.size - 1);
     e[c.name] = {define(mine, "int", "i_" + c.name, position), mine};
     prefetching_ = true;
-    const std::string loaded = load(g_.node(id), storedAt(ahead, e), mine);
+    std::string loaded = load(g_.node(id), storedAt(ahead, e), mine);
     prefetching_ = false;
-    if (into.empty()) emit(mine, fmt::format("{}_next = {};", ahead.name, loaded));
-    else emit(mine, fmt::format("{}[{} * {} + threadIdx.x % {}] = {};", ahead.name, into, kStreamPositionsPerStep,
-                                kStreamPositionsPerStep, loaded));
+    std::vector<std::pair<std::string, std::string>> stores = {{ahead.name, loaded}};
+    if (!ahead.reciprocal.empty()) {
+      const bool named = std::all_of(loaded.begin(), loaded.end(), [](char c) { return std::isalnum(c) || c == '_'; });
+      if (!named) loaded = define(mine, "float", names_[static_cast<size_t>(id)], loaded);
+      stores = {{ahead.name, loaded}, {ahead.reciprocal, fmt::format("llmc_fast_reciprocal({})", loaded)}};
+    }
+    for (const auto& [array, v] : stores)
+      if (into.empty()) emit(mine, fmt::format("{}_next = {};", array, v));
+      else emit(mine, fmt::format("{}[{} * {} + threadIdx.x % {}] = {};", array, into, kStreamPositionsPerStep,
+                                  kStreamPositionsPerStep, v));
     close(mine);
   }
 }
@@ -472,9 +495,10 @@ void CudaWriter::tcsStageAlong(const TcsBody& b, int scope, const std::string& f
 // closing barrier (the stage was last read by the step before this one).
 void CudaWriter::tcsStoreAlongAhead(int step) {
   for (const auto& [id, ahead] : prefetched_)
-    if (ahead.staged())
-      emit(step, fmt::format("if (c0 + {0} <= c_last && threadIdx.x / {0} == {1}) {2}[(stage ^ 1) * {0} + threadIdx.x % {0}] = {2}_next;",
-                             kStreamPositionsPerStep, ahead.half, ahead.name));
+    for (const std::string& array : {ahead.name, ahead.reciprocal})
+      if (ahead.staged() && !array.empty())
+        emit(step, fmt::format("if (c0 + {0} <= c_last && threadIdx.x / {0} == {1}) {2}[(stage ^ 1) * {0} + threadIdx.x % {0}] = {2}_next;",
+                               kStreamPositionsPerStep, ahead.half, array));
 }
 
 // A lane's two rows of each value read per row, before the loop.
@@ -559,9 +583,7 @@ std::optional<std::string> CudaWriter::prefetchedValue(const Node& n, const Env&
                                                         : at == "i_" + launchAxis;
     if (!same) return std::nullopt;
   }
-  if (ahead.staged())
-    return fmt::format("{}[stage * {} + 8 * {} + 2 * (lane & 3) + {}]", ahead.name, kStreamPositionsPerStep,
-                       fragment_.column, fragment_.element);
+  if (ahead.staged()) return stagedRead(ahead.name);
   if (ahead.alongStream) return fmt::format("{}[{}][{}]", ahead.name, fragment_.column, fragment_.element);
   return fmt::format("{}[{}]", ahead.name, fragment_.half);
 }

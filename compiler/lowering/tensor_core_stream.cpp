@@ -299,7 +299,8 @@ class Planner {
     for (StreamPrefetch& p : staged.prefetched)
       if (p.alongStream) {
         p.smemOffset = at;
-        at += StreamPrefetch::kStagedBytes;
+        p.divisor = dividesBy(p.value);
+        at += p.stagedBytes();
       }
     staged.smemBytes = at + (warpgroup ? kSwizzleAlignment : 0);
     if (staged.smemBytes <= limit) {
@@ -351,6 +352,19 @@ class Planner {
     std::vector<StreamPrefetch> out;
     for (auto& [id, p] : found) out.push_back(std::move(p));
     return out;
+  }
+
+  // Whether some value of the launch is a quotient by `value` (reached
+  // through views).
+  bool dividesBy(NodeId value) const {
+    for (NodeId id : plan_.computed) {
+      const Node& n = g_.node(id);
+      if (n.op != Op::Binary || n.binary != BinaryOp::Div) continue;
+      NodeId op = n.operands[1];
+      while (!plan_.computed.count(op) && isPlainView(g_.node(op))) op = g_.node(op).operands[0];
+      if (op == value) return true;
+    }
+    return false;
   }
 
   static bool isPlainView(const Node& v) {

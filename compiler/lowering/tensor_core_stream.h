@@ -106,14 +106,20 @@ struct StreamRowProduct {
 // where those 16 registers would cost the block its room (attention's dK/dV
 // stream reads three such values), staged in shared memory a step ahead: a
 // thread loads one position of the next step at the top of a step and
-// stores it into the other stage at its end.
+// stores it into the other stage at its end. A staged value the step divides
+// by (a softmax's sums) is staged with its reciprocal beside it, taken once a
+// position by the thread that stages it: otherwise each lane takes it at each
+// of its scores (rcp.approx is a special-function instruction, as the exp
+// beside it is: the two shared the SM's 16 a clock).
 struct StreamPrefetch {
   NodeId value = -1;                         // the stored value (reached through views)
   bool alongStream = false;                  // by the stream's positions, else by the rows
   std::map<std::string, std::string> axes;   // its axes -> the launch's (through renames)
   int64_t smemOffset = -1;                   // bytes: staged, two stages of a step's floats; -1: in registers
+  bool divisor = false;                      // staged: its reciprocal's two stages follow, kStagedBytes on
   bool staged() const { return smemOffset >= 0; }
-  int registers() const { return staged() ? 1 : alongStream ? 16 : 2; }
+  int registers() const { return staged() ? (divisor ? 2 : 1) : alongStream ? 16 : 2; }
+  int64_t stagedBytes() const { return (divisor ? 2 : 1) * kStagedBytes; }
   static constexpr int64_t kStagedBytes = 2 * int64_t{kStreamPositionsPerStep} * 4;
 };
 
