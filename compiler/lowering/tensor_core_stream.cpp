@@ -15,42 +15,70 @@ namespace llmc {
 namespace {
 
 // The blocks an SM holds of a stream kernel: as many as its shared memory
-// allows, while each thread keeps the registers its fragments need through a
-// step: per product its accumulators and its weights (16 rows x 64 columns of
-// fp32 over a warp's 32 lanes: 32 each), per score its scores (32) and the
-// rows' A operand (channels/16 k-steps of 4: the fragments where warps issue,
-// as many for the operands' descriptors where the warpgroup does: with wgmma
-// from cp.async tiles, attention's dQ stream spills at 4 blocks; from TMA
-// tiles dQ fits 128 registers at 4 and dK/dV 168 at 3, but ran slower so:
-// forward and backward 0.970 ms at 3 and 2, 1.008 at 4 and 3, H200,
-// 2026-11-30, benchmarks/kernels/results/2026-11-30-h200-stream-wgmma.txt
-// at commit 1dd54ee),
-// and never fewer than 128
-// (the step's elementwise work, indices and addresses need theirs: the
-// logsumexp stream of tests/lit/cuda/logsumexp.dg takes 109 registers with
-// 48 of fragments, and spills at 64). More blocks than the registers leave
-// room for make ptxas spill the fragments; measured on the H200 (GPT-2 d12,
-// 2026-11-30): attention's dK/dV stream (224 registers of fragments) at 3
-// blocks 25% slower than at 2, its dQ stream (160) at 3 8% faster than at 2,
-// the forward (112) at 4 4% faster than at its 3.
+// allows, while each thread keeps the registers the step needs; more blocks
+// than those leave room for make ptxas spill.
+//
+// Where warps issue (mma.sync), the fragments a thread keeps through a step:
+// per product its accumulators and its weights (16 rows x 64 columns of fp32
+// over a warp's 32 lanes: 32 each), per score its scores (32) and the rows'
+// A operand (channels/16 k-steps of 4), and never fewer than 128 (the step's
+// elementwise work, indices and addresses need theirs: the logsumexp stream
+// of tests/lit/cuda/logsumexp.dg takes 109 registers with 48 of fragments,
+// and spills at 64).
+//
+// Where the warpgroup issues (wgmma, both operands of a score and a
+// product's values read from their tiles by descriptor), what a thread holds
+// at the step's peak, its elementwise work: each product's accumulators
+// (channels / 2), each score's fragment (32), the weights beyond those (a
+// weight takes the registers of the score it is made from as that dies),
+// the prefetched values, and the rest ptxas keeps (indices, addresses, the
+// stage and its barrier's phase): 36, as ptxas (sm_90a, 2026-12-07) fits
+// attention's dK/dV stream in 168 = 2 x 32 + 2 x 32 + 4 staged + 36 at 3
+// blocks an SM with no spill; dQ takes 123 (counted 138), the forward fewer.
+// Measured, GPT-2 d12's dK/dV at 3 blocks against 2: 305 against 349 us
+// (H100, 2026-12-07; with its statistics in registers, 11-30, 3 blocks had
+// spilled and ran 25% slower); dQ at 3 blocks 8% faster than at 2, at 4 no
+// faster (H200, 2026-11-30, benchmarks/kernels/results/
+// 2026-11-30-h200-stream-wgmma.txt at commit 1dd54ee); the forward at 4 4%
+// faster than at 3.
+constexpr int64_t kWarpgroupStepRegisters = 36;
+
 int64_t fragmentRegisters(const TensorCoreStream& s) {
   int64_t registers = 0;
-  for (size_t p = 0; p < s.products.size(); ++p) registers += 2 * 32;
-  for (const StreamScore& sc : s.scores) registers += 32 + sc.rows.paddedChannels / 16 * 4;
-  for (const StreamPrefetch& p : s.prefetched) registers += p.registers();
+  if (s.issuer == MmaIssuer::Warpgroup) {
+    for (const StreamProduct& p : s.products) registers += p.values.paddedChannels / 2;
+    registers += 32 * std::max(s.scores.size(), s.products.size());
+    for (const StreamPrefetch& p : s.prefetched) registers += p.registers();
+    // An output stored each step: the lane's 32 values as 16 bf16 pairs
+    // until stored (tests/lit/cuda/row_products.dg's dK/dV stream storing
+    // dS spilled 104 bytes at 3 blocks uncounted; 2 counted).
+    registers += 16 * static_cast<int64_t>(s.stepOutputs.size());
+  } else {
+    for (size_t p = 0; p < s.products.size(); ++p) registers += 2 * 32;
+    for (const StreamScore& sc : s.scores) registers += 32 + sc.rows.paddedChannels / 16 * 4;
+    for (const StreamPrefetch& p : s.prefetched) registers += p.registers();
+  }
   // A row product's result (channels / 2 a thread) and its weights' bf16
-  // pairs (16) live after the step's scores are spent: they take the
-  // scores' registers, and only what exceeds those (an estimate, not yet
-  // measured).
+  // pairs (16) live after the step's scores are spent. Where warps issue
+  // they take the scores' registers, and only what exceeds those counts (an
+  // estimate, not yet measured); where the warpgroup does, all of them:
+  // counted so, tests/lit/cuda/row_products.dg's dK/dV stream with dQ its
+  // row product spilled 104 bytes at the 3 blocks it was given (ptxas,
+  // sm_90a, 2026-12-07).
   int64_t rowProducts = 0;
   for (const StreamRowProduct& r : s.rowProducts) rowProducts += r.values.paddedChannels / 2 + 16;
-  registers += std::max<int64_t>(0, rowProducts - 32 * static_cast<int64_t>(s.scores.size()));
-  return registers;
+  if (s.issuer == MmaIssuer::Warpgroup) return registers + rowProducts + kWarpgroupStepRegisters;
+  return registers + std::max<int64_t>(0, rowProducts - 32 * static_cast<int64_t>(s.scores.size()));
 }
 
-// The most fragment registers a thread was measured to run without spilling:
-// attention's dK/dV stream at 2 blocks an SM (above).
-constexpr int64_t kMaxFragmentRegisters = 224;
+// The most a thread keeps with the values along the stream in registers
+// (stageAlongStream): where warps issue, attention's dK/dV stream at 2
+// blocks an SM, its statistics in registers, ran without spilling (224 by
+// their count); where the warpgroup does, the same stream (212 by its
+// count) ran 394 us in registers against 351 staged at the same 2 blocks an
+// SM (H200, 2026-12-06, B=32 H=12 T=1024 D=64), and the same with dV
+// alone (132) lost nothing in registers.
+int64_t maxRegistersAlongStream(const TensorCoreStream& s) { return s.issuer == MmaIssuer::Warpgroup ? 192 : 224; }
 
 int residentBlocks(const TensorCoreStream& s, const Target& target) {
   const int64_t byRegisters = target.registersPerSM / (int64_t{kStreamThreads} * std::max<int64_t>(fragmentRegisters(s), 128));
@@ -288,7 +316,7 @@ class Planner {
     TensorCoreStream fewer = s;
     fewer.prefetched = byRows;
     const int more = residentBlocks(fewer, target);
-    if (fragmentRegisters(s) <= kMaxFragmentRegisters &&
+    if (fragmentRegisters(s) <= maxRegistersAlongStream(s) &&
         !(more > s.residentBlocks && s.grid > int64_t{target.smCount} * s.residentBlocks))
       return;
     // After the mbarriers (with wgmma the kernel's alignment of its tiles
