@@ -416,6 +416,18 @@ class Analyzer {
     } else {
       in = formOf(n.operands[0]);
     }
+    // A factor of the scale comes out of the sum only where it is constant
+    // along every axis the aggregate reduces, not just along x: summed over
+    // x and y, a per-y statistic m(y) times sum_x a(x, y) is no slot times m.
+    for (const Term& t : in)
+      for (const Factor& f : t.scale)
+        for (const std::string& axis : n.axes)
+          if (axis != x_ && g_.node(f.node).type.has(axis)) {
+            fail(n.id, fmt::format("a sum over '{}' and '{}' of a value scaled by an aggregate of the stream that "
+                                   "varies along '{}': the factor does not come out of the sum",
+                                   x_, axis, axis));
+            return false;
+          }
     for (const Term& t : in) addSlot(AccumulatorSlot::Kind::Sum, t);
     return true;
   }
