@@ -329,8 +329,17 @@ class StreamSplitter {
   void split(NodeId v) {
     const Node n = nodes_[idx(v)];  // a copy: each copy made below is appended to nodes_
     std::map<std::string, std::vector<NodeId>> byKey;
-    for (NodeId r : readers_[idx(v)]) byKey[keyOf(r)].push_back(r);
-    if (outputs_.count(v)) byKey["@output"];
+    // A remade reduction or contraction is a stream's worth of work: readers
+    // of it that lead to stored values ("@..."), not into another stream,
+    // share one copy, made once and read at its own points (a gated MLP's
+    // hidden value, remade for its activation's gradient and for the weight
+    // gradient's operand). An elementwise value is cheap to copy: each stored
+    // value's kernel makes its own.
+    auto groupKey = [&](const std::string& key) {
+      return isAnchor(n) && key.starts_with("@") ? std::string("@") : key;
+    };
+    for (NodeId r : readers_[idx(v)]) byKey[groupKey(keyOf(r))].push_back(r);
+    if (outputs_.count(v)) byKey[groupKey("@output")];
     // Only the backward's values are split: the forward's readers of one
     // value reduce over one axis already (its streams were planned whole).
     // A value stored once for long matmuls (dlogits) is read as stored
