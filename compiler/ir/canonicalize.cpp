@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <set>
 #include <tuple>
 
 namespace llmc {
@@ -24,6 +25,21 @@ NodeKey keyOf(const Node& n, const std::vector<NodeId>& operands) {
   return {n.op, n.type.str(), operands, sub, n.value, n.axes, n.newAxes, n.lo, n.hi, n.lagged, n.combine.get()};
 }
 
+// The operand that `n` (remapped operands `operands`, in `out`) equals
+// exactly, or -1: x * 1, 1 * x and x / 1, exact in IEEE arithmetic (inf,
+// NaN and -0 included) where the product has x's type (autodiff's seed
+// times the upstream gradient). A graph output keeps its node.
+NodeId identityOperand(const Node& n, const std::vector<NodeId>& operands, const Graph& out) {
+  if (n.op != Op::Binary || (n.binary != BinaryOp::Mul && n.binary != BinaryOp::Div)) return -1;
+  auto isOne = [&](NodeId id) { return out.node(id).op == Op::Constant && out.node(id).value == 1.0; };
+  for (size_t k = 0; k < 2; ++k) {
+    const NodeId one = operands[k], other = operands[1 - k];
+    if (n.binary == BinaryOp::Div && k == 0) continue;  // 1 / x is no identity
+    if (isOne(one) && out.node(other).type.str() == n.type.str()) return other;
+  }
+  return -1;
+}
+
 }  // namespace
 
 Graph canonicalize(const Graph& graph) {
@@ -35,6 +51,8 @@ Graph canonicalize(const Graph& graph) {
     if (live[i])
       for (NodeId o : graph.nodes[i].operands) live[static_cast<size_t>(o)] = true;
 
+  std::set<NodeId> outputs;
+  for (const auto& o : graph.outputs) outputs.insert(o.node);
   Graph out;
   out.name = graph.name;
   std::vector<NodeId> remap(graph.nodes.size(), -1);
@@ -43,6 +61,10 @@ Graph canonicalize(const Graph& graph) {
     if (!live[static_cast<size_t>(n.id)]) continue;
     std::vector<NodeId> operands;
     for (NodeId o : n.operands) operands.push_back(remap[static_cast<size_t>(o)]);
+    if (const NodeId same = identityOperand(n, operands, out); same >= 0 && !outputs.count(n.id)) {
+      remap[static_cast<size_t>(n.id)] = same;
+      continue;
+    }
     if (n.op != Op::Input) {
       auto [it, fresh] = seen.emplace(keyOf(n, operands), -1);
       if (!fresh) {
