@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <functional>
 #include <optional>
+#include <random>
 #include <stdexcept>
 
 namespace llmc {
@@ -173,13 +174,9 @@ MemoryPlan planMemory(const CudaModule& module, const std::vector<bool>& placedB
   // (GPT-2's 557 at d12, where a placement takes 2 ms) gets none.
   const size_t n = bestOrder.size();
   const size_t swaps = n < 2 || n > kSwappedArrays ? 0 : kPlacementSwaps;
-  uint64_t draw = 0x9e3779b97f4a7c15ull;
-  auto next = [&](size_t bound) {
-    draw = draw * 6364136223846793005ull + 1442695040888963407ull;
-    return static_cast<size_t>((draw >> 33) % bound);
-  };
+  std::mt19937_64 draw(kPlacementSwaps);  // its sequence is the standard's: the same plan on every platform
   for (size_t k = 0; k < swaps; ++k) {
-    const size_t i = next(n), j = next(n);
+    const size_t i = draw() % n, j = draw() % n;
     if (i == j) continue;
     std::swap(bestOrder[i], bestOrder[j]);
     Placement tried = placeInOrder(module, lifetimes, partner, bestOrder, alignment);
