@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <functional>
 #include <stdexcept>
 
@@ -215,13 +216,14 @@ size_t laterReaderFirst(const Graph& g, const std::vector<ScheduledLaunch>& plan
 }
 
 // Launch order: a launch after those that write what it reads, and after
-// earlier writers of what it writes (a clear before its scatter). A
-// concatenation made where its parts lie (`partsOf`: its parts' arrays) is
-// written by the launches that write them. Where the fusion made kernels
-// that need each other's results, the part of a kernel that depends on
-// another launch moves to a launch of its own, after it.
+// earlier writers of what it writes (a clear before its scatter). An array
+// in `writtenWith` is written by the launches that write the arrays listed
+// for it: a concatenation made where its parts lie by its parts', a value
+// made by another launch alike (mergeTwins) by that one. Where the fusion
+// made kernels that need each other's results, the part of a kernel that
+// depends on another launch moves to a launch of its own, after it.
 std::vector<size_t> orderLaunches(const Graph& g, std::vector<ScheduledLaunch>& plans, std::set<NodeId>& stored,
-                                  const std::map<NodeId, std::vector<NodeId>>& partsOf) {
+                                  const std::map<NodeId, std::vector<NodeId>>& writtenWith) {
   std::vector<std::vector<NodeId>> consumers(g.nodes.size());
   for (const Node& n : g.nodes)
     for (NodeId o : n.operands) consumers[static_cast<size_t>(o)].push_back(n.id);
@@ -229,7 +231,7 @@ std::vector<size_t> orderLaunches(const Graph& g, std::vector<ScheduledLaunch>& 
     std::map<NodeId, std::vector<size_t>> writers;
     for (size_t i = 0; i < plans.size(); ++i)
       for (NodeId o : plans[i].plan.outputs) writers[o].push_back(i);
-    for (const auto& [holder, parts] : partsOf)
+    for (const auto& [holder, parts] : writtenWith)
       for (NodeId part : parts) {
         const std::vector<size_t> w = writers[part];
         writers[holder].insert(writers[holder].end(), w.begin(), w.end());
@@ -282,11 +284,13 @@ class LaunchPlanner {
       for (NodeId x : n.operands) ++readers_[static_cast<size_t>(x)];
     storedValues();
     for (const PlannedKernel& pk : kernels_) kernelLaunches(pk);
+    mergeTwins();
     assembleConcats();
     outputCopies();
-    std::map<NodeId, std::vector<NodeId>> partsOf;
-    for (const auto& [part, where] : partOf_) partsOf[where.holder].push_back(part);
-    const std::vector<size_t> order = orderLaunches(g_, plans_, list_.stored, partsOf);
+    std::map<NodeId, std::vector<NodeId>> writtenWith;
+    for (const auto& [part, where] : partOf_) writtenWith[where.holder].push_back(part);
+    for (const auto& [twin, original] : twinOf_) writtenWith[twin].push_back(original);
+    const std::vector<size_t> order = orderLaunches(g_, plans_, list_.stored, writtenWith);
     storage(order);
     for (size_t i : order) list_.launches.push_back(std::move(plans_[i]));
     return std::move(list_);
@@ -460,6 +464,104 @@ class LaunchPlanner {
     return excluded;
   }
 
+  // A kernel whose launch makes only values that another kernel's launch
+  // makes too makes no launch: its arrays are that launch's (one buffer, in
+  // storage()), and what reads them runs after it (orderLaunches). The
+  // recompute pass copies a value remade for the backward once for each
+  // stream that reads it (ir/recompute.h); where a copy's stream could not
+  // take it after all (the unfuse stage split a LoRA adapter's d·Aᵀ out of the
+  // stream of its data gradient), two kernels compute it alike and were
+  // launched twice. The lowering prices the kernel at nothing (lowering.cpp).
+  // Both must be one plain tile launch (no atomics, which would need clears;
+  // no split: their sums are kept in f32) of values stored alike, none a
+  // graph output (its buffer is the caller's); the kept launch may make more,
+  // where it does not wait on the other's values (waitsOn): what reads them
+  // then waits for it, and no launch comes to wait on itself. A forward
+  // value and its copy remade for the backward stay apart: the recompute
+  // pass remade it so as not to hold it from the forward to the backward,
+  // across the step's peak of memory (a chain of four contractions: 5.8
+  // MiB at its peak, 11.1 with its forward products held).
+  void mergeTwins() {
+    const std::set<NodeId> f32 = keptInF32({});
+    std::set<int> merged, kept;  // kernels without a launch now; kernels whose launch holds others' values
+    // Rounds until none merges: a chain of remade copies merges link by link.
+    for (size_t before = SIZE_MAX; before != twinOf_.size();) {
+      before = twinOf_.size();
+      for (const PlannedKernel& pk : kernels_) {
+        const ScheduledLaunch* twin = kept.count(pk.kernel.id) ? nullptr : soleTileLaunch(pk.kernel.id);
+        if (!twin || twin->plan.outputs.empty()) continue;
+        for (const PlannedKernel& other : kernels_) {
+          const ScheduledLaunch* original =
+              other.kernel.id == pk.kernel.id || merged.count(other.kernel.id) ? nullptr : soleTileLaunch(other.kernel.id);
+          if (!original) continue;
+          std::map<NodeId, NodeId> found;
+          std::set<NodeId> taken;
+          for (NodeId o : twin->plan.outputs)
+            for (NodeId x : original->plan.outputs)
+              if (!found.count(o) && !taken.count(x) && f32.count(o) == f32.count(x) &&
+                  g_.node(o).adjoint == g_.node(x).adjoint && sameValue(g_, o, x))
+                found[o] = x, taken.insert(x);
+          if (found.size() != twin->plan.outputs.size() || waitsOn(*original, twin->plan.outputs)) continue;
+          twinOf_.insert(found.begin(), found.end());
+          merged.insert(pk.kernel.id);
+          kept.insert(other.kernel.id);
+          const int kernel = pk.kernel.id;
+          plans_.erase(std::remove_if(plans_.begin(), plans_.end(), [&](const ScheduledLaunch& l) { return l.kernel == kernel; }),
+                       plans_.end());
+          break;
+        }
+      }
+    }
+  }
+
+  // Kernel `kernel`'s launch where it is one plain tile launch of values
+  // stored alike whatever the storage (none accumulated by atomics, none a
+  // graph output); otherwise null.
+  const ScheduledLaunch* soleTileLaunch(int kernel) const {
+    const ScheduledLaunch* only = nullptr;
+    for (const ScheduledLaunch& l : plans_) {
+      if (l.kernel != kernel) continue;
+      if (only || l.role != "tile" || l.plan.kind != LaunchPlan::Kind::Tile || !l.plan.splitTiles.empty() ||
+          std::any_of(l.plan.outputs.begin(), l.plan.outputs.end(), [&](NodeId o) {
+            return isGraphOutput(o) || atomics_.count(o) || gridSums_.count(o) || splitSums_.count(o);
+          }))
+        return nullptr;
+      only = &l;
+    }
+    return only;
+  }
+
+  // Whether launch `l` reads any of `values` or what a launch made from them
+  // makes, through any number of launches (a merged twin read as its
+  // original): merging values into its outputs, what reads them would then
+  // wait for it and it for them.
+  bool waitsOn(const ScheduledLaunch& l, const std::vector<NodeId>& values) const {
+    auto readsOfLaunch = [&](const ScheduledLaunch& x) {
+      std::set<NodeId> reads;
+      for (NodeId r : readsOf(g_, x.plan, list_.stored)) reads.insert(twinOf_.count(r) ? twinOf_.at(r) : r);
+      return reads;
+    };
+    std::set<NodeId> reached(values.begin(), values.end());
+    std::set<const ScheduledLaunch*> done;
+    for (bool grew = true; grew;) {
+      grew = false;
+      for (const ScheduledLaunch& x : plans_) {
+        if (done.count(&x)) continue;
+        const std::set<NodeId> reads = readsOfLaunch(x);
+        if (std::none_of(reads.begin(), reads.end(), [&](NodeId r) { return reached.count(r) > 0; })) continue;
+        if (&x == &l) return true;
+        done.insert(&x);
+        reached.insert(x.plan.outputs.begin(), x.plan.outputs.end());
+        grew = true;
+      }
+    }
+    return false;
+  }
+
+  bool isGraphOutput(NodeId id) const {
+    return std::any_of(g_.outputs.begin(), g_.outputs.end(), [&](const GraphOutput& o) { return o.node == id; });
+  }
+
   // A kernel that only concatenates stored arrays the step reads makes no
   // launch where the parts can lie in its array (concat_parts.h): each
   // part's launch writes it there, at the concatenation's strides
@@ -531,7 +633,7 @@ class LaunchPlanner {
     }
     const Node& source = g_.node(at);
     if (source.op == Op::Input || source.type.dtype != g_.node(output).type.dtype || !isFloat(source.type.dtype) ||
-        source.type.axes.empty() || atomics_.count(at) || gridSums_.count(at) || splitSums_.count(at) ||
+        source.type.axes.empty() || atomics_.count(at) || gridSums_.count(at) || splitSums_.count(at) || twinOf_.count(at) ||
         isStatistic(g_, at) || isStatistic(g_, output) || options_.f32Values.count(g_.node(output).name))
       return -1;
     for (const GraphOutput& o : g_.outputs)
@@ -615,6 +717,7 @@ class LaunchPlanner {
     for (NodeId id : g_.inputs) addBuffer(id);
     for (size_t i : order)
       for (NodeId o : plans_[i].plan.outputs) addBuffer(o);
+    for (const auto& [twin, original] : twinOf_) list_.bufferOf[twin] = list_.bufferOf.at(original);
   }
 
   const Graph& g_;
@@ -626,6 +729,7 @@ class LaunchPlanner {
   std::set<NodeId> cleared_;    // arrays a clear launch zeroes (one each)
   std::set<NodeId> gridSums_;   // isGridSum's outputs: accumulated by atomics too
   std::map<NodeId, NodeId> aliasOf_;  // outputs held by their source's buffer (sameBytes)
+  std::map<NodeId, NodeId> twinOf_;   // values another launch makes alike, held in its buffer (mergeTwins)
   std::vector<int> readers_;  // per node, the nodes that take it as an operand
   struct Placement {
     NodeId holder = -1;  // the concatenation it lies in

@@ -113,7 +113,7 @@ int StagingCopies::stage(CudaModule& module, std::string& source, const KernelLa
                          const GemmOperandPlacement& operand, int sourceBuffer, const char* role,
                          const TensorCoreGemm& gemm, const Target& target, const std::string& prelude) {
   const GemmStagedSource& from = *operand.staged;
-  const Key key{operand.array, from.offset, from.rows, from.columns, from.batchOuterStride, from.batchInnerStride,
+  const Key key{sourceBuffer, from.offset, from.rows, from.columns, from.batchOuterStride, from.batchInnerStride,
                 int64_t{gemm.batchOuter}, int64_t{gemm.batchInner}};
   if (auto known = buffers_.find(key); known != buffers_.end()) return known->second;
   const StagingCopy copy = writeStagingCopy(fmt::format("{}_stage_{}", gemmLaunch.name, role), operand, gemm.batchOuter,

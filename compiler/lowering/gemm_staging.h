@@ -53,7 +53,8 @@ class StagingCopies {
             const std::string& prelude);
 
  private:
-  using Key = std::tuple<NodeId, int64_t, std::vector<StridedExtent>, std::vector<StridedExtent>, int64_t, int64_t,
+  // The buffer staged from, not the value: a value made twice (launch_list.cpp, mergeTwins) is one buffer.
+  using Key = std::tuple<int, int64_t, std::vector<StridedExtent>, std::vector<StridedExtent>, int64_t, int64_t,
                          int64_t, int64_t>;
   std::map<Key, int> buffers_;
 };

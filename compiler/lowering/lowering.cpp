@@ -131,7 +131,9 @@ void priceTensorCoreStream(const Graph& graph, PlannedKernel& kernel, const Tens
 
 // A kernel the module makes no launch for costs nothing: a concatenation
 // whose parts their own launches write where it has them
-// (codegen/concat_parts.h), a kernel whose every value is stored by others.
+// (codegen/concat_parts.h), a kernel whose every value is stored by others,
+// a kernel whose values another kernel's launch makes alike (launch_list.cpp,
+// mergeTwins).
 KernelCost withoutLaunch(const KernelCost& planned) {
   KernelCost none;
   none.levels = planned.levels;
