@@ -484,51 +484,73 @@ class LaunchPlanner {
   void mergeTwins() {
     const std::set<NodeId> f32 = keptInF32({});
     std::set<int> merged, kept;  // kernels without a launch now; kernels whose launch holds others' values
-    // Rounds until none merges: a chain of remade copies merges link by link.
-    for (size_t before = SIZE_MAX; before != twinOf_.size();) {
-      before = twinOf_.size();
-      for (const PlannedKernel& pk : kernels_) {
-        const ScheduledLaunch* twin = kept.count(pk.kernel.id) ? nullptr : soleTileLaunch(pk.kernel.id);
-        if (!twin || twin->plan.outputs.empty()) continue;
-        for (const PlannedKernel& other : kernels_) {
-          const ScheduledLaunch* original =
-              other.kernel.id == pk.kernel.id || merged.count(other.kernel.id) ? nullptr : soleTileLaunch(other.kernel.id);
-          if (!original) continue;
-          std::map<NodeId, NodeId> found;
-          std::set<NodeId> taken;
-          for (NodeId o : twin->plan.outputs)
-            for (NodeId x : original->plan.outputs)
-              if (!found.count(o) && !taken.count(x) && f32.count(o) == f32.count(x) &&
-                  g_.node(o).adjoint == g_.node(x).adjoint && sameValue(g_, o, x))
-                found[o] = x, taken.insert(x);
-          if (found.size() != twin->plan.outputs.size() || waitsOn(*original, twin->plan.outputs)) continue;
-          twinOf_.insert(found.begin(), found.end());
-          merged.insert(pk.kernel.id);
-          kept.insert(other.kernel.id);
-          const int kernel = pk.kernel.id;
-          plans_.erase(std::remove_if(plans_.begin(), plans_.end(), [&](const ScheduledLaunch& l) { return l.kernel == kernel; }),
-                       plans_.end());
-          break;
-        }
+    // A round per merge (erasing a launch moves the others), until none merges:
+    // a chain of remade copies merges link by link.
+    for (bool again = true; again;) {
+      again = false;
+      const std::map<int, const ScheduledLaunch*> sole = soleTileLaunches();
+      // Pairs of kernels (twin, original) with an output alike, found among
+      // outputs of one op and type only: a d48 step has 2,500 kernels.
+      std::map<std::string, std::vector<std::pair<int, NodeId>>> byShape;
+      for (const auto& [kernel, launch] : sole)
+        for (NodeId o : launch->plan.outputs) byShape[shapeKey(o)].push_back({kernel, o});
+      std::set<std::pair<int, int>> pairs;
+      for (const auto& [key, outputs] : byShape)
+        for (const auto& [k1, o1] : outputs)
+          for (const auto& [k2, o2] : outputs)
+            if (k1 != k2 && sameValue(g_, o1, o2)) pairs.insert({k1, k2});
+      for (const auto& [twinKernel, originalKernel] : pairs) {
+        if (merged.count(twinKernel) || kept.count(twinKernel) || merged.count(originalKernel)) continue;
+        const ScheduledLaunch& twin = *sole.at(twinKernel);
+        const ScheduledLaunch& original = *sole.at(originalKernel);
+        std::map<NodeId, NodeId> found;
+        std::set<NodeId> taken;
+        for (NodeId o : twin.plan.outputs)
+          for (NodeId x : original.plan.outputs)
+            if (!found.count(o) && !taken.count(x) && f32.count(o) == f32.count(x) &&
+                g_.node(o).adjoint == g_.node(x).adjoint && sameValue(g_, o, x))
+              found[o] = x, taken.insert(x);
+        if (found.size() != twin.plan.outputs.size() || waitsOn(original, twin.plan.outputs)) continue;
+        twinOf_.insert(found.begin(), found.end());
+        merged.insert(twinKernel);
+        kept.insert(originalKernel);
+        plans_.erase(std::remove_if(plans_.begin(), plans_.end(),
+                                    [&](const ScheduledLaunch& l) { return l.kernel == twinKernel; }),
+                     plans_.end());
+        again = true;
+        break;
       }
     }
   }
 
-  // Kernel `kernel`'s launch where it is one plain tile launch of values
-  // stored alike whatever the storage (none accumulated by atomics, none a
-  // graph output); otherwise null.
-  const ScheduledLaunch* soleTileLaunch(int kernel) const {
-    const ScheduledLaunch* only = nullptr;
+  // Each kernel's launch where it is one plain tile launch of values stored
+  // alike whatever the storage (none accumulated by atomics, none a graph
+  // output, some made); kernels with other launches are left out.
+  std::map<int, const ScheduledLaunch*> soleTileLaunches() const {
+    std::map<int, const ScheduledLaunch*> sole;
+    std::set<int> others;
     for (const ScheduledLaunch& l : plans_) {
-      if (l.kernel != kernel) continue;
-      if (only || l.role != "tile" || l.plan.kind != LaunchPlan::Kind::Tile || !l.plan.splitTiles.empty() ||
-          std::any_of(l.plan.outputs.begin(), l.plan.outputs.end(), [&](NodeId o) {
-            return isGraphOutput(o) || atomics_.count(o) || gridSums_.count(o) || splitSums_.count(o);
-          }))
-        return nullptr;
-      only = &l;
+      const bool plain = l.role == "tile" && l.plan.kind == LaunchPlan::Kind::Tile && l.plan.splitTiles.empty() &&
+                         !l.plan.outputs.empty() &&
+                         std::none_of(l.plan.outputs.begin(), l.plan.outputs.end(), [&](NodeId o) {
+                           return isGraphOutput(o) || atomics_.count(o) || gridSums_.count(o) || splitSums_.count(o);
+                         });
+      if (!plain || !sole.emplace(l.kernel, &l).second) others.insert(l.kernel);
     }
-    return only;
+    for (int kernel : others) sole.erase(kernel);
+    return sole;
+  }
+
+  // What two values alike share: their op and type.
+  std::string shapeKey(NodeId id) const {
+    const Node& n = g_.node(id);
+    std::string key = fmt::format("{} {}", static_cast<int>(n.op), static_cast<int>(n.type.dtype));
+    for (const Axis& a : n.type.axes) key += fmt::format(" {}:{}", a.name, a.size);
+    return key;
+  }
+
+  bool isGraphOutput(NodeId id) const {
+    return std::any_of(g_.outputs.begin(), g_.outputs.end(), [&](const GraphOutput& o) { return o.node == id; });
   }
 
   // Whether launch `l` reads any of `values` or what a launch made from them
@@ -556,10 +578,6 @@ class LaunchPlanner {
       }
     }
     return false;
-  }
-
-  bool isGraphOutput(NodeId id) const {
-    return std::any_of(g_.outputs.begin(), g_.outputs.end(), [&](const GraphOutput& o) { return o.node == id; });
   }
 
   // A kernel that only concatenates stored arrays the step reads makes no
