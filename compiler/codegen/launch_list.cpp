@@ -558,23 +558,21 @@ class LaunchPlanner {
   // original): merging values into its outputs, what reads them would then
   // wait for it and it for them.
   bool waitsOn(const ScheduledLaunch& l, const std::vector<NodeId>& values) const {
-    auto readsOfLaunch = [&](const ScheduledLaunch& x) {
-      std::set<NodeId> reads;
-      for (NodeId r : readsOf(g_, x.plan, list_.stored)) reads.insert(twinOf_.count(r) ? twinOf_.at(r) : r);
-      return reads;
-    };
+    // Each launch's reads once, then a walk from the values to their readers.
+    std::map<NodeId, std::vector<const ScheduledLaunch*>> readersOf;
+    for (const ScheduledLaunch& x : plans_)
+      for (NodeId r : readsOf(g_, x.plan, list_.stored)) readersOf[twinOf_.count(r) ? twinOf_.at(r) : r].push_back(&x);
+    std::vector<NodeId> work(values.begin(), values.end());
     std::set<NodeId> reached(values.begin(), values.end());
     std::set<const ScheduledLaunch*> done;
-    for (bool grew = true; grew;) {
-      grew = false;
-      for (const ScheduledLaunch& x : plans_) {
-        if (done.count(&x)) continue;
-        const std::set<NodeId> reads = readsOfLaunch(x);
-        if (std::none_of(reads.begin(), reads.end(), [&](NodeId r) { return reached.count(r) > 0; })) continue;
-        if (&x == &l) return true;
-        done.insert(&x);
-        reached.insert(x.plan.outputs.begin(), x.plan.outputs.end());
-        grew = true;
+    while (!work.empty()) {
+      const NodeId v = work.back();
+      work.pop_back();
+      for (const ScheduledLaunch* x : readersOf[v]) {
+        if (x == &l) return true;
+        if (!done.insert(x).second) continue;
+        for (NodeId o : x->plan.outputs)
+          if (reached.insert(o).second) work.push_back(o);
       }
     }
     return false;
