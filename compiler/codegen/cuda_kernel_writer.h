@@ -61,10 +61,15 @@ struct WrittenKernel {
   std::string streamNote;       // how the stream was emitted, for the source's comment
   std::vector<std::string> tensorMaps;  // a stream's TMA tiles: the kernel's first parameters (TensorCoreStream::loadedTiles)
   // A GEMM epilogue's inputs whose address is the call's coordinates alone:
-  // loaded by the functor's load() (raw 16 bytes into an Inputs member, each
-  // a name here) before any column group is computed (gemm_common.cuh).
-  std::vector<std::string> epilogueInputs;
-  std::string epilogueLoads;    // load()'s body
+  // loaded by the functor's load() (raw 16 bytes, or a float, into an Inputs
+  // member) before any column group is computed (gemm_common.cuh).
+  struct EpilogueInput {
+    std::string declaration;  // the member: "uint4 hidden_1"
+    std::string load;         // load()'s statement, into registers
+    std::string prefetch;     // prefetch()'s: the same into shared memory, by cp.async where it can
+    bool atRows = false;      // its address has the call's row: loaded ahead where the library does (kInputBytes)
+  };
+  std::vector<EpilogueInput> epilogueInputs;
 };
 
 // What the device holds at once: threads (SMs x resident warps x 32) and

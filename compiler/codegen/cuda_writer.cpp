@@ -24,7 +24,6 @@ WrittenKernel CudaWriter::run() {
   for (const std::string& l : scopes_[0].lines) out.body += "  " + l + "\n";
   out.reads = reads_;
   out.epilogueInputs = epilogueInputs_;
-  out.epilogueLoads = epilogueLoads_;
   return out;
 }
 
@@ -317,8 +316,10 @@ std::string CudaWriter::load(const Node& n, const Env& own, int target) {
       it->second = fresh(memberStem(names_[static_cast<size_t>(n.id)]));
       emit(0, fmt::format("float {}[8];", it->second));
       if (addressedByCoordinates(n, at)) {
-        epilogueInputs_.push_back("uint4 " + it->second);
-        epilogueLoads_ += fmt::format("in.{} = llmc_load_raw16({} + {});\n", it->second, arr.param, offset(n.id, at));
+        const std::string address = fmt::format("{} + {}", arr.param, offset(n.id, at));
+        epilogueInputs_.push_back({"uint4 " + it->second, fmt::format("in.{} = llmc_load_raw16({});", it->second, address),
+                                   fmt::format("llmc_copy16_async(&in.{}, {});", it->second, address),
+                                   atEpilogueRows(n)});
         emit(0, fmt::format("llmc_unpack_bf16x8(in.{0}, {0});", it->second));
       } else {
         emit(0, fmt::format("llmc_load_bf16x8({} + {}, {});", arr.param, offset(n.id, at), it->second));
@@ -336,10 +337,12 @@ std::string CudaWriter::load(const Node& n, const Env& own, int target) {
     auto [it, isNew] = vectorLoads_.emplace(key, "");
     if (isNew) {
       it->second = fresh(memberStem(names_[static_cast<size_t>(n.id)]) + "_in");
-      epilogueInputs_.push_back("float " + it->second);
       const std::string read = fmt::format("{}[{}]", arr.param, offset(n.id, own));
-      epilogueLoads_ += fmt::format("in.{} = {};\n", it->second,
-                                    arr.ctype == "llmc_bf16" ? fmt::format("llmc_bf16_to_f32({})", read) : read);
+      const std::string load =
+          fmt::format("in.{} = {};", it->second, arr.ctype == "llmc_bf16" ? fmt::format("llmc_bf16_to_f32({})", read) : read);
+      epilogueInputs_.push_back({"float " + it->second, load,
+                                 arr.ctype == "float" ? fmt::format("llmc_copy4_async(&in.{}, &{});", it->second, read) : load,
+                                 atEpilogueRows(n)});
     }
     return define(target, "float", names_[static_cast<size_t>(n.id)], "in." + it->second);
   }
@@ -367,6 +370,10 @@ bool CudaWriter::alongColumns(const Node& n, const Env& own) const {
   for (size_t i = 0; i + columns.size() < n.type.axes.size(); ++i)
     if (own.at(n.type.axes[i].name).scope != 0) return false;
   return true;
+}
+
+bool CudaWriter::atEpilogueRows(const Node& n) const {
+  return std::any_of(epilogue_->rows.begin(), epilogue_->rows.end(), [&](const Axis& r) { return n.type.has(r.name); });
 }
 
 // Whether the epilogue's read of `n` at `at` is addressed by the call's

@@ -143,6 +143,9 @@ class CudaWriter {
   // Its other strides are then multiples of the columns' count, so the 8
   // columns from col (a multiple of 8) are 16-byte aligned.
   bool alongColumns(const Node& n, const Env& own) const;
+  // Whether `n` varies with the epilogue's rows (a residual, a row's
+  // statistic; not a bias along the columns).
+  bool atEpilogueRows(const Node& n) const;
 
   // Whether the epilogue's read of `n` at `at` is addressed by the call's
   // coordinates (batch, row, col) and constants alone: no value the functor
@@ -651,8 +654,7 @@ class CudaWriter {
   std::map<NodeId, std::string> fixed_;  // values known where the code is written (a step's unmasked comparison)
   std::set<NodeId> readInLaunch_;        // computed values another node of the launch reads (run())
   bool wholeStep_ = false;  // writing a step whose positions all lie inside the stream axis: no clamps, no masks
-  std::vector<std::string> epilogueInputs_;  // WrittenKernel::epilogueInputs: declarations
-  std::string epilogueLoads_;                // WrittenKernel::epilogueLoads
+  std::vector<WrittenKernel::EpilogueInput> epilogueInputs_;  // WrittenKernel::epilogueInputs
   struct StagedRead {
     TransposedRead read;
     std::string buffer;  // its tile in shared memory

@@ -401,24 +401,47 @@ class ModuleWriter {
         sm90 ? " (persistent: one block per SM at most)" : "", launch.instructions.describe(), axisList(gemm.m),
         axisList(gemm.n), axisList(gemm.k), axisList(gemm.batch), operandNote("A", gemm.a), operandNote("B", gemm.b),
         gemm.BM, gemm.BN, gemm.tileChoice);
-    std::string inputs, loads;
-    for (const std::string& input : epilogue.epilogueInputs) inputs += fmt::format(" {};", input);
-    for (size_t at = 0; at < epilogue.epilogueLoads.size();) {
-      size_t end = epilogue.epilogueLoads.find('\n', at);
-      loads += "    " + epilogue.epilogueLoads.substr(at, end - at + 1);
-      at = end + 1;
+    // The inputs' members and statements, those `which` selects, each after `indent`.
+    using Input = WrittenKernel::EpilogueInput;
+    auto inputLines = [&](auto which, std::string Input::*part, const char* indent, const char* after) {
+      std::string out;
+      for (const Input& input : epilogue.epilogueInputs)
+        if (which(input)) out += indent + input.*part + after;
+      return out;
+    };
+    auto all = [](const Input&) { return true; };
+    auto atRows = [](const Input& i) { return i.atRows; };
+    auto notAtRows = [](const Input& i) { return !i.atRows; };
+    auto inputMembers = [&](auto which) {
+      const std::string list = inputLines(which, &Input::declaration, " ", ";");
+      return list.empty() ? std::string() : list + " ";
+    };
+    const char* signature = "  __device__ void {}(llmc::BatchIndex batch, int row, int col, {}& in) const {{\n{}  }}\n";
+    text += fmt::format("struct {}_epilogue {{\n{}", n, members);
+    if (gemm.inputBytes > 0) {
+      // The library loads what varies with the rows ahead into shared memory
+      // (gemm_sm90.cuh, kInputBytes): Ahead, by prefetch(); the rest by
+      // load_columns(), beside the piece as load() does.
+      text += fmt::format("  struct Ahead {{{}}};\n  struct Inputs : Ahead {{{}}};\n", inputMembers(atRows), inputMembers(notAtRows));
+      text += fmt::format(fmt::runtime(signature), "load", "Inputs", inputLines(all, &Input::load, "    ", "\n"));
+      text += fmt::format(fmt::runtime(signature), "load_columns", "Inputs", inputLines(notAtRows, &Input::load, "    ", "\n"));
+      text += fmt::format(fmt::runtime(signature), "prefetch", "Ahead", inputLines(atRows, &Input::prefetch, "    ", "\n"));
+    } else {
+      text += fmt::format("  struct Inputs {{{}}};\n", inputMembers(all));
+      text += fmt::format(fmt::runtime(signature), "load", "Inputs", inputLines(all, &Input::load, "    ", "\n"));
     }
-    text += fmt::format("struct {}_epilogue {{\n{}  struct Inputs {{{}{}}};\n"
-                        "  __device__ void load(llmc::BatchIndex batch, int row, int col, Inputs& in) const {{\n{}  }}\n"
-                        "  __device__ void operator()(llmc::BatchIndex batch, int row, int col, const float (&v)[8], "
-                        "int count, const Inputs& in) const {{\n",
-                        n, members, inputs, inputs.empty() ? "" : " ", loads);
-    std::string body;
-    for (size_t at = 0; at < epilogue.body.size();) {
-      size_t end = epilogue.body.find('\n', at);
-      body += "  " + epilogue.body.substr(at, end - at + 1);
-      at = end + 1;
-    }
+    auto indented = [](const std::string& lines, const char* indent) {
+      std::string out;
+      for (size_t at = 0; at < lines.size();) {
+        const size_t end = lines.find('\n', at);
+        out += indent + lines.substr(at, end - at + 1);
+        at = end + 1;
+      }
+      return out;
+    };
+    text += "  __device__ void operator()(llmc::BatchIndex batch, int row, int col, const float (&v)[8], "
+            "int count, const Inputs& in) const {\n";
+    const std::string body = indented(epilogue.body, "  ");
     text += body + "  }\n};\n";
     text += fmt::format("using {}_config = {};\nstatic_assert({}_config::kSmemBytes == {}, \"the launch description's "
                         "dynamic shared memory\");\n",

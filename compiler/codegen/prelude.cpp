@@ -44,6 +44,11 @@ __device__ __forceinline__ void llmc_copy16_async(void* smem, const void* gmem) 
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"((unsigned)__cvta_generic_to_shared(smem)), "l"(gmem)
                : "memory");
 }
+// 4 bytes the same way (cp.async.ca: the 16-byte form alone may bypass L1), both 4-byte aligned.
+__device__ __forceinline__ void llmc_copy4_async(void* smem, const void* gmem) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"((unsigned)__cvta_generic_to_shared(smem)), "l"(gmem)
+               : "memory");
+}
 __device__ __forceinline__ void llmc_copy_async_wait() { asm volatile("cp.async.wait_all;" ::: "memory"); }
 __device__ __forceinline__ void llmc_unpack_bf16x8(const uint4& u, float (&v)[8]) {
   const unsigned w[4] = {u.x, u.y, u.z, u.w};

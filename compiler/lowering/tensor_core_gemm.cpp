@@ -100,6 +100,39 @@ bool epilogueHasWork(const Graph& g, const LaunchPlan& plan, NodeId contraction)
   return false;
 }
 
+// What the epilogue reads of stored arrays at its rows, in bytes a column
+// group of 8 (a GELU's saved pre-activation or a residual along the columns:
+// 16, one bf16 load; a softmax's row statistic: 4, a float), rounded as the
+// functor's Ahead struct is: loads that miss L1 at every piece, which the
+// sm_90a library can issue ahead into shared memory (GemmConfig's
+// kInputBytes). A bias, along the columns alone, stays in L1.
+int64_t epilogueRowInputBytes(const Graph& g, const LaunchPlan& plan, NodeId contraction,
+                              const std::set<NodeId>& stored, const std::vector<Axis>& rows,
+                              const std::vector<Axis>& columns) {
+  auto hasAny = [](const Type& t, const std::vector<Axis>& axes) {
+    return std::any_of(axes.begin(), axes.end(), [&](const Axis& a) { return t.has(a.name); });
+  };
+  int64_t bytes = 0;
+  bool vectors = false;
+  std::set<NodeId> seen;
+  std::vector<NodeId> work(plan.outputs.begin(), plan.outputs.end());
+  while (!work.empty()) {
+    NodeId id = work.back();
+    work.pop_back();
+    if (id == contraction || !seen.insert(id).second) continue;
+    const Node& n = g.node(id);
+    if (stored.count(id) && !plan.computed.count(id)) {
+      if (!hasAny(n.type, rows)) continue;
+      const bool alongColumns = hasAny(n.type, columns);
+      bytes += alongColumns ? 16 : 4;
+      vectors = vectors || alongColumns;
+      continue;
+    }
+    work.insert(work.end(), n.operands.begin(), n.operands.end());
+  }
+  return vectors ? ceilDiv(bytes, 16) * 16 : bytes;
+}
+
 // Split-K for a launch whose partition shares k axes out across blocks
 // (plan.splitTiles: its outputs are atomic sums): few output tiles over a
 // long K, as weight gradients are (768 x 768 over 32K rows is 24 tiles of
@@ -152,8 +185,8 @@ int64_t maxSplits(const TensorCoreGemm& gemm) {
 std::string TensorCoreGemm::configType() const {
   auto major = [](bool kMajor) { return kMajor ? "llmc::Major::K" : "llmc::Major::MN"; };
   if (library == Library::Sm90)
-    return fmt::format("llmc::sm90::GemmConfig<{}, {}, {}, {}, {}{}>", BM, BN, stages, major(a.kMajor), major(b.kMajor),
-                       pingPong ? ", true" : "");
+    return fmt::format("llmc::sm90::GemmConfig<{}, {}, {}, {}, {}{}{}>", BM, BN, stages, major(a.kMajor),
+                       major(b.kMajor), pingPong ? ", true" : "", inputBytes > 0 ? fmt::format(", {}", inputBytes) : "");
   return fmt::format("llmc::sm80::GemmConfig<{}, {}, {}, {}, {}, {}, {}, {}>", BM, BN, BK, stages, warpsM, warpsN,
                      major(a.kMajor), major(b.kMajor));
 }
@@ -163,9 +196,10 @@ std::string TensorCoreGemm::describe() const {
                        : a.staged          ? "; A staged to aligned rows"
                        : b.staged          ? "; B staged to aligned rows"
                                            : "";
-  return fmt::format("tensor cores: {} {}x{}x{} tiles, {} stages{}; GEMM {}x{}x{}{}{}, A {}-major, B {}-major{}",
+  return fmt::format("tensor cores: {} {}x{}x{} tiles, {} stages{}{}; GEMM {}x{}x{}{}{}, A {}-major, B {}-major{}",
                      library == Library::Sm90 ? "llmc::sm90::gemm (TMA + wgmma)" : "llmc::sm80::gemm (cp.async + mma.sync)",
-                     BM, BN, BK, stages, pingPong ? ", ping-pong consumers" : "", M, N, K,
+                     BM, BN, BK, stages, pingPong ? ", ping-pong consumers" : "",
+                     inputBytes > 0 ? fmt::format(", epilogue inputs loaded ahead ({} KB)", inputBytes / 1024) : "", M, N, K,
                      batchOuter * batchInner > 1 ? fmt::format(" x {} batches", batchOuter * batchInner) : "",
                      splits > 1 ? fmt::format(", split-K {} ways (atomic adds)", splits) : "", a.kMajor ? "K" : "M",
                      b.kMajor ? "K" : "N", staged);
@@ -213,19 +247,34 @@ void chooseTile(const Graph& g, const LaunchPlan& plan, NodeId contraction, Tens
 }
 
 // The pipeline's stages (the deepest that fit the shared memory), the
-// threads and the grid of the tile chosen.
-void sizeLaunch(const LaunchPlan& plan, const Target& target, TensorCoreGemm& gemm) {
+// threads and the grid of the tile chosen. `rowInputBytes`: what the
+// epilogue reads at its rows a column group (epilogueRowInputBytes).
+void sizeLaunch(const LaunchPlan& plan, const Target& target, int64_t rowInputBytes, TensorCoreGemm& gemm) {
   const int64_t smemLimit = target.level("SMEM").maxPerBlock;
   const int64_t tiles = ceilDiv(gemm.M, gemm.BM) * ceilDiv(gemm.N, gemm.BN);
   const int64_t batches = int64_t(gemm.batchOuter) * gemm.batchInner;
   if (gemm.library == TensorCoreGemm::Library::Sm90) {
     // The deepest ring of stages that fits (gemm_sm90.cuh's kSmemBytes), up to 8.
-    auto smem = [&](int stages) {
-      return 1024 + int64_t(stages) * (gemm.BM + gemm.BN) * gemm.BK * 2 + 2 * 64 * 64 * 4 + 2 * stages * 8 + 16;
+    auto smem = [&](int stages, int64_t inputBytes) {
+      return 1024 + int64_t(stages) * (gemm.BM + gemm.BN) * gemm.BK * 2 + 2 * 64 * 64 * 4 + inputBytes +
+             2 * stages * 8 + (inputBytes > 0 ? 2 * kMaxInputSlots * 8 : 0) + 16;
     };
+    // Ping-pong consumers whose epilogue reads arrays at its rows get those
+    // inputs loaded ahead, a unit's pieces of 64x64 (at least 2) in slots of
+    // 512 column groups, keeping 4 stages at least: each epilogue piece
+    // otherwise waits a GMEM latency, which the other consumer's k-steps did
+    // not hide (the GELU derivative's GEMM at 0.61 of cuBLAS's time, H100,
+    // 2026-12-07).
+    gemm.inputBytes = 0;
+    if (gemm.pingPong && rowInputBytes > 0) {
+      const int64_t slot = 512 * rowInputBytes;
+      int64_t slots = std::clamp<int64_t>((gemm.BM / 64) * (gemm.BN / 64), 2, kMaxInputSlots);
+      while (slots >= 2 && smem(kInputsAheadMinStages, slots * slot) > smemLimit) --slots;
+      if (slots >= 2) gemm.inputBytes = slots * slot;
+    }
     gemm.stages = 2;
-    while (gemm.stages < 8 && smem(gemm.stages + 1) <= smemLimit) ++gemm.stages;
-    gemm.smemBytes = smem(gemm.stages);
+    while (gemm.stages < 8 && smem(gemm.stages + 1, gemm.inputBytes) <= smemLimit) ++gemm.stages;
+    gemm.smemBytes = smem(gemm.stages, gemm.inputBytes);
     gemm.threads = 384;
     gemm.splits = plan.gemmTile.chosen() && !plan.splitTiles.empty()
                       ? static_cast<int>(std::clamp<int64_t>(plan.gemmTile.splits, 1, maxSplits(gemm)))
@@ -415,7 +464,7 @@ TensorCorePlan planTensorCoreGemm(const Graph& g, const LaunchPlan& plan, const 
   placeOperand(*lb, nOrder, kOrder, gemm, gemm.b);
 
   chooseTile(g, plan, c.id, gemm);
-  sizeLaunch(plan, target, gemm);
+  sizeLaunch(plan, target, epilogueRowInputBytes(g, plan, c.id, stored, gemm.m, gemm.n), gemm);
   const int64_t smemLimit = target.level("SMEM").maxPerBlock;
   if (gemm.smemBytes > smemLimit) return no("the smallest tile's shared memory exceeds the target's per-block limit");
   out.gemm = gemm;

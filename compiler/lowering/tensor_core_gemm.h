@@ -89,11 +89,19 @@ struct TensorCoreGemm {
   // lowering stage's choice (GemmTile), priced with the tile; before it, where
   // the epilogue has work of its own (a bias, an activation).
   bool pingPong = false;
+  // sm90 ping-pong: shared memory for the epilogue's inputs, loaded ahead by
+  // the producer warpgroup (GemmConfig's kInputBytes; 0: by the epilogue).
+  int64_t inputBytes = 0;
 
   std::string configType() const;  // "llmc::sm90::GemmConfig<128, 256, 4, llmc::Major::K, llmc::Major::K>"
   std::string describe() const;    // one line: library, tile, layouts
   int64_t batches() const { return int64_t{batchOuter} * batchInner; }
 };
+
+// gemm_sm90.cuh's GemmConfig::kMaxInputSlots; the stages the lowering keeps
+// where it gives shared memory to a ping-pong epilogue's inputs.
+constexpr int kMaxInputSlots = 8;
+constexpr int kInputsAheadMinStages = 4;
 
 struct TensorCorePlan {
   std::optional<TensorCoreGemm> gemm;

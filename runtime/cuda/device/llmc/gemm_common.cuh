@@ -111,6 +111,16 @@ __device__ inline int swizzled_offset(int outer, int inner) {
 // (store_bf16x8) coalesce into whole 128-byte segments. The functor may read any memory (bias,
 // residual) but not write what the running GEMM reads; it must not synchronise (not all threads
 // call it equally often).
+//
+// A functor for a GemmConfig with kInputBytes > 0 (sm_90a, gemm_sm90.cuh) splits its inputs:
+//       struct Ahead { ... };          // those that vary with the row (a residual, a row's statistic)
+//       struct Inputs : Ahead { ... }; // and the others (a bias along the columns)
+//       __device__ void prefetch(BatchIndex batch, int row, int col, Ahead& in) const;
+//       __device__ void load_columns(BatchIndex batch, int row, int col, Inputs& in) const;
+// prefetch() fills `in`, in shared memory, with what load() would put in the Ahead part: by
+// cp.async where it can (the caller waits for those), by plain stores otherwise. It runs ahead,
+// in another warp, while the tile's k-steps still run: like load(), it must not read what another
+// tile's epilogue writes. load_columns() loads the rest, as load() does.
 
 // Stores v[0..count) to p as bf16; one 16-byte store when count == 8 (p then 16-byte aligned,
 // which the requirements above guarantee for p = base + row * ld + col).
@@ -224,6 +234,36 @@ struct StagingTile {
       const int g = thread + (first + i) * kThreads;
       const int row = g / (kCols / 8), col = (g % (kCols / 8)) * 8;
       if (row0 + row < M && col0 + col < N) {
+        float v[8];
+        load8(row, col, v);
+        epilogue(batch, row0 + row, col0 + col, v, min(8, N - (col0 + col)), in[i]);
+      }
+    }
+  }
+
+  // With the inputs that vary with the rows loaded ahead (gemm_sm90.cuh, kInputBytes): load_inputs
+  // by the functor's load_columns(), which leaves them out ...
+  template <int kThreads, int kCount, class Epilogue>
+  __device__ void load_column_inputs(const Epilogue& epilogue, BatchIndex batch, int row0, int col0, int M, int N,
+                                     int thread, typename Epilogue::Inputs (&in)[kCount]) const {
+#pragma unroll
+    for (int i = 0; i < kCount; ++i) {
+      const int g = thread + i * kThreads;
+      const int row = g / (kCols / 8), col = (g % (kCols / 8)) * 8;
+      if (row0 + row < M && col0 + col < N) epilogue.load_columns(batch, row0 + row, col0 + col, in[i]);
+    }
+  }
+  // ... and compute with them taken from shared memory, the tile's column group g's at ahead[g].
+  template <int kThreads, int kCount, class Epilogue>
+  __device__ void compute_ahead(const Epilogue& epilogue, BatchIndex batch, int row0, int col0, int M, int N,
+                                int thread, const typename Epilogue::Ahead* ahead,
+                                typename Epilogue::Inputs (&in)[kCount]) const {
+#pragma unroll
+    for (int i = 0; i < kCount; ++i) {
+      const int g = thread + i * kThreads;
+      const int row = g / (kCols / 8), col = (g % (kCols / 8)) * 8;
+      if (row0 + row < M && col0 + col < N) {
+        static_cast<typename Epilogue::Ahead&>(in[i]) = ahead[g];
         float v[8];
         load8(row, col, v);
         epilogue(batch, row0 + row, col0 + col, v, min(8, N - (col0 + col)), in[i]);

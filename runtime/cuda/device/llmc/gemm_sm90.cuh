@@ -20,6 +20,20 @@
 //    other has finished the previous unit's), so the stages are read in the order they were
 //    filled and a full barrier is never waited on more than one phase ahead (its parity would
 //    alias an earlier phase).
+//  - epilogue inputs ahead (GemmConfig's kInputBytes > 0, ping-pong only): what the epilogue
+//    reads at its rows (a GELU's stored pre-activation, a residual: the functor's Ahead part) is
+//    copied into shared memory by warp 1 of the producer warpgroup, with cp.async through the
+//    functor's prefetch(), while the consumer that will need it still runs its k-steps; its
+//    epilogue then reads it there instead of waiting a GMEM latency a piece with its registers
+//    full of accumulators (loads issued a piece ahead into registers, or asked of L2 ahead, ran
+//    slower: docs/codegen.md). The inputs go through a ring of slots, a 64x64 piece's each (512
+//    column groups of Epilogue::Ahead), filled in the order the block's units run:
+//      input_full[s]  (count 32): each loader lane arrives once its copies into slot s have
+//                     landed (cp.async.mbarrier.arrive.noinc). The consumer waits for parity p.
+//      input_empty[s] (count 4): each warp of the consumer arrives once it has read slot s.
+//    A consumer's epilogue starts once the other's previous one has waited for all its slots
+//    (named barriers 7 and 8), so that no input_full barrier is waited on more than one phase
+//    ahead either. With fewer than two slots' room the inputs are loaded as without it.
 //
 // Ring protocol (stage s, pass p = how often the ring wrapped):
 //   full[s]  (count 1): the producer arrives with expect_tx(stage bytes); the TMA's completed
@@ -75,9 +89,13 @@ struct SplitK {
   int* counters = nullptr;
 };
 
-template <int BM_, int BN_, int kStages_, Major kAMajor_, Major kBMajor_, bool kPingPong_ = false>
+template <int BM_, int BN_, int kStages_, Major kAMajor_, Major kBMajor_, bool kPingPong_ = false,
+          int kInputBytes_ = 0>
 struct GemmConfig {
   static constexpr int BM = BM_, BN = BN_, kStages = kStages_;
+  // Shared memory for the epilogue's inputs loaded ahead (see above); 0: loaded by the epilogue.
+  static constexpr int kInputBytes = kInputBytes_;
+  static constexpr int kMaxInputSlots = 8;
   // A k-step is one 128-byte swizzle atom of k (K-major) or 64 k rows (MN-major).
   static constexpr int BK = 64;
   static constexpr Major kAMajor = kAMajor_, kBMajor = kBMajor_;
@@ -93,9 +111,10 @@ struct GemmConfig {
   static constexpr int kATileBytes = BM * BK * 2, kBTileBytes = BN * BK * 2;
   static constexpr int kStageBytes = kATileBytes + kBTileBytes;
   static constexpr int kStagingBytes = kConsumers * 64 * 64 * 4;
-  static constexpr int kBarrierBytes = 2 * kStages * 8 + 16;  // + the split-K "last unit" flags (one a consumer)
+  // The ring's barriers, the inputs' (2 a slot) and the split-K "last unit" flags (one a consumer).
+  static constexpr int kBarrierBytes = 2 * kStages * 8 + (kInputBytes > 0 ? 2 * kMaxInputSlots * 8 : 0) + 16;
   // 1024 bytes of slack to align the swizzled tiles to the 1024-byte swizzle period.
-  static constexpr int kSmemBytes = 1024 + kStages * kStageBytes + kStagingBytes + kBarrierBytes;
+  static constexpr int kSmemBytes = 1024 + kStages * kStageBytes + kStagingBytes + kInputBytes + kBarrierBytes;
 
   // Rows of the TMA box: a K-major operand is loaded as one box of 64 k x all its rows, an
   // MN-major one as boxes of 64 (m or n) x 64 k.
@@ -108,6 +127,7 @@ struct GemmConfig {
   static_assert(BN % 64 == 0 && BN <= 256, "BN: 64, 128, 192 or 256 (one wgmma instruction)");
   static_assert(kAccumulators <= 128, "at most 128 fp32 accumulators per consumer thread");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory per block");
+  static_assert(kInputBytes % 16 == 0 && (kInputBytes == 0 || kPingPong), "inputs ahead: ping-pong, 16-byte slots");
 
   __host__ __device__ static constexpr int tiles(int M, int N) {
     return ((M + BM - 1) / BM) * ((N + BN - 1) / BN);
@@ -115,6 +135,20 @@ struct GemmConfig {
 };
 
 namespace detail {
+
+// Epilogue::Ahead where the functor has one (kInputBytes > 0), else an empty struct.
+template <class...>
+struct make_void {
+  using type = void;
+};
+template <class E, class = void>
+struct AheadOf {
+  struct type {};
+};
+template <class E>
+struct AheadOf<E, typename make_void<typename E::Ahead>::type> {
+  using type = typename E::Ahead;
+};
 
 __device__ inline void mbar_init(unsigned bar, unsigned count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
@@ -124,6 +158,11 @@ __device__ inline void mbar_arrive(unsigned bar) {
 }
 __device__ inline void mbar_arrive_expect_tx(unsigned bar, unsigned bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+// Arrives on `bar` once the calling thread's cp.async copies issued so far have landed (the
+// arrival is not counted in advance: the barrier's count includes it).
+__device__ inline void mbar_arrive_on_copies(unsigned bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
 }
 __device__ inline void mbar_wait(unsigned bar, unsigned parity) {
   unsigned done;
@@ -190,14 +229,33 @@ __device__ void gemm(const TmaDescriptor& tma_a, const TmaDescriptor& tma_b, con
   const unsigned tiles_a = smem_base;                               // kStages x A tile
   const unsigned tiles_b = tiles_a + kStages * Cfg::kATileBytes;    // kStages x B tile
   float* const staging = reinterpret_cast<float*>(smem + kStages * Cfg::kStageBytes);
-  const unsigned full_bar = smem_base + kStages * Cfg::kStageBytes + Cfg::kStagingBytes;
+  const unsigned full_bar = smem_base + kStages * Cfg::kStageBytes + Cfg::kStagingBytes + Cfg::kInputBytes;
   const unsigned empty_bar = full_bar + kStages * 8;
-  volatile int* const last_unit_flag = reinterpret_cast<volatile int*>(smem + (empty_bar + kStages * 8 - smem_base));
+  const unsigned input_full = empty_bar + kStages * 8;
+  const unsigned input_empty = input_full + (Cfg::kInputBytes > 0 ? Cfg::kMaxInputSlots * 8 : 0);
+  volatile int* const last_unit_flag = reinterpret_cast<volatile int*>(
+      smem + (input_empty + (Cfg::kInputBytes > 0 ? Cfg::kMaxInputSlots * 8 : 0) - smem_base));
+
+  // Epilogue inputs ahead: a slot holds one 64x64 piece's Ahead part, a column group each.
+  using Ahead = typename AheadOf<Epilogue>::type;
+  constexpr int kPieceCols = BN / 64;
+  constexpr int kPieces = Cfg::kRowBlocks * kPieceCols;  // a consumer's pieces a unit
+  constexpr int kPieceGroups = 64 * 64 / 8;
+  constexpr int kInputSlotsFit = Cfg::kInputBytes / (kPieceGroups * static_cast<int>(sizeof(Ahead)));
+  constexpr int kInputSlots = kInputSlotsFit < Cfg::kMaxInputSlots ? kInputSlotsFit : Cfg::kMaxInputSlots;
+  constexpr bool kInputsAhead = Cfg::kInputBytes > 0 && kInputSlots >= 2 && sizeof(Ahead) >= 4;
+  Ahead* const input_slots = reinterpret_cast<Ahead*>(smem + kStages * Cfg::kStageBytes + Cfg::kStagingBytes);
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
       mbar_init(full_bar + 8 * s, 1);
       mbar_init(empty_bar + 8 * s, Cfg::kStageReaders);
+    }
+    if constexpr (kInputsAhead) {
+      for (int s = 0; s < kInputSlots; ++s) {
+        mbar_init(input_full + 8 * s, 32);
+        mbar_init(input_empty + 8 * s, 4);
+      }
     }
     // Make the initialised barriers visible to the async proxy (TMA) as well.
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
@@ -220,6 +278,8 @@ __device__ void gemm(const TmaDescriptor& tma_a, const TmaDescriptor& tma_b, con
   // on an H100, 2026-12-06: fc 324 -> 220 us, proj 323 -> 223, qkv 237 -> 167; the step's graph
   // 57.8 -> 55.1 ms).
   const bool slice_major = splits > 1 && !split.workspace;
+  // A split-K unit that is not its tile's last runs no epilogue: its inputs are loaded by it.
+  const bool inputs_ahead = kInputsAhead && !(splits > 1 && split.workspace);
   auto tile_of = [&](int unit) { return slice_major ? unit % tiles_total : unit / splits; };
   auto slice_of = [&](int unit) { return slice_major ? unit / tiles_total : unit % splits; };
   auto k_begin = [&](int unit) { return slice_of(unit) * k_steps / splits; };
@@ -258,6 +318,29 @@ __device__ void gemm(const TmaDescriptor& tma_a, const TmaDescriptor& tma_b, con
           if (++stage == kStages) stage = 0, pass ^= 1;
         }
       }
+    } else if (inputs_ahead && threadIdx.x / 32 == 1) {
+      if constexpr (kInputsAhead) {
+        // The loader: every unit's pieces in the order the consumers' epilogues take them.
+        const int lane = threadIdx.x % 32;
+        int slot = 0;
+        unsigned pass = 0;
+        for (int u = blockIdx.x; u < units; u += gridDim.x) {
+          const int t = tile_of(u);
+          const BatchIndex batch = shape.batch_index(t / tiles_per_batch);
+          const TileCoord tile = grouped_tile<Cfg::kGroupRows>(t % tiles_per_batch, tiles_m, tiles_n);
+          for (int q = 0; q < kPieces; ++q) {
+            const int row0 = tile.m * BM + 64 * (q / kPieceCols), col0 = tile.n * BN + 64 * (q % kPieceCols);
+            mbar_wait(input_empty + 8 * slot, pass ^ 1);
+            Ahead* const piece_inputs = input_slots + slot * kPieceGroups;
+            for (int g = lane; g < kPieceGroups; g += 32) {
+              const int row = row0 + g / 8, col = col0 + (g % 8) * 8;
+              if (row < M && col < N) epilogue.prefetch(batch, row, col, piece_inputs[g]);
+            }
+            mbar_arrive_on_copies(input_full + 8 * slot);
+            if (++slot == kInputSlots) slot = 0, pass ^= 1;
+          }
+        }
+      }
     }
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
@@ -275,6 +358,8 @@ __device__ void gemm(const TmaDescriptor& tma_a, const TmaDescriptor& tma_b, con
     float acc[Cfg::kRowBlocks][BN / 2];
     int stage = 0;
     unsigned pass = 0;
+    int input_slot = 0;  // the loader's ring, as it fills it
+    unsigned input_pass = 0;
     int turn = 0;  // the block's units in order; with ping-pong, consumer c takes those of parity c
     for (int u = blockIdx.x; u < units; u += gridDim.x, ++turn) {
       const int t = tile_of(u);
@@ -287,6 +372,11 @@ __device__ void gemm(const TmaDescriptor& tma_a, const TmaDescriptor& tma_b, con
         const int next = stage + (ks_end - ks_first);
         pass ^= (next / kStages) & 1;
         stage = next % kStages;
+        if (inputs_ahead) {
+          const int next_slot = input_slot + kPieces;
+          input_pass ^= (next_slot / kInputSlots) & 1;
+          input_slot = next_slot % kInputSlots;
+        }
         continue;
       }
 
@@ -362,10 +452,38 @@ __device__ void gemm(const TmaDescriptor& tma_a, const TmaDescriptor& tma_b, con
       // Epilogue, one 64x64 piece at a time through this consumer's staging buffer. Each piece's
       // inputs are loaded first, so their latency passes while the piece is staged; the first
       // barrier waits until the previous piece has been read out.
-      constexpr int kPieceCols = BN / 64;
       constexpr int kGroups = StagingTile<64, 64>::groups<128>();
+      if (inputs_ahead) {
+        if constexpr (kInputsAhead) {
+          // Inputs loaded ahead: after the other consumer's previous epilogue has waited for its own.
+          if (turn > 0) named_barrier(7 + consumer, 256);
 #pragma unroll
-      for (int q = 0; q < Cfg::kRowBlocks * kPieceCols; ++q) {
+          for (int q = 0; q < kPieces; ++q) {
+            const int i = q / kPieceCols, c = q % kPieceCols;
+            typename Epilogue::Inputs in[kGroups];
+            piece.template load_column_inputs<128>(epilogue, batch, m0 + 64 * i, n0 + 64 * c, M, N, thread, in);
+            mbar_wait(input_full + 8 * input_slot, input_pass);
+            if (q == kPieces - 1 && u + gridDim.x < units) named_barrier_arrive(7 + (1 - consumer), 256);
+            named_barrier(1 + consumer, 128);
+#pragma unroll
+            for (int j = 0; j < 8; ++j) {
+              const int row = 16 * warp + lane / 4, col = 8 * j + 2 * (lane % 4);
+              const float* d = &acc[i][4 * (8 * c + j)];
+              piece.store_pair(row, col, d[0], d[1]);
+              piece.store_pair(row + 8, col, d[2], d[3]);
+            }
+            named_barrier(1 + consumer, 128);
+            piece.template compute_ahead<128>(epilogue, batch, m0 + 64 * i, n0 + 64 * c, M, N, thread,
+                                              input_slots + input_slot * kPieceGroups, in);
+            __syncwarp();
+            if (lane == 0) mbar_arrive(input_empty + 8 * input_slot);
+            if (++input_slot == kInputSlots) input_slot = 0, input_pass ^= 1;
+          }
+        }
+        continue;
+      }
+#pragma unroll
+      for (int q = 0; q < kPieces; ++q) {
         const int i = q / kPieceCols, c = q % kPieceCols;
         typename Epilogue::Inputs in[kGroups];
         piece.template load_inputs<128>(epilogue, batch, m0 + row_base + 64 * i, n0 + 64 * c, M, N, thread, 0, in);
