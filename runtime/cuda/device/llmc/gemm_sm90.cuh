@@ -212,6 +212,34 @@ __device__ inline unsigned long long smem_descriptor(unsigned addr, unsigned lea
          static_cast<unsigned long long>(1024 >> 4) << 32 | 1ull << 62;
 }
 
+// Warp 1 of the producer warpgroup, where the epilogue's inputs at its rows are loaded ahead: the
+// Ahead part of each of the block's units' pieces, in the order the consumers' epilogues take them,
+// into the ring of `kInputSlots` slots (512 column groups each) at `slots`.
+template <class Cfg, int kInputSlots, class Epilogue, class TileOf>
+__device__ void load_inputs_ahead(const Epilogue& epilogue, const GemmShape& shape, int units, TileOf tile_of,
+                                  typename AheadOf<Epilogue>::type* slots, unsigned input_full, unsigned input_empty) {
+  constexpr int kPieceCols = Cfg::BN / 64, kPieces = Cfg::kRowBlocks * kPieceCols, kPieceGroups = 64 * 64 / 8;
+  const int tiles_m = (shape.M + Cfg::BM - 1) / Cfg::BM, tiles_n = (shape.N + Cfg::BN - 1) / Cfg::BN;
+  const int lane = threadIdx.x % 32;
+  int slot = 0;
+  unsigned pass = 0;
+  for (int u = blockIdx.x; u < units; u += gridDim.x) {
+    const int t = tile_of(u);
+    const BatchIndex batch = shape.batch_index(t / (tiles_m * tiles_n));
+    const TileCoord tile = grouped_tile<Cfg::kGroupRows>(t % (tiles_m * tiles_n), tiles_m, tiles_n);
+    for (int q = 0; q < kPieces; ++q) {
+      const int row0 = tile.m * Cfg::BM + 64 * (q / kPieceCols), col0 = tile.n * Cfg::BN + 64 * (q % kPieceCols);
+      mbar_wait(input_empty + 8 * slot, pass ^ 1);
+      for (int g = lane; g < kPieceGroups; g += 32) {
+        const int row = row0 + g / 8, col = col0 + (g % 8) * 8;
+        if (row < shape.M && col < shape.N) epilogue.prefetch(batch, row, col, slots[slot * kPieceGroups + g]);
+      }
+      mbar_arrive_on_copies(input_full + 8 * slot);
+      if (++slot == kInputSlots) slot = 0, pass ^= 1;
+    }
+  }
+}
+
 }  // namespace detail
 
 template <class Cfg, class Epilogue>
@@ -319,28 +347,8 @@ __device__ void gemm(const TmaDescriptor& tma_a, const TmaDescriptor& tma_b, con
         }
       }
     } else if (inputs_ahead && threadIdx.x / 32 == 1) {
-      if constexpr (kInputsAhead) {
-        // The loader: every unit's pieces in the order the consumers' epilogues take them.
-        const int lane = threadIdx.x % 32;
-        int slot = 0;
-        unsigned pass = 0;
-        for (int u = blockIdx.x; u < units; u += gridDim.x) {
-          const int t = tile_of(u);
-          const BatchIndex batch = shape.batch_index(t / tiles_per_batch);
-          const TileCoord tile = grouped_tile<Cfg::kGroupRows>(t % tiles_per_batch, tiles_m, tiles_n);
-          for (int q = 0; q < kPieces; ++q) {
-            const int row0 = tile.m * BM + 64 * (q / kPieceCols), col0 = tile.n * BN + 64 * (q % kPieceCols);
-            mbar_wait(input_empty + 8 * slot, pass ^ 1);
-            Ahead* const piece_inputs = input_slots + slot * kPieceGroups;
-            for (int g = lane; g < kPieceGroups; g += 32) {
-              const int row = row0 + g / 8, col = col0 + (g % 8) * 8;
-              if (row < M && col < N) epilogue.prefetch(batch, row, col, piece_inputs[g]);
-            }
-            mbar_arrive_on_copies(input_full + 8 * slot);
-            if (++slot == kInputSlots) slot = 0, pass ^= 1;
-          }
-        }
-      }
+      if constexpr (kInputsAhead)
+        load_inputs_ahead<Cfg, kInputSlots>(epilogue, shape, units, tile_of, input_slots, input_full, input_empty);
     }
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
