@@ -112,6 +112,8 @@ int64_t epilogueRowInputBytes(const Graph& g, const LaunchPlan& plan, NodeId con
   auto hasAny = [](const Type& t, const std::vector<Axis>& axes) {
     return std::any_of(axes.begin(), axes.end(), [&](const Axis& a) { return t.has(a.name); });
   };
+  int64_t columnCount = 1;
+  for (const Axis& a : columns) columnCount *= a.size;
   int64_t bytes = 0;
   bool vectors = false;
   std::set<NodeId> seen;
@@ -123,7 +125,10 @@ int64_t epilogueRowInputBytes(const Graph& g, const LaunchPlan& plan, NodeId con
     const Node& n = g.node(id);
     if (stored.count(id) && !plan.computed.count(id)) {
       if (!hasAny(n.type, rows)) continue;
+      // Along the columns, a 16-byte load only where rows hold whole groups of
+      // 8 (the writer's columnsVectorised); else operator() reads it itself.
       const bool alongColumns = hasAny(n.type, columns);
+      if (alongColumns && columnCount % 8 != 0) continue;
       bytes += alongColumns ? 16 : 4;
       vectors = vectors || alongColumns;
       continue;
