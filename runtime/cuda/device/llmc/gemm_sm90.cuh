@@ -212,6 +212,20 @@ __device__ inline unsigned long long smem_descriptor(unsigned addr, unsigned lea
          static_cast<unsigned long long>(1024 >> 4) << 32 | 1ull << 62;
 }
 
+// A consumer warp's accumulators of one m64 row block (`acc`, wgmma's layout) for the 64 columns of
+// piece column `c` into the staging piece.
+template <int kAccumulators>
+__device__ __forceinline__ void stage_accumulators(const StagingTile<64, 64>& piece, const float (&acc)[kAccumulators],
+                                                   int c, int warp, int lane) {
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    const int row = 16 * warp + lane / 4, col = 8 * j + 2 * (lane % 4);
+    const float* d = &acc[4 * (8 * c + j)];
+    piece.store_pair(row, col, d[0], d[1]);
+    piece.store_pair(row + 8, col, d[2], d[3]);
+  }
+}
+
 // Warp 1 of the producer warpgroup, where the epilogue's inputs at its rows are loaded ahead: the
 // Ahead part of each of the block's units' pieces, in the order the consumers' epilogues take them,
 // into the ring of `kInputSlots` slots (512 column groups each) at `slots`.
@@ -473,13 +487,7 @@ __device__ void gemm(const TmaDescriptor& tma_a, const TmaDescriptor& tma_b, con
             mbar_wait(input_full + 8 * input_slot, input_pass);
             if (q == kPieces - 1 && u + gridDim.x < units) named_barrier_arrive(7 + (1 - consumer), 256);
             named_barrier(1 + consumer, 128);
-#pragma unroll
-            for (int j = 0; j < 8; ++j) {
-              const int row = 16 * warp + lane / 4, col = 8 * j + 2 * (lane % 4);
-              const float* d = &acc[i][4 * (8 * c + j)];
-              piece.store_pair(row, col, d[0], d[1]);
-              piece.store_pair(row + 8, col, d[2], d[3]);
-            }
+            stage_accumulators(piece, acc[i], c, warp, lane);
             named_barrier(1 + consumer, 128);
             piece.template compute_ahead<128>(epilogue, batch, m0 + 64 * i, n0 + 64 * c, M, N, thread,
                                               input_slots + input_slot * kPieceGroups, in);
@@ -496,13 +504,7 @@ __device__ void gemm(const TmaDescriptor& tma_a, const TmaDescriptor& tma_b, con
         typename Epilogue::Inputs in[kGroups];
         piece.template load_inputs<128>(epilogue, batch, m0 + row_base + 64 * i, n0 + 64 * c, M, N, thread, 0, in);
         named_barrier(1 + consumer, 128);
-#pragma unroll
-        for (int j = 0; j < 8; ++j) {
-          const int row = 16 * warp + lane / 4, col = 8 * j + 2 * (lane % 4);
-          const float* d = &acc[i][4 * (8 * c + j)];
-          piece.store_pair(row, col, d[0], d[1]);
-          piece.store_pair(row + 8, col, d[2], d[3]);
-        }
+        stage_accumulators(piece, acc[i], c, warp, lane);
         named_barrier(1 + consumer, 128);
         piece.template compute<128>(epilogue, batch, m0 + row_base + 64 * i, n0 + 64 * c, M, N, thread, 0, in);
       }
