@@ -60,6 +60,29 @@ bool pointwise(Op op) {
   }
 }
 
+// Walks what a launch's outputs are made of after `contraction`, each node
+// once: `loaded(node)` for a stored array it reads (not made in the launch),
+// `computed(node)` for the rest, whose operands are then walked unless it
+// returns false (the walk stops).
+template <class Loaded, class Computed>
+void walkEpilogue(const Graph& g, const LaunchPlan& plan, NodeId contraction, const std::set<NodeId>& stored,
+                  Loaded loaded, Computed computed) {
+  std::set<NodeId> seen;
+  std::vector<NodeId> work(plan.outputs.begin(), plan.outputs.end());
+  while (!work.empty()) {
+    NodeId id = work.back();
+    work.pop_back();
+    if (id == contraction || !seen.insert(id).second) continue;
+    const Node& n = g.node(id);
+    if (stored.count(id) && !plan.computed.count(id)) {
+      loaded(n);
+      continue;
+    }
+    if (!computed(n)) return;
+    work.insert(work.end(), n.operands.begin(), n.operands.end());
+  }
+}
+
 // Why the work after the contraction is not an elementwise epilogue of it
 // (empty: it is).
 std::string epilogueObstacle(const Graph& g, const LaunchPlan& plan, NodeId contraction, const std::set<NodeId>& stored,
@@ -73,20 +96,16 @@ std::string epilogueObstacle(const Graph& g, const LaunchPlan& plan, NodeId cont
       return fmt::format("output {} does not have the contraction's axes, so the epilogue cannot store it once per point",
                          names[static_cast<size_t>(o)]);
   }
-  std::set<NodeId> seen;
-  std::vector<NodeId> work(plan.outputs.begin(), plan.outputs.end());
-  while (!work.empty()) {
-    NodeId id = work.back();
-    work.pop_back();
-    if (id == contraction || !seen.insert(id).second) continue;
-    if (stored.count(id) && !plan.computed.count(id)) continue;  // loaded from GMEM
-    const Node& n = g.node(id);
-    if (!pointwise(n.op))
-      return fmt::format("the launch also computes {} ({}) after the contraction, which an elementwise epilogue cannot",
-                         names[static_cast<size_t>(id)], opName(n.op));
-    work.insert(work.end(), n.operands.begin(), n.operands.end());
-  }
-  return "";
+  std::string why;
+  walkEpilogue(
+      g, plan, contraction, stored, [](const Node&) {},
+      [&](const Node& n) {
+        if (pointwise(n.op)) return true;
+        why = fmt::format("the launch also computes {} ({}) after the contraction, which an elementwise epilogue cannot",
+                          names[static_cast<size_t>(n.id)], opName(n.op));
+        return false;
+      });
+  return why;
 }
 
 // Whether the launch computes more after its contraction than views of it
@@ -116,25 +135,18 @@ int64_t epilogueRowInputBytes(const Graph& g, const LaunchPlan& plan, NodeId con
   for (const Axis& a : columns) columnCount *= a.size;
   int64_t bytes = 0;
   bool vectors = false;
-  std::set<NodeId> seen;
-  std::vector<NodeId> work(plan.outputs.begin(), plan.outputs.end());
-  while (!work.empty()) {
-    NodeId id = work.back();
-    work.pop_back();
-    if (id == contraction || !seen.insert(id).second) continue;
-    const Node& n = g.node(id);
-    if (stored.count(id) && !plan.computed.count(id)) {
-      if (!hasAny(n.type, rows)) continue;
-      // Along the columns, a 16-byte load only where rows hold whole groups of
-      // 8 (the writer's columnsVectorised); else operator() reads it itself.
-      const bool alongColumns = hasAny(n.type, columns);
-      if (alongColumns && columnCount % 8 != 0) continue;
-      bytes += alongColumns ? 16 : 4;
-      vectors = vectors || alongColumns;
-      continue;
-    }
-    work.insert(work.end(), n.operands.begin(), n.operands.end());
-  }
+  walkEpilogue(
+      g, plan, contraction, stored,
+      [&](const Node& n) {
+        if (!hasAny(n.type, rows)) return;
+        // Along the columns, a 16-byte load only where rows hold whole groups
+        // of 8 (the writer's columnsVectorised); else operator() reads it itself.
+        const bool alongColumns = hasAny(n.type, columns);
+        if (alongColumns && columnCount % 8 != 0) return;
+        bytes += alongColumns ? 16 : 4;
+        vectors = vectors || alongColumns;
+      },
+      [](const Node&) { return true; });
   return vectors ? ceilDiv(bytes, 16) * 16 : bytes;
 }
 
