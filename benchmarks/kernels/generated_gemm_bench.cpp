@@ -17,7 +17,13 @@
 // With --grad the training step (gpt2 with its backward pass) instead: the backward's data and
 // weight gradients too.
 //
-// usage: generated_gemm_bench [--grad] [--set B=32,T=1024,...] [--only LAUNCH]...  (LLMC_SOURCE_DIR: the source tree)
+// With --energy SECONDS each launch and its cuBLAS GEMM are also run back to back for SECONDS (after a
+// warm-up) while the board's energy counter runs (launch_energy.h): the joules of one launch against
+// cuBLAS's for the same product. At the H200's power limit (700 W) a GEMM's energy, not its time at
+// full clocks, is what it takes of a training step.
+//
+// usage: generated_gemm_bench [--grad] [--set B=32,T=1024,...] [--only LAUNCH]... [--energy SECONDS]
+//        (LLMC_SOURCE_DIR: the source tree)
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include <fmt/format.h>
@@ -43,6 +49,7 @@
 #include "cuda_module.h"
 #include "device_buffer.h"
 #include "driver/pipeline.h"
+#include "launch_energy.h"
 #include "launch_tensor_map.h"
 #include "nvrtc_compiler.h"
 #include "planning/target.h"
@@ -95,6 +102,31 @@ double medianMs(const std::function<void(int)>& run, const cuda::Context& contex
   }
   std::sort(ms.begin(), ms.end());
   return ms[kRuns / 2];
+}
+
+// One launch's energy and its cuBLAS GEMM's (repeats 0 where it has none).
+struct EnergyRow {
+  std::string launch;
+  cuda::EnergyMeasurement llmc, cublas;
+};
+
+void printEnergy(const std::vector<EnergyRow>& rows, const cuda::EnergyOptions& options, const cuda::PowerMeter& meter) {
+  fmt::print(
+      "\nenergy: each launch, then cuBLAS's GEMM of the same product (no epilogue), run back to back for {:.0f} s after "
+      "{:.0f} s of warm-up, the board's energy counter (NVML) read around them; power limit {:.0f} W\n",
+      options.seconds, options.warmSeconds, meter.powerLimitWatts());
+  fmt::print("{:<14} {:>8} {:>6} {:>7} {:>7} {:>8} {:>6} {:>7} {:>7} {:>9}\n", "launch", "ms", "W", "SM MHz", "mJ",
+             "cuBLAS ms", "W", "SM MHz", "mJ", "mJ ratio");
+  for (const EnergyRow& r : rows) {
+    const cuda::EnergyMeasurement &a = r.llmc, &b = r.cublas;
+    fmt::print("{:<14} {:>8.3f} {:>6.0f} {:>7} {:>7.1f} ", r.launch, a.msEach(), a.watts(), a.smClockMhz, 1e3 * a.joulesEach());
+    if (b.repeats)
+      fmt::print("{:>8.3f} {:>6.0f} {:>7} {:>7.1f} {:>9.2f}\n", b.msEach(), b.watts(), b.smClockMhz, 1e3 * b.joulesEach(),
+                 b.joulesEach() / a.joulesEach());
+    else
+      fmt::print("{:>8} {:>6} {:>7} {:>7} {:>9}\n", "-", "-", "-", "-", "-");
+  }
+  fmt::print("mJ ratio: cuBLAS's joules / llmc's (above 1: llmc's launch spends less energy, its epilogue included)\n");
 }
 
 // The cuBLASLt epilogue that does the work of a launch's fused one.
@@ -276,12 +308,19 @@ int main(int argc, char** argv) {
                               {"H", 12}, {"V", 50257}, {"Vp", 50304}};
   bool grad = false;
   std::vector<std::string> only;  // --only: the launches named (all when empty)
+  double energySeconds = 0;       // --energy: seconds of each launch's energy measurement (none when 0)
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--grad") {
       grad = true;
     } else if (arg == "--only" && i + 1 < argc) {
       only.push_back(argv[++i]);
+    } else if (arg == "--energy" && i + 1 < argc) {
+      energySeconds = std::atof(argv[++i]);
+      if (!(energySeconds > 0 && energySeconds <= 600)) {
+        fmt::print(stderr, "generated_gemm_bench: --energy expects seconds in (0, 600]\n");
+        return 2;
+      }
     } else if (arg == "--set" && i + 1 < argc) {
       std::string list = argv[++i];
       for (size_t start = 0; start < list.size();) {
@@ -291,7 +330,7 @@ int main(int argc, char** argv) {
         start = comma + 1;
       }
     } else {
-      fmt::print(stderr, "usage: generated_gemm_bench [--grad] [--set NAME=N,...] [--only LAUNCH]...\n");
+      fmt::print(stderr, "usage: generated_gemm_bench [--grad] [--set NAME=N,...] [--only LAUNCH]... [--energy SECONDS]\n");
       return 2;
     }
   }
@@ -331,6 +370,11 @@ int main(int argc, char** argv) {
     cublasLtHandle_t lt;
     checkCublas(cublasLtCreate(&lt), "cublasLtCreate");
     const cuda::DeviceBuffer ltWorkspace(size_t(32) << 20);
+
+    std::optional<cuda::PowerMeter> meter;
+    if (energySeconds > 0) meter.emplace(context.device());
+    const cuda::EnergyOptions energyOptions{std::min(1.0, energySeconds), energySeconds};
+    std::vector<EnergyRow> energyRows;
 
     std::map<int, cuda::DeviceBuffer> written;  // outputs: one buffer each, not rotated
     fmt::print("{:<14} {:>6} {:>6} {:>5} {:<5} {:<63} {:>8} {:>6} {:>8} {:>6} {:>6} {:>8} {:>6} {:>6} {:>9}  {}\n",
@@ -387,6 +431,9 @@ int main(int argc, char** argv) {
       // cuBLAS (column-major) computes Cᵀ[N, M] = op(B)·op(A) from the same row-major operands; cuBLASLt
       // the same with the epilogue that does the emitted one's work.
       double msCublas = NAN, msLt = NAN;
+      EnergyRow energyRow{l.name, {}, {}};
+      int calls = 0;
+      if (meter) energyRow.llmc = cuda::measureRepeatedEnergy(*meter, nullptr, [&] { runGenerated(calls++); }, energyOptions);
       std::optional<LtEpilogue> epilogue;
       const int aBuffer = l.tensorMaps.empty() ? -1 : l.tensorMaps[0].buffer;
       const int bBuffer = l.tensorMaps.empty() ? -1 : l.tensorMaps[1].buffer;
@@ -405,6 +452,7 @@ int main(int argc, char** argv) {
                       "cublasGemmEx");
         };
         msCublas = medianMs(runCublas, context);
+        if (meter) energyRow.cublas = cuda::measureRepeatedEnergy(*meter, nullptr, [&] { runCublas(calls++); }, energyOptions);
         epilogue = matchEpilogue(l, module);
         if (epilogue) msLt = cublasLtMs(lt, g, *epilogue, copies, aBuffer, bBuffer, c, ltWorkspace, context);
       }
@@ -418,7 +466,9 @@ int main(int argc, char** argv) {
                  column(flop / msCublas / 1e9, 6, 0), column(msCublas / ms, 6, 2), column(msLt, 8, 3),
                  column(flop / msLt / 1e9, 6, 0), column(msLt / ms, 6, 2), predicted, epilogue ? epilogue->label : "-");
       std::fflush(stdout);
+      if (meter) energyRows.push_back(energyRow);
     }
+    if (meter) printEnergy(energyRows, energyOptions, *meter);
     fmt::print(
         "\nms: the launch as emitted, its epilogue fused. Baselines (ratio: baseline ms / llmc ms), bf16 in and out, "
         "fp32 compute:\n"

@@ -35,15 +35,23 @@
 // of launches whose prediction is off by more than 2x either way. --json FILE
 // writes every row.
 //
+// --energy SECONDS then measures what the launches cost in energy
+// (launch_energy.h): the whole module, each kind of launch alone, the
+// tensor-core launches together and the rest together, each replayed as one
+// graph for SECONDS after a warm-up. At the H200's power limit a step's time
+// is its energy over 700 W: the tensor-core launches' joules bound from
+// below what any change to the other kernels can bring the step to.
+//
 // usage: step_kernels_bench [--diagram FILE] [--entry NAME] [--set SIZES] [--forward]
 //                           [--storage bf16|f32] [--row-products|--no-row-products] [--launch-by-launch] [--reps N]
-//                           [--top N] [--json FILE]
+//                           [--top N] [--json FILE] [--energy SECONDS]
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <random>
 #include <string>
@@ -59,6 +67,7 @@
 #include "graph_inputs.h"
 #include "kernel_cache.h"
 #include "launch_time_report.h"
+#include "launch_energy.h"
 #include "launch_timing.h"
 #include "lowering/lowering.h"
 #include "module_executor.h"
@@ -95,14 +104,40 @@ void fillInput(const llmc::BufferDesc& b, CUdeviceptr address, int64_t bound, st
   llmc::cuda::check(llmc::cuda::driver().memcpyHtoD(address, bytes.data(), bytes.size()), "cuMemcpyHtoD(input)");
 }
 
+// The module's launches in groups: all of them, each kind alone, the
+// tensor-core launches together and the rest together; each group's energy
+// measured and printed.
+void measureEnergy(llmc::cuda::ModuleExecutor& executor, const llmc::cuda::Stream& stream, CUdevice device,
+                   const std::vector<llmc::cuda::LaunchTimeRow>& rows, double seconds) {
+  const llmc::cuda::PowerMeter meter(device);
+  std::vector<llmc::cuda::LaunchGroup> groups = {{"the whole module", {}}};
+  llmc::cuda::LaunchGroup tensorCores{"tensor-core launches", {}}, rest{"all but tensor-core launches", {}};
+  std::map<std::string, std::vector<size_t>> byKind;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    groups.front().launches.push_back(i);
+    byKind[rows[i].kind].push_back(i);
+    (rows[i].tensorCores ? tensorCores : rest).launches.push_back(i);
+  }
+  groups.push_back(tensorCores);
+  groups.push_back(rest);
+  for (auto& [kind, launches] : byKind) groups.push_back({kind, launches});
+  const llmc::cuda::EnergyOptions options{std::min(2.0, seconds), seconds};
+  const double idle = llmc::cuda::idleWatts(meter, 1.0);
+  const std::vector<llmc::cuda::GroupEnergy> energy =
+      llmc::cuda::measureGroupEnergy(executor, stream, meter, groups, options);
+  fmt::print("\n{}", llmc::cuda::describeGroupEnergy(energy, options, idle, meter.powerLimitWatts()));
+}
+
 constexpr const char* kUsage =
     "usage: step_kernels_bench [--diagram FILE] [--entry NAME] [--set SIZES] [--forward]\n"
     "                          [--storage bf16|f32] [--row-products|--no-row-products] [--launch-by-launch] [--reps N] [--top N]\n"
-    "                          [--json FILE]\n"
+    "                          [--json FILE] [--energy SECONDS]\n"
     "\n"
     "Times every launch of a compiled diagram on GPU 0 beside the cost model's prediction (default: GPT-2's\n"
     "d12 training step, B=32, T=1024), replayed as one CUDA graph as llmc-train runs it; prints the slowest\n"
-    "--top launches, totals by kind and the launches within 2x of their prediction. Exits 77 without a GPU.\n";
+    "--top launches, totals by kind and the launches within 2x of their prediction. --energy SECONDS: then the\n"
+    "joules of the whole module, of each kind of launch and of the tensor-core launches against the rest, each\n"
+    "replayed alone for SECONDS (NVML's energy counter). Exits 77 without a GPU.\n";
 
 int run(int argc, char** argv) {
   const char* sourceDir = std::getenv("LLMC_SOURCE_DIR");
@@ -110,6 +145,7 @@ int run(int argc, char** argv) {
   std::string entry = "gpt2", sizes = "B=32,T=1024,maxT=1024,L=12,C=768,H=12,V=50257,Vp=50304", json;
   bool grad = true, bf16 = true, launchByLaunch = false, rowProducts = false, noRowProducts = false;
   int reps = 10, top = 40;
+  double energySeconds = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&]() -> std::string {
@@ -134,6 +170,10 @@ int run(int argc, char** argv) {
     else if (arg == "--reps") reps = std::max(1, std::stoi(value()));
     else if (arg == "--top") top = std::stoi(value());
     else if (arg == "--json") json = value();
+    else if (arg == "--energy") {
+      energySeconds = std::stod(value());
+      if (!(energySeconds > 0 && energySeconds <= 600)) throw std::invalid_argument("--energy expects seconds in (0, 600]");
+    }
     else throw std::invalid_argument("unknown argument " + arg + " (--help lists them)");
   }
 
@@ -178,6 +218,7 @@ int run(int argc, char** argv) {
   fmt::print("{}", llmc::cuda::describeLaunchTimes(rows, planned, times, std::max(top, 0)));
 
   if (!json.empty()) std::ofstream(json) << llmc::cuda::launchTimesJson(rows, times).dump(1) << "\n";
+  if (energySeconds > 0) measureEnergy(executor, stream, context->device(), rows, energySeconds);
   return 0;
 }
 
