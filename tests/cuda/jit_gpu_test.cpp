@@ -1,13 +1,16 @@
 // Kernels compiled by the JIT, loaded and run on the GPU, checked against the
 // CPU: a vectorised saxpy over 10M floats (from its CUBIN, and from PTX that
 // the driver compiles), and a kernel using more than 48 KiB of dynamic shared
-// memory; and DeviceBuffer::fillBytes over a range. Output buffers are poisoned with NaN
-// first. Exits 77 (ctest: skipped) when there is no driver or GPU.
+// memory; DeviceBuffer::fillBytes over a range; and the energy of a kernel
+// run again and again, from NVML's counter (launch_energy.h). Output buffers
+// are poisoned with NaN first. Exits 77 (ctest: skipped) when there is no
+// driver or GPU.
 #include <fmt/format.h>
 
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <random>
 #include <span>
 #include <vector>
@@ -17,6 +20,7 @@
 #include "cuda_test_support.h"
 #include "device_buffer.h"
 #include "jit.h"
+#include "launch_energy.h"
 #include "loaded_kernels.h"
 
 namespace cuda = llmc::cuda;
@@ -146,6 +150,42 @@ void checkFillByteRange(Checks& checks) {
                                                    wrong, n, refused ? "refused" : "NOT refused"));
 }
 
+// saxpy over 10M floats queued again and again for half a second: the
+// energy counter moves, at a power between an idle board's and its limit,
+// and the time a launch agrees with its event-timed time within 2x (the
+// measurement counts launches and wall time, not events).
+void checkEnergy(cuda::Kernel& saxpy, const cuda::Context& context, Checks& checks) {
+  std::optional<cuda::PowerMeter> meter;
+  try {
+    meter.emplace(context.device());
+  } catch (const cuda::NvmlUnavailable& e) {
+    // A GPU machine whose driver lacks NVML: said, and counted as a failure,
+    // since the benchmarks' --energy would not work there either.
+    checks.expect(false, fmt::format("NVML: {}", e.what()));
+    return;
+  }
+  constexpr long long n = 10'000'000;
+  cuda::DeviceBuffer dx(n * sizeof(float)), dy(n * sizeof(float)), dout(n * sizeof(float));
+  dx.fillBytes(0);
+  dy.fillBytes(0);
+  const unsigned threads = 256, blocks = static_cast<unsigned>((n + 4 * threads - 1) / (4 * threads));
+  auto launch = [&] { saxpy({.grid = {blocks}, .block = {threads}}, 2.0f, dx.address(), dy.address(), dout.address(), n); };
+  cuda::Event start, end;
+  launch();
+  start.record();
+  for (int i = 0; i < 20; ++i) launch();
+  end.record();
+  const double eventMs = cuda::Event::elapsedMilliseconds(start, end) / 20;
+  const cuda::EnergyMeasurement e = cuda::measureRepeatedEnergy(*meter, nullptr, launch, {0.2, 0.5});
+  const double limit = meter->powerLimitWatts();
+  checks.expect(e.repeats > 0 && e.joules > 0 && e.watts() > 10 && e.watts() < 1.2 * limit &&
+                    e.msEach() < 2 * eventMs && e.msEach() > 0.5 * eventMs,
+                fmt::format("energy of saxpy run {} times in {:.2f} s: {:.1f} mJ each, {:.0f} W (limit {:.0f} W), "
+                            "{:.3f} ms each ({:.3f} by events), SM clock {} MHz",
+                            e.repeats, e.seconds, 1e3 * e.joulesEach(), e.watts(), limit, e.msEach(), eventMs,
+                            e.smClockMhz));
+}
+
 }  // namespace
 
 int main() {
@@ -171,6 +211,7 @@ int main() {
     checkSaxpy(kernels["saxpy"], fmt::format("CUBIN for {}", context->arch()), checks);
     checkReverseChunks(kernels["reverse_chunks"], *context, checks);
     checkFillByteRange(checks);
+    checkEnergy(kernels["saxpy"], *context, checks);
 
     // A CUBIN for an older architecture does not run here: the loader falls
     // back to its PTX, which the driver compiles for this GPU.
