@@ -239,7 +239,7 @@ def fmt(value, spec):
 
 def format_table(rows):
     headers = ["model", "B", "config", "attention", "ms/step", "tok/s", "peak mem GiB", "device mem GiB",
-               "first step s", "final loss", "SM MHz", "power W", "status"]
+               "first step s", "final loss", "SM MHz", "power W", "J/step", "status"]
     body = []
     for row in rows:
         s = row["summary"]
@@ -253,21 +253,30 @@ def format_table(rows):
         body.append([row["model"], str(row["B"]), config, attention_cell(row), fmt(s.get("ms_per_step"), ".1f"),
                      fmt(s.get("tokens_per_s"), ",.0f"), fmt(mem / GIB if mem else None, ".2f"),
                      fmt(device_mem / GIB if device_mem else None, ".2f"), fmt(s.get("time_to_first_step_s"), ".1f"),
-                     fmt(s.get("final_loss"), ".4f")] + gpu_cells(row.get("gpu")) + [status])
+                     fmt(s.get("final_loss"), ".4f")] + gpu_cells(row.get("gpu"), s.get("ms_per_step")) + [status])
     return format_grid(headers, body)
 
 
-def gpu_cells(gpu):
-    """The SM clock and power columns: nvidia-smi's medians over the timed steps, the power marked
-    'cap' where the software power cap held the clock down in at least half of the samples."""
+def joules_per_step(gpu, ms_per_step):
+    """The energy of a step: the median power over the timed steps times the step's time, in joules;
+    None without either. At the board's power limit it is what a step's time is made of."""
+    power = (gpu or {}).get("power_w")
+    return power * ms_per_step / 1e3 if power and ms_per_step else None
+
+
+def gpu_cells(gpu, ms_per_step=None):
+    """The SM clock, power and energy columns: nvidia-smi's medians over the timed steps, the power marked
+    'cap' where the software power cap held the clock down in at least half of the samples, and the
+    energy a step (joules_per_step)."""
     gpu = gpu or {}
     capped = gpu.get("power_capped") is not None and gpu["power_capped"] >= 0.5
-    return [fmt(gpu.get("sm_mhz"), ".0f"), fmt(gpu.get("power_w"), ".0f") + (" cap" if capped else "")]
+    return [fmt(gpu.get("sm_mhz"), ".0f"), fmt(gpu.get("power_w"), ".0f") + (" cap" if capped else ""),
+            fmt(joules_per_step(gpu, ms_per_step), ".1f")]
 
 
 def ratios(llmc, other):
-    """llmc's figures over another row's: {tokens_per_s, ms_per_step, peak_memory, device_memory,
-    first_step}, each None where either lacks it; None when either did not run."""
+    """llmc's figures over another row's: {tokens_per_s, ms_per_step, joules_per_step, peak_memory,
+    device_memory, first_step}, each None where either lacks it; None when either did not run."""
     if not (llmc and other and llmc["ok"] and other["ok"]):
         return None
     a, b = llmc["summary"], other["summary"]
@@ -277,6 +286,8 @@ def ratios(llmc, other):
 
     return {"tokens_per_s": over(a.get("tokens_per_s"), b.get("tokens_per_s")),
             "ms_per_step": over(a.get("ms_per_step"), b.get("ms_per_step")),
+            "joules_per_step": over(joules_per_step(llmc.get("gpu"), a.get("ms_per_step")),
+                                    joules_per_step(other.get("gpu"), b.get("ms_per_step"))),
             "peak_memory": over(a.get("peak_memory_bytes"), b.get("peak_memory_bytes")),
             "device_memory": over(llmc["device_memory_bytes"], other["device_memory_bytes"]),
             "first_step": over(a.get("time_to_first_step_s"), b.get("time_to_first_step_s"))}
@@ -285,7 +296,7 @@ def ratios(llmc, other):
 def ratio_table(rows):
     """llmc against the best PyTorch configuration of each model, then against each one: its figure over
     PyTorch's. Empty when llmc did not run."""
-    headers = ["model", "llmc / ...", "tok/s", "ms/step", "peak mem", "device mem", "first step"]
+    headers = ["model", "llmc / ...", "tok/s", "ms/step", "J/step", "peak mem", "device mem", "first step"]
     body = []
     models = list(dict.fromkeys(row["model"] for row in rows))
     for model in models:
@@ -299,11 +310,11 @@ def ratio_table(rows):
             r = ratios(llmc, other)
             if r is None:
                 why = "llmc failed" if not llmc["ok"] else other["status"].split(":")[0] if other else "none ran"
-                body.append([model, label, f"n/a ({why})", "", "", "", ""])
+                body.append([model, label, f"n/a ({why})", "", "", "", "", ""])
                 continue
             body.append([model, label] + [fmt(r[k], ".3f") + ("x" if r[k] is not None else "")
-                                          for k in ("tokens_per_s", "ms_per_step", "peak_memory", "device_memory",
-                                                    "first_step")])
+                                          for k in ("tokens_per_s", "ms_per_step", "joules_per_step", "peak_memory",
+                                                    "device_memory", "first_step")])
     return format_grid(headers, body) if body else ""
 
 
@@ -452,13 +463,13 @@ def run(args):
           f"{args.steps - args.warmup_steps}), data {args.data}, device {args.device}")
     print(format_table(rows))
     print("(SM MHz, power W: nvidia-smi's medians over the timed steps; cap: the board's power limit held the "
-          "clock down)")
+          "clock down; J/step: that power times ms/step)")
     table = ratio_table(rows)
     if table:
         print("\nllmc's figure over PyTorch's (best PyTorch: the configuration of the most tokens/s in this run)")
         print(table)
-        print("(below 1 is better for ms/step, memory and first step, above 1 for tok/s; peak mem is each one's "
-              "own report, device mem nvidia-smi's)")
+        print("(below 1 is better for ms/step, J/step, memory and first step, above 1 for tok/s; peak mem is each "
+              "one's own report, device mem nvidia-smi's)")
     (log_dir / "summary.json").write_text(json.dumps(
         {"models": [{"model": model, "B": batch} for model, batch in args.models], "T": args.seq_len,
          "steps": args.steps, "warmup_steps": args.warmup_steps, "data": args.data,

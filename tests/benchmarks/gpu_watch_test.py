@@ -97,9 +97,9 @@ for step in range(1, 11):
           f"clock and power over the timed steps alone: {gpu}")
     check(gpu is not None and gpu.get("device_memory_bytes") == 8000 * 1024 ** 2,
           f"device memory: the most in use less the first sample's: {gpu and gpu.get('device_memory_bytes')}")
-    cells = run_train_benchmark.gpu_cells(gpu)
-    check(cells == ["1600", "690 cap"], f"the table's cells: {cells}")
-    check(run_train_benchmark.gpu_cells(None) == ["-", "-"], "no nvidia-smi: '-' in both columns")
+    cells = run_train_benchmark.gpu_cells(gpu, 150.0)
+    check(cells == ["1600", "690 cap", "103.5"], f"the table's cells (J/step: 690 W x 150 ms): {cells}")
+    check(run_train_benchmark.gpu_cells(None, 150.0) == ["-", "-", "-"], "no nvidia-smi: '-' in every column")
 
 print(f"{'FAIL' if failures else 'PASS'}: {len(failures)} failed")
 sys.exit(1 if failures else 0)
