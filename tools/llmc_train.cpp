@@ -284,6 +284,7 @@ class TrainingRun {
 
   void trainStep(int64_t step) {
     auto start = Clock::now();
+    const std::optional<uint64_t> startMillijoules = gpu_ ? gpu_->energyMillijoules() : std::nullopt;
     // -a 1: every step starts again from the first batch, as llm.c resets its loader.
     if (o_.overfitSingleBatch) train_->reset();
     double loss = 0;
@@ -337,6 +338,13 @@ class TrainingRun {
                            : gpu_->communicationMilliseconds() ? fmt::format(" per GPU | comm {:.2f} ms", *gpu_->communicationMilliseconds())
                                                                : " per GPU | comm beside the backward");
       if (gpu_->communicationMilliseconds()) communicationMilliseconds_.push_back(*gpu_->communicationMilliseconds());
+      // The step's energy: the board's counter read around it (the loss read
+      // back and the update queued, so the step's work is done).
+      if (const std::optional<uint64_t> endMillijoules = gpu_->energyMillijoules(); startMillijoules && endMillijoules) {
+        const double joules = static_cast<double>(*endMillijoules - *startMillijoules) / 1e3;
+        stepJoules_.push_back(joules);
+        device += fmt::format(" | {:.1f} J", joules);
+      }
     }
     auto zScore = [&](double z) { return detecting ? fmt::format(" ({:+.2f}z)", z) : std::string(); };
     info("step {:5d}/{} | loss {:.6f}{} | norm {:.4f}{} | lr {:.2e} | {:.1f} ms | {:.0f} tok/s{}\n", step + 1,
@@ -483,12 +491,18 @@ class TrainingRun {
       std::sort(c.begin(), c.end());
       communication = fmt::format(", \"communication_ms\": {:.3f}", c[c.size() / 2]);
     }
+    std::string energy;
+    if (stepJoules_.size() == stepMilliseconds_.size()) {
+      std::vector<double> j(stepJoules_.begin() + static_cast<long>(stepMilliseconds_.size() - timed.size()), stepJoules_.end());
+      std::sort(j.begin(), j.end());
+      energy = fmt::format(", \"joules_per_step\": {:.2f}", j[j.size() / 2]);
+    }
     fmt::print("RESULT {{\"implementation\": \"llmc\", \"device\": \"{}\", \"processes\": {}, \"ms_per_step\": {:.3f}, "
                "\"tokens_per_s\": {:.0f}, \"peak_memory_bytes\": {}, \"time_to_first_step_s\": {:.2f}, "
-               "\"final_loss\": {:.6f}, \"steps\": {}{}}}\n",
+               "\"final_loss\": {:.6f}, \"steps\": {}{}{}}}\n",
                gpu_ ? "cuda" : "cpu", place_.size, median, static_cast<double>(totalBatchTokens_) / (median / 1e3),
                gpu_ ? gpu_->deviceBytes() : 0, firstStepSeconds_.value_or(0), finalLoss_, stepMilliseconds_.size(),
-               communication);
+               communication, energy);
   }
 
   const TrainOptions& o_;
@@ -502,6 +516,7 @@ class TrainingRun {
   std::unique_ptr<Trainer> trainer_;
   DeviceTrainer* gpu_ = nullptr;  // trainer_, where it is the GPU path
   std::vector<double> stepMilliseconds_;
+  std::vector<double> stepJoules_;  // per step, where the GPU's energy counter is read
   std::optional<double> firstStepSeconds_;
   double finalLoss_ = NAN;
   TrainLog* log_ = nullptr;

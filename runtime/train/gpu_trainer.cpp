@@ -81,6 +81,11 @@ GpuTrainer::GpuTrainer(const std::string& diagramsDir, const Gpt2Config& config,
   startup_.contextSeconds = secondsSince(started_);
   const Target target = loadTargetFor(context_.arch(), context_.name());
   peakFlops_ = target.unit("tensor_bf16").peak;
+  try {
+    powerMeter_ = std::make_unique<cuda::PowerMeter>(context_.device());
+  } catch (const cuda::NvmlUnavailable&) {
+    // No energy column then: the step runs the same.
+  }
   startup_.device = context_.name();
   startup_.arch = context_.arch();
 
@@ -690,6 +695,11 @@ void GpuTrainer::restoreOptimizerState(OptimizerState state) {
   m_[current_].copyFromHost(packed(state.m).data() + shardOffset_, static_cast<size_t>(shardCount_ * 4));
   v_[current_].copyFromHost(packed(state.v).data() + shardOffset_, static_cast<size_t>(shardCount_ * 4));
   state_.step = state.step;
+}
+
+std::optional<uint64_t> GpuTrainer::energyMillijoules() const {
+  if (!powerMeter_) return std::nullopt;
+  return powerMeter_->millijoules();
 }
 
 }  // namespace llmc

@@ -39,6 +39,7 @@
 #include "device_buffer.h"
 #include "module_executor.h"
 #include "nccl_communicator.h"
+#include "nvml_library.h"
 #include "overlapped_reduction.h"
 #include "trainer.h"
 
@@ -134,6 +135,7 @@ class GpuTrainer final : public DeviceTrainer {
   // Nominal dense bf16 tensor-core rate of the GPU (its target file), for MFU.
   double peakFlops() const override { return peakFlops_; }
   int64_t deviceBytes() const override { return startup_.deviceBytes; }
+  std::optional<uint64_t> energyMillijoules() const override;
 
  private:
   struct Slice {
@@ -179,6 +181,7 @@ class GpuTrainer final : public DeviceTrainer {
   bool gradientReduced_ = false;  // the step averaged this optimizer step's gradient already
   std::optional<double> communicationMilliseconds_;
   double peakFlops_ = 0;
+  std::unique_ptr<cuda::PowerMeter> powerMeter_;  // none where NVML is missing
 
   // Device arrays (packed: packedCount_ elements).
   cuda::DeviceBuffer params_;                // the step's copy, in its storage
