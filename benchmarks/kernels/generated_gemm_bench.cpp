@@ -316,9 +316,11 @@ int main(int argc, char** argv) {
     } else if (arg == "--only" && i + 1 < argc) {
       only.push_back(argv[++i]);
     } else if (arg == "--energy" && i + 1 < argc) {
-      energySeconds = std::atof(argv[++i]);
-      if (!(energySeconds > 0 && energySeconds <= 600)) {
-        fmt::print(stderr, "generated_gemm_bench: --energy expects seconds in (0, 600]\n");
+      const char* text = argv[++i];
+      char* end = nullptr;
+      energySeconds = std::strtod(text, &end);
+      if (end == text || *end || !(energySeconds > 0 && energySeconds <= 600)) {
+        fmt::print(stderr, "generated_gemm_bench: --energy expects seconds in (0, 600], got '{}'\n", text);
         return 2;
       }
     } else if (arg == "--set" && i + 1 < argc) {

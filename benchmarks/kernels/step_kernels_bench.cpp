@@ -171,8 +171,11 @@ int run(int argc, char** argv) {
     else if (arg == "--top") top = std::stoi(value());
     else if (arg == "--json") json = value();
     else if (arg == "--energy") {
-      energySeconds = std::stod(value());
-      if (!(energySeconds > 0 && energySeconds <= 600)) throw std::invalid_argument("--energy expects seconds in (0, 600]");
+      const std::string text = value();
+      char* end = nullptr;
+      energySeconds = std::strtod(text.c_str(), &end);
+      if (end == text.c_str() || *end || !(energySeconds > 0 && energySeconds <= 600))
+        throw std::invalid_argument("--energy expects seconds in (0, 600], got '" + text + "'");
     }
     else throw std::invalid_argument("unknown argument " + arg + " (--help lists them)");
   }
