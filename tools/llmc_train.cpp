@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -340,8 +341,10 @@ class TrainingRun {
       if (gpu_->communicationMilliseconds()) communicationMilliseconds_.push_back(*gpu_->communicationMilliseconds());
       // The step's energy: the board's counter read around it (the loss read
       // back and the update queued, so the step's work is done).
-      if (const std::optional<uint64_t> endMillijoules = gpu_->energyMillijoules(); startMillijoules && endMillijoules) {
-        const double joules = static_cast<double>(*endMillijoules - *startMillijoules) / 1e3;
+      // A reading missing (or a counter that went back) leaves the column out.
+      const uint64_t from = startMillijoules.value_or(UINT64_MAX), to = gpu_->energyMillijoules().value_or(0);
+      if (to >= from) {
+        const double joules = static_cast<double>(to - from) / 1e3;
         stepJoules_.push_back(joules);
         device += fmt::format(" | {:.1f} J", joules);
       }

@@ -74,7 +74,6 @@ EnergyMeasurement measureRepeatedEnergy(const PowerMeter& meter, CUstream stream
   return out;
 }
 
-
 std::vector<GroupEnergy> measureGroupEnergy(ModuleExecutor& executor, const Stream& stream, const PowerMeter& meter,
                                             const std::vector<LaunchGroup>& groups, const EnergyOptions& options) {
   std::vector<GroupEnergy> out;

@@ -699,7 +699,11 @@ void GpuTrainer::restoreOptimizerState(OptimizerState state) {
 
 std::optional<uint64_t> GpuTrainer::energyMillijoules() const {
   if (!powerMeter_) return std::nullopt;
-  return powerMeter_->millijoules();
+  try {
+    return powerMeter_->millijoules();
+  } catch (const cuda::NvmlUnavailable&) {
+    return std::nullopt;  // a reading lost costs that step's energy column, never the run
+  }
 }
 
 }  // namespace llmc
