@@ -27,6 +27,7 @@
 #include "lr_schedule.h"
 #include "outlier_detector.h"
 #include "process_group.h"
+#include "step_energy.h"
 #include "tokenizer.h"
 #include "train_options.h"
 #include "train_state.h"
@@ -220,18 +221,21 @@ class TrainingRun {
     info("ready in {:.2f} s\n", secondsSince(start));
 
     double lastVal = NAN;
+    firstStep_ = firstStep;
     for (int64_t step = firstStep; step <= totalSteps_; ++step) {
       const bool last = step == totalSteps_;
-      if (val_ && o_.valEvery > 0 && (step % o_.valEvery == 0 || last)) lastVal = validate(step);
+      bool otherWork = step == firstStep;  // work between this step and the last one (none before the first)
+      if (val_ && o_.valEvery > 0 && (step % o_.valEvery == 0 || last)) lastVal = validate(step), otherWork = true;
       // llm.c's HellaSwag schedule: the validation steps but step 0, and the last.
-      if (hellaswag_ && ((step > 0 && o_.valEvery > 0 && step % o_.valEvery == 0) || last)) hellaswagEval(step);
+      if (hellaswag_ && ((step > 0 && o_.valEvery > 0 && step % o_.valEvery == 0) || last))
+        hellaswagEval(step), otherWork = true;
       if (o_.sampleEvery > 0 && place_.rank == 0 && step > firstStep && (step % o_.sampleEvery == 0 || last))
-        sample(step);
+        sample(step), otherWork = true;
       if (!o_.outputDir.empty() && step > firstStep &&
           ((o_.checkpointEvery > 0 && step % o_.checkpointEvery == 0) || last))
-        writeCheckpoint(step);
+        writeCheckpoint(step), otherWork = true;
       if (last) break;
-      trainStep(step);
+      trainStep(step, otherWork);
     }
     plotLosses();
     info("done: {} steps in {:.1f} s{}\n", totalSteps_ - firstStep, secondsSince(start),
@@ -283,9 +287,11 @@ class TrainingRun {
 
   static double gib(int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0); }
 
-  void trainStep(int64_t step) {
+  // `otherWork`: something else ran since the last step (or there was none),
+  // whose energy is no step's.
+  void trainStep(int64_t step, bool otherWork) {
     auto start = Clock::now();
-    const std::optional<uint64_t> startMillijoules = gpu_ ? gpu_->energyMillijoules() : std::nullopt;
+    if (gpu_ && otherWork) energy_.restart(step, secondsSince(processStart), gpu_->energyMillijoules());
     // -a 1: every step starts again from the first batch, as llm.c resets its loader.
     if (o_.overfitSingleBatch) train_->reset();
     double loss = 0;
@@ -339,15 +345,14 @@ class TrainingRun {
                            : gpu_->communicationMilliseconds() ? fmt::format(" per GPU | comm {:.2f} ms", *gpu_->communicationMilliseconds())
                                                                : " per GPU | comm beside the backward");
       if (gpu_->communicationMilliseconds()) communicationMilliseconds_.push_back(*gpu_->communicationMilliseconds());
-      // The step's energy: the board's counter read around it (the loss read
-      // back and the update queued, so the step's work is done).
-      // A reading missing (or a counter that went back) leaves the column out.
-      const uint64_t from = startMillijoules.value_or(UINT64_MAX), to = gpu_->energyMillijoules().value_or(0);
-      if (to >= from) {
-        const double joules = static_cast<double>(to - from) / 1e3;
-        stepJoules_.push_back(joules);
-        device += fmt::format(" | {:.1f} J", joules);
-      }
+      // The step's energy: the board's counter read after it (the loss read
+      // back and the update queued, so its work is done), a step the rise
+      // over the last second of steps (step_energy.h: the counter moves in
+      // jumps longer than a step). Until a second has passed, or after a
+      // reading lost, the column is left out.
+      energy_.record(step + 1, secondsSince(processStart), gpu_->energyMillijoules());
+      if (const std::optional<double> joules = energy_.recentJoulesPerStep(kEnergyWindowSeconds))
+        device += fmt::format(" | {:.1f} J", *joules);
     }
     auto zScore = [&](double z) { return detecting ? fmt::format(" ({:+.2f}z)", z) : std::string(); };
     info("step {:5d}/{} | loss {:.6f}{} | norm {:.4f}{} | lr {:.2e} | {:.1f} ms | {:.0f} tok/s{}\n", step + 1,
@@ -494,12 +499,12 @@ class TrainingRun {
       std::sort(c.begin(), c.end());
       communication = fmt::format(", \"communication_ms\": {:.3f}", c[c.size() / 2]);
     }
+    // The energy of the timed steps together (since the last other work),
+    // where they span a second.
     std::string energy;
-    if (stepJoules_.size() == stepMilliseconds_.size()) {
-      std::vector<double> j(stepJoules_.begin() + static_cast<long>(stepMilliseconds_.size() - timed.size()), stepJoules_.end());
-      std::sort(j.begin(), j.end());
-      energy = fmt::format(", \"joules_per_step\": {:.2f}", j[j.size() / 2]);
-    }
+    const int64_t untimed = static_cast<int64_t>(stepMilliseconds_.size() - timed.size());
+    if (const std::optional<double> joules = energy_.joulesPerStepSince(firstStep_ + untimed, kEnergyWindowSeconds))
+      energy = fmt::format(", \"joules_per_step\": {:.2f}", *joules);
     fmt::print("RESULT {{\"implementation\": \"llmc\", \"device\": \"{}\", \"processes\": {}, \"ms_per_step\": {:.3f}, "
                "\"tokens_per_s\": {:.0f}, \"peak_memory_bytes\": {}, \"time_to_first_step_s\": {:.2f}, "
                "\"final_loss\": {:.6f}, \"steps\": {}{}{}}}\n",
@@ -519,7 +524,11 @@ class TrainingRun {
   std::unique_ptr<Trainer> trainer_;
   DeviceTrainer* gpu_ = nullptr;  // trainer_, where it is the GPU path
   std::vector<double> stepMilliseconds_;
-  std::vector<double> stepJoules_;  // per step, where the GPU's energy counter is read
+  // The steps' energy where the GPU's energy counter can be read, in windows of
+  // at least a second (the counter's jumps are about 0.1 s).
+  static constexpr double kEnergyWindowSeconds = 1.0;
+  StepEnergy energy_;
+  int64_t firstStep_ = 0;  // of this run (a resumed one starts later)
   std::optional<double> firstStepSeconds_;
   double finalLoss_ = NAN;
   TrainLog* log_ = nullptr;

@@ -81,8 +81,9 @@ class DeviceTrainer : public Trainer {
   // none for one process, or where it ran beside the backward.
   virtual std::optional<double> communicationMilliseconds() const = 0;
   // The GPU board's energy counter now, in millijoules (NVML); none where the
-  // driver has no NVML. Two readings around a step give its energy: at the
-  // board's power limit a step's time is that energy over the limit.
+  // driver has no NVML. Readings between steps give their energy
+  // (step_energy.h): at the board's power limit a step's time is that energy
+  // over the limit.
   virtual std::optional<uint64_t> energyMillijoules() const = 0;
 };
 
