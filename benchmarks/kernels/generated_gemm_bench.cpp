@@ -3,11 +3,12 @@
 // beside the cost model's predicted time of each kernel.
 //
 // The forward graph (diagrams/gpt2/model.dg, gpt2_logits) is compiled at d12 sizes with B x T rows
-// (default 32 x 1024 = 32768) and one layer (the layers repeat the same GEMMs), the module emitted
-// for the GPU's arch and compiled with NVRTC; each launch that runs on the tile library is timed
+// (default 32 x 1024 = 32768) and one layer (the layers repeat the same GEMMs), planned, lowered (each
+// GEMM's tile the cost model's choice) and emitted for the GPU's arch as llmc-train does (bf16, the
+// gradients in f32), and compiled with NVRTC; each launch that runs on the tile library is timed
 // as emitted: 3 warm-ups, then the median of 20 event-timed launches, its input buffers rotating
-// over copies of at least 256 MB (L2 is 50 MB). Two baselines, timed the same way, bf16 in and out
-// with fp32 compute:
+// over copies of at least 256 MB (L2 is 50 MB). Two baselines, timed the same way, bf16 in, out
+// as the launch stores it (bf16; f32 for a gradient), with fp32 compute:
 //  - cuBLAS (cublasGemmEx): the same GEMM with no epilogue;
 //  - cuBLASLt (cublasLtMatmul): the same GEMM doing the work of the emitted epilogue where cuBLASLt
 //    has an epilogue for it (bias; bias and GELU, storing the pre-activation too where the launch
@@ -49,8 +50,10 @@
 #include "cuda_module.h"
 #include "device_buffer.h"
 #include "driver/pipeline.h"
+#include "ir/autodiff.h"
 #include "launch_energy.h"
 #include "launch_tensor_map.h"
+#include "lowering/lowering.h"
 #include "nvrtc_compiler.h"
 #include "planning/target.h"
 #include "report/pseudocode.h"
@@ -214,17 +217,20 @@ template <typename Handle>
 using LtObject = std::unique_ptr<std::remove_pointer_t<Handle>, cublasStatus_t (*)(Handle)>;
 
 // Median ms of cublasLtMatmul computing the launch's GEMM with epilogue `e`, its inputs rotating over
-// `sets` as the generated kernel's do, into `d` (M×N bf16); NaN where the heuristic finds no algorithm.
+// `sets` as the generated kernel's do, into `d` (M×N, bf16 or f32 as `f32Product`); NaN where the heuristic
+// finds no algorithm, or where an f32 product has an epilogue input (bf16 here, D's type for cuBLASLt).
 // Column-major, as cuBLAS below: Dᵀ[N, M] = op(B)·op(A) from the row-major operands, so D has N rows (ld
 // N), a bias has one value per row of D (CUBLASLT_EPILOGUE_BIAS: length = D's rows = N), and the GELU
 // aux matrix is laid out as D (AUX_LD = N elements). Bias and aux take D's type, bf16: their
 // *_DATA_TYPE attributes stay unset (a type other than D's is for fp8 kernels only).
 double cublasLtMs(cublasLtHandle_t lt, const llmc::TensorCoreGemm& g, const LtEpilogue& e,
                   const std::vector<std::map<int, cuda::DeviceBuffer>>& sets, int aBuffer, int bBuffer,
-                  const cuda::DeviceBuffer& d, const cuda::DeviceBuffer& workspace, const cuda::Context& context) {
-  auto layout = [](uint64_t rows, uint64_t cols, int64_t ld) {
+                  const cuda::DeviceBuffer& d, bool f32Product, const cuda::DeviceBuffer& workspace,
+                  const cuda::Context& context) {
+  if (f32Product && (e.bias >= 0 || e.preActivation >= 0 || e.residual >= 0)) return NAN;
+  auto layout = [](uint64_t rows, uint64_t cols, int64_t ld, cudaDataType type = CUDA_R_16BF) {
     cublasLtMatrixLayout_t handle;
-    checkCublas(cublasLtMatrixLayoutCreate(&handle, CUDA_R_16BF, rows, cols, ld), "cublasLtMatrixLayoutCreate");
+    checkCublas(cublasLtMatrixLayoutCreate(&handle, type, rows, cols, ld), "cublasLtMatrixLayoutCreate");
     return LtObject<cublasLtMatrixLayout_t>(handle, cublasLtMatrixLayoutDestroy);
   };
   const uint64_t M = uint64_t(g.M), N = uint64_t(g.N), K = uint64_t(g.K);
@@ -232,7 +238,7 @@ double cublasLtMs(cublasLtHandle_t lt, const llmc::TensorCoreGemm& g, const LtEp
   const cublasOperation_t opA = g.b.kMajor ? CUBLAS_OP_T : CUBLAS_OP_N, opB = g.a.kMajor ? CUBLAS_OP_N : CUBLAS_OP_T;
   const auto aLayout = opA == CUBLAS_OP_T ? layout(K, N, g.b.ld) : layout(N, K, g.b.ld);
   const auto bLayout = opB == CUBLAS_OP_N ? layout(K, M, g.a.ld) : layout(M, K, g.a.ld);
-  const auto dLayout = layout(N, M, int64_t(N));
+  const auto dLayout = layout(N, M, int64_t(N), f32Product ? CUDA_R_32F : CUDA_R_16BF);
 
   cublasLtMatmulDesc_t descHandle;
   checkCublas(cublasLtMatmulDescCreate(&descHandle, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
@@ -346,12 +352,18 @@ int main(int argc, char** argv) {
     options.entry = grad ? "gpt2" : "gpt2_logits";
     options.grad = grad;
     options.sizes = sizes;
+    // Planned, lowered and emitted as llmc-train does (runtime/train/gpu_trainer.cpp): bf16 storage
+    // priced as such, the gradients kept in f32, each GEMM's tile the lowering stage's choice.
     llmc::CostOptions cost;
+    cost.storageBytes = 2;
     options.target = &target;
     options.cost = cost;
     llmc::Graph graph = llmc::compileToIR(options);
-    std::vector<llmc::PlannedKernel> planned = llmc::planKernels(graph, target, cost);
-    llmc::CudaModule module = llmc::emitCuda(graph, planned, target, {.storage = llmc::StorageType::BF16});
+    llmc::EmitOptions emit;
+    emit.storage = llmc::StorageType::BF16;
+    if (grad) emit.f32Values = llmc::gradientOutputs(graph);
+    std::vector<llmc::PlannedKernel> planned = llmc::lowerKernels(graph, target, cost, emit);
+    llmc::CudaModule module = llmc::emitCuda(graph, planned, target, emit);
     for (const std::string& name : only)  // before compiling: a misspelt name would time nothing
       if (std::none_of(module.launches.begin(), module.launches.end(),
                        [&](const llmc::KernelLaunch& l) { return l.gemm && l.name == name; })) {
@@ -440,7 +452,11 @@ int main(int argc, char** argv) {
       const int aBuffer = l.tensorMaps.empty() ? -1 : l.tensorMaps[0].buffer;
       const int bBuffer = l.tensorMaps.empty() ? -1 : l.tensorMaps[1].buffer;
       if (g.batchOuter * g.batchInner == 1 && aBuffer >= 0) {
-        cuda::DeviceBuffer c(size_t(g.M) * size_t(g.N) * 2);
+        // cuBLAS stores the product as the launch does: in f32 where llmc keeps it so (a gradient).
+        const bool f32Product = std::any_of(l.params.begin(), l.params.end(), [&](const llmc::LaunchParam& p) {
+          return p.written && module.buffers[size_t(p.buffer)].dtype == "f32";
+        });
+        cuda::DeviceBuffer c(size_t(g.M) * size_t(g.N) * (f32Product ? 4 : 2));
         const float one = 1, zero = 0;
         auto runCublas = [&](int i) {
           const size_t s = size_t(i) % sets;
@@ -449,14 +465,15 @@ int main(int argc, char** argv) {
                                    reinterpret_cast<const void*>(copies[s].at(bBuffer).address() + g.b.offset * 2),
                                    CUDA_R_16BF, int(g.b.ld),
                                    reinterpret_cast<const void*>(copies[s].at(aBuffer).address() + g.a.offset * 2),
-                                   CUDA_R_16BF, int(g.a.ld), &zero, reinterpret_cast<void*>(c.address()), CUDA_R_16BF,
+                                   CUDA_R_16BF, int(g.a.ld), &zero, reinterpret_cast<void*>(c.address()),
+                                   f32Product ? CUDA_R_32F : CUDA_R_16BF,
                                    int(g.N), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                       "cublasGemmEx");
         };
         msCublas = medianMs(runCublas, context);
         if (meter) energyRow.cublas = cuda::measureRepeatedEnergy(*meter, nullptr, [&] { runCublas(calls++); }, energyOptions);
         epilogue = matchEpilogue(l, module);
-        if (epilogue) msLt = cublasLtMs(lt, g, *epilogue, copies, aBuffer, bBuffer, c, ltWorkspace, context);
+        if (epilogue) msLt = cublasLtMs(lt, g, *epilogue, copies, aBuffer, bBuffer, c, f32Product, ltWorkspace, context);
       }
       double predicted = NAN;
       for (const llmc::PlannedKernel& k : planned)
@@ -472,7 +489,8 @@ int main(int argc, char** argv) {
     }
     if (meter) printEnergy(energyRows, energyOptions, *meter);
     fmt::print(
-        "\nms: the launch as emitted, its epilogue fused. Baselines (ratio: baseline ms / llmc ms), bf16 in and out, "
+        "\nms: the launch as emitted, its epilogue fused. Baselines (ratio: baseline ms / llmc ms), bf16 in, out as the launch stores it "
+        "(bf16; f32 for a gradient), "
         "fp32 compute:\n"
         "  cuBLAS: cublasGemmEx, the GEMM alone (no epilogue);\n"
         "  cuBLASLt: cublasLtMatmul with the epilogue that does the emitted one's work (Lt epilogue): plain: none; "
