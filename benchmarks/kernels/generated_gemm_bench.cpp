@@ -433,6 +433,9 @@ int main(int argc, char** argv) {
       config.grid = {unsigned(l.grid[0]), unsigned(l.grid[1]), unsigned(l.grid[2])};
       config.block = {unsigned(l.block), 1, 1};
       config.dynamicSharedMemoryBytes = unsigned(l.dynamicSmemBytes);
+      if (const unsigned resident = kernel.residentClusterBlocks(config); resident < config.grid.x)
+        fmt::print("{}: {} blocks in clusters of {} asked for, {} resident at once: launched with {}\n", l.name,
+                   config.grid.x, l.gemm->clusterM, resident, resident);
       auto runGenerated = [&](int i) {
         const size_t s = size_t(i) % sets;
         std::vector<void*> args;

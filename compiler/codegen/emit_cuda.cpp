@@ -371,7 +371,8 @@ class ModuleWriter {
     }
     if (sm90) {
       launch.tensorMaps = {tensorMapOf("A", stagedA >= 0 ? stagedA : bufferOf.at(aArray), gemm.a, gemm, gemm.BM),
-                           tensorMapOf("B", stagedB >= 0 ? stagedB : bufferOf.at(bArray), gemm.b, gemm, gemm.BN)};
+                           tensorMapOf("B", stagedB >= 0 ? stagedB : bufferOf.at(bArray), gemm.b, gemm,
+                                       gemm.BN / gemm.clusterM)};
     } else {
       std::set<NodeId> passed = epilogue.reads;
       for (auto [operand, staged, param] : {std::tuple{aArray, stagedA, "g_staged_a"}, std::tuple{bArray, stagedB, "g_staged_b"}})
@@ -449,12 +450,13 @@ class ModuleWriter {
     const std::string shape =
         fmt::format("llmc::GemmShape{{{}, {}, {}, {}, {}}}", gemm.M, gemm.N, gemm.K, gemm.batchOuter, gemm.batchInner);
     if (sm90) {
-      text += fmt::format("extern \"C\" __global__ void __launch_bounds__({0}_config::kThreads, 1) {0}("
+      text += fmt::format("extern \"C\" __global__ void __launch_bounds__({0}_config::kThreads, 1){5} {0}("
                           "const __grid_constant__ llmc::sm90::TmaDescriptor tma_a, const __grid_constant__ "
                           "llmc::sm90::TmaDescriptor tma_b, {1}) {{\n"
                           "  llmc::sm90::gemm<{0}_config>(tma_a, tma_b, {2}, {0}_epilogue{{{3}}}{4});\n}}\n",
                           n, params, shape, init,
-                          gemm.splits > 1 ? fmt::format(", llmc::sm90::SplitK{{{}}}", gemm.splits) : "");
+                          gemm.splits > 1 ? fmt::format(", llmc::sm90::SplitK{{{}}}", gemm.splits) : "",
+                          gemm.clusterM > 1 ? fmt::format(" __cluster_dims__({}, 1, 1)", gemm.clusterM) : "");
     } else {
       auto operand = [&](const GemmOperandPlacement& o, const char* stagedParam) {
         return fmt::format("llmc::GemmOperand{{reinterpret_cast<const llmc::bf16*>({}) + {}, {}, {{{}, {}}}}}",

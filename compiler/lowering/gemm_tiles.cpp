@@ -52,19 +52,24 @@ double pingPongSeconds(int64_t units, double kSteps, double epilogue) {
 // last epilogue are not hidden behind anything. The TMA reads rows whose
 // starts are not 128-byte aligned at a device-wide rate of their own
 // (target.unalignedRowBandwidth). Without that, 1000x2056x776 GEMMs were
-// predicted at 11 us and ran 20 (H200, 2026-12-02).
+// predicted at 11 us and ran 20 (H200, 2026-12-02). A cluster of blocks over
+// consecutive row tiles reads their B tile from L2 once (multicast): each
+// block loads its A tile and its share of B, and walks its cluster's tiles.
 void addTilePipeline(KernelCost& cost, const TensorCoreGemm& gemm, const GemmTile& tile, const Target& t,
-                     double epilogueOps) {
+                     double epilogueOps, double operandBytes) {
   if (t.tileLoadBytesPerSecondPerSM <= 0 || t.tileEpilogueBytesPerSecondPerSM <= 0 || !t.hasUnit("tensor_bf16")) return;
   const int64_t tilesM = ceilDiv(gemm.M, tile.bm), tilesN = ceilDiv(gemm.N, tile.bn);
-  const int64_t units = tilesM * tilesN * gemm.batches() * tile.splits;
-  // sm_90a's grid is persistent (a block an SM walks the units); sm_80's has
-  // a block a tile, one resident an SM at these tiles' shared memory.
-  const int64_t unitsPerSM = ceilDiv(units, std::min<int64_t>(units, t.smCount));
+  const int64_t cluster = tile.cluster;
+  const int64_t units = ceilDiv(tilesM, cluster) * tilesN * gemm.batches() * tile.splits;
+  // sm_90a's grid is persistent (a block an SM, or a cluster of blocks, walks
+  // the units); sm_80's has a block a tile, one resident an SM at these
+  // tiles' shared memory.
+  const int64_t unitsPerSM = ceilDiv(units, std::min<int64_t>(units, t.smCount / cluster));
   const int64_t kSteps = ceilDiv(ceilDiv(gemm.K, gemm.BK), tile.splits);
   const double bm = tile.bm, bn = tile.bn, bk = gemm.BK;
   const double tensorPerSM = t.unit("tensor_bf16").attainable / t.smCount;
-  const double step = std::max(2 * bm * bn * bk / tensorPerSM, 2 * (bm + bn) * bk / t.tileLoadBytesPerSecondPerSM);
+  const double step =
+      std::max(2 * bm * bn * bk / tensorPerSM, 2 * (bm + bn / static_cast<double>(cluster)) * bk / t.tileLoadBytesPerSecondPerSM);
   const double kStepSeconds = static_cast<double>(unitsPerSM * kSteps) * step;
   const double epilogue = 4 * bm * bn / t.tileEpilogueBytesPerSecondPerSM +
                           (t.tileEpilogueOpsPerSecondPerSM > 0 ? epilogueOps * bm * bn / t.tileEpilogueOpsPerSecondPerSM : 0);
@@ -82,15 +87,27 @@ void addTilePipeline(KernelCost& cost, const TensorCoreGemm& gemm, const GemmTil
   };
   const double batches = static_cast<double>(gemm.batches());
   reads(gemm.a, batches * static_cast<double>(tilesN) * 2.0 * static_cast<double>(gemm.M * gemm.K));
-  reads(gemm.b, batches * static_cast<double>(tilesM) * 2.0 * static_cast<double>(gemm.N * gemm.K));
+  const double bReadsFromL2 = batches * static_cast<double>(tilesM) * 2.0 * static_cast<double>(gemm.N * gemm.K);
+  reads(gemm.b, bReadsFromL2 / static_cast<double>(cluster));
 
   const double fixed = cost.seconds["sync"] + cost.seconds["launch"];
   double busiest = cost.predicted - fixed;
+  // A cluster's blocks read B's tiles once between them: the L2 traffic the
+  // partition priced (each tile reading its own, at evaluate()'s bytes an
+  // element) less the copies they share.
+  const double sharedB = bReadsFromL2 / 2.0 * operandBytes * (1.0 - 1.0 / static_cast<double>(cluster));
   // The stages fill from L2 through the TMA, at a rate of its own where the
   // target has one: the busiest term taken again over the others.
-  if (t.tileL2BytesPerSecond > 0) {
-    for (LevelCost& level : cost.levels)
-      if (level.level == "L2") cost.seconds["L2"] = level.seconds = level.movedBytes / t.tileL2BytesPerSecond;
+  if (t.tileL2BytesPerSecond > 0 || sharedB > 0) {
+    for (LevelCost& level : cost.levels) {
+      if (level.level != "L2") continue;
+      const double moved = std::max(0.0, level.movedBytes - sharedB);
+      level.seconds = t.tileL2BytesPerSecond > 0 ? moved / t.tileL2BytesPerSecond
+                      : level.movedBytes > 0      ? level.seconds * moved / level.movedBytes
+                                                  : level.seconds;
+      level.movedBytes = moved;
+      cost.seconds["L2"] = level.seconds;
+    }
     busiest = 0;
     for (const auto& [term, seconds] : cost.seconds)
       if (term != "sync" && term != "launch" && seconds / cost.waveEfficiency > busiest)
@@ -197,7 +214,8 @@ KernelCost priceGemmTile(const Graph& graph, const PlannedKernel& kernel, const 
   // registers assume 256 threads a block, where the library's consumers hold
   // up to 128 accumulators each (a 256 x 128 tile over two warpgroups).
   cost.fits = true;
-  addTilePipeline(cost, gemm, tile, target, epilogueOperations(graph, kernel, gemm));
+  addTilePipeline(cost, gemm, tile, target, epilogueOperations(graph, kernel, gemm),
+                  options.storageBytes > 0 ? options.storageBytes : 4);
   return cost;
 }
 
@@ -211,15 +229,16 @@ KernelCost priceGemmTile(const Graph& graph, const PlannedKernel& kernel, const 
 constexpr double kStreamSplitGain = 2.0 / 3.0;
 
 std::string gemmTileName(const GemmTile& tile) {
-  return fmt::format("{}x{}{}", tile.bm, tile.bn, tile.pingPong ? "p" : "");
+  return fmt::format("{}x{}{}", tile.bm, tile.bn, tile.pingPong ? "p" : tile.cluster > 1 ? fmt::format("c{}", tile.cluster) : "");
 }
 
 std::string gemmTileOverride() {
   const char* value = std::getenv("LLMC_GEMM_TILE");
   if (!value || !*value) return "";
-  if (!std::regex_match(value, std::regex("[0-9]{1,4}x[0-9]{1,4}p?")))
-    throw TargetError(fmt::format(
-        "LLMC_GEMM_TILE='{}': expected BMxBN or BMxBNp (ping-pong consumers), such as 128x256", value));
+  if (!std::regex_match(value, std::regex("[0-9]{1,4}x[0-9]{1,4}(p|c2)?")))
+    throw TargetError(fmt::format("LLMC_GEMM_TILE='{}': expected BMxBN, BMxBNp (ping-pong consumers) or BMxBNc2 "
+                                  "(clusters of two blocks sharing B), such as 128x256",
+                                  value));
   return value;
 }
 
@@ -238,12 +257,15 @@ void chooseGemmTile(const Graph& graph, PlannedKernel& kernel, const TensorCoreG
       if (gemmTileName(t) == forced) named.push_back(t);
     if (!named.empty()) tiles = std::move(named);
   }
+  if (!target.tileClusters && !(tiles.size() == 1 && tiles[0].cluster > 1))
+    std::erase_if(tiles, [](const GemmTile& t) { return t.cluster > 1; });
   for (GemmTile tile : tiles)
     for (tile.splits = 1; tile.splits <= maxSplits(gemm); ++tile.splits) {
       // Splits that leave some unit without k-steps run as fewer; a split
       // needs outputs that are plain sums over what it cuts.
       const std::map<std::string, int64_t> cut = splitTilesOf(graph, kernel, gemm, tile.splits);
-      if (tile.splits > 1 && (ceilDiv(kSteps, tile.splits) * (tile.splits - 1) >= kSteps || cut.empty())) continue;
+      if (tile.splits > 1 && (ceilDiv(kSteps, tile.splits) * (tile.splits - 1) >= kSteps || cut.empty() || tile.cluster > 1))
+        continue;
       std::optional<Choice>& best = cut.count(kernel.shape.streamAxis) ? alongStream : plain;
       KernelCost cost = priceGemmTile(graph, kernel, gemm, tile, target, options);
       if (best && cost.predicted >= best->cost.predicted * (1 - 1e-9)) continue;

@@ -178,13 +178,16 @@ std::vector<GemmTile> libraryTiles(const TensorCoreGemm& gemm) {
   std::vector<GemmTile> legal;
   if (gemm.library == TensorCoreGemm::Library::Sm90) {
     // Two consumer warpgroups of m64 blocks, splitting a tile's rows or (ping-pong) a whole tile
-    // each; one wgmma n of 64..256; at most 128 accumulators a thread.
+    // each; one wgmma n of 64..256; at most 128 accumulators a thread. Consumers that split rows
+    // may run as clusters of two blocks sharing B (gemm_sm90.cuh), B in halves of whole 64-column
+    // blocks.
     for (bool pingPong : {false, true})
       for (int tm : {64, 128, 256})
         for (int tn : {64, 128, 192, 256}) {
           const int rowsPerConsumer = pingPong ? tm : tm / 2;
-          if (rowsPerConsumer >= 64 && rowsPerConsumer <= 128 && (rowsPerConsumer / 64) * tn / 2 <= 128)
-            legal.push_back({tm, tn, 1, pingPong});
+          if (rowsPerConsumer < 64 || rowsPerConsumer > 128 || (rowsPerConsumer / 64) * tn / 2 > 128) continue;
+          legal.push_back({tm, tn, 1, pingPong});
+          if (!pingPong && tn % 128 == 0) legal.push_back({tm, tn, 1, pingPong, 2});
         }
   } else {
     // 2 x BN/64 warps of (BM/2) x 64; BM = 256 would need 256 accumulators a thread.
@@ -201,6 +204,9 @@ int64_t maxSplits(const TensorCoreGemm& gemm) {
 
 std::string TensorCoreGemm::configType() const {
   auto major = [](bool kMajor) { return kMajor ? "llmc::Major::K" : "llmc::Major::MN"; };
+  if (library == Library::Sm90 && clusterM > 1)
+    return fmt::format("llmc::sm90::GemmConfig<{}, {}, {}, {}, {}, {}, {}, {}>", BM, BN, stages, major(a.kMajor),
+                       major(b.kMajor), pingPong, inputBytes, clusterM);
   if (library == Library::Sm90)
     return fmt::format("llmc::sm90::GemmConfig<{}, {}, {}, {}, {}{}{}>", BM, BN, stages, major(a.kMajor),
                        major(b.kMajor), pingPong ? ", true" : "", inputBytes > 0 ? fmt::format(", {}", inputBytes) : "");
@@ -215,7 +221,10 @@ std::string TensorCoreGemm::describe() const {
                                            : "";
   return fmt::format("tensor cores: {} {}x{}x{} tiles, {} stages{}{}; GEMM {}x{}x{}{}{}, A {}-major, B {}-major{}",
                      library == Library::Sm90 ? "llmc::sm90::gemm (TMA + wgmma)" : "llmc::sm80::gemm (cp.async + mma.sync)",
-                     BM, BN, BK, stages, pingPong ? ", ping-pong consumers" : "",
+                     BM, BN, BK, stages,
+                     pingPong ? ", ping-pong consumers"
+                     : clusterM > 1 ? fmt::format(", clusters of {} blocks sharing B", clusterM)
+                                    : "",
                      inputBytes > 0 ? fmt::format(", epilogue inputs loaded ahead ({} KB)", inputBytes / 1024) : "", M, N, K,
                      batchOuter * batchInner > 1 ? fmt::format(" x {} batches", batchOuter * batchInner) : "",
                      splits > 1 ? fmt::format(", split-K {} ways (atomic adds)", splits) : "", a.kMajor ? "K" : "M",
@@ -230,9 +239,11 @@ namespace {
 void chooseTile(const Graph& g, const LaunchPlan& plan, NodeId contraction, TensorCoreGemm& gemm) {
   std::vector<GemmTile> legal = libraryTiles(gemm);
   for (const GemmTile& t : legal)
-    if (plan.gemmTile.chosen() && t.bm == plan.gemmTile.bm && t.bn == plan.gemmTile.bn && t.pingPong == plan.gemmTile.pingPong) {
+    if (plan.gemmTile.chosen() && t.bm == plan.gemmTile.bm && t.bn == plan.gemmTile.bn &&
+        t.pingPong == plan.gemmTile.pingPong && t.cluster == plan.gemmTile.cluster) {
       gemm.BM = t.bm, gemm.BN = t.bn;
       gemm.pingPong = gemm.library == TensorCoreGemm::Library::Sm90 && t.pingPong;
+      gemm.clusterM = gemm.library == TensorCoreGemm::Library::Sm90 ? t.cluster : 1;
       gemm.tileChoice =
           gemmTileOverride() == gemmTileName(t)
               ? "the tile LLMC_GEMM_TILE names"
@@ -241,6 +252,7 @@ void chooseTile(const Graph& g, const LaunchPlan& plan, NodeId contraction, Tens
     }
   // Before the lowering stage has priced them: consumers that ping-pong
   // where the epilogue has work of its own, the tile nearest the partition.
+  std::erase_if(legal, [](const GemmTile& t) { return t.cluster > 1; });
   gemm.pingPong = gemm.library == TensorCoreGemm::Library::Sm90 && epilogueHasWork(g, plan, contraction);
   std::erase_if(legal, [&](const GemmTile& t) { return t.pingPong != gemm.pingPong; });
   auto planned = [&](const std::vector<Axis>& axes) {
@@ -293,11 +305,15 @@ void sizeLaunch(const LaunchPlan& plan, const Target& target, int64_t rowInputBy
     while (gemm.stages < 8 && smem(gemm.stages + 1, gemm.inputBytes) <= smemLimit) ++gemm.stages;
     gemm.smemBytes = smem(gemm.stages, gemm.inputBytes);
     gemm.threads = 384;
-    gemm.splits = plan.gemmTile.chosen() && !plan.splitTiles.empty()
+    gemm.splits = gemm.clusterM > 1 ? 1  // clusters run unsplit (gemm_sm90.cuh)
+                  : plan.gemmTile.chosen() && !plan.splitTiles.empty()
                       ? static_cast<int>(std::clamp<int64_t>(plan.gemmTile.splits, 1, maxSplits(gemm)))
                       : splitK(plan, gemm, tiles * batches, target.smCount);
-    // Persistent: one block per SM at most, walking the units (tiles x splits) of every batch.
-    gemm.grid[0] = std::min<int64_t>(tiles * batches * gemm.splits, target.smCount);
+    // Persistent: one block per SM at most, walking the units (tiles x splits) of every batch;
+    // clusters: whole clusters, each walking tile pairs.
+    const int64_t c = gemm.clusterM;
+    const int64_t units = ceilDiv(ceilDiv(gemm.M, gemm.BM), c) * ceilDiv(gemm.N, gemm.BN) * batches * gemm.splits;
+    gemm.grid[0] = c * std::min<int64_t>(units, target.smCount / c);
   } else {
     gemm.warpsM = 2, gemm.warpsN = gemm.BN / 64;
     auto smem = [&](int stages) {

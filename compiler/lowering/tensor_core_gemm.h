@@ -92,6 +92,9 @@ struct TensorCoreGemm {
   // sm90 ping-pong: shared memory for the epilogue's inputs, loaded ahead by
   // the producer warpgroup (GemmConfig's kInputBytes; 0: by the epilogue).
   int64_t inputBytes = 0;
+  // sm90: blocks of a cluster over consecutive row tiles sharing the B tile,
+  // each loading half of it into both (GemmConfig's kClusterM; 1: none).
+  int clusterM = 1;
 
   std::string configType() const;  // "llmc::sm90::GemmConfig<128, 256, 4, llmc::Major::K, llmc::Major::K>"
   std::string describe() const;    // one line: library, tile, layouts

@@ -25,6 +25,9 @@ struct GemmTile {
   // sm_90a: the consumer warpgroups take whole tiles in turn, one's epilogue
   // beside the other's k-steps (ping-pong), rather than splitting each tile's rows.
   bool pingPong = false;
+  // sm_90a: blocks of a cluster over consecutive row tiles, which read their
+  // shared B tile from L2 once between them (TMA multicast); 1: no cluster.
+  int cluster = 1;
   bool chosen() const { return bm > 0 && bn > 0 && splits > 0; }
 };
 

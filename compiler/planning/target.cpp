@@ -415,7 +415,7 @@ struct TargetFile {
     if (root.has("tile_library")) {
       Field tiles = root["tile_library"];
       tiles.allowOnly({"fill_s", "load_bytes_per_s_per_sm", "epilogue_bytes_per_s_per_sm", "epilogue_ops_per_s_per_sm",
-                       "stream_step_s", "l2_bytes_per_s",
+                       "stream_step_s", "l2_bytes_per_s", "clusters",
                        "unaligned_row_bytes_per_s_16", "unaligned_row_bytes_per_s_32",
                        "unaligned_row_bytes_per_s_64"});
       t.tileFillSeconds = figures.positive(tiles["fill_s"]);
@@ -423,6 +423,7 @@ struct TargetFile {
       t.tileEpilogueBytesPerSecondPerSM = figures.positive(tiles["epilogue_bytes_per_s_per_sm"]);
       if (tiles.has("stream_step_s")) t.tensorStreamStepSeconds = figures.positive(tiles["stream_step_s"]);
       if (tiles.has("l2_bytes_per_s")) t.tileL2BytesPerSecond = figures.positive(tiles["l2_bytes_per_s"]);
+      if (tiles.has("clusters")) t.tileClusters = figures.flag(tiles["clusters"]);
       if (tiles.has("epilogue_ops_per_s_per_sm"))
         t.tileEpilogueOpsPerSecondPerSM = figures.positive(tiles["epilogue_ops_per_s_per_sm"]);
       const char* unaligned[] = {"unaligned_row_bytes_per_s_16", "unaligned_row_bytes_per_s_32",

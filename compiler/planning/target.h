@@ -156,6 +156,9 @@ struct Target {
   // library's stages (the operands, each re-read by every tile along the
   // other dimension); 0 where the file gives none (the L2 level's rate).
   double tileL2BytesPerSecond = 0;
+  // Whether the lowering prices the library's clusters of two blocks sharing
+  // B (gemm_sm90.cuh) among a GEMM's tiles; LLMC_GEMM_TILE may name one either way.
+  bool tileClusters = false;
   // One __syncthreads costs blockSyncBaseCycles + blockSyncCyclesPerWarp x the block's warps.
   double blockSyncBaseCycles = 0;
   double blockSyncCyclesPerWarp = 0;

@@ -70,6 +70,8 @@ class CudaError : public std::runtime_error {
   X(moduleUnload, cuModuleUnload, 2000)                      \
   X(moduleGetFunction, cuModuleGetFunction, 2000)            \
   X(funcSetAttribute, cuFuncSetAttribute, 9000)              \
+  X(funcGetAttribute, cuFuncGetAttribute, 2020)              \
+  X(occupancyMaxActiveClusters, cuOccupancyMaxActiveClusters, 11070) \
   X(launchKernel, cuLaunchKernel, 4000)                      \
   X(eventCreate, cuEventCreate, 2000)                        \
   X(eventDestroy, cuEventDestroy, 4000)                      \

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <utility>
 
@@ -13,9 +14,37 @@ void Kernel::setMaxDynamicSharedMemory(unsigned bytes) {
   maxDynamicSharedMemory_ = bytes;
 }
 
+unsigned Kernel::residentClusterBlocks(const LaunchConfig& config) {
+  if (clusterWidth_ < 0) {
+    // Asked of every kernel at its first launch: a driver that cannot say
+    // launches it as before (no clusters), rather than failing a launch that
+    // never needed the answer.
+    int width = 0;
+    clusterWidth_ = driver().funcGetAttribute(&width, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH, function_) == CUDA_SUCCESS
+                        ? width
+                        : 1;
+  }
+  if (clusterWidth_ <= 1) return config.grid.x;
+  if (residentBlocks_ == 0 || residentFor_ != config.dynamicSharedMemoryBytes) {
+    if (config.dynamicSharedMemoryBytes > maxDynamicSharedMemory_) setMaxDynamicSharedMemory(config.dynamicSharedMemoryBytes);
+    CUlaunchConfig asked = {};
+    asked.gridDimX = config.grid.x, asked.gridDimY = config.grid.y, asked.gridDimZ = config.grid.z;
+    asked.blockDimX = config.block.x, asked.blockDimY = config.block.y, asked.blockDimZ = config.block.z;
+    asked.sharedMemBytes = config.dynamicSharedMemoryBytes;
+    int clusters = 0;
+    check(driver().occupancyMaxActiveClusters(&clusters, function_, &asked),
+          fmt::format("cuOccupancyMaxActiveClusters({}, {} bytes dynamic shared memory)", name_,
+                      config.dynamicSharedMemoryBytes));
+    residentBlocks_ = static_cast<unsigned>(std::max(1, clusters) * clusterWidth_);
+    residentFor_ = config.dynamicSharedMemoryBytes;
+  }
+  return std::min(config.grid.x, residentBlocks_);
+}
+
 void Kernel::launch(const LaunchConfig& config, void** args) {
   if (config.dynamicSharedMemoryBytes > maxDynamicSharedMemory_) setMaxDynamicSharedMemory(config.dynamicSharedMemoryBytes);
-  const Dim3& g = config.grid;
+  Dim3 g = config.grid;
+  g.x = residentClusterBlocks(config);
   const Dim3& b = config.block;
   check(driver().launchKernel(function_, g.x, g.y, g.z, b.x, b.y, b.z, config.dynamicSharedMemoryBytes, config.stream,
                               args, nullptr),

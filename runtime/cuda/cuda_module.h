@@ -32,8 +32,17 @@ class Kernel {
 
   // Launches with args[i] pointing at the i-th parameter's value, as
   // cuLaunchKernel takes them. Asynchronous: errors of the running kernel
-  // surface at the next synchronisation.
+  // surface at the next synchronisation. A kernel compiled for clusters
+  // (__cluster_dims__: only the tile library's persistent GEMMs, which walk
+  // their units gridDim apart) is launched with no more blocks than the GPU
+  // holds clusters of at once: the rest would run their whole share after
+  // the others (2-block clusters' GEMMs launched as 132 blocks ran at half
+  // cuBLAS's speed on an H100, 2026-12-07, likely so).
   void launch(const LaunchConfig& config, void** args);
+
+  // The blocks of a launch like `config` that run at once in whole clusters
+  // of this kernel's compile-time width; config.grid.x where it has none.
+  unsigned residentClusterBlocks(const LaunchConfig& config);
 
   // kernel(config, a, b, n): the parameters' values, which must have the
   // types the kernel declares (a CUdeviceptr for a pointer).
@@ -47,6 +56,8 @@ class Kernel {
   CUfunction function_;
   std::string name_;
   unsigned maxDynamicSharedMemory_ = 48 * 1024;  // the default without opting in
+  int clusterWidth_ = -1;                         // compile-time cluster width; -1: not asked yet
+  unsigned residentBlocks_ = 0, residentFor_ = 0;  // residentClusterBlocks' answer, for this shared memory
 };
 
 class Module {

@@ -67,6 +67,7 @@ TEST_CASE("a GEMM's tile and split-K are the cheapest priced and the ones writte
         CHECK(gemm.BM == k.gemmTile.bm);
         CHECK(gemm.BN == k.gemmTile.bn);
         CHECK(gemm.splits == k.gemmTile.splits);
+        CHECK(gemm.clusterM == k.gemmTile.cluster);
         // The priced partition has the written launch's units, where the
         // rows and columns are one axis each (several are cut innermost first).
         if (gemm.m.size() == 1 && gemm.n.size() == 1)
@@ -80,7 +81,8 @@ TEST_CASE("a GEMM's tile and split-K are the cheapest priced and the ones writte
         for (GemmTile t : libraryTiles(gemm))
           for (t.splits = 1; t.splits <= maxSplits(gemm); ++t.splits) {
             const Partition other = gemmTilePartition(g, k, gemm, t);
-            if (t.splits > 1 && other.splitTiles.empty()) continue;
+            if (t.cluster > 1 && !target.tileClusters) break;  // not priced where the target has them off
+            if (t.splits > 1 && (other.splitTiles.empty() || t.cluster > 1)) continue;  // clusters run unsplit
             double& best = other.splitTiles.count(k.shape.streamAxis) ? alongStream : plain;
             best = std::min(best, priceGemmTile(g, k, gemm, t, target, cost).predicted);
           }
@@ -153,4 +155,51 @@ TEST_CASE("a GEMM's stages are filled from L2 at the tile library's rate where t
   CHECK(atTiles.predicted <= atLevel.predicted);
   REQUIRE(atLevel.bottleneck == "L2");
   CHECK(atTiles.predicted < atLevel.predicted);
+}
+
+TEST_CASE("a cluster of two blocks reads the B tile they share from L2 once", "[lowering][gemm]") {
+  // 8000 x 3001 over 771: 63 row tiles of 128, so the last pair has one tile
+  // past M. Priced with 128x256 tiles alone and in clusters of two: the
+  // cluster's L2 traffic is less by half of B's reads (each row tile reads
+  // all of B), and written as the library runs it: __cluster_dims__, a grid
+  // of whole clusters, B's box half the tile's columns.
+  const SizeBindings sizes = {{"M", 8000}, {"N", 3001}, {"K", 771}};
+  const Target target = loadTarget("sm_90a");
+  const Graph g = testing::compileFor("tests/diagrams/epilogue_work.dg", "plain_product", sizes, false, target);
+  const std::vector<PlannedKernel> kernels = lowerKernels(g, target, CostOptions{}, EmitOptions{});
+  const CudaModule module = emitCuda(g, kernels, target, EmitOptions{});
+  const KernelLaunch* launch = nullptr;
+  for (const KernelLaunch& l : module.launches)
+    if (l.gemm && l.kernel >= 0) launch = &l;
+  REQUIRE(launch);
+  const PlannedKernel& k = kernels.at(static_cast<size_t>(launch->kernel));
+  GemmTile alone = {.bm = 128, .bn = 256, .splits = 1, .pingPong = false}, paired = alone;
+  paired.cluster = 2;
+  const KernelCost a = priceGemmTile(g, k, *launch->gemm, alone, target, CostOptions{});
+  const KernelCost c = priceGemmTile(g, k, *launch->gemm, paired, target, CostOptions{});
+  const double bReads = 63.0 * 3001 * 771 * CostOptions{}.storageBytes;  // each row tile reads all of B
+  INFO("L2 bytes alone " << a.level("L2").movedBytes << ", clustered " << c.level("L2").movedBytes);
+  const double saved = a.level("L2").movedBytes - c.level("L2").movedBytes;
+  CHECK(saved == Approx(bReads / 2).epsilon(1e-6));
+  CHECK(c.seconds.at("L2") < a.seconds.at("L2"));
+  CHECK(c.predicted <= a.predicted);
+
+  setenv("LLMC_GEMM_TILE", "128x256c2", 1);
+  const std::vector<PlannedKernel> forced = lowerKernels(g, target, CostOptions{}, EmitOptions{});
+  const CudaModule written = emitCuda(g, forced, target, EmitOptions{});
+  unsetenv("LLMC_GEMM_TILE");
+  int clustered = 0;
+  for (const KernelLaunch& l : written.launches) {
+    if (!l.gemm || l.kernel < 0) continue;
+    ++clustered;
+    CHECK(l.gemm->clusterM == 2);
+    CHECK(l.gemm->splits == 1);
+    CHECK(l.grid[0] % 2 == 0);
+    CHECK(l.grid[0] == std::min<int64_t>(2 * 32 * 12, 2 * (target.smCount / 2)));  // 32 pairs x 12 column tiles
+    REQUIRE(l.tensorMaps.size() == 2);
+    CHECK(l.tensorMaps[1].box[1] == (l.gemm->b.kMajor ? 128u : 64u));
+    CHECK(l.gemm->configType().find(", false, 0, 2>") != std::string::npos);
+  }
+  CHECK(clustered == 1);
+  CHECK(written.source.find("__cluster_dims__(2, 1, 1)") != std::string::npos);
 }

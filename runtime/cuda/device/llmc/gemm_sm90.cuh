@@ -43,6 +43,18 @@
 //            before refilling (on a fresh barrier, parity 1 counts as complete: the first pass
 //            never waits).
 //
+// Clusters (GemmConfig's kClusterM = 2, consumers that split a tile's rows, no split-K): the
+// kernel runs as clusters of two blocks (__cluster_dims__(2, 1, 1)) over tile pairs, the two
+// blocks of a cluster the tiles (2p, n) and (2p + 1, n) of one pair, in step: each loads its own
+// A tile and half of the B tile they share, which the TMA writes into both blocks' stage
+// (multicast), so the B operand is read from L2 once for two tiles. Each CTA's full barrier counts
+// the whole stage's bytes, half of B from the other block's copy; a stage is freed once the
+// consumer warps of both blocks have read it (each warp arrives on both blocks' empty barrier),
+// since either block's producer writes into both. A tile past M (an odd count of row tiles)
+// still runs its k-steps on zeros (the TMA fills what lies outside) for its partner's sake, and
+// stores nothing. Both blocks wait for each other before they start (their barriers initialised)
+// and before they exit (no arrival into a block that has gone).
+//
 // Operands come through tensor maps, encoded on the host (runtime/cuda/gemm_tensor_map.h) as
 // rank-4 bf16 maps (contiguous extent, strided extent, batch_inner, batch_outer), 128B swizzle,
 // zero out-of-bounds fill, box {64, kABoxRows or kBBoxRows, 1, 1}. See gemm_common.cuh for the
@@ -90,9 +102,11 @@ struct SplitK {
 };
 
 template <int BM_, int BN_, int kStages_, Major kAMajor_, Major kBMajor_, bool kPingPong_ = false,
-          int kInputBytes_ = 0>
+          int kInputBytes_ = 0, int kClusterM_ = 1>
 struct GemmConfig {
   static constexpr int BM = BM_, BN = BN_, kStages = kStages_;
+  // Blocks of a cluster, over consecutive row tiles sharing the B tile (see above): 1 or 2.
+  static constexpr int kClusterM = kClusterM_;
   // Shared memory for the epilogue's inputs loaded ahead (see above); 0: loaded by the epilogue.
   static constexpr int kInputBytes = kInputBytes_;
   static constexpr int kMaxInputSlots = 8;
@@ -106,7 +120,8 @@ struct GemmConfig {
   static constexpr int kConsumerRows = kPingPong ? BM : BM / kConsumers;  // a consumer's rows of a tile
   static constexpr int kRowBlocks = kConsumerRows / 64;  // wgmma m64 blocks per consumer
   static constexpr int kAccumulators = kRowBlocks * BN / 2;  // fp32 per consumer thread
-  static constexpr int kStageReaders = kPingPong ? 4 : 4 * kConsumers;  // warps whose arrivals free a stage
+  // Warps whose arrivals free a stage: its readers in every block of the cluster.
+  static constexpr int kStageReaders = (kPingPong ? 4 : 4 * kConsumers) * kClusterM;
 
   static constexpr int kATileBytes = BM * BK * 2, kBTileBytes = BN * BK * 2;
   static constexpr int kStageBytes = kATileBytes + kBTileBytes;
@@ -119,7 +134,7 @@ struct GemmConfig {
   // Rows of the TMA box: a K-major operand is loaded as one box of 64 k x all its rows, an
   // MN-major one as boxes of 64 (m or n) x 64 k.
   static constexpr int kABoxRows = kAMajor == Major::K ? BM : BK;
-  static constexpr int kBBoxRows = kBMajor == Major::K ? BN : BK;
+  static constexpr int kBBoxRows = kBMajor == Major::K ? BN / kClusterM : BK;
   static constexpr int kGroupRows = 8;
 
   static_assert(kConsumerRows % 64 == 0 && kConsumerRows >= 64 && BM <= 256,
@@ -128,6 +143,8 @@ struct GemmConfig {
   static_assert(kAccumulators <= 128, "at most 128 fp32 accumulators per consumer thread");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory per block");
   static_assert(kInputBytes % 16 == 0 && (kInputBytes == 0 || kPingPong), "inputs ahead: ping-pong, 16-byte slots");
+  static_assert(kClusterM == 1 || (kClusterM == 2 && !kPingPong && BN % 128 == 0),
+                "clusters: two blocks, consumers that split rows, B halves of whole 64-column blocks");
 
   __host__ __device__ static constexpr int tiles(int M, int N) {
     return ((M + BM - 1) / BM) * ((N + BN - 1) / BN);
@@ -164,6 +181,23 @@ __device__ inline void mbar_arrive_expect_tx(unsigned bar, unsigned bytes) {
 __device__ inline void mbar_arrive_on_copies(unsigned bar) {
   asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
 }
+// Arrives on the barrier at `bar`'s offset in block `cta` of the cluster (this one included).
+__device__ inline void mbar_arrive_cluster(unsigned bar, unsigned cta) {
+  asm volatile(
+      "{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
+      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}\n" ::"r"(bar),
+      "r"(cta)
+      : "memory");
+}
+__device__ inline unsigned cluster_rank() {
+  unsigned rank;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rank));
+  return rank;
+}
+// Every thread of every block of the cluster, as __syncthreads is for one block.
+__device__ inline void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
+}
 __device__ inline void mbar_wait(unsigned bar, unsigned parity) {
   unsigned done;
   do {
@@ -183,6 +217,18 @@ __device__ inline void tma_load(unsigned dst, const TmaDescriptor& map, int c0, 
       "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
       " [%0], [%1, {%2, %3, %4, %5}], [%6];\n" ::"r"(dst),
       "l"(reinterpret_cast<unsigned long long>(&map)), "r"(c0), "r"(c1), "r"(b.inner), "r"(b.outer), "r"(bar)
+      : "memory");
+}
+
+// The same box written into the same shared-memory offset of every block in `mask` (of the
+// cluster), each one's barrier at `bar`'s offset counting its bytes.
+__device__ inline void tma_load_multicast(unsigned dst, const TmaDescriptor& map, int c0, int c1, BatchIndex b,
+                                          unsigned bar, unsigned short mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%2, %3, %4, %5}], [%6], %7;\n" ::"r"(dst),
+      "l"(reinterpret_cast<unsigned long long>(&map)), "r"(c0), "r"(c1), "r"(b.inner), "r"(b.outer), "r"(bar),
+      "h"(mask)
       : "memory");
 }
 
@@ -264,6 +310,7 @@ __device__ void gemm(const TmaDescriptor& tma_a, const TmaDescriptor& tma_b, con
   constexpr bool kATrans = Cfg::kAMajor == Major::MN, kBTrans = Cfg::kBMajor == Major::MN;
   // An MN-major tile is stored as column blocks of 64 (m or n) x BK rows of 128 bytes.
   constexpr unsigned kColumnBlockBytes = BK * 128;
+  constexpr int kCluster = Cfg::kClusterM;
 
   extern __shared__ unsigned char smem_raw[];
   const unsigned smem_base = (smem_addr(smem_raw) + 1023) & ~1023u;
@@ -302,11 +349,19 @@ __device__ void gemm(const TmaDescriptor& tma_a, const TmaDescriptor& tma_b, con
     // Make the initialised barriers visible to the async proxy (TMA) as well.
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
-  __syncthreads();
+  if constexpr (kCluster > 1) {
+    cluster_sync();  // the other block's barriers too, before anything arrives on them
+  } else {
+    __syncthreads();
+  }
 
   const int M = shape.M, N = shape.N, K = shape.K;
   const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
-  const int tiles_per_batch = tiles_m * tiles_n;
+  // Clusters walk tile pairs (rows 2p and 2p + 1 of one column): a unit is a pair, and the block
+  // of rank r takes its row 2p + r. Without clusters a unit's tile is the block's.
+  const int rank = kCluster > 1 ? static_cast<int>(cluster_rank()) : 0;
+  const int row_units = (tiles_m + kCluster - 1) / kCluster;
+  const int tiles_per_batch = row_units * tiles_n;
   const int tiles_total = tiles_per_batch * shape.batch_count();
   const int k_steps = (K + BK - 1) / BK;
   const int splits = split.splits;
@@ -319,6 +374,7 @@ __device__ void gemm(const TmaDescriptor& tma_a, const TmaDescriptor& tma_b, con
   // 7 ways) ran 1.5x as long as their data gradients of the same work; slice-major, within 8% (d12
   // on an H100, 2026-12-06: fc 324 -> 220 us, proj 323 -> 223, qkv 237 -> 167; the step's graph
   // 57.8 -> 55.1 ms).
+  if (kCluster > 1 && splits > 1) __trap();  // the lowering never asks for both
   const bool slice_major = splits > 1 && !split.workspace;
   // A split-K unit that is not its tile's last runs no epilogue: its inputs are loaded by it.
   const bool inputs_ahead = kInputsAhead && !(splits > 1 && split.workspace);
@@ -327,16 +383,23 @@ __device__ void gemm(const TmaDescriptor& tma_a, const TmaDescriptor& tma_b, con
   auto k_begin = [&](int unit) { return slice_of(unit) * k_steps / splits; };
   auto k_end = [&](int unit) { return (slice_of(unit) + 1) * k_steps / splits; };
   const int warpgroup = threadIdx.x / 128;
+  // The cluster's units go to its blocks together: cluster c takes c, c + clusters, ...
+  const int first_unit = blockIdx.x / kCluster, unit_stride = gridDim.x / kCluster;
+  auto tile_at = [&](int t) {
+    TileCoord tile = grouped_tile<Cfg::kGroupRows>(t % tiles_per_batch, row_units, tiles_n);
+    tile.m = tile.m * kCluster + rank;
+    return tile;
+  };
 
   if (warpgroup == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
     if (threadIdx.x == 0) {
       int stage = 0;
       unsigned pass = 0;
-      for (int u = blockIdx.x; u < units; u += gridDim.x) {
+      for (int u = first_unit; u < units; u += unit_stride) {
         const int t = tile_of(u);
         const BatchIndex batch = shape.batch_index(t / tiles_per_batch);
-        const TileCoord tile = grouped_tile<Cfg::kGroupRows>(t % tiles_per_batch, tiles_m, tiles_n);
+        const TileCoord tile = tile_at(t);
         const int m0 = tile.m * BM, n0 = tile.n * BN;
         for (int ks = k_begin(u); ks < k_end(u); ++ks) {
           const int k0 = ks * BK;
@@ -351,7 +414,17 @@ __device__ void gemm(const TmaDescriptor& tma_a, const TmaDescriptor& tma_b, con
           } else {
             tma_load(a_dst, tma_a, k0, m0, batch, bar);
           }
-          if constexpr (kBTrans) {
+          if constexpr (kCluster > 1) {
+            // This block's half of the shared B tile, into both blocks.
+            constexpr unsigned short kBoth = 0x3;
+            if constexpr (kBTrans) {
+#pragma unroll
+              for (int c = rank * BN / 128; c < (rank + 1) * BN / 128; ++c)
+                tma_load_multicast(b_dst + c * kColumnBlockBytes, tma_b, n0 + 64 * c, k0, batch, bar, kBoth);
+            } else {
+              tma_load_multicast(b_dst + rank * (BN / 2) * 128, tma_b, k0, n0 + rank * (BN / 2), batch, bar, kBoth);
+            }
+          } else if constexpr (kBTrans) {
 #pragma unroll
             for (int c = 0; c < BN / 64; ++c) tma_load(b_dst + c * kColumnBlockBytes, tma_b, n0 + 64 * c, k0, batch, bar);
           } else {
@@ -383,10 +456,20 @@ __device__ void gemm(const TmaDescriptor& tma_a, const TmaDescriptor& tma_b, con
     int input_slot = 0;  // the loader's ring, as it fills it
     unsigned input_pass = 0;
     int turn = 0;  // the block's units in order; with ping-pong, consumer c takes those of parity c
-    for (int u = blockIdx.x; u < units; u += gridDim.x, ++turn) {
+    // A stage read: its readers arrive on the empty barrier of every block that writes it.
+    auto free_stage = [&](int s) {
+      if (lane != 0) return;
+      if constexpr (kCluster > 1) {
+#pragma unroll
+        for (int c = 0; c < kCluster; ++c) mbar_arrive_cluster(empty_bar + 8 * s, c);
+      } else {
+        mbar_arrive(empty_bar + 8 * s);
+      }
+    };
+    for (int u = first_unit; u < units; u += unit_stride, ++turn) {
       const int t = tile_of(u);
       const BatchIndex batch = shape.batch_index(t / tiles_per_batch);
-      const TileCoord tile = grouped_tile<Cfg::kGroupRows>(t % tiles_per_batch, tiles_m, tiles_n);
+      const TileCoord tile = tile_at(t);
       const int m0 = tile.m * BM, n0 = tile.n * BN;
       const int ks_first = k_begin(u), ks_end = k_end(u);
       if (Cfg::kPingPong && turn % 2 != consumer) {
@@ -428,14 +511,14 @@ __device__ void gemm(const TmaDescriptor& tma_a, const TmaDescriptor& tma_b, con
         asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
         // Keep this k-step's wgmmas in flight; the previous step's are done, so its stage is free.
         asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
-        if (previous_stage >= 0 && lane == 0) mbar_arrive(empty_bar + 8 * previous_stage);
+        if (previous_stage >= 0) free_stage(previous_stage);
         previous_stage = stage;
         if (++stage == kStages) stage = 0, pass ^= 1;
       }
       asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-      if (lane == 0) mbar_arrive(empty_bar + 8 * previous_stage);
+      free_stage(previous_stage);
       // Ping-pong: the other consumer's next unit may start its k-steps.
-      if (Cfg::kPingPong && u + gridDim.x < units) named_barrier_arrive(5 + (1 - consumer), 256);
+      if (Cfg::kPingPong && u + unit_stride < units) named_barrier_arrive(5 + (1 - consumer), 256);
 
       if (splits > 1 && split.workspace) {
         // Publish this slice's partial tile (st.cg: past L1, which other SMs do not see).
@@ -485,7 +568,7 @@ __device__ void gemm(const TmaDescriptor& tma_a, const TmaDescriptor& tma_b, con
             typename Epilogue::Inputs in[kGroups];
             piece.template load_column_inputs<128>(epilogue, batch, m0 + 64 * i, n0 + 64 * c, M, N, thread, in);
             mbar_wait(input_full + 8 * input_slot, input_pass);
-            if (q == kPieces - 1 && u + gridDim.x < units) named_barrier_arrive(7 + (1 - consumer), 256);
+            if (q == kPieces - 1 && u + unit_stride < units) named_barrier_arrive(7 + (1 - consumer), 256);
             named_barrier(1 + consumer, 128);
             stage_accumulators(piece, acc[i], c, warp, lane);
             named_barrier(1 + consumer, 128);
@@ -510,6 +593,8 @@ __device__ void gemm(const TmaDescriptor& tma_a, const TmaDescriptor& tma_b, con
       }
     }
   }
+  // No block leaves while the other may still arrive on its barriers.
+  if constexpr (kCluster > 1) cluster_sync();
 }
 
 }  // namespace llmc::sm90
