@@ -1,7 +1,9 @@
 // Kernels compiled by the JIT, loaded and run on the GPU, checked against the
 // CPU: a vectorised saxpy over 10M floats (from its CUBIN, and from PTX that
 // the driver compiles), and a kernel using more than 48 KiB of dynamic shared
-// memory; DeviceBuffer::fillBytes over a range; and the energy of a kernel
+// memory; a persistent kernel compiled for clusters (sm_90 on), launched with
+// more blocks than the GPU holds clusters of at once (cuda_module.h);
+// DeviceBuffer::fillBytes over a range; and the energy of a kernel
 // run again and again, from NVML's counter (launch_energy.h). Output buffers
 // are poisoned with NaN first. Exits 77 (ctest: skipped) when there is no
 // driver or GPU.
@@ -49,6 +51,18 @@ extern "C" __global__ void reverse_chunks(const float* in, float* out, int chunk
   for (int j = threadIdx.x; j < chunk; j += blockDim.x) tile[j] = in[base + j];
   __syncthreads();
   for (int j = threadIdx.x; j < chunk; j += blockDim.x) out[base + j] = tile[chunk - 1 - j];
+}
+)";
+
+// Units walked gridDim apart by clusters of two blocks, as the tile
+// library's GEMMs walk their tiles: out[u] = u + the cluster rank's weight,
+// whatever grid it runs with.
+const std::string kClusterWalk = R"(
+extern "C" __global__ void __cluster_dims__(2, 1, 1) cluster_walk(float* out, int units) {
+  unsigned rank;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+  for (int u = blockIdx.x / 2; u < units; u += gridDim.x / 2)
+    if (threadIdx.x == 0) out[2 * u + rank] = static_cast<float>(u) + 0.5f * rank;
 }
 )";
 
@@ -127,6 +141,27 @@ void checkReverseChunks(cuda::Kernel& reverse, const cuda::Context& context, Che
     for (int j = 0; j < chunk; ++j) wrong += out[size_t(b) * chunk + j] != in[size_t(b) * chunk + chunk - 1 - j];
   checks.expect(wrong == 0, fmt::format("reverse_chunks with {} KiB of dynamic shared memory per block: {} wrong of {}",
                                         smem / 1024, wrong, out.size()));
+}
+
+// A cluster kernel launched with a block a unit: Kernel::launch fits the grid
+// to the clusters resident at once (fewer than 20000), and every unit is
+// still walked, by both blocks of its cluster.
+void checkClusterGrid(cuda::Kernel& walk, const cuda::Context& context, Checks& checks) {
+  constexpr int units = 10000;
+  cuda::DeviceBuffer out(2 * units * sizeof(float));
+  out.fillBytes(0xFF);
+  const cuda::LaunchConfig config{.grid = {2 * units}, .block = {128}, .dynamicSharedMemoryBytes = 100 * 1024};
+  const unsigned resident = walk.residentClusterBlocks(config);
+  walk(config, out.address(), units);
+  context.synchronize();
+  std::vector<float> host(2 * units);
+  out.download(std::span<float>(host));
+  int wrong = 0;
+  for (int u = 0; u < units; ++u) wrong += host[2 * u] != float(u) || host[2 * u + 1] != float(u) + 0.5f;
+  // At most two blocks an SM at 100 KiB each, and no GPU has 256 SMs.
+  checks.expect(wrong == 0 && resident % 2 == 0 && resident > 0 && resident <= 512,
+                fmt::format("clusters of 2 with 100 KiB each: {} blocks resident of {} asked for; {} of {} units wrong",
+                            resident, 2 * units, wrong, units));
 }
 
 // DeviceBuffer::fillBytes over a range at an odd byte, the bytes around it
@@ -210,6 +245,12 @@ int main() {
     cuda::LoadedKernels kernels(again.kernels);
     checkSaxpy(kernels["saxpy"], fmt::format("CUBIN for {}", context->arch()), checks);
     checkReverseChunks(kernels["reverse_chunks"], *context, checks);
+    if (context->computeCapability() >= 90) {
+      const auto clustered =
+          cuda::compileKernels({{.name = "cluster_walk", .source = kClusterWalk, .arch = context->arch()}}, &cache);
+      cuda::LoadedKernels clusterKernels(clustered.kernels);
+      checkClusterGrid(clusterKernels["cluster_walk"], *context, checks);
+    }
     checkFillByteRange(checks);
     checkEnergy(kernels["saxpy"], *context, checks);
 
