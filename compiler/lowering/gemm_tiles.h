@@ -23,7 +23,9 @@
 namespace llmc {
 
 // The tile LLMC_GEMM_TILE names, "" where it is unset: BMxBN (the two
-// consumers split a tile's rows) or BMxBNp (ping-pong), such as 128x256.
+// consumers split a tile's rows), BMxBNp (ping-pong) or BMxBNc2 (split rows,
+// clusters of two blocks sharing B, taken even where the target does not
+// price clusters), such as 128x256.
 // Every GEMM the library has that tile for takes it (its split-K still
 // priced), the others their cheapest: for timing the model's choices against
 // another tile on a GPU (benchmarks/kernels/README.md). Throws TargetError
@@ -31,7 +33,7 @@ namespace llmc {
 // holds it (runtime/cuda/module_cache.h).
 std::string gemmTileOverride();
 
-// A tile as LLMC_GEMM_TILE names it: "128x256", "128x128p".
+// A tile as LLMC_GEMM_TILE names it: "128x256", "128x128p", "128x256c2".
 std::string gemmTileName(const GemmTile& tile);
 
 // Sets `kernel`'s gemmTile, partition and cost to the cheapest tile for
