@@ -87,15 +87,16 @@ void addTilePipeline(KernelCost& cost, const TensorCoreGemm& gemm, const GemmTil
   };
   const double batches = static_cast<double>(gemm.batches());
   reads(gemm.a, batches * static_cast<double>(tilesN) * 2.0 * static_cast<double>(gemm.M * gemm.K));
-  const double bReadsFromL2 = batches * static_cast<double>(tilesM) * 2.0 * static_cast<double>(gemm.N * gemm.K);
-  reads(gemm.b, bReadsFromL2 / static_cast<double>(cluster));
+  // B's elements the tiles read from L2: every row tile all of B, a cluster's tiles once between them.
+  const double bElementsRead = batches * static_cast<double>(tilesM) * static_cast<double>(gemm.N * gemm.K);
+  reads(gemm.b, 2.0 * bElementsRead / static_cast<double>(cluster));
 
   const double fixed = cost.seconds["sync"] + cost.seconds["launch"];
   double busiest = cost.predicted - fixed;
   // A cluster's blocks read B's tiles once between them: the L2 traffic the
   // partition priced (each tile reading its own, at evaluate()'s bytes an
   // element) less the copies they share.
-  const double sharedB = bReadsFromL2 / 2.0 * operandBytes * (1.0 - 1.0 / static_cast<double>(cluster));
+  const double sharedB = bElementsRead * operandBytes * (1.0 - 1.0 / static_cast<double>(cluster));
   // The stages fill from L2 through the TMA, at a rate of its own where the
   // target has one: the busiest term taken again over the others.
   if (t.tileL2BytesPerSecond > 0 || sharedB > 0) {
