@@ -135,7 +135,8 @@ options:
   --dump-after PASS   also print what PASS made to stderr: the IR after a pass
                       of the front end (elaborate, canonicalize; with a
                       target one-hot-gathers and masked-sums; with --grad
-                      autodiff, reassociate, and with a target recompute),
+                      autodiff, reassociate, collect-terms, and with a
+                      target split-contractions and recompute),
                       or, with a target (pseudocode, perf, cuda, launches,
                       ptx, memory), what a stage of the
                       back end made: fuse (the kernels and their nodes),
@@ -194,11 +195,12 @@ bool isOneOf(const std::string& name, const std::vector<std::string>& names) {
 
 // The passes of the front end that make IR, which --dump-after prints.
 const std::vector<std::string> kPassesWithIR = {"elaborate", "canonicalize", "one-hot-gathers", "masked-sums",
-                                                 "autodiff",  "reassociate",  "collect-terms", "recompute"};
+                                                 "autodiff",  "reassociate",  "collect-terms", "split-contractions",
+                                                 "recompute"};
 // The passes whose rewrites are priced on a target: they run only with one.
-const std::vector<std::string> kPassesForATarget = {"one-hot-gathers", "masked-sums", "recompute"};
+const std::vector<std::string> kPassesForATarget = {"one-hot-gathers", "masked-sums", "split-contractions", "recompute"};
 // The passes of the backward: they run only with --grad.
-const std::vector<std::string> kPassesForGrad = {"autodiff", "reassociate", "collect-terms", "recompute"};
+const std::vector<std::string> kPassesForGrad = {"autodiff", "reassociate", "collect-terms", "split-contractions", "recompute"};
 
 // Checks what the options say together. Exits with status 2 for a bad combination.
 void checkInvocation(const Invocation& in) {
@@ -353,7 +355,8 @@ std::optional<Invocation> parseCommandLine(int argc, char** argv) {
       if (!isOneOf(options.reporting.dumpAfter, kPassesWithIR) &&
           !isOneOf(options.reporting.dumpAfter, llmc::backendStageNames()))
         usageError(fmt::format("--dump-after: no pass or stage '{}' to dump after (passes with IR: elaborate, "
-                               "canonicalize, one-hot-gathers, masked-sums, autodiff, reassociate, recompute; "
+                               "canonicalize, one-hot-gathers, masked-sums, autodiff, reassociate, collect-terms, "
+                               "split-contractions, recompute; "
                                "stages: fuse, partition, lower, unfuse, order, write, memory)", options.reporting.dumpAfter));
     } else if (arg == "--time-passes") {
       options.reporting.timePasses = true;

@@ -642,8 +642,10 @@ class LaunchPlanner {
     NodeId at = output;
     while (!list_.stored.count(at)) {
       const Node& n = g_.node(at);
+      // (An index keeps them where its axis has one position: sameBytesAs
+      // below counts the elements.)
       const bool keeps = n.op == Op::Rename || n.op == Op::Merge || n.op == Op::Split || n.op == Op::Transpose ||
-                         n.op == Op::StopGradient;
+                         n.op == Op::StopGradient || n.op == Op::Index;
       if (!keeps || n.operands.size() != 1 || readers[static_cast<size_t>(n.operands[0])] != 1) return -1;
       at = n.operands[0];
     }

@@ -28,7 +28,7 @@ class PassRunner {
     auto result = pass();
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     if (reporting_.timePasses && reporting_.dump)
-      reporting_.dump(fmt::format("# {} {:<{}} {:9.3f} ms\n", kind_, name, 21 - kind_.size(), ms));
+      reporting_.dump(fmt::format("# {} {:<{}} {:9.3f} ms\n", kind_, name, 23 - kind_.size(), ms));
     return result;
   }
 

@@ -18,6 +18,7 @@
 #include "ir/print.h"
 #include "ir/reassociate.h"
 #include "ir/recompute.h"
+#include "ir/split_contractions.h"
 #include "ir/verify.h"
 
 namespace llmc {
@@ -54,7 +55,7 @@ SizeBindings parseSizeBindings(const std::string& text) {
 const std::vector<std::string>& passNames() {
   static const std::vector<std::string> names = {"parse",           "resolve",  "elaborate",   "canonicalize",
                                                  "one-hot-gathers", "masked-sums", "autodiff", "reassociate", "collect-terms",
-                                                 "recompute"};
+                                                 "split-contractions", "recompute"};
   return names;
 }
 
@@ -98,6 +99,11 @@ Graph compileToIR(const PipelineOptions& options) {
     if (options.collectTerms) {
       graph = passes.run("collect-terms", [&] { return canonicalize(collectTerms(graph)); });
       afterIR(passes, "collect-terms", graph);
+    }
+    if (options.target) {
+      graph = passes.run("split-contractions",
+                         [&] { return canonicalize(splitContractions(graph, *options.target, options.cost)); });
+      afterIR(passes, "split-contractions", graph);
     }
     if (options.target && options.recompute) {
       graph = passes.run("recompute", [&] { return recompute(graph, *options.target, options.cost, options.remaking); });

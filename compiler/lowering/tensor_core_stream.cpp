@@ -88,7 +88,6 @@ int residentBlocks(const TensorCoreStream& s, const Target& target) {
 }
 
 
-constexpr int kMaxChannels = 128;  // registers: a warp's product accumulators hold 16 x channels floats
 
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -469,8 +468,8 @@ class Planner {
       why = fmt::format("{} is not contiguous along {}", name(value), channel);
       return false;
     }
-    if (c->size > kMaxChannels) {
-      why = fmt::format("{} has {} channels along {}, more than {}", name(value), c->size, channel, kMaxChannels);
+    if (c->size > kStreamMaxChannels) {
+      why = fmt::format("{} has {} channels along {}, more than {}", name(value), c->size, channel, kStreamMaxChannels);
       return false;
     }
     bool aligned = layout->offset % 8 == 0;

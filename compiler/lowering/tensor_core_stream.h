@@ -36,6 +36,9 @@ namespace llmc {
 constexpr int kStreamRowsPerBlock = 64;
 constexpr int kStreamPositionsPerStep = 64;
 constexpr int kStreamThreads = 128;
+// The most channels a tile holds (registers: a warp's product accumulators
+// hold 16 x channels floats).
+constexpr int kStreamMaxChannels = 128;
 // wgmma reads a 128B-swizzled tile by its address bits: tiles start on this
 // boundary, which the kernel finds in its shared memory (given this much more).
 constexpr int64_t kSwizzleAlignment = 1024;
