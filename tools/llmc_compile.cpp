@@ -134,9 +134,9 @@ options:
                       of the params
   --dump-after PASS   also print what PASS made to stderr: the IR after a pass
                       of the front end (elaborate, canonicalize; with a
-                      target one-hot-gathers and masked-sums; with --grad
-                      autodiff, reassociate, collect-terms, and with a
-                      target split-contractions and recompute),
+                      target one-hot-gathers, masked-sums and
+                      split-contractions; with --grad autodiff, reassociate,
+                      collect-terms, and with a target recompute),
                       or, with a target (pseudocode, perf, cuda, launches,
                       ptx, memory), what a stage of the
                       back end made: fuse (the kernels and their nodes),
@@ -200,7 +200,7 @@ const std::vector<std::string> kPassesWithIR = {"elaborate", "canonicalize", "on
 // The passes whose rewrites are priced on a target: they run only with one.
 const std::vector<std::string> kPassesForATarget = {"one-hot-gathers", "masked-sums", "split-contractions", "recompute"};
 // The passes of the backward: they run only with --grad.
-const std::vector<std::string> kPassesForGrad = {"autodiff", "reassociate", "collect-terms", "split-contractions", "recompute"};
+const std::vector<std::string> kPassesForGrad = {"autodiff", "reassociate", "collect-terms", "recompute"};
 
 // Checks what the options say together. Exits with status 2 for a bad combination.
 void checkInvocation(const Invocation& in) {

@@ -100,15 +100,16 @@ Graph compileToIR(const PipelineOptions& options) {
       graph = passes.run("collect-terms", [&] { return canonicalize(collectTerms(graph)); });
       afterIR(passes, "collect-terms", graph);
     }
-    if (options.target) {
-      graph = passes.run("split-contractions",
-                         [&] { return canonicalize(splitContractions(graph, *options.target, options.cost)); });
-      afterIR(passes, "split-contractions", graph);
-    }
-    if (options.target && options.recompute) {
-      graph = passes.run("recompute", [&] { return recompute(graph, *options.target, options.cost, options.remaking); });
-      afterIR(passes, "recompute", graph);
-    }
+  }
+  // On the whole graph, the backward's contractions included.
+  if (options.target) {
+    graph = passes.run("split-contractions",
+                       [&] { return canonicalize(splitContractions(graph, *options.target, options.cost)); });
+    afterIR(passes, "split-contractions", graph);
+  }
+  if (options.grad && options.target && options.recompute) {
+    graph = passes.run("recompute", [&] { return recompute(graph, *options.target, options.cost, options.remaking); });
+    afterIR(passes, "recompute", graph);
   }
   return graph;
 }

@@ -26,7 +26,8 @@
 // split pays where the positions kept outnumber the channels of the result
 // (attention's positions against its head's channels).
 //
-// It runs after autodiff and before recompute, with a target.
+// It runs with a target, on the whole graph: after autodiff's passes (the
+// backward is where such sums arise) and before recompute.
 #pragma once
 
 #include "ir/ir.h"

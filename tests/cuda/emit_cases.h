@@ -392,7 +392,8 @@ inline std::vector<EmitCase> otherCases() {
       // Row products (planning/row_products.h): dQ in the stream over the queries, each block of keys
       // adding its share by atomics (on sm_90a with bf16; elsewhere the kernels without them); at 333
       // positions and 40 channels the cheaper plan streams over the keys, dK and dV the row products; dQ's
-      // weights unmasked: no step skipped; multi-query keys (no row product planned: the plan without);
+      // weights unmasked: no step skipped; multi-query keys (dK and dV split over the heads,
+      // ir/split_contractions.h: their partial sums row products of the stream over the queries);
       // dQ's values an array of their own, a rows tile more, 80 channels (a product 128 wide).
       {"row products: attention backward", "tests/diagrams/row_products.dg", "attention_backward",
        {{"B", 2}, {"H", 3}, {"T", 1000}, {"D", 64}}, false, {}, 1, -1, {}, false, true},
@@ -406,8 +407,9 @@ inline std::vector<EmitCase> otherCases() {
        {{"B", 1}, {"H", 2}, {"T", 333}, {"D", 64}, {"E", 80}}, false, {}, 1, -1, {}, false, true},
       // Outputs along a tensor-core stream (tensor_core_stream.h, stepOutputs), stored by each step and as
       // zeros at the skipped steps' positions: dS beside dK and dV for dQ's GEMM (no row products), ragged
-      // and whole; unmasked (no step skipped); multi-query (the probabilities and dS, along the stream's
-      // innermost axis); the forward's scores (not 0 where masked: no step skipped) and probabilities.
+      // and whole; unmasked (no step skipped); multi-query (dK and dV split over the heads: the stream
+      // over the queries stores dS); the forward's scores (not 0 where masked: no step skipped) and
+      // probabilities.
       {"stream step outputs: dS for a GEMM", "tests/diagrams/row_products.dg", "attention_backward",
        {{"B", 2}, {"H", 3}, {"T", 1000}, {"D", 64}}, false, {}},
       {"stream step outputs: dS, odd sizes", "tests/diagrams/row_products.dg", "attention_backward",

@@ -106,8 +106,8 @@ TEST_CASE("emitted CUDA of the examples compiles with NVRTC", "[emit_cuda][nvrtc
 // with any batch, heads, length and channels (a multiple of 8, or not, where
 // the rows are not 16-byte aligned and the plan does without), planned for
 // sm_90a with bf16 storage and --row-products; every launch compiles, and
-// a third of the plans at least hold a row product (multi-query's and
-// unaligned rows' do not).
+// a third of the plans at least hold a row product (multi-query's too, its
+// dK and dV split over the heads; those of unaligned rows do not).
 TEST_CASE("row products at random sizes compile with NVRTC", "[emit_cuda][nvrtc][row products]") {
   std::mt19937 rng(20261205);
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
