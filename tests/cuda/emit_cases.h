@@ -201,6 +201,12 @@ inline std::vector<EmitCase> otherCases() {
        {{"H", 3}, {"Tq", 100}, {"Tk", 130}, {"D", 40}}, false, {}, 1, 1},
       {"multi-query attention training step", "benchmarks/diagrams/multi_query_attention.dg",
        "multi_query_attention_loss", {{"H", 3}, {"Tq", 100}, {"Tk", 130}, {"D", 40}}, true, {}},
+      // Grouped-query attention's dK and dV split over the query heads of a group (ir/split_contractions.h):
+      // a stream over the queries of partial sums, then their sum; a group of one head indexed, no sum.
+      {"grouped-query attention training step, split", "tests/diagrams/split_contractions.dg", "grouped_attention",
+       {{"B", 2}, {"H", 6}, {"G", 2}, {"T", 300}, {"D", 40}}, true, {}},
+      {"grouped-query attention training step, groups of one", "tests/diagrams/split_contractions.dg",
+       "grouped_attention", {{"B", 1}, {"H", 3}, {"G", 3}, {"T", 200}, {"D", 24}}, true, {}},
       {"attention with values over e", "benchmarks/diagrams/value_axis_attention.dg", "value_axis_attention",
        {{"B", 2}, {"H", 3}, {"T", 100}, {"D", 40}, {"E", 24}}, false, {}, 1, 1},
       {"attention with values over e, training step", "benchmarks/diagrams/value_axis_attention.dg",
