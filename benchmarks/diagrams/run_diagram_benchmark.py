@@ -109,6 +109,26 @@ def rotary_attention(q, k, v, cs, sn):  # q, k, v [b h t d]; cs, sn [t d] of whi
     return F.scaled_dot_product_attention(rotate(q), rotate(k), v, is_causal=True)
 
 
+def llama_block(x, n1, wq, wk, wv, wo, n2, wg, wu, wd, cs, sn):  # x [b t c]; wq [h d c], wk, wv [g d c]; cs [t d/2]
+    def rms(x, w):
+        xf = x.float()
+        return (xf * torch.rsqrt((xf * xf).mean(-1, keepdim=True) + 1e-5) * w.float()).to(x.dtype)
+
+    def rope(x):  # the pairs (2i, 2i + 1) turned by their position's angle
+        pairs = x.unflatten(-1, (x.shape[-1] // 2, 2))
+        a, b = pairs[..., 0], pairs[..., 1]
+        return torch.stack((a * cs - b * sn, a * sn + b * cs), -1).flatten(-2)
+
+    h = rms(x, n1)
+    q = rope(torch.einsum("btc,hdc->bhtd", h, wq))
+    k = rope(torch.einsum("btc,gdc->bgtd", h, wk))
+    v = torch.einsum("btc,gdc->bgtd", h, wv)
+    a = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+    x1 = x + torch.einsum("bhtd,ohd->bto", a, wo)
+    h2 = rms(x1, n2)
+    return x1 + (F.silu(h2 @ wg.t()) * (h2 @ wu.t())) @ wd.t()
+
+
 def topk_routing(routes):
     def route(x, wg, experts):  # x [n c], wg [e c], experts [e c o]: each token's `routes` best experts
         scores = x @ wg.t()
@@ -182,6 +202,11 @@ def cross_attention(q, k, v):  # q [b h tq d], k, v [b h tk d]: no mask, the bac
 
 
 # name, diagram, entry, sizes, grad, torch function, input shapes (by size names), integer inputs
+# TinyLLaMA's block (32 query heads over 4 key/value heads of 64 channels), 1000 positions.
+LLAMA_SIZES = dict(B=2, T=1000, C=2048, H=32, G=4, D=64, F=5632)
+LLAMA_SHAPES = ["B T C", "C", "H D C", "G D C", "G D C", "C H D", "C", "F C", "F C", "C F"] + \
+    [f"const T {LLAMA_SIZES['D'] // 2}"] * 2  # the rotations' cosines and sines
+
 CASES = [
     ("gated MLP, odd", "gated_mlp.dg", "gated_mlp", dict(N=1000, C=771, F=2051), False, gated_mlp,
      ["N C", "C F", "C F", "F C"]),
@@ -281,6 +306,10 @@ CASES = [
      group_norm_silu, ["B G E S", "G E", "G E"]),
     ("contrastive loss over cosine similarities, backward", "contrastive.dg", "contrastive_loss",
      dict(B=1000, N=5003, D=128), True, contrastive, ["B D", "N D", "const B N"]),
+    ("grouped-query attention, backward", "grouped_query_attention.dg", "grouped_query_attention_loss",
+     dict(B=2, H=8, G=2, T=1000, X=1000, D=64), True, gqa, ["B H T D", "B G X D", "B G X D"]),
+    ("LLaMA block", "llama_block.dg", "llama_block", LLAMA_SIZES, False, llama_block, LLAMA_SHAPES),
+    ("LLaMA block, backward", "llama_block.dg", "llama_block_loss", LLAMA_SIZES, True, llama_block, LLAMA_SHAPES),
     ("top-k routing", "topk_routing.dg", "topk_routing", dict(N=2048, C=256, E=8, O=256, R=2), False,
      topk_routing(2), ["N C", "E C", "E C O"]),
     ("top-k routing, backward", "topk_routing.dg", "topk_routing_loss", dict(N=2048, C=256, E=8, O=256, R=2), True,

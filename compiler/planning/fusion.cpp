@@ -106,10 +106,14 @@ int64_t operandExtent(const Graph& g, const Node& r, const std::string& x) {
   return 0;
 }
 
+// Long by the products it sums for each output, all its axes together: a
+// contraction over heads and their channels (32 x 64) is the matmul one over
+// their 2048 merged channels is.
 bool isLongContraction(const Graph& g, const Node& n) {
-  return n.op == Op::Contract && isFloat(n.type.dtype) &&
-         std::any_of(n.axes.begin(), n.axes.end(),
-                     [&](const std::string& a) { return operandExtent(g, n, a) > kRedoneContractionLimit; });
+  if (n.op != Op::Contract || !isFloat(n.type.dtype)) return false;
+  int64_t extent = 1;
+  for (const std::string& a : n.axes) extent = std::min<int64_t>(extent * operandExtent(g, n, a), kGridPositionsCap);
+  return extent > kRedoneContractionLimit;
 }
 
 // Whether id's chain of elementwise nodes and views reaches a short

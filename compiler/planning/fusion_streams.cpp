@@ -61,9 +61,11 @@ bool Fuser::redoneInside(NodeId m, const Node& r, const std::string& x) const {
   const Node& n = g_.node(m);
   if ((n.op != Op::Contract && n.op != Op::Reduce) || m == r.id) return false;
   bool redone = std::any_of(r.type.axes.begin(), r.type.axes.end(), [&](const Axis& a) { return !n.type.has(a.name); });
-  return redone && std::any_of(n.axes.begin(), n.axes.end(), [&](const std::string& a) {
-           return a != x && reducedExtent(n, a) > kRedoneContractionLimit;
-         });
+  // (Its axes but x together: a reduction over several short axes is as long as their product.)
+  int64_t extent = 1;
+  for (const std::string& a : n.axes)
+    if (a != x) extent = std::min<int64_t>(extent * reducedExtent(n, a), kGridPositionsCap);
+  return redone && extent > kRedoneContractionLimit;
 }
 
 // A long float contraction whose output runs along x (the classifier's
@@ -76,8 +78,7 @@ bool Fuser::redoneInside(NodeId m, const Node& r, const std::string& x) const {
 bool Fuser::matmulAlong(NodeId m, const std::string& x) const {
   const Node& n = g_.node(m);
   if (n.op != Op::Contract || !isFloat(n.type.dtype) || !n.type.has(x)) return false;
-  return std::any_of(n.axes.begin(), n.axes.end(),
-                     [&](const std::string& a) { return reducedExtent(n, a) > kRedoneContractionLimit; });
+  return isLongContraction(g_, n);
 }
 
 // Whether n lacks an axis of a long matmul in `group`: joining it, n would

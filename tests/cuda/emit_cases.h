@@ -207,6 +207,12 @@ inline std::vector<EmitCase> otherCases() {
        {{"B", 2}, {"H", 6}, {"G", 2}, {"T", 300}, {"D", 40}}, true, {}},
       {"grouped-query attention training step, groups of one", "tests/diagrams/split_contractions.dg",
        "grouped_attention", {{"B", 1}, {"H", 3}, {"G", 3}, {"T", 200}, {"D", 24}}, true, {}},
+      // A LLaMA-style block at sizes no tile divides: RMSNorm, rotary embeddings, grouped-query attention,
+      // SwiGLU; its data gradient through the query projection a GEMM over heads and channels.
+      {"LLaMA block", "benchmarks/diagrams/llama_block.dg", "llama_block",
+       {{"B", 2}, {"T", 77}, {"C", 96}, {"H", 6}, {"G", 2}, {"D", 16}, {"F", 200}}, false, {}, 0.3},
+      {"LLaMA block training step", "benchmarks/diagrams/llama_block.dg", "llama_block_loss",
+       {{"B", 2}, {"T", 77}, {"C", 96}, {"H", 6}, {"G", 2}, {"D", 16}, {"F", 200}}, true, {}, 0.3},
       {"attention with values over e", "benchmarks/diagrams/value_axis_attention.dg", "value_axis_attention",
        {{"B", 2}, {"H", 3}, {"T", 100}, {"D", 40}, {"E", 24}}, false, {}, 1, 1},
       {"attention with values over e, training step", "benchmarks/diagrams/value_axis_attention.dg",
