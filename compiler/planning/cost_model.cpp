@@ -481,8 +481,15 @@ KernelCost evaluate(const Graph& g, const Kernel& k, const KernelShape& s, const
   // first, the row by the second. A position issued past the row's end
   // costs its guard, not its load and product: a third of one, as fitted to
   // GPT-2's d_p (64 channels a head: 32 lanes a row ran 62 us where 8 lanes
-  // ran 30, on the H200, 2026-12-02; issued 4x, 2.1x the time).
-  const LaneStream lanes = laneStream(g, k, s, p, t, o, cost.blocks);
+  // ran 30, on the H200, 2026-12-02; issued 4x, 2.1x the time). A kernel
+  // whose work is on the tensor cores is no lane stream: its contraction is a
+  // GEMM's or a tensor-core stream's, whose k-steps the tiles price (a
+  // contraction over heads and their channels, streamed over 64 channels a
+  // head, was priced at twice its products).
+  const bool tensorWork = std::any_of(k.nodes.begin(), k.nodes.end(), [&](NodeId id) {
+    return nodeWork(g, g.node(id), t, o).unit.rfind("tensor", 0) == 0;
+  });
+  const LaneStream lanes = tensorWork ? LaneStream{} : laneStream(g, k, s, p, t, o, cost.blocks);
   double issued = 1;
   if (lanes.lanes > 0) {
     const int64_t extent = streamShare(s, p), perPass = int64_t{lanes.lanes} * 8;
