@@ -207,6 +207,10 @@ inline std::vector<EmitCase> otherCases() {
        {{"B", 2}, {"H", 6}, {"G", 2}, {"T", 300}, {"D", 40}}, true, {}},
       {"grouped-query attention training step, groups of one", "tests/diagrams/split_contractions.dg",
        "grouped_attention", {{"B", 1}, {"H", 3}, {"G", 3}, {"T", 200}, {"D", 24}}, true, {}},
+      {"grouped cross-attention training step, keys position-major", "tests/diagrams/split_contractions.dg",
+       "grouped_cross_attention", {{"B", 2}, {"T", 70}, {"X", 300}, {"H", 4}, {"G", 2}, {"D", 40}}, true, {}},
+      {"grouped ALiBi attention training step", "tests/diagrams/split_contractions.dg", "grouped_alibi",
+       {{"B", 1}, {"H", 6}, {"G", 3}, {"T", 200}, {"D", 32}}, true, {}},
       // A LLaMA-style block at sizes no tile divides: RMSNorm, rotary embeddings, grouped-query attention,
       // SwiGLU; its data gradient through the query projection a GEMM over heads and channels.
       {"LLaMA block", "benchmarks/diagrams/llama_block.dg", "llama_block",

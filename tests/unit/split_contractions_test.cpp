@@ -59,6 +59,18 @@ TEST_CASE("grouped-query attention's key and value gradients split over the quer
   for (uint64_t seed : {1, 2}) CHECK(testing::largestRelativeDifference(plain, rewritten, seed) <= 1e-12);
 }
 
+TEST_CASE("grouped cross-attention over position-major keys and grouped ALiBi split alike, same values",
+          "[split_contractions]") {
+  const Graph cross = backward("grouped_cross_attention", {{"B", 2}, {"T", 70}, {"X", 300}, {"H", 4}, {"G", 2}, {"D", 6}});
+  const Graph alibi = backward("grouped_alibi", {{"B", 1}, {"H", 6}, {"G", 3}, {"T", 200}, {"D", 5}});
+  for (const Graph* g : {&cross, &alibi}) {
+    const Graph rewritten = split(*g);
+    CHECK(contractionsOverSeveralAxes(*g).streamed == 2);
+    CHECK(contractionsOverSeveralAxes(rewritten).streamed == 0);
+    CHECK(testing::largestRelativeDifference(*g, rewritten, 5) <= 1e-12);
+  }
+}
+
 TEST_CASE("multi-query attention splits over the heads; a group of one member is indexed, not summed",
           "[split_contractions]") {
   const Graph mqa = backward("multi_query_attention", {{"H", 3}, {"T", 500}, {"D", 7}});
