@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -60,40 +59,25 @@ class ContractionSplitter {
       if (x != s.kept) s.summed.push_back(x);
     std::optional<NodeId> streamed;
     for (NodeId o : {a, b})
-      if (!streamed && fusion::remadeFromShortContraction(g_, o) && scoreAlong(o, s.kept) &&
-          productChannels(o == a ? b : a, o))
+      if (!streamed && scoreAlong(o, s.kept) && productChannels(o == a ? b : a, o))
         streamed = o;
     if (!streamed) return std::nullopt;
     return splitIsCheaper(n, *streamed, s) ? std::optional<Split>(s) : std::nullopt;
   }
 
-  // Whether `operand` is made, through elementwise work and views, from a
-  // short contraction over one axis with every axis of the operand, of one
-  // array along `kept` and one across it: a score a stream over `kept`
-  // makes at each of its positions on the tensor cores (attention's q·k,
-  // lowering/tensor_core_stream.h). A contraction over several axes there
-  // (a product over a head's groups and channels) is no stream's score: its
-  // operand is stored whichever way the contraction is split.
+  // Whether `operand` is remade from a short contraction (fusion's
+  // remakingContraction) over one axis, of one array along `kept` and one
+  // across it: a score a stream over `kept` makes at each of its positions
+  // on the tensor cores (attention's q·k, lowering/tensor_core_stream.h). A
+  // contraction over several axes there (a product over a head's groups and
+  // channels) is no stream's score: its operand is stored whichever way the
+  // contraction is split.
   bool scoreAlong(NodeId operand, const std::string& kept) const {
-    std::vector<NodeId> work = {operand};
-    std::set<NodeId> seen;
-    while (!work.empty()) {
-      const Node& n = g_.node(work.back());
-      work.pop_back();
-      if (!seen.insert(n.id).second) continue;
-      if (n.op == Op::Contract) {
-        const bool spans = std::all_of(type(operand).axes.begin(), type(operand).axes.end(),
-                                       [&](const Axis& x) { return n.type.has(x.name); });
-        if (spans && !fusion::isLongContraction(g_, n) && n.axes.size() == 1 &&
-            type(n.operands[0]).has(kept) != type(n.operands[1]).has(kept) &&
-            type(n.operands[0]).find(n.axes[0])->size <= kStreamMaxChannels)
-          return true;
-        continue;
-      }
-      if (n.id != operand && (n.op == Op::Input || isAnchor(n))) continue;
-      work.insert(work.end(), n.operands.begin(), n.operands.end());
-    }
-    return false;
+    const NodeId c = fusion::remakingContraction(g_, operand);
+    if (c < 0) return false;
+    const Node& n = g_.node(c);
+    return n.axes.size() == 1 && type(n.operands[0]).has(kept) != type(n.operands[1]).has(kept) &&
+           type(n.operands[0]).find(n.axes[0])->size <= kStreamMaxChannels;
   }
 
   // Whether the other operand is one the stream's product takes: one axis

@@ -15,7 +15,7 @@
 // block a stream over the queries, r one more batch axis of the blocks), its
 // result one partial gradient per r, which a small sum over r adds up.
 //
-// Which operands a stream makes is fusion's rule (remadeFromShortContraction:
+// Which operands a stream makes is fusion's rule (remakingContraction:
 // a chain of elementwise work from a short contraction with every axis of the
 // operand, as the recompute pass remakes it). The axis kept is the longest
 // reduced one, the first in the operands' order on a tie (by sizes and

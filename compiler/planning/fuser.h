@@ -66,8 +66,10 @@ bool isLongContraction(const Graph& g, const Node& n);
 
 // Whether id's chain of elementwise nodes and views reaches a short
 // contraction with all of id's axes: a value the recompute pass remakes
-// inside a stream.
+// inside a stream. remakingContraction: the first such contraction it
+// reaches, or -1.
 bool remadeFromShortContraction(const Graph& g, NodeId id);
+NodeId remakingContraction(const Graph& g, NodeId id);
 
 class Fuser {
  public:

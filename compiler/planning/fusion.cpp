@@ -116,10 +116,9 @@ bool isLongContraction(const Graph& g, const Node& n) {
   return extent > kRedoneContractionLimit;
 }
 
-// Whether id's chain of elementwise nodes and views reaches a short
-// contraction with all of id's axes: a value the recompute pass remakes
-// inside a stream.
-bool remadeFromShortContraction(const Graph& g, NodeId id) {
+// The short contraction with all of id's axes that id's chain of
+// elementwise nodes and views reaches first, or -1.
+NodeId remakingContraction(const Graph& g, NodeId id) {
   std::vector<NodeId> work = {id};
   std::set<NodeId> seen;
   while (!work.empty()) {
@@ -132,14 +131,16 @@ bool remadeFromShortContraction(const Graph& g, NodeId id) {
       // stored); one with fewer (a row statistic) is read like any array.
       const Type& value = g.node(id).type;
       const bool spans = std::all_of(value.axes.begin(), value.axes.end(), [&](const Axis& a) { return n.type.has(a.name); });
-      if (!isLongContraction(g, n) && spans) return true;
+      if (!isLongContraction(g, n) && spans) return n.id;
       continue;
     }
     if (n.id != id && (n.op == Op::Input || isAnchor(n))) continue;
     work.insert(work.end(), n.operands.begin(), n.operands.end());
   }
-  return false;
+  return -1;
 }
+
+bool remadeFromShortContraction(const Graph& g, NodeId id) { return remakingContraction(g, id) >= 0; }
 
 std::vector<Kernel> Fuser::run() {
   int next = 0;
