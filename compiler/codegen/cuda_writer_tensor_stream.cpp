@@ -24,6 +24,7 @@ std::string CudaWriter::tileOrigin(const StreamTile& tile, const std::string& ou
     if (axis == tile.channel.name || stride == 0) continue;
     offset += fmt::format(" + (long long)({}) * {}", axis == tile.outer ? outerPosition : "i_" + axis, stride);
   }
+  if (tile.staging) return fmt::format("reinterpret_cast<const llmc::bf16*>({}) + {}", tile.staging->param, offset);
   reads_.insert(tile.layout.array);
   return fmt::format("reinterpret_cast<const llmc::bf16*>({}) + {}", stored_.at(tile.layout.array).param, offset);
 }

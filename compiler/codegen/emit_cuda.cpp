@@ -262,10 +262,22 @@ class ModuleWriter {
         for (NodeId r : written.reads)
           if (elementwiseInPlace(graph, p.plan, o, r, arrays) || stagedRowInPlace(graph, p.plan, o, r, arrays, pw.stagedRows))
             launch.inPlace.push_back({bufferOf.at(o), bufferOf.at(r)});
+    // The stream's staged tiles: their copies' launches, before the stream's.
+    std::vector<std::pair<const StreamTile*, int>> stagedBuffers;
+    if (tcStream.stream)
+      for (const StreamTile* tile : tcStream.stream->loadedTiles())
+        if (tile->staging)
+          stagedBuffers.emplace_back(tile, staging_.stage(module_, kernelsSource_, launch, tile->staging->placement,
+                                                          bufferOf.at(tile->layout.array), names[static_cast<size_t>(tile->value)],
+                                                          1, 1, target, kPrelude));
+    auto stagedBuffer = [&](const StreamTile* tile) {
+      return std::find_if(stagedBuffers.begin(), stagedBuffers.end(), [&](const auto& s) { return s.first == tile; })->second;
+    };
     std::string params;
     if (tcStream.stream && tcStream.stream->issuer == MmaIssuer::Warpgroup)
       for (const StreamTile* tile : tcStream.stream->loadedTiles()) {
-        launch.tensorMaps.push_back(streamTensorMap(*tile, *tcStream.stream, bufferOf.at(tile->layout.array)));
+        const int buffer = tile->staging ? stagedBuffer(tile) : bufferOf.at(tile->layout.array);
+        launch.tensorMaps.push_back(streamTensorMap(*tile, *tcStream.stream, buffer));
         params += fmt::format("{}const __grid_constant__ llmc::sm90::TmaDescriptor {}", params.empty() ? "" : ", ",
                               tile->tensorMap);
       }
@@ -278,6 +290,15 @@ class ModuleWriter {
       params += fmt::format("{}const {}* __restrict__ {}", params.empty() ? "" : ", ", arrays.at(r).ctype,
                             arrays.at(r).param);
     }
+    // Where the warps load the tiles (cp.async), the staged copies by pointer
+    // (a tile the stream reads twice, once).
+    std::set<std::string> stagedParams;
+    if (tcStream.stream && tcStream.stream->issuer == MmaIssuer::Warp)
+      for (const auto& [tile, buffer] : stagedBuffers)
+        if (stagedParams.insert(tile->staging->param).second) {
+          launch.params.push_back({buffer, false});
+          params += fmt::format("{}const llmc_bf16* __restrict__ {}", params.empty() ? "" : ", ", tile->staging->param);
+        }
     const std::string about = launchComment(p, pw, written, tcStream.stream ? &*tcStream.stream : nullptr);
     const std::string bounds = tcStream.stream ? fmt::format("{}, {}", launch.block, tcStream.stream->residentBlocks)
                                                : fmt::format("{}", launch.block);
@@ -339,8 +360,8 @@ class ModuleWriter {
   int stageOperand(const KernelLaunch& gemmLaunch, const GemmOperandPlacement& operand, const char* role,
                    const TensorCoreGemm& gemm) {
     if (!operand.staged) return -1;
-    return staging_.stage(module_, kernelsSource_, gemmLaunch, operand, list_.bufferOf.at(operand.array), role, gemm,
-                          target_, kPrelude);
+    return staging_.stage(module_, kernelsSource_, gemmLaunch, operand, list_.bufferOf.at(operand.array), role,
+                          gemm.batchOuter, gemm.batchInner, target_, kPrelude);
   }
 
   // A launch on the tile library: the epilogue functor (the launch's work

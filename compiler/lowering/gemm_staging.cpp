@@ -51,7 +51,7 @@ StagingCopy writeStagingCopy(const std::string& name, const GemmOperandPlacement
   const int64_t chunks = copy.elements / 8;
   copy.grid = std::clamp<int64_t>((chunks + copy.block - 1) / copy.block, 1, int64_t{target.smCount} * 8);
   copy.function = fmt::format(
-      "\n// {0}: {1} blocks x {2} threads. Stages a GEMM operand: {6} rows of {3} elements (rows: {16}; elements: {17}\n"
+      "\n// {0}: {1} blocks x {2} threads. Stages a tensor-core operand: {6} rows of {3} elements (rows: {16}; elements: {17}\n"
       "// in the stored array), into rows padded with zeros to {5}, x {7} x {8} batches{13}.\n"
       "extern \"C\" __global__ void __launch_bounds__({2}) {0}(llmc_bf16* __restrict__ dst, const {14}* __restrict__ src) {{\n"
       "  const long long chunks = {9}LL, per_row = {10}LL, rows = {6}LL;\n"
@@ -109,33 +109,34 @@ double stagingSeconds(const GemmOperandPlacement& p, int64_t batches, const Targ
   return std::max(bandwidth, issue) + target.graphLaunchOverhead;
 }
 
-int StagingCopies::stage(CudaModule& module, std::string& source, const KernelLaunch& gemmLaunch,
-                         const GemmOperandPlacement& operand, int sourceBuffer, const char* role,
-                         const TensorCoreGemm& gemm, const Target& target, const std::string& prelude) {
+int StagingCopies::stage(CudaModule& module, std::string& source, const KernelLaunch& reader,
+                         const GemmOperandPlacement& operand, int sourceBuffer, const std::string& role, int batchOuter,
+                         int batchInner, const Target& target, const std::string& prelude) {
   const GemmStagedSource& from = *operand.staged;
   const Key key{sourceBuffer, from.offset, from.rows, from.columns, from.batchOuterStride, from.batchInnerStride,
-                int64_t{gemm.batchOuter}, int64_t{gemm.batchInner}};
+                int64_t{batchOuter}, int64_t{batchInner}, operand.ld};
   if (auto known = buffers_.find(key); known != buffers_.end()) return known->second;
-  const StagingCopy copy = writeStagingCopy(fmt::format("{}_stage_{}", gemmLaunch.name, role), operand, gemm.batchOuter,
-                                            gemm.batchInner, target, module.buffers[static_cast<size_t>(sourceBuffer)].dtype == "f32");
+  const StagingCopy copy = writeStagingCopy(fmt::format("{}_stage_{}", reader.name, role), operand, batchOuter,
+                                            batchInner, target, module.buffers[static_cast<size_t>(sourceBuffer)].dtype == "f32");
+  const int64_t batches = int64_t{batchOuter} * batchInner;
   BufferDesc b;
   b.name = copy.name;
   b.dtype = "bf16";
   b.ctype = "llmc_bf16";
-  b.axes = {Axis{"rows", operand.rows * gemm.batches()}, Axis{"padded", operand.ld}};
+  b.axes = {Axis{"rows", operand.rows * batches}, Axis{"padded", operand.ld}};
   b.elements = copy.elements;
   b.bytes = copy.elements * 2;
   const int buffer = static_cast<int>(module.buffers.size());
   module.buffers.push_back(b);
   KernelLaunch stage;
   stage.name = copy.name;
-  stage.kernel = gemmLaunch.kernel;
+  stage.kernel = reader.kernel;
   stage.role = "stage";
   stage.grid = {copy.grid, 1, 1};
   stage.block = copy.block;
   stage.params = {{buffer, true}, {sourceBuffer, false}};
   stage.instructions.scalarReason = "a staging copy";
-  stage.predictedSeconds = stagingSeconds(operand, gemm.batches(), target);
+  stage.predictedSeconds = stagingSeconds(operand, batches, target);
   stage.source = prelude + copy.function;
   source += copy.function;
   module.launches.push_back(std::move(stage));

@@ -1,6 +1,7 @@
-// Staging copies for tensor-core GEMM operands the tile library cannot read
-// where they lie (tensor_core_gemm.h, GemmStagedSource): a launch of its own,
-// before the GEMM, gathers the operand's rows into a scratch buffer whose
+// Staging copies for tensor-core operands the tile library or a stream's
+// tiles cannot read where they lie (tensor_core_gemm.h, GemmStagedSource;
+// tensor_core_stream.h, StreamTileStaging): a launch of its own, before the
+// GEMM's or the stream's, gathers the operand's rows into a scratch buffer whose
 // rows are padded with zeros to a multiple of 64 elements on sm_90a (the
 // TMA's 128-byte lines) or 8 on sm_80 (cp.async's 16 bytes), so that the
 // GEMM reads aligned rows. An odd size (C = 771), or contracted
@@ -43,19 +44,21 @@ double stagingSeconds(const GemmOperandPlacement& operand, int64_t batches, cons
 // immutable, and the later GEMMs read the first copy.
 class StagingCopies {
  public:
-  // The scratch buffer `operand` (staged) is read from by `gemmLaunch`: on its
-  // first use, the buffer and its copy launch (before the GEMM's, role
+  // The scratch buffer `operand` (staged, `batchOuter` x `batchInner`
+  // copies) is read from by `reader` (a GEMM's or a stream's launch): on its
+  // first use, the buffer and its copy launch (before the reader's, role
   // "stage", its predicted time set; its translation unit `prelude` and the
   // copy) are added to `module`, the copy's function to `source`.
-  // `sourceBuffer`: the stored array's buffer.
-  int stage(CudaModule& module, std::string& source, const KernelLaunch& gemmLaunch, const GemmOperandPlacement& operand,
-            int sourceBuffer, const char* role, const TensorCoreGemm& gemm, const Target& target,
+  // `sourceBuffer`: the stored array's buffer; `role` names the copy.
+  int stage(CudaModule& module, std::string& source, const KernelLaunch& reader, const GemmOperandPlacement& operand,
+            int sourceBuffer, const std::string& role, int batchOuter, int batchInner, const Target& target,
             const std::string& prelude);
 
  private:
   // The buffer staged from, not the value: a value made twice (launch_list.cpp, mergeTwins) is one buffer.
+  // The padded rows' length too: a GEMM's copy and a stream's of the same rows may pad them apart.
   using Key = std::tuple<int, int64_t, std::vector<StridedExtent>, std::vector<StridedExtent>, int64_t, int64_t,
-                         int64_t, int64_t>;
+                         int64_t, int64_t, int64_t>;
   std::map<Key, int> buffers_;
 };
 

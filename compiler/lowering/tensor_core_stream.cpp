@@ -120,6 +120,7 @@ class Planner {
 
   TensorCoreStreamPlan run(const Target& target) {
     TensorCoreStreamPlan out;
+    hasTMA_ = target.hasTMA;
     if (plan_.kind != LaunchPlan::Kind::Tile || plan_.streamAxis.empty()) return out;
     TensorCoreStream s;
     if (!hasWarpMma(target)) return fail(out, fmt::format("{} has no warp-level bf16 mma.sync", target.arch));
@@ -441,8 +442,13 @@ class Planner {
   // the same stride along their rows, their channels and every batch axis.
   static bool sameElements(const StreamTile& a, const StreamTile& b) {
     if (a.layout.array != b.layout.array || a.layout.offset != b.layout.offset || a.outer != b.outer ||
-        a.channel.size != b.channel.size || a.layout.strides.size() != b.layout.strides.size())
+        a.channel.size != b.channel.size || a.layout.strides.size() != b.layout.strides.size() ||
+        a.staging.has_value() != b.staging.has_value())
       return false;
+    if (a.staging) {
+      const GemmStagedSource &x = *a.staging->placement.staged, &y = *b.staging->placement.staged;
+      if (x.offset != y.offset || x.rows != y.rows || x.columns != y.columns) return false;
+    }
     for (const auto& [axis, stride] : a.layout.strides) {
       const std::string& other = axis == a.channel.name ? b.channel.name : axis;
       auto it = b.layout.strides.find(other);
@@ -451,28 +457,30 @@ class Planner {
     return true;
   }
 
-  // `value` as tiles of [outer][channel]: a bf16 array in GMEM (through views)
-  // with the channels contiguous and every row 16-byte aligned, its other
-  // axes the block's batch axes.
+  // `value` as tiles of [outer][channel]: an array in GMEM (through views)
+  // whose other axes are the block's batch axes, read where it lies if it is
+  // bf16 with the channels contiguous and every row 16-byte aligned, else
+  // from a staged copy (StreamTileStaging).
   bool tile(NodeId value, const std::string& outer, const std::string& channel, StreamTile& t, std::string& why) {
     const Node& n = g_.node(value);
     std::optional<AffineLayout> layout = layoutThroughViews(g_, value, plan_.computed, stored_, names_, why);
     if (!layout) return false;
     auto stored = arrays_.find(layout->array);
-    if (stored == arrays_.end() || stored->second.ctype != "llmc_bf16") {
-      why = fmt::format("{} is not stored as bf16", name(value));
+    const bool sourceF32 = stored != arrays_.end() && stored->second.ctype == "float";
+    if (stored == arrays_.end() || (stored->second.ctype != "llmc_bf16" && !sourceF32)) {
+      why = fmt::format("{} is not stored as bf16 or f32", name(value));
       return false;
     }
     const Axis* c = n.type.find(channel);
-    if (!c || layout->strides.at(channel) != 1) {
-      why = fmt::format("{} is not contiguous along {}", name(value), channel);
+    if (!c) {
+      why = fmt::format("{} has no axis {}", name(value), channel);
       return false;
     }
     if (c->size > kStreamMaxChannels) {
       why = fmt::format("{} has {} channels along {}, more than {}", name(value), c->size, channel, kStreamMaxChannels);
       return false;
     }
-    bool aligned = layout->offset % 8 == 0;
+    bool aligned = layout->offset % 8 == 0 && layout->strides.at(channel) == 1;
     for (const Axis& a : n.type.axes) {
       if (a.name != channel && a.name != outer && !group_.count(a.name)) {
         why = fmt::format("{} has the axis {}, neither a tile's nor the block's", name(value), a.name);
@@ -480,16 +488,52 @@ class Planner {
       }
       aligned &= layout->strides.at(a.name) % 8 == 0 || a.name == channel;
     }
-    if (!aligned) {
-      why = fmt::format("{}'s rows are not 16-byte aligned", name(value));
-      return false;
-    }
     t.value = value;
     t.layout = *layout;
     t.outer = outer;
     t.channel = *c;
     t.paddedChannels = static_cast<int>(ceilDiv(c->size, 64) * 64);
+    if (!aligned || sourceF32) stage(n, t, sourceF32);
     return true;
+  }
+
+  // Reads `t` from a copy of its elements (StreamTileStaging): rows padded to
+  // a multiple of 64 channels where the TMA loads them (its 128-byte lines),
+  // of 8 for cp.async (16 bytes), as a GEMM's staged operand.
+  void stage(const Node& n, StreamTile& t, bool sourceF32) const {
+    StreamTileStaging staging;
+    GemmOperandPlacement& p = staging.placement;
+    const AffineLayout source = t.layout;
+    std::vector<Axis> rows;
+    for (const Axis& a : n.type.axes)
+      if (a.name != t.channel.name && source.strides.at(a.name) != 0) rows.push_back(a);
+    std::stable_sort(rows.begin(), rows.end(), [&](const Axis& x, const Axis& y) {
+      return std::abs(source.strides.at(x.name)) > std::abs(source.strides.at(y.name));
+    });
+    p.array = source.array;
+    p.contiguous = t.channel.size;
+    p.ld = ceilDiv(t.channel.size, hasTMA_ ? 64 : 8) * (hasTMA_ ? 64 : 8);
+    p.rows = 1;
+    GemmStagedSource from;
+    from.offset = source.offset;
+    for (const Axis& a : rows) {
+      p.rows *= a.size;
+      from.rows.push_back({a.size, source.strides.at(a.name)});
+    }
+    from.columns = {{t.channel.size, source.strides.at(t.channel.name)}};
+    p.staged = from;
+    AffineLayout copy{source.array, 0, {}};
+    int64_t stride = p.ld;
+    for (auto a = rows.rbegin(); a != rows.rend(); ++a) {
+      copy.strides[a->name] = stride;
+      stride *= a->size;
+    }
+    for (const auto& [axis, s] : source.strides)
+      if (!copy.strides.count(axis)) copy.strides[axis] = axis == t.channel.name ? 1 : 0;
+    staging.sourceF32 = sourceF32;
+    staging.param = "staged_" + name(t.value);  // no array's ("g_" + its name)
+    t.layout = copy;
+    t.staging = staging;
   }
 
   const Graph& g_;
@@ -571,6 +615,7 @@ class Planner {
 
   const std::vector<std::string>& names_;  // printedNames(g_)
   std::set<std::string> group_;
+  bool hasTMA_ = false;
 };
 
 }  // namespace

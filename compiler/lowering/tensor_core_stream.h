@@ -27,6 +27,7 @@
 #include "analysis/strided_view.h"
 #include "codegen/cuda_kernel_writer.h"
 #include "ir/ir.h"
+#include "lowering/tensor_core_gemm.h"
 #include "planning/target.h"
 
 namespace llmc {
@@ -51,6 +52,22 @@ struct TmaBatchDim {
   int64_t extent = 1, stride = 0;  // elements
 };
 
+// A tile the stream reads from a copy of its array rather than from the
+// array itself (gemm_staging.h's launch, before the stream's): where the
+// array's rows are not 16-byte aligned (a head dimension of 100, a view from
+// an odd element), it is stored in f32 (accumulated by atomics; rounded to
+// bf16 as it is copied, as a GEMM's operand is), or its channels are not
+// contiguous. The copy packs the tile's elements into rows of `placement.ld`
+// elements padded with zeros, its rows in the order they lie in the array;
+// the tile's `layout` is then the copy's (offset 0), `placement.staged`
+// where the elements lie in the array. One pass over the operand, against
+// the whole stream on the CUDA cores over stored scores.
+struct StreamTileStaging {
+  GemmOperandPlacement placement;  // rows of `contiguous` channels, `ld` apart, copied from `staged`
+  bool sourceF32 = false;
+  std::string param;  // the kernel's pointer to the copy (where the warps load tiles by cp.async)
+};
+
 // One stored operand read as [64 outer positions][channels] tiles in shared memory.
 struct StreamTile {
   NodeId value = -1;     // the value the launch reads (a view of `layout.array`)
@@ -65,6 +82,7 @@ struct StreamTile {
   // along which the array has a stride, nested ones as one, at most two.
   std::string tensorMap;
   std::vector<TmaBatchDim> batchDims;
+  std::optional<StreamTileStaging> staging;  // read from a staged copy
   int64_t stageBytes() const { return int64_t{kStreamPositionsPerStep} * paddedChannels * 2; }
 };
 

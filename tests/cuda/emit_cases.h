@@ -211,6 +211,14 @@ inline std::vector<EmitCase> otherCases() {
        "grouped_cross_attention", {{"B", 2}, {"T", 70}, {"X", 300}, {"H", 4}, {"G", 2}, {"D", 40}}, true, {}},
       {"grouped ALiBi attention training step", "tests/diagrams/split_contractions.dg", "grouped_alibi",
        {{"B", 1}, {"H", 6}, {"G", 3}, {"T", 200}, {"D", 32}}, true, {}},
+      // Stream tiles read from staged copies (tensor_core_stream.h, StreamTileStaging): rows not 16-byte
+      // aligned (head dimensions 37 and 100), values stored channel-major.
+      {"staged tiles: causal attention training step, head dimension 37", "tests/diagrams/staged_tiles.dg",
+       "causal_attention", {{"B", 2}, {"H", 3}, {"T", 300}, {"D", 37}}, true, {}, 1, 3},
+      {"staged tiles: cross-attention, head dimension 100", "benchmarks/diagrams/cross_attention.dg", "cross_attention",
+       {{"B", 1}, {"H", 3}, {"Tq", 70}, {"Tk", 333}, {"D", 100}}, false, {}, 1, 1},
+      {"staged tiles: channel-major values training step", "tests/diagrams/staged_tiles.dg", "channel_major_values",
+       {{"B", 2}, {"H", 3}, {"T", 100}, {"X", 300}, {"D", 40}, {"E", 50}}, true, {}, 1, 3},
       // A LLaMA-style block at sizes no tile divides: RMSNorm, rotary embeddings, grouped-query attention,
       // SwiGLU; its data gradient through the query projection a GEMM over heads and channels.
       {"LLaMA block", "benchmarks/diagrams/llama_block.dg", "llama_block",

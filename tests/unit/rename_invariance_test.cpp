@@ -135,6 +135,10 @@ TEST_CASE("renaming every axis leaves the launches unchanged", "[rename]") {
        true},
       {"benchmarks/diagrams/llama_block.dg", "llama_block_loss",
        {{"B", 2}, {"T", 77}, {"C", 96}, {"H", 6}, {"G", 2}, {"D", 16}, {"F", 200}}, true},
+      // Stream tiles read from staged copies (tensor_core_stream.h, StreamTileStaging).
+      {"tests/diagrams/staged_tiles.dg", "causal_attention", {{"B", 2}, {"H", 3}, {"T", 300}, {"D", 37}}, true},
+      {"tests/diagrams/staged_tiles.dg", "channel_major_values",
+       {{"B", 2}, {"H", 3}, {"T", 100}, {"X", 300}, {"D", 40}, {"E", 50}}, true},
       {"tests/diagrams/row_products.dg", "attention_backward", {{"B", 2}, {"H", 3}, {"T", 333}, {"D", 64}}, false, true},
       {"tests/diagrams/row_products.dg", "attention_backward", {{"B", 1}, {"H", 2}, {"T", 333}, {"D", 40}}, false, true},
       // Outputs along a stream staged through shared memory (tensor_core_stream.h, StagedStepOutput).
