@@ -77,7 +77,7 @@ class ContractionSplitter {
     if (c < 0) return false;
     const Node& n = g_.node(c);
     return n.axes.size() == 1 && type(n.operands[0]).has(kept) != type(n.operands[1]).has(kept) &&
-           type(n.operands[0]).find(n.axes[0])->size <= kStreamMaxChannels;
+           type(n.operands[0]).find(n.axes[0])->size <= streamMaxChannels(target_);
   }
 
   // Whether the other operand is one the stream's product takes: one axis
@@ -86,7 +86,7 @@ class ContractionSplitter {
     int channels = 0;
     for (const Axis& x : type(values).axes)
       if (!type(score).has(x.name)) {
-        if (x.size > kStreamMaxChannels) return false;
+        if (x.size > streamMaxChannels(target_)) return false;
         ++channels;
       }
     return channels == 1;

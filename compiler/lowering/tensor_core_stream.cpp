@@ -121,6 +121,7 @@ class Planner {
   TensorCoreStreamPlan run(const Target& target) {
     TensorCoreStreamPlan out;
     hasTMA_ = target.hasTMA;
+    maxChannels_ = streamMaxChannels(target);
     if (plan_.kind != LaunchPlan::Kind::Tile || plan_.streamAxis.empty()) return out;
     TensorCoreStream s;
     if (!hasWarpMma(target)) return fail(out, fmt::format("{} has no warp-level bf16 mma.sync", target.arch));
@@ -261,6 +262,10 @@ class Planner {
     if (hasWarpgroupMma(target, widths) && target.hasTMA && tensorMaps(s)) s.issuer = MmaIssuer::Warpgroup;
     if (!s.rowProducts.empty() && s.issuer != MmaIssuer::Warpgroup)
       return fail(out, "its row products need warpgroup wgmma and the TMA (sm_90a)");
+    for (const StreamTile* tile : s.loadedTiles())
+      if (s.issuer != MmaIssuer::Warpgroup && tile->channel.size > kStreamMaxChannels)
+        return fail(out, fmt::format("{} has {} channels, more than warps issuing mma.sync hold ({})",
+                                     name(tile->value), tile->channel.size, kStreamMaxChannels));
     const int64_t limit = target.level("SMEM").maxPerBlock;
     auto placeBarriers = [&] {
       s.barrierOffset = (std::max(at, staged) + 7) / 8 * 8;
@@ -279,6 +284,10 @@ class Planner {
     s.prefetched = prefetchable(s);
     s.residentBlocks = residentBlocks(s, target);
     stageAlongStream(s, target, limit);
+    // Past this, ptxas spills the fragments the step lives on (wide products:
+    // two of 256 channels take 256 registers a thread).
+    if (const int64_t registers = fragmentRegisters(s); s.issuer == MmaIssuer::Warpgroup && registers > kStreamMaxRegisters)
+      return fail(out, fmt::format("its fragments need {} registers a thread, more than {}", registers, kStreamMaxRegisters));
     if (auto split = plan_.splitTiles.find(s.stream.name); split != plan_.splitTiles.end() && split->second < s.stream.size) {
       if (split->second % kStreamPositionsPerStep != 0)
         return fail(out, fmt::format("its stream is shared out {} positions a block, not whole steps of {}", split->second,
@@ -476,8 +485,8 @@ class Planner {
       why = fmt::format("{} has no axis {}", name(value), channel);
       return false;
     }
-    if (c->size > kStreamMaxChannels) {
-      why = fmt::format("{} has {} channels along {}, more than {}", name(value), c->size, channel, kStreamMaxChannels);
+    if (c->size > maxChannels_) {
+      why = fmt::format("{} has {} channels along {}, more than {}", name(value), c->size, channel, maxChannels_);
       return false;
     }
     bool aligned = layout->offset % 8 == 0 && layout->strides.at(channel) == 1;
@@ -616,9 +625,15 @@ class Planner {
   const std::vector<std::string>& names_;  // printedNames(g_)
   std::set<std::string> group_;
   bool hasTMA_ = false;
+  int maxChannels_ = kStreamMaxChannels;
 };
 
 }  // namespace
+
+int streamMaxChannels(const Target& target) {
+  const bool warpgroups = target.hasTMA && hasWarpgroupMma(target, {kStreamPositionsPerStep, kWarpgroupStreamMaxChannels});
+  return warpgroups ? kWarpgroupStreamMaxChannels : kStreamMaxChannels;
+}
 
 std::string streamRowAxis(const Type& rows, const Type& columns, const std::vector<Axis>& groupAxes) {
   const Axis* best = nullptr;

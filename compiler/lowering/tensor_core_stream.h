@@ -37,9 +37,16 @@ namespace llmc {
 constexpr int kStreamRowsPerBlock = 64;
 constexpr int kStreamPositionsPerStep = 64;
 constexpr int kStreamThreads = 128;
-// The most channels a tile holds (registers: a warp's product accumulators
-// hold 16 x channels floats).
+// The most channels a tile holds where warps issue the products (registers:
+// a warp's product accumulators hold 16 x channels floats, and its rows' A
+// fragments channels / 16 x 4 more).
 constexpr int kStreamMaxChannels = 128;
+// Where the block's warpgroup issues them (wgmma reads both operands of a
+// score from shared memory and takes N up to 256): the registers of the
+// stream's fragments bound it further (a launch whose fragments need more
+// than kStreamMaxRegisters a thread stays off the stream).
+constexpr int kWarpgroupStreamMaxChannels = 256;
+constexpr int kStreamMaxRegisters = 232;
 // wgmma reads a 128B-swizzled tile by its address bits: tiles start on this
 // boundary, which the kernel finds in its shared memory (given this much more).
 constexpr int64_t kSwizzleAlignment = 1024;
@@ -216,6 +223,11 @@ struct TensorCoreStreamPlan {
   std::optional<TensorCoreStream> stream;
   std::string reason;  // why not, when not (empty for a launch without a stream)
 };
+
+// The most channels a tile of a stream holds on `target`: kWarpgroupStreamMaxChannels
+// where its warpgroups issue bf16 wgmma with A from registers and the TMA loads tiles,
+// else kStreamMaxChannels.
+int streamMaxChannels(const Target& target);
 
 // The row axis of a contraction inside a stream whose operand `rows` lies
 // across the stream and `columns` along it: a group axis of `rows` that

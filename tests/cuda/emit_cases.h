@@ -219,6 +219,14 @@ inline std::vector<EmitCase> otherCases() {
        {{"B", 1}, {"H", 3}, {"Tq", 70}, {"Tk", 333}, {"D", 100}}, false, {}, 1, 1},
       {"staged tiles: channel-major values training step", "tests/diagrams/staged_tiles.dg", "channel_major_values",
        {{"B", 2}, {"H", 3}, {"T", 100}, {"X", 300}, {"D", 40}, {"E", 50}}, true, {}, 1, 3},
+      // Tiles of more than 128 channels where the warpgroup issues (tensor_core_stream.h,
+      // kWarpgroupStreamMaxChannels): head dimensions 160 (staged, padded to 192) and 256.
+      {"wide tiles: causal attention training step, head dimension 160", "tests/diagrams/staged_tiles.dg",
+       "causal_attention", {{"B", 1}, {"H", 2}, {"T", 200}, {"D", 160}}, true, {}},
+      {"wide tiles: cross-attention, head dimension 256", "benchmarks/diagrams/cross_attention.dg", "cross_attention",
+       {{"B", 1}, {"H", 2}, {"Tq", 70}, {"Tk", 333}, {"D", 256}}, false, {}},
+      {"wide tiles: causal attention training step, head dimension 256", "tests/diagrams/staged_tiles.dg",
+       "causal_attention", {{"B", 1}, {"H", 2}, {"T", 150}, {"D", 256}}, true, {}},
       // A LLaMA-style block at sizes no tile divides: RMSNorm, rotary embeddings, grouped-query attention,
       // SwiGLU; its data gradient through the query projection a GEMM over heads and channels.
       {"LLaMA block", "benchmarks/diagrams/llama_block.dg", "llama_block",
