@@ -285,7 +285,7 @@ class Planner {
     s.residentBlocks = residentBlocks(s, target);
     stageAlongStream(s, target, limit);
     // Past this, ptxas spills the fragments the step lives on (wide products:
-    // two of 256 channels take 256 registers a thread).
+    // two of 256 channels take 256 registers a thread; kStreamMaxRegisters).
     if (const int64_t registers = fragmentRegisters(s); s.issuer == MmaIssuer::Warpgroup && registers > kStreamMaxRegisters)
       return fail(out, fmt::format("its fragments need {} registers a thread, more than {}", registers, kStreamMaxRegisters));
     if (auto split = plan_.splitTiles.find(s.stream.name); split != plan_.splitTiles.end() && split->second < s.stream.size) {

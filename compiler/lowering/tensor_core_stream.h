@@ -43,10 +43,15 @@ constexpr int kStreamThreads = 128;
 constexpr int kStreamMaxChannels = 128;
 // Where the block's warpgroup issues them (wgmma reads both operands of a
 // score from shared memory and takes N up to 256): the registers of the
-// stream's fragments bound it further (a launch whose fragments need more
-// than kStreamMaxRegisters a thread stays off the stream).
+// stream's fragments bound it further. A launch whose fragments count more
+// than kStreamMaxRegisters a thread (fragmentRegisters, an overestimate at
+// this end) stays off the stream: ptxas (sm_90a, 2026-12-08) fit attention's
+// dK/dV stream at 160 channels, counted 312, in 252 registers without
+// spilling, and spilled 2 KB a thread of it at 256 channels (376); a dK/dV
+// stream with dQ its row product over 80 channels, counted 264, ran
+// correctly at 2 blocks an SM (tests/lit/cuda/row_products.dg, own values).
 constexpr int kWarpgroupStreamMaxChannels = 256;
-constexpr int kStreamMaxRegisters = 232;
+constexpr int kStreamMaxRegisters = 320;
 // wgmma reads a 128B-swizzled tile by its address bits: tiles start on this
 // boundary, which the kernel finds in its shared memory (given this much more).
 constexpr int64_t kSwizzleAlignment = 1024;
