@@ -305,6 +305,11 @@ CASES = [
      dict(B=4, H=12, Tq=1000, Tk=1000, D=100), False, cross_attention, ["B H Tq D", "B H Tk D", "B H Tk D"]),
     ("cross-attention, d=100, backward", "cross_attention.dg", "cross_attention_loss",
      dict(B=4, H=12, Tq=1000, Tk=1000, D=100), True, cross_attention, ["B H Tq D", "B H Tk D", "B H Tk D"]),
+    # More channels than mma.sync's streams hold (the warpgroup's hold 256).
+    ("cross-attention, d=256", "cross_attention.dg", "cross_attention",
+     dict(B=4, H=8, Tq=1000, Tk=1000, D=256), False, cross_attention, ["B H Tq D", "B H Tk D", "B H Tk D"]),
+    ("cross-attention, d=256, backward", "cross_attention.dg", "cross_attention_loss",
+     dict(B=4, H=8, Tq=1000, Tk=1000, D=256), True, cross_attention, ["B H Tq D", "B H Tk D", "B H Tk D"]),
     ("group normalisation, SiLU", "group_norm.dg", "group_norm_silu", dict(B=16, G=32, E=10, S=784), False,
      group_norm_silu, ["B G E S", "G E", "G E"]),
     ("group normalisation, SiLU, backward", "group_norm.dg", "group_norm_loss", dict(B=16, G=32, E=10, S=784), True,
