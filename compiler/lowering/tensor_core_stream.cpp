@@ -659,9 +659,11 @@ std::vector<const StreamTile*> TensorCoreStream::loadedTiles() const {
 std::string TensorCoreStream::describe() const {
   std::string channels;
   for (const StreamScore& s : scores) channels += fmt::format("{}{}", channels.empty() ? "" : ", ", s.rows.channel.size);
+  int staged = 0;
+  for (const StreamTile* tile : loadedTiles()) staged += tile->staging.has_value();
   return fmt::format(
       "tensor cores: llmc::stream ({} + {}), {} rows of {} per block, {} positions of {} per step; "
-      "{} score contraction(s) over {} channels, {} product(s) along the stream{}{}{}{}; {} block(s) an SM",
+      "{} score contraction(s) over {} channels, {} product(s) along the stream{}{}{}{}{}; {} block(s) an SM",
       issuer == MmaIssuer::Warpgroup ? "TMA" : "cp.async", issuer == MmaIssuer::Warpgroup ? "wgmma" : "mma.sync", kStreamRowsPerBlock, rows.name, kStreamPositionsPerStep,
       stream.name, scores.size(), channels, products.size(),
       rowProducts.empty() ? "" : fmt::format(", {} over the rows (each block's share added atomically)", rowProducts.size()),
@@ -670,7 +672,7 @@ std::string TensorCoreStream::describe() const {
                                         stepOutputs.size(), stagedOutputs.size()),
       skip ? "; steps a comparison of positions leaves unchanged are skipped" : "",
       share > 0 ? fmt::format("; the stream shared out, {} positions a block, the blocks' sums added atomically", share) : "",
-      residentBlocks);
+      staged > 0 ? fmt::format("; {} tile(s) read from staged copies", staged) : "", residentBlocks);
 }
 
 TensorCoreStreamPlan planTensorCoreStream(const Graph& graph, const LaunchPlan& plan, const std::set<NodeId>& stored,
